@@ -1,0 +1,133 @@
+"""Merge: check every tile, then write pairs.tsv.gz, matrix.tsv and summary.json.
+
+Outputs are in original vector IDs and input order whatever the permutation
+seed or block size, so they are byte-identical across those choices.
+"""
+
+import gzip
+import hashlib
+import io
+import json
+import platform
+import time
+
+import numpy as np
+
+from . import __version__
+from .atomic import atomic_path, write_text
+from .errors import GenotileError
+from .metrics import Metric
+from .plan import Plan
+from .tilefile import read_tile
+
+
+def read_tiles(tile_paths, plan: Plan, metric: Metric):
+    """Yield (path, arrays, meta, sha256) for every tile; refuse a missing, foreign or repeated one."""
+    expected = set(plan.tiles())
+    seen = set()
+    for path in tile_paths:
+        arrays, meta, digest = read_tile(path)
+        tile = tuple(meta["tile"])
+        if meta["metric"] != metric.name or tile not in expected:
+            raise GenotileError(f"tile {path}: holds {meta['metric']} tile {tile}, not one of this plan's")
+        if tile in seen:
+            raise GenotileError(f"tile {path}: tile {tile} given twice")
+        seen.add(tile)
+        yield path, arrays, meta, digest
+    missing = sorted(expected - seen)
+    if missing:
+        raise GenotileError(f"{len(missing)} tile(s) missing, e.g. {missing[:5]}: rerun the tile jobs")
+
+
+def _format(values: np.ndarray) -> list[str]:
+    if np.issubdtype(values.dtype, np.integer):
+        return [str(v) for v in values.tolist()]
+    return [repr(float(v)) for v in values.tolist()]
+
+
+def merge_pairs(tile_paths, ids: list[str], plan: Plan, metric: Metric, out_path) -> dict:
+    parts, tiles = [], []
+    for path, arrays, meta, digest in read_tiles(tile_paths, plan, metric):
+        parts.append({k: arrays[k] for k in ("a", "b", *metric.columns)})
+        tiles.append({"tile": meta["tile"], "file": str(path), "sha256": digest, **meta})
+    merged = {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
+    order = np.lexsort((merged["b"], merged["a"]))
+    ids_arr = np.asarray(ids, dtype=object)
+    a, b = merged["a"][order], merged["b"][order]
+    columns = [ids_arr[a], ids_arr[b]] + [_format(merged[c][order]) for c in metric.columns]
+    with atomic_path(out_path) as tmp:
+        with open(tmp, "wb") as raw, gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0) as gz:
+            text = io.TextIOWrapper(gz, encoding="utf-8", newline="\n")
+            text.write("\t".join(("id1", "id2", *metric.columns)) + "\n")
+            for row in zip(*columns, strict=True):
+                text.write("\t".join(row) + "\n")
+            text.flush()
+            text.detach()
+    return {"pairs_passing": int(a.size), "tiles": tiles}
+
+
+def merge_matrix(tile_paths, ids: list[str], plan: Plan, metric: Metric, out_path) -> None:
+    n = len(ids)
+    matrix = None
+    for path, arrays, _meta, _digest in read_tiles(tile_paths, plan, metric):
+        if "dense" not in arrays:
+            raise GenotileError(f"tile {path}: has no dense block (was it computed with a larger dense_max?)")
+        dense = arrays["dense"]
+        if matrix is None:
+            fill = -1 if np.issubdtype(dense.dtype, np.integer) else np.nan
+            matrix = np.full((n, n), fill, dtype=dense.dtype)
+            np.fill_diagonal(matrix, 0)
+        rows, cols = arrays["dense_rows"], arrays["dense_cols"]
+        matrix[np.ix_(rows, cols)] = dense
+        matrix[np.ix_(cols, rows)] = dense.T
+    unfilled = (matrix == -1) if np.issubdtype(matrix.dtype, np.integer) else np.isnan(matrix)
+    if unfilled.any():
+        raise GenotileError(f"{out_path}: {int(unfilled.sum())} matrix cells were in no tile")
+    with atomic_path(out_path) as tmp, open(tmp, "w", newline="\n") as fh:
+        fh.write("\t".join(["", *ids]) + "\n")
+        for name, row in zip(ids, matrix, strict=True):
+            fh.write(name + "\t" + "\t".join(_format(row)) + "\n")
+
+
+def file_sha256(path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 22), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def write_summary(out_path, *, manifest: dict, plan: Plan, metric: Metric, merged: dict,
+                  outputs: dict, config: dict, started: float | None = None) -> dict:
+    tiles = merged["tiles"]
+    pairs_computed = sum(t["pairs_computed"] for t in tiles)
+    seconds_counts = sum(t["seconds_counts"] for t in tiles)
+    fields = manifest["n_kept"]
+    summary = {
+        "metric": metric.name,
+        "columns": list(metric.columns),
+        "n_vectors": manifest["n_vectors"],
+        "n_fields": manifest["n_fields"],
+        "n_fields_kept": fields,
+        "pairs_computed": pairs_computed,
+        "pairs_passing": merged["pairs_passing"],
+        "threshold": config.get("threshold"),
+        "keep": metric.keep,
+        "backend": sorted({t["backend"] for t in tiles}),
+        "plan": plan.to_json(),
+        "input": manifest["input"],
+        "input_sha256": manifest["input_sha256"],
+        "outputs": {name: {"file": str(p), "sha256": file_sha256(p)} for name, p in outputs.items()},
+        "tiles": [{"tile": t["tile"], "file": t["file"], "sha256": t["sha256"],
+                   "pairs_passing": t["pairs_passing"], "seconds": t["seconds_total"]} for t in tiles],
+        "timings": {
+            "tile_seconds_total": sum(t["seconds_total"] for t in tiles),
+            "tile_seconds_counts": seconds_counts,
+            "element_comparisons_per_s_counts": pairs_computed * fields / seconds_counts if seconds_counts else None,
+            "merge_seconds": None if started is None else time.perf_counter() - started,
+        },
+        "config": config,
+        "versions": {"genotile": __version__, "numpy": np.__version__, "python": platform.python_version()},
+    }
+    write_text(out_path, json.dumps(summary, indent=1) + "\n")
+    return summary

@@ -1,0 +1,120 @@
+"""The pipeline's stages as plain functions over paths: what each Snakemake rule
+runs, and what `genotile run` chains in one process."""
+
+import json
+import logging
+import time
+from pathlib import Path
+
+import numpy as np
+
+from .encode import PlaneLayout
+from .errors import GenotileError
+from .ingest import ingest_alignment
+from .merge import merge_matrix, merge_pairs, write_summary
+from .metrics import get_metric
+from .plan import Plan, read_plan, write_plan
+from .store import open_store, pack_store
+from .tile import compute_tile
+from .tilefile import write_tile
+
+log = logging.getLogger("genotile")
+
+
+def _load_json(path) -> dict:
+    with open(path) as fh:
+        return json.load(fh)
+
+
+def ingest(input_path, encoding, codes_out, manifest_out) -> dict:
+    m = ingest_alignment(input_path, encoding, codes_out, manifest_out)
+    log.info("ingest: %d sequences x %d columns, %d informative (%s)",
+             m["n_vectors"], m["n_fields"], m["n_kept"], encoding)
+    return m
+
+
+def plan(ingest_manifest, block_size: int, seed: int, plan_out, perm_out) -> Plan:
+    if block_size < 1:
+        raise GenotileError(f"block_size must be a positive integer, not {block_size}")
+    p = Plan(_load_json(ingest_manifest)["n_vectors"], int(block_size), int(seed))
+    write_plan(p, plan_out, perm_out)
+    log.info("tile plan: %s", p.describe())
+    return p
+
+
+def pack(codes, ingest_manifest, plan_path, perm_path, planes_out, manifest_out) -> dict:
+    perm = np.load(perm_path, allow_pickle=False)
+    m = pack_store(codes, _load_json(ingest_manifest), read_plan(plan_path), perm, planes_out, manifest_out)
+    words = PlaneLayout.from_json(m["layout"]).total_words
+    log.info("pack: %d vectors x %d words of planes per vector", m["n_vectors"], words)
+    return m
+
+
+def tile(planes, manifest_path, perm_path, metric_name, bi, bj, threshold, dense_max, backend, tile_out) -> dict:
+    planes_mm, manifest, layout = open_store(planes, manifest_path)
+    p = Plan(**{k: manifest["plan"][k] for k in ("n_vectors", "block_size", "seed")})
+    perm = np.load(perm_path, allow_pickle=False)
+    metric = get_metric(metric_name)
+    dense = manifest["n_vectors"] <= dense_max
+    arrays, meta = compute_tile(planes_mm, layout, perm, p, metric, int(bi), int(bj), threshold, dense, backend)
+    write_tile(tile_out, arrays, meta)
+    log.info("tile (%d, %d) of %s: %d pairs, %d pass, %.3f s on %s", bi, bj, metric_name,
+             meta["pairs_computed"], meta["pairs_passing"], meta["seconds_total"], meta["backend"])
+    return meta
+
+
+def tile_paths(pairs_dir, plan: Plan) -> list[Path]:
+    return [Path(pairs_dir) / f"tile_{i}_{j}.npz" for i, j in plan.tiles()]
+
+
+def matrix(tiles, manifest_path, metric_name, matrix_out) -> None:
+    manifest = _load_json(manifest_path)
+    p = Plan(**{k: manifest["plan"][k] for k in ("n_vectors", "block_size", "seed")})
+    merge_matrix(tiles, manifest["ids"], p, get_metric(metric_name), matrix_out)
+    log.info("matrix: %d x %d written to %s", len(manifest["ids"]), len(manifest["ids"]), matrix_out)
+
+
+def merge(tiles, manifest_path, metric_name, pairs_out, summary_out, config: dict, matrix_path=None) -> dict:
+    started = time.perf_counter()
+    manifest = _load_json(manifest_path)
+    p = Plan(**{k: manifest["plan"][k] for k in ("n_vectors", "block_size", "seed")})
+    metric = get_metric(metric_name)
+    merged = merge_pairs(tiles, manifest["ids"], p, metric, pairs_out)
+    outputs = {"pairs": pairs_out, **({"matrix": matrix_path} if matrix_path else {})}
+    summary = write_summary(summary_out, manifest=manifest, plan=p, metric=metric, merged=merged,
+                            outputs=outputs, config=config, started=started)
+    log.info("merge: %d of %d pairs pass", summary["pairs_passing"], summary["pairs_computed"])
+    return summary
+
+
+def run_all(input_path, outdir, metrics, *, block_size=4096, seed=1, thresholds=None, dense_max=20000,
+            backend="auto") -> dict:
+    """Every stage in this process, with the same file layout as the workflow."""
+    outdir = Path(outdir)
+    thresholds = thresholds or {}
+    summaries = {}
+    for metric_name in metrics:
+        metric = get_metric(metric_name)
+        enc = metric.encoding
+        codes, imani = outdir / "ingest" / f"{enc}.codes.npy", outdir / "ingest" / f"{enc}.json"
+        store = outdir / "store" / enc
+        if not imani.exists():
+            ingest(input_path, enc, codes, imani)
+        if not (store / "manifest.json").exists():
+            plan(imani, block_size, seed, store / "plan.json", store / "perm.npy")
+            pack(codes, imani, store / "plan.json", store / "perm.npy", store / "planes.npy", store / "manifest.json")
+        p = read_plan(store / "plan.json")
+        mdir = outdir / metric_name
+        paths = tile_paths(mdir / "pairs", p)
+        for (bi, bj), path in zip(p.tiles(), paths, strict=True):
+            tile(store / "planes.npy", store / "manifest.json", store / "perm.npy", metric_name, bi, bj,
+                 thresholds.get(metric_name), dense_max, backend, path)
+        matrix_path = None
+        if p.n_vectors <= dense_max:
+            matrix_path = mdir / "matrix.tsv"
+            matrix(paths, store / "manifest.json", metric_name, matrix_path)
+        config = {"threshold": thresholds.get(metric_name), "block_size": block_size, "seed": seed,
+                  "dense_max": dense_max, "backend": backend}
+        summaries[metric_name] = merge(paths, store / "manifest.json", metric_name, mdir / "pairs.tsv.gz",
+                                       mdir / "summary.json", config, matrix_path)
+    return summaries

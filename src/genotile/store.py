@@ -1,0 +1,64 @@
+"""The packed store: plane words of every vector, in permuted order, memory-mappable.
+
+`planes.npy` is uint64 (vectors, words): row r holds vector perm[r], its planes
+laid out as the manifest's `layout` says. `manifest.json` carries the IDs (in
+input order), the permutation's seed, the layout and the input's checksum.
+"""
+
+import json
+
+import numpy as np
+
+from . import __version__
+from .atomic import atomic_path, write_text
+from .encode import ALPHABETS, PlaneLayout, categorical_encoding, categorical_planes, symbol_counts
+from .errors import GenotileError
+from .plan import Plan
+from .progress import Progress
+
+ROW_CHUNK = 4096
+
+
+def pack_store(codes_path, ingest_manifest: dict, plan: Plan, perm: np.ndarray, planes_out, manifest_out) -> dict:
+    codes = np.load(codes_path, mmap_mode="r", allow_pickle=False)
+    n = codes.shape[0]
+    if n != plan.n_vectors or perm.shape != (n,):
+        raise GenotileError(f"{codes_path}: {n} vectors, but the plan is for {plan.n_vectors}")
+    alphabet = ALPHABETS[ingest_manifest["alphabet"]]
+    enc = categorical_encoding(symbol_counts(codes), alphabet.has_missing)
+    progress = Progress("pack", total=n)
+    with atomic_path(planes_out) as tmp:
+        planes = np.lib.format.open_memmap(tmp, mode="w+", dtype=np.uint64, shape=(n, enc.layout.total_words))
+        for r0 in range(0, n, ROW_CHUNK):
+            rows = perm[r0 : r0 + ROW_CHUNK]
+            planes[r0 : r0 + rows.size] = categorical_planes(codes[rows], enc)
+            progress.update(r0 + rows.size)
+        planes.flush()
+        del planes
+    progress.finish(n)
+    manifest = {
+        "genotile": __version__,
+        "alphabet": alphabet.name,
+        "n_vectors": n,
+        "n_fields": ingest_manifest["n_fields"],
+        "n_kept": int(enc.order.size),
+        "n_two_symbol": enc.n_b,
+        "s_lengths": list(enc.s_lengths),
+        "layout": enc.layout.to_json(),
+        "plan": plan.to_json(),
+        "input": ingest_manifest["input"],
+        "input_sha256": ingest_manifest["input_sha256"],
+        "ids": ingest_manifest["ids"],
+    }
+    write_text(manifest_out, json.dumps(manifest, indent=1) + "\n")
+    return manifest
+
+
+def open_store(planes_path, manifest_path):
+    """(planes memmap, manifest dict, layout)."""
+    with open(manifest_path) as fh:
+        manifest = json.load(fh)
+    planes = np.load(planes_path, mmap_mode="r", allow_pickle=False)
+    if planes.shape != (manifest["n_vectors"], PlaneLayout.from_json(manifest["layout"]).total_words):
+        raise GenotileError(f"{planes_path}: shape {planes.shape} does not match {manifest_path}")
+    return planes, manifest, PlaneLayout.from_json(manifest["layout"])

@@ -1,0 +1,55 @@
+"""One tile: block I against block J, counts -> epilogue -> threshold.
+
+Rows are permuted store rows; results leave in original vector indices, each
+pair as (a, b) with a < b in input order. On a diagonal tile only pairs with
+row < column are kept, so each unique pair is written by exactly one tile.
+"""
+
+import time
+
+import numpy as np
+
+from . import backends
+from .metrics import Metric
+from .plan import Plan
+
+
+def compute_tile(planes, layout, perm: np.ndarray, plan: Plan, metric: Metric, bi: int, bj: int,
+                 threshold=None, dense: bool = False, backend: str = "auto") -> tuple[dict, dict]:
+    """Returns (arrays, meta) ready for `tilefile.write_tile`."""
+    t0 = time.perf_counter()
+    rows_i, rows_j = plan.block(bi), plan.block(bj)
+    left = np.asarray(planes[rows_i])
+    right = left if bi == bj else np.asarray(planes[rows_j])
+    backend_name = backends.resolve(backend)
+    counts = backends.get(backend_name).count_matrices(left, right, metric.counts(layout))
+    t_counts = time.perf_counter()
+    values = metric.epilogue(counts)
+    keep = metric.passes(values, threshold)
+    if bi == bj:
+        keep &= np.triu(np.ones(keep.shape, dtype=bool), k=1)
+    ri, rj = np.nonzero(keep)
+    orig_i, orig_j = perm[rows_i][ri], perm[rows_j][rj]
+    arrays = {
+        "a": np.minimum(orig_i, orig_j).astype(np.int64),
+        "b": np.maximum(orig_i, orig_j).astype(np.int64),
+    }
+    for col in metric.columns:
+        arrays[col] = values[col][ri, rj]
+    if dense:
+        arrays["dense_rows"] = perm[rows_i].astype(np.int64)
+        arrays["dense_cols"] = perm[rows_j].astype(np.int64)
+        arrays["dense"] = values[metric.dense_column]
+    n_i, n_j = left.shape[0], right.shape[0]
+    pairs = n_i * (n_i - 1) // 2 if bi == bj else n_i * n_j
+    meta = {
+        "tile": [bi, bj],
+        "metric": metric.name,
+        "backend": backend_name,
+        "threshold": threshold,
+        "pairs_computed": pairs,
+        "pairs_passing": int(ri.size),
+        "seconds_counts": t_counts - t0,
+        "seconds_total": time.perf_counter() - t0,
+    }
+    return arrays, meta
