@@ -27,6 +27,13 @@ def file_sha256(path) -> str:
     return digest.hexdigest()
 
 
+def ingest(path, encoding: str, codes_out, manifest_out) -> dict:
+    """Write the codes matrix (vectors x kept fields) of `path` for one encoding."""
+    if encoding in ALPHABETS:
+        return ingest_alignment(path, encoding, codes_out, manifest_out)
+    raise GenotileError(f"unknown encoding {encoding!r}")
+
+
 def ingest_alignment(path, alphabet: str, codes_out, manifest_out) -> dict:
     """Pass 1: informative columns; pass 2: their codes. Returns the manifest."""
     alpha = ALPHABETS[alphabet]

@@ -10,7 +10,7 @@ import numpy as np
 
 from .encode import PlaneLayout
 from .errors import GenotileError
-from .ingest import ingest_alignment
+from .ingest import ingest as ingest_input
 from .merge import merge_matrix, merge_pairs, write_summary
 from .metrics import get_metric
 from .plan import Plan, read_plan, write_plan
@@ -27,8 +27,8 @@ def _load_json(path) -> dict:
 
 
 def ingest(input_path, encoding, codes_out, manifest_out) -> dict:
-    m = ingest_alignment(input_path, encoding, codes_out, manifest_out)
-    log.info("ingest: %d sequences x %d columns, %d informative (%s)",
+    m = ingest_input(input_path, encoding, codes_out, manifest_out)
+    log.info("ingest: %d vectors x %d fields, %d informative (%s)",
              m["n_vectors"], m["n_fields"], m["n_kept"], encoding)
     return m
 
