@@ -50,12 +50,11 @@ def pack(codes, ingest_manifest, plan_path, perm_path, planes_out, manifest_out)
     return m
 
 
-def tile(planes, manifest_path, perm_path, metric_name, bi, bj, threshold, dense_max, backend, tile_out) -> dict:
+def tile(planes, manifest_path, perm_path, metric_name, bi, bj, *, threshold, dense: bool, backend, tile_out) -> dict:
     planes_mm, manifest, layout = open_store(planes, manifest_path)
     p = Plan(**{k: manifest["plan"][k] for k in ("n_vectors", "block_size", "seed")})
     perm = np.load(perm_path, allow_pickle=False)
     metric = get_metric(metric_name)
-    dense = manifest["n_vectors"] <= dense_max
     arrays, meta = compute_tile(planes_mm, layout, perm, p, metric, int(bi), int(bj), threshold, dense, backend)
     write_tile(tile_out, arrays, meta)
     log.info("tile (%d, %d) of %s: %d pairs, %d pass, %.3f s on %s", bi, bj, metric_name,
@@ -108,7 +107,7 @@ def run_all(input_path, outdir, metrics, *, block_size=4096, seed=1, thresholds=
         paths = tile_paths(mdir / "pairs", p)
         for (bi, bj), path in zip(p.tiles(), paths, strict=True):
             tile(store / "planes.npy", store / "manifest.json", store / "perm.npy", metric_name, bi, bj,
-                 thresholds.get(metric_name), dense_max, backend, path)
+                 threshold=thresholds.get(metric_name), dense=p.n_vectors <= dense_max, backend=backend, tile_out=path)
         matrix_path = None
         if p.n_vectors <= dense_max:
             matrix_path = mdir / "matrix.tsv"

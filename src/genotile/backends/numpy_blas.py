@@ -28,6 +28,25 @@ def _slices(terms, chunk_words):
             yield term.coef, slice(l0 + off, l0 + off + width), slice(r0 + off, r0 + off + width)
 
 
+def _fused_products(left: np.ndarray, right: np.ndarray, terms) -> np.ndarray:
+    """sum(coef * left[range] . right[range]') over product terms, as few exact GEMMs."""
+    acc = np.zeros((left.shape[0], right.shape[0]), dtype=np.int64)
+    max_coef = max(abs(t.coef) for t in terms)
+    # words per GEMM: no partial sum may reach 2**24 (and bound the unpacked temporaries)
+    limit = min(CHUNK_WORDS, max(1, EXACT_LIMIT // (max_coef * WORD_BITS) - 1))
+    batch_l, batch_r, words = [], [], 0
+    for coef, ls, rs in _slices(terms, limit):
+        if words + (ls.stop - ls.start) > limit:
+            acc += np.rint(np.concatenate(batch_l, axis=1) @ np.concatenate(batch_r, axis=1).T).astype(np.int64)
+            batch_l, batch_r, words = [], [], 0
+        batch_l.append(unpack_bits(left[:, ls]))
+        batch_r.append(unpack_bits(right[:, rs]) * np.float32(coef))
+        words += ls.stop - ls.start
+    if batch_l:
+        acc += np.rint(np.concatenate(batch_l, axis=1) @ np.concatenate(batch_r, axis=1).T).astype(np.int64)
+    return acc
+
+
 def count_matrices(left: np.ndarray, right: np.ndarray, counts: dict) -> dict[str, np.ndarray]:
     result = {}
     for name, terms in counts.items():
@@ -41,25 +60,6 @@ def count_matrices(left: np.ndarray, right: np.ndarray, counts: dict) -> dict[st
             else:
                 products.append(term)
         if products:
-            max_coef = max(abs(t.coef) for t in products)
-            budget = max(1, (EXACT_LIMIT // (max_coef * WORD_BITS)) - 1)  # words per exact GEMM
-            batch_l, batch_r, batch_words = [], [], 0
-
-            def flush():
-                nonlocal batch_l, batch_r, batch_words
-                if batch_l:
-                    lhs = np.concatenate(batch_l, axis=1)
-                    rhs = np.concatenate(batch_r, axis=1)
-                    acc[...] += np.rint(lhs @ rhs.T).astype(np.int64)
-                batch_l, batch_r, batch_words = [], [], 0
-
-            for coef, ls, rs in _slices(products, min(CHUNK_WORDS, budget)):
-                width = ls.stop - ls.start
-                if batch_words + width > min(CHUNK_WORDS, budget):
-                    flush()
-                batch_l.append(unpack_bits(left[:, ls]))
-                batch_r.append(unpack_bits(right[:, rs]) * np.float32(coef))
-                batch_words += width
-            flush()
+            acc += _fused_products(left, right, products)
         result[name] = acc
     return result

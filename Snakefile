@@ -1,0 +1,20 @@
+# genotile: all-pairs comparisons of genomic vectors as bit-plane GEMM tiles.
+#
+#   ingest -> plan (checkpoint: n vectors, blocks, tiles) -> pack -> tile (one job per I <= J)
+#   -> matrix (if n <= dense_max) -> merge (pairs.tsv.gz, summary.json)
+
+
+configfile: "config/config.yaml"
+
+
+include: "rules/common.smk"
+include: "rules/ingest.smk"
+include: "rules/pack.smk"
+include: "rules/tiles.smk"
+include: "rules/merge.smk"
+
+
+rule all:
+    default_target: True
+    input:
+        all_outputs(),

@@ -1,0 +1,80 @@
+import json
+import sys
+from pathlib import Path
+
+from snakemake.utils import min_version, validate
+
+min_version("9.0")
+
+# The workflow runs its own copy of the package, installed or not.
+sys.path.insert(0, str(Path(workflow.basedir) / "src"))
+
+from genotile.metrics import METRICS  # noqa: E402
+from genotile.plan import Plan  # noqa: E402
+
+validate(config, schema="../config/schema/config.schema.yaml")
+
+
+wildcard_constraints:
+    dataset=r"[A-Za-z0-9_][A-Za-z0-9_.-]*",
+    encoding=r"[a-z_]+",
+    metric="|".join(METRICS),
+    i=r"\d+",
+    j=r"\d+",
+
+
+def dataset_input(wildcards):
+    return config["datasets"][wildcards.dataset]["input"]
+
+
+def encoding_of(wildcards):
+    return METRICS[wildcards.metric].encoding
+
+
+def store_file(name):
+    """A file of the packed store that the metric's encoding reads."""
+
+    def path(wildcards):
+        return f"results/{wildcards.dataset}/store/{encoding_of(wildcards)}/{name}"
+
+    return path
+
+
+def plan_of(wildcards) -> Plan:
+    """The tile plan, once the plan checkpoint has run for this dataset and encoding."""
+    plan_json = checkpoints.plan.get(
+        dataset=wildcards.dataset, encoding=encoding_of(wildcards)
+    ).output.plan
+    with open(plan_json) as fh:
+        d = json.load(fh)
+    return Plan(d["n_vectors"], d["block_size"], d["seed"])
+
+
+def tile_files(wildcards):
+    return [
+        f"results/{wildcards.dataset}/{wildcards.metric}/pairs/tile_{i}_{j}.npz"
+        for i, j in plan_of(wildcards).tiles()
+    ]
+
+
+def dense_wanted(wildcards) -> bool:
+    return plan_of(wildcards).n_vectors <= config["dense_max"]
+
+
+def matrix_if_dense(wildcards):
+    if dense_wanted(wildcards):
+        return f"results/{wildcards.dataset}/{wildcards.metric}/matrix.tsv"
+    return []
+
+
+def threshold_of(wildcards):
+    return config["thresholds"].get(wildcards.metric)
+
+
+def all_outputs():
+    return [
+        f"results/{dataset}/{metric}/{name}"
+        for dataset, spec in config["datasets"].items()
+        for metric in spec["metrics"]
+        for name in ("pairs.tsv.gz", "summary.json")
+    ]

@@ -1,0 +1,40 @@
+rule matrix:
+    input:
+        tiles=tile_files,
+        manifest=store_file("manifest.json"),
+    output:
+        "results/{dataset}/{metric}/matrix.tsv",
+    log:
+        "logs/{dataset}/{metric}/matrix.log",
+    benchmark:
+        "benchmarks/{dataset}/{metric}/matrix.tsv"
+    conda:
+        "../envs/cpu.yaml"
+    script:
+        "../scripts/matrix.py"
+
+
+rule merge:
+    input:
+        tiles=tile_files,
+        manifest=store_file("manifest.json"),
+        matrix=matrix_if_dense,
+    output:
+        pairs="results/{dataset}/{metric}/pairs.tsv.gz",
+        summary="results/{dataset}/{metric}/summary.json",
+    log:
+        "logs/{dataset}/{metric}/merge.log",
+    benchmark:
+        "benchmarks/{dataset}/{metric}/merge.tsv"
+    conda:
+        "../envs/cpu.yaml"
+    params:
+        threshold=threshold_of,
+        config=lambda wildcards: {
+            "dataset": wildcards.dataset,
+            **config["datasets"][wildcards.dataset],
+            "threshold": config["thresholds"].get(wildcards.metric),
+            **{k: config[k] for k in ("block_size", "dense_max", "seed", "backend")},
+        },
+    script:
+        "../scripts/merge.py"

@@ -1,0 +1,34 @@
+checkpoint plan:
+    input:
+        manifest="results/{dataset}/ingest/{encoding}.json",
+    output:
+        plan="results/{dataset}/store/{encoding}/plan.json",
+        perm="results/{dataset}/store/{encoding}/perm.npy",
+    log:
+        "logs/{dataset}/plan.{encoding}.log",
+    conda:
+        "../envs/cpu.yaml"
+    params:
+        block_size=config["block_size"],
+        seed=config["seed"],
+    script:
+        "../scripts/plan.py"
+
+
+rule pack:
+    input:
+        codes="results/{dataset}/ingest/{encoding}.codes.npy",
+        manifest="results/{dataset}/ingest/{encoding}.json",
+        plan="results/{dataset}/store/{encoding}/plan.json",
+        perm="results/{dataset}/store/{encoding}/perm.npy",
+    output:
+        planes="results/{dataset}/store/{encoding}/planes.npy",
+        manifest="results/{dataset}/store/{encoding}/manifest.json",
+    log:
+        "logs/{dataset}/pack.{encoding}.log",
+    benchmark:
+        "benchmarks/{dataset}/pack.{encoding}.tsv"
+    conda:
+        "../envs/cpu.yaml"
+    script:
+        "../scripts/pack.py"

@@ -1,0 +1,11 @@
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(snakemake.scriptdir).parent / "src"))
+from genotile import steps  # noqa: E402
+from genotile.rule import run_rule  # noqa: E402
+
+run_rule(
+    snakemake,
+    lambda sm: steps.matrix(sm.input.tiles, sm.input.manifest, sm.wildcards.metric, sm.output[0]),
+)

@@ -1,0 +1,15 @@
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(snakemake.scriptdir).parent / "src"))
+from genotile import steps  # noqa: E402
+from genotile.rule import run_rule  # noqa: E402
+
+
+def plan(sm):
+    p = steps.plan(sm.input.manifest, sm.params.block_size, sm.params.seed, sm.output.plan, sm.output.perm)
+    # shown on the console too, before any tile job is scheduled
+    print(f"genotile plan for {sm.wildcards.dataset} ({sm.wildcards.encoding}): {p.describe()}", file=sys.stderr)
+
+
+run_rule(snakemake, plan)
