@@ -17,4 +17,4 @@ include: "rules/merge.smk"
 rule all:
     default_target: True
     input:
-        all_outputs(),
+        all_outputs,

@@ -40,21 +40,28 @@ def store_file(name):
     return path
 
 
-def plan_of(wildcards) -> Plan:
+def plan_for(dataset, metric) -> Plan:
     """The tile plan, once the plan checkpoint has run for this dataset and encoding."""
-    plan_json = checkpoints.plan.get(
-        dataset=wildcards.dataset, encoding=encoding_of(wildcards)
-    ).output.plan
+    encoding = METRICS[metric].encoding
+    plan_json = checkpoints.plan.get(dataset=dataset, encoding=encoding).output.plan
     with open(plan_json) as fh:
         d = json.load(fh)
     return Plan(d["n_vectors"], d["block_size"], d["seed"])
 
 
-def tile_files(wildcards):
+def tiles_for(dataset, metric):
     return [
-        f"results/{wildcards.dataset}/{wildcards.metric}/pairs/tile_{i}_{j}.npz"
-        for i, j in plan_of(wildcards).tiles()
+        f"results/{dataset}/{metric}/pairs/tile_{i}_{j}.npz"
+        for i, j in plan_for(dataset, metric).tiles()
     ]
+
+
+def plan_of(wildcards) -> Plan:
+    return plan_for(wildcards.dataset, wildcards.metric)
+
+
+def tile_files(wildcards):
+    return tiles_for(wildcards.dataset, wildcards.metric)
 
 
 def dense_wanted(wildcards) -> bool:
@@ -71,10 +78,11 @@ def threshold_of(wildcards):
     return config["thresholds"].get(wildcards.metric)
 
 
-def all_outputs():
-    return [
-        f"results/{dataset}/{metric}/{name}"
-        for dataset, spec in config["datasets"].items()
-        for metric in spec["metrics"]
-        for name in ("pairs.tsv.gz", "summary.json")
-    ]
+def all_outputs(wildcards):
+    """Every merged output, and every tile: a lost tile is recomputed on the next run."""
+    outputs = []
+    for dataset, spec in config["datasets"].items():
+        for metric in spec["metrics"]:
+            outputs += [f"results/{dataset}/{metric}/{name}" for name in ("pairs.tsv.gz", "summary.json")]
+            outputs += tiles_for(dataset, metric)
+    return outputs
