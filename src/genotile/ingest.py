@@ -1,6 +1,9 @@
 """Ingest: read an input, check it, keep the informative fields, write their codes.
 
-Two streaming passes over the file: the first finds the columns that hold two
+`ingest` dispatches on the encoding: alphabets read an alignment (below),
+genotype encodings a VCF/BCF (ingest_vcf.py).
+
+Alignments: two streaming passes over the file: the first finds the columns that hold two
 or more distinct symbols (the only ones that can make two vectors differ), the
 second writes those columns' codes, one row per vector, into a memory-mapped
 uint8 matrix (vectors x kept fields) in input order.
@@ -16,6 +19,8 @@ from .atomic import atomic_path, write_text
 from .encode import ALPHABETS, ColumnScan
 from .errors import GenotileError
 from .fasta import read_alignment
+from .ingest_vcf import ENCODINGS as VCF_ENCODINGS
+from .ingest_vcf import ingest_vcf
 from .progress import Progress
 
 
@@ -27,10 +32,19 @@ def file_sha256(path) -> str:
     return digest.hexdigest()
 
 
-def ingest(path, encoding: str, codes_out, manifest_out) -> dict:
-    """Write the codes matrix (vectors x kept fields) of `path` for one encoding."""
+def ingest(path, encoding: str, codes_out, manifest_out, **options) -> dict:
+    """Write the codes matrix (vectors x kept fields) of `path` for one encoding.
+
+    `options` are the VCF reader's (multiallelic, filter_pass, samples, regions);
+    alignments take none.
+    """
     if encoding in ALPHABETS:
+        given = sorted(k for k, v in options.items() if v is not None)
+        if given:
+            raise GenotileError(f"option(s) {', '.join(given)} apply to VCF input, not to {path}")
         return ingest_alignment(path, encoding, codes_out, manifest_out)
+    if encoding in VCF_ENCODINGS:
+        return ingest_vcf(path, encoding, codes_out, manifest_out, **options)
     raise GenotileError(f"unknown encoding {encoding!r}")
 
 

@@ -69,20 +69,20 @@ def merge_pairs(tile_paths, ids: list[str], plan: Plan, metric: Metric, out_path
 def merge_matrix(tile_paths, ids: list[str], plan: Plan, metric: Metric, out_path) -> None:
     n = len(ids)
     matrix = None
+    # which cells a tile wrote: no value can serve as the marker (nan is a real ibs/king value)
+    filled = np.eye(n, dtype=bool)
     for path, arrays, _meta, _digest in read_tiles(tile_paths, plan, metric):
         if "dense" not in arrays:
             raise GenotileError(f"tile {path}: has no dense block (was it computed with a larger dense_max?)")
         dense = arrays["dense"]
         if matrix is None:
-            fill = -1 if np.issubdtype(dense.dtype, np.integer) else np.nan
-            matrix = np.full((n, n), fill, dtype=dense.dtype)
-            np.fill_diagonal(matrix, 0)
+            matrix = np.zeros((n, n), dtype=dense.dtype)
         rows, cols = arrays["dense_rows"], arrays["dense_cols"]
         matrix[np.ix_(rows, cols)] = dense
         matrix[np.ix_(cols, rows)] = dense.T
-    unfilled = (matrix == -1) if np.issubdtype(matrix.dtype, np.integer) else np.isnan(matrix)
-    if unfilled.any():
-        raise GenotileError(f"{out_path}: {int(unfilled.sum())} matrix cells were in no tile")
+        filled[np.ix_(rows, cols)] = filled[np.ix_(cols, rows)] = True
+    if not filled.all():
+        raise GenotileError(f"{out_path}: {int((~filled).sum())} matrix cells were in no tile")
     with atomic_path(out_path) as tmp, open(tmp, "w", newline="\n") as fh:
         fh.write("\t".join(["", *ids]) + "\n")
         for name, row in zip(ids, matrix, strict=True):
@@ -117,6 +117,7 @@ def write_summary(out_path, *, manifest: dict, plan: Plan, metric: Metric, merge
         "plan": plan.to_json(),
         "input": manifest["input"],
         "input_sha256": manifest["input_sha256"],
+        **({"ingest_counts": manifest["ingest_counts"]} if "ingest_counts" in manifest else {}),  # VCF rules
         "outputs": {name: {"file": str(p), "sha256": file_sha256(p)} for name, p in outputs.items()},
         "tiles": [{"tile": t["tile"], "file": t["file"], "sha256": t["sha256"],
                    "pairs_passing": t["pairs_passing"], "seconds": t["seconds_total"]} for t in tiles],

@@ -8,13 +8,12 @@ from pathlib import Path
 
 import numpy as np
 
-from .encode import PlaneLayout
 from .errors import GenotileError
 from .ingest import ingest as ingest_input
 from .merge import merge_matrix, merge_pairs, write_summary
 from .metrics import get_metric
 from .plan import Plan, read_plan, write_plan
-from .store import open_store, pack_store
+from .store import layout_from_json, open_store, pack_store
 from .tile import compute_tile
 from .tilefile import write_tile
 
@@ -26,8 +25,8 @@ def _load_json(path) -> dict:
         return json.load(fh)
 
 
-def ingest(input_path, encoding, codes_out, manifest_out) -> dict:
-    m = ingest_input(input_path, encoding, codes_out, manifest_out)
+def ingest(input_path, encoding, codes_out, manifest_out, **options) -> dict:
+    m = ingest_input(input_path, encoding, codes_out, manifest_out, **options)
     log.info("ingest: %d vectors x %d fields, %d informative (%s)",
              m["n_vectors"], m["n_fields"], m["n_kept"], encoding)
     return m
@@ -45,16 +44,17 @@ def plan(ingest_manifest, block_size: int, seed: int, plan_out, perm_out) -> Pla
 def pack(codes, ingest_manifest, plan_path, perm_path, planes_out, manifest_out) -> dict:
     perm = np.load(perm_path, allow_pickle=False)
     m = pack_store(codes, _load_json(ingest_manifest), read_plan(plan_path), perm, planes_out, manifest_out)
-    words = PlaneLayout.from_json(m["layout"]).total_words
+    words = layout_from_json(m["layout"]).total_words
     log.info("pack: %d vectors x %d words of planes per vector", m["n_vectors"], words)
     return m
 
 
-def tile(planes, manifest_path, perm_path, metric_name, bi, bj, *, threshold, dense: bool, backend, tile_out) -> dict:
+def tile(planes, manifest_path, perm_path, metric_name, bi, bj, *, threshold, dense: bool, backend, tile_out,
+         metric_params=None) -> dict:
     planes_mm, manifest, layout = open_store(planes, manifest_path)
     p = Plan(**{k: manifest["plan"][k] for k in ("n_vectors", "block_size", "seed")})
     perm = np.load(perm_path, allow_pickle=False)
-    metric = get_metric(metric_name)
+    metric = get_metric(metric_name, **(metric_params or {}))
     arrays, meta = compute_tile(planes_mm, layout, perm, p, metric, int(bi), int(bj), threshold, dense, backend)
     write_tile(tile_out, arrays, meta)
     log.info("tile (%d, %d) of %s: %d pairs, %d pass, %.3f s on %s", bi, bj, metric_name,
@@ -87,18 +87,22 @@ def merge(tiles, manifest_path, metric_name, pairs_out, summary_out, config: dic
 
 
 def run_all(input_path, outdir, metrics, *, block_size=4096, seed=1, thresholds=None, dense_max=20000,
-            backend="auto") -> dict:
-    """Every stage in this process, with the same file layout as the workflow."""
+            backend="auto", vcf_options=None, metric_params=None) -> dict:
+    """Every stage in this process, with the same file layout as the workflow.
+
+    vcf_options: the VCF reader's options (multiallelic, filter_pass, samples, regions);
+    metric_params: {metric: {parameter: value}}, e.g. {"ccc2": {"multiplier": 4.5}}.
+    """
     outdir = Path(outdir)
-    thresholds = thresholds or {}
+    thresholds, metric_params = thresholds or {}, metric_params or {}
     summaries = {}
     for metric_name in metrics:
-        metric = get_metric(metric_name)
+        metric = get_metric(metric_name, **metric_params.get(metric_name, {}))
         enc = metric.encoding
         codes, imani = outdir / "ingest" / f"{enc}.codes.npy", outdir / "ingest" / f"{enc}.json"
         store = outdir / "store" / enc
         if not imani.exists():
-            ingest(input_path, enc, codes, imani)
+            ingest(input_path, enc, codes, imani, **(vcf_options or {}))
         if not (store / "manifest.json").exists():
             plan(imani, block_size, seed, store / "plan.json", store / "perm.npy")
             pack(codes, imani, store / "plan.json", store / "perm.npy", store / "planes.npy", store / "manifest.json")
@@ -107,13 +111,14 @@ def run_all(input_path, outdir, metrics, *, block_size=4096, seed=1, thresholds=
         paths = tile_paths(mdir / "pairs", p)
         for (bi, bj), path in zip(p.tiles(), paths, strict=True):
             tile(store / "planes.npy", store / "manifest.json", store / "perm.npy", metric_name, bi, bj,
-                 threshold=thresholds.get(metric_name), dense=p.n_vectors <= dense_max, backend=backend, tile_out=path)
+                 threshold=thresholds.get(metric_name), dense=p.n_vectors <= dense_max, backend=backend, tile_out=path,
+                 metric_params=metric_params.get(metric_name))
         matrix_path = None
         if p.n_vectors <= dense_max:
             matrix_path = mdir / "matrix.tsv"
             matrix(paths, store / "manifest.json", metric_name, matrix_path)
         config = {"threshold": thresholds.get(metric_name), "block_size": block_size, "seed": seed,
-                  "dense_max": dense_max, "backend": backend}
+                  "dense_max": dense_max, "backend": backend, "params": metric.params}
         summaries[metric_name] = merge(paths, store / "manifest.json", metric_name, mdir / "pairs.tsv.gz",
                                        mdir / "summary.json", config, matrix_path)
     return summaries

@@ -13,10 +13,30 @@ from . import __version__
 from .atomic import atomic_path, write_text
 from .encode import ALPHABETS, PlaneLayout, categorical_encoding, categorical_planes, symbol_counts
 from .errors import GenotileError
+from .genotype import PLANES, GenotypeLayout, genotype_layout, genotype_planes
 from .plan import Plan
 from .progress import Progress
 
 ROW_CHUNK = 4096
+CHUNK_BYTES = 1 << 26  # codes read per packing step
+
+
+def _categorical(codes, ingest_manifest: dict):
+    """(layout, rows -> planes, manifest keys) of an alphabet's store."""
+    alphabet = ALPHABETS[ingest_manifest["alphabet"]]
+    enc = categorical_encoding(symbol_counts(codes), alphabet.has_missing)
+    extra = {"alphabet": alphabet.name, "n_kept": int(enc.order.size), "n_two_symbol": enc.n_b,
+             "s_lengths": list(enc.s_lengths)}
+    return enc.layout, lambda rows: categorical_planes(rows, enc), extra
+
+
+def _genotype(codes, ingest_manifest: dict):
+    """(layout, rows -> planes, manifest keys) of a genotype store (see genotype.py)."""
+    encoding = ingest_manifest["encoding"]
+    layout = genotype_layout(codes, encoding)
+    extra = {"encoding": encoding, "n_kept": int(codes.shape[1]),
+             "ingest_counts": ingest_manifest.get("counts", {})}
+    return layout, lambda rows: genotype_planes(rows, layout), extra
 
 
 def pack_store(codes_path, ingest_manifest: dict, plan: Plan, perm: np.ndarray, planes_out, manifest_out) -> dict:
@@ -24,27 +44,28 @@ def pack_store(codes_path, ingest_manifest: dict, plan: Plan, perm: np.ndarray, 
     n = codes.shape[0]
     if n != plan.n_vectors or perm.shape != (n,):
         raise GenotileError(f"{codes_path}: {n} vectors, but the plan is for {plan.n_vectors}")
-    alphabet = ALPHABETS[ingest_manifest["alphabet"]]
-    enc = categorical_encoding(symbol_counts(codes), alphabet.has_missing)
+    if ingest_manifest.get("encoding") in PLANES:
+        layout, to_planes, extra = _genotype(codes, ingest_manifest)
+    else:
+        layout, to_planes, extra = _categorical(codes, ingest_manifest)
+    # rows per chunk bounded in bytes too: a genotype row can hold a million fields
+    chunk = max(1, min(ROW_CHUNK, CHUNK_BYTES // max(1, codes.shape[1])))
     progress = Progress("pack", total=n)
     with atomic_path(planes_out) as tmp:
-        planes = np.lib.format.open_memmap(tmp, mode="w+", dtype=np.uint64, shape=(n, enc.layout.total_words))
-        for r0 in range(0, n, ROW_CHUNK):
-            rows = perm[r0 : r0 + ROW_CHUNK]
-            planes[r0 : r0 + rows.size] = categorical_planes(codes[rows], enc)
+        planes = np.lib.format.open_memmap(tmp, mode="w+", dtype=np.uint64, shape=(n, layout.total_words))
+        for r0 in range(0, n, chunk):
+            rows = perm[r0 : r0 + chunk]
+            planes[r0 : r0 + rows.size] = to_planes(codes[rows])
             progress.update(r0 + rows.size)
         planes.flush()
         del planes
     progress.finish(n)
     manifest = {
         "genotile": __version__,
-        "alphabet": alphabet.name,
+        **extra,
         "n_vectors": n,
         "n_fields": ingest_manifest["n_fields"],
-        "n_kept": int(enc.order.size),
-        "n_two_symbol": enc.n_b,
-        "s_lengths": list(enc.s_lengths),
-        "layout": enc.layout.to_json(),
+        "layout": layout.to_json(),
         "plan": plan.to_json(),
         "input": ingest_manifest["input"],
         "input_sha256": ingest_manifest["input_sha256"],
@@ -54,11 +75,19 @@ def pack_store(codes_path, ingest_manifest: dict, plan: Plan, perm: np.ndarray, 
     return manifest
 
 
+def layout_from_json(d: dict):
+    """A store's plane layout; manifests without a "kind" are categorical."""
+    if d.get("kind", "categorical") == "genotype":
+        return GenotypeLayout.from_json(d)
+    return PlaneLayout.from_json(d)
+
+
 def open_store(planes_path, manifest_path):
     """(planes memmap, manifest dict, layout)."""
     with open(manifest_path) as fh:
         manifest = json.load(fh)
     planes = np.load(planes_path, mmap_mode="r", allow_pickle=False)
-    if planes.shape != (manifest["n_vectors"], PlaneLayout.from_json(manifest["layout"]).total_words):
+    layout = layout_from_json(manifest["layout"])
+    if planes.shape != (manifest["n_vectors"], layout.total_words):
         raise GenotileError(f"{planes_path}: shape {planes.shape} does not match {manifest_path}")
-    return planes, manifest, PlaneLayout.from_json(manifest["layout"])
+    return planes, manifest, layout

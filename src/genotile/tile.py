@@ -36,6 +36,12 @@ def compute_tile(planes, layout, perm: np.ndarray, plan: Plan, metric: Metric, b
     }
     for col in metric.columns:
         arrays[col] = values[col][ri, rj]
+    # a row reads (a, b) in input order; where the tile saw the pair as (b, a),
+    # the columns of an asymmetric metric trade places (ccc2: ccc_01 <-> ccc_10)
+    flipped = orig_i > orig_j
+    for c1, c2 in metric.transposed:
+        v1, v2 = arrays[c1], arrays[c2]
+        arrays[c1], arrays[c2] = np.where(flipped, v2, v1), np.where(flipped, v1, v2)
     if dense:
         arrays["dense_rows"] = perm[rows_i].astype(np.int64)
         arrays["dense_cols"] = perm[rows_j].astype(np.int64)

@@ -43,7 +43,9 @@ def read_tile(path) -> tuple[dict[str, np.ndarray], dict, str]:
             arrays = {name: npz[name] for name in npz.files}
     except FileNotFoundError:
         raise GenotileError(f"tile {path}: missing") from None
-    except (zipfile.BadZipFile, ValueError, OSError, EOFError, KeyError) as exc:
+    except (zipfile.BadZipFile, ValueError, OSError, EOFError, KeyError, NotImplementedError, RuntimeError) as exc:
+        # zipfile raises NotImplementedError / RuntimeError when a flipped bit marks a member
+        # as compressed by an unknown method, encrypted, or of an unknown zip version
         raise GenotileError(f"tile {path}: unreadable (truncated or corrupted: {exc})") from None
     stored = arrays.pop(SHA, None)
     if stored is None or META not in arrays:

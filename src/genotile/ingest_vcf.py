@@ -1,0 +1,144 @@
+"""Ingest a VCF/BCF into a genotype codes matrix, streaming, in one pass over the file.
+
+`genotype_t` (vectors = variants, fields = samples; ccc2) is the reader's own
+order: blocks of variant rows are appended to an .npy whose row count grows.
+`genotype` (vectors = samples, fields = variants; ibs, king) is its transpose:
+the variant rows go to a temporary .npy first, then blocks of variants are
+written transposed into the columns of the final memmap, so memory stays
+bounded by one block of variants x samples bytes. Every variant is kept
+(monomorphic ones change n for ibs): n_kept = n_fields.
+"""
+
+import contextlib
+import json
+import os
+import tempfile
+from pathlib import Path
+
+import numpy as np
+
+from . import __version__
+from .atomic import atomic_path, write_text
+from .errors import GenotileError
+from .progress import Progress
+from .vcf import GenotypeReader
+
+ENCODINGS = ("genotype", "genotype_t")
+OPTIONS = ("multiallelic", "filter_pass", "samples", "regions")
+TRANSPOSE_BYTES = 1 << 26  # bytes of one transposed block
+
+
+class RowAppender:
+    """An .npy file that grows along axis 0.
+
+    numpy leaves room in a header for the first axis to grow to 21 digits
+    (format.GROWTH_AXIS_MAX_DIGITS), so the header is rewritten in place at the end.
+    """
+
+    def __init__(self, path, n_cols: int, dtype=np.uint8):
+        self.fh = open(path, "wb")
+        self.n_cols, self.dtype, self.rows = n_cols, np.dtype(dtype), 0
+        self.header_bytes = self._header()
+
+    def _header(self) -> int:
+        self.fh.seek(0)
+        np.lib.format.write_array_header_1_0(
+            self.fh, {"descr": np.lib.format.dtype_to_descr(self.dtype), "fortran_order": False,
+                      "shape": (self.rows, self.n_cols)})
+        return self.fh.tell()
+
+    def append(self, block: np.ndarray) -> None:
+        self.fh.write(np.ascontiguousarray(block, dtype=self.dtype).tobytes())
+        self.rows += block.shape[0]
+
+    def close(self) -> None:
+        end = self.fh.tell()
+        if self._header() != self.header_bytes:
+            raise RuntimeError("npy header changed length")
+        self.fh.seek(end)
+        self.fh.close()
+
+
+def check_options(options: dict) -> dict:
+    unknown = sorted(set(options) - set(OPTIONS))
+    if unknown:
+        raise GenotileError(f"unknown VCF option(s) {', '.join(unknown)}; known: {', '.join(OPTIONS)}")
+    return {k: v for k, v in options.items() if v is not None}
+
+
+def _read_rows(reader: GenotypeReader, out_path) -> list[str]:
+    """Append every block of variant rows to `out_path`; return the variant IDs."""
+    ids: list[str] = []
+    progress = Progress("ingest vcf (variants)")
+    rows = RowAppender(out_path, len(reader.samples))
+    try:
+        for block_ids, codes in reader.blocks():
+            rows.append(codes)
+            ids.extend(block_ids)
+            progress.update(len(ids))
+    finally:
+        rows.close()
+    progress.finish(len(ids))
+    return ids
+
+
+def _transpose(rows_path, out_path) -> None:
+    """Write the (variants, samples) matrix at rows_path as (samples, variants), block by block."""
+    src = np.load(rows_path, mmap_mode="r", allow_pickle=False)
+    n_var, n_samp = src.shape
+    step = max(64, TRANSPOSE_BYTES // max(1, n_samp))
+    out = np.lib.format.open_memmap(out_path, mode="w+", dtype=np.uint8, shape=(n_samp, n_var))
+    for v0 in range(0, n_var, step):
+        out[:, v0 : v0 + step] = np.asarray(src[v0 : v0 + step]).T
+    out.flush()
+    del out, src
+
+
+def ingest_vcf(path, encoding: str, codes_out, manifest_out, **options) -> dict:
+    """Write the codes matrix of a VCF/BCF for `genotype` or `genotype_t`; return the manifest."""
+    from .ingest import file_sha256  # ingest dispatches here; import late to avoid a cycle
+
+    options = check_options(options)
+    with GenotypeReader(path, **options) as reader, atomic_path(codes_out) as tmp:
+        if encoding == "genotype_t":
+            ids_variants = _read_rows(reader, tmp)
+        else:
+            fd, rows_tmp = tempfile.mkstemp(prefix=f".{Path(codes_out).name}.", suffix=".rows.npy",
+                                            dir=Path(tmp).parent)
+            os.close(fd)
+            try:
+                ids_variants = _read_rows(reader, rows_tmp)
+                if ids_variants:
+                    _transpose(rows_tmp, tmp)
+            finally:
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(rows_tmp)
+        if not ids_variants:
+            raise GenotileError(f"{path}: no variants left after the VCF rules ({_describe(reader.stats)})")
+        samples, stats = list(reader.samples), dict(reader.stats)
+    n_variants, n_samples = len(ids_variants), len(samples)
+    if encoding == "genotype_t":
+        ids, n_fields = ids_variants, n_samples
+        stats["duplicate_variant_ids"] = n_variants - len(set(ids_variants))
+    else:
+        ids, n_fields = samples, n_variants
+    manifest = {
+        "genotile": __version__,
+        "input": str(path),
+        "input_sha256": file_sha256(path),
+        "format": reader.format,
+        "encoding": encoding,
+        "n_vectors": len(ids),
+        "n_fields": n_fields,
+        "n_kept": n_fields,
+        "options": {k: (str(v) if isinstance(v, os.PathLike) else v) for k, v in options.items()},
+        "counts": stats,
+        "ids": ids,
+        **({"field_ids": samples} if encoding == "genotype_t" else {}),
+    }
+    write_text(manifest_out, json.dumps(manifest, indent=1) + "\n")
+    return manifest
+
+
+def _describe(stats: dict) -> str:
+    return ", ".join(f"{k} {v}" for k, v in stats.items() if v)
