@@ -3,20 +3,25 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(snakemake.scriptdir).parent / "src"))
 from genotile import steps  # noqa: E402
+from genotile.gpu_slots import slot_for_backend  # noqa: E402
 from genotile.rule import run_rule  # noqa: E402
 
-run_rule(
-    snakemake,
-    lambda sm: steps.tile(
-        sm.input.planes,
-        sm.input.manifest,
-        sm.input.perm,
-        sm.wildcards.metric,
-        int(sm.wildcards.i),
-        int(sm.wildcards.j),
-        threshold=sm.params.threshold,
-        dense=sm.params.dense,
-        backend=sm.params.backend,
-        tile_out=sm.output[0],
-    ),
-)
+
+def tile(sm):
+    # Pin this job to one GPU before anything initialises CUDA.
+    with slot_for_backend(sm.params.backend):
+        steps.tile(
+            sm.input.planes,
+            sm.input.manifest,
+            sm.input.perm,
+            sm.wildcards.metric,
+            int(sm.wildcards.i),
+            int(sm.wildcards.j),
+            threshold=sm.params.threshold,
+            dense=sm.params.dense,
+            backend=sm.params.backend,
+            tile_out=sm.output[0],
+        )
+
+
+run_rule(snakemake, tile)

@@ -1,0 +1,82 @@
+"""One GPU per tile job on a host with several: lock-file slots.
+
+Snakemake does not hand out GPU ids. A tile job that will use a GPU calls
+`gpu_slot()` before anything touches CUDA:
+- if CUDA_VISIBLE_DEVICES is already set (SLURM sets it for a job that asked
+  for a GPU, or the user did), that choice is respected and no lock is taken;
+- otherwise the job takes the first free slot among the host's devices with an
+  exclusive `flock` on `<lock_dir>/gpu<k>.lock`, sets CUDA_VISIBLE_DEVICES=k and
+  holds the lock for the life of the job. The kernel drops a flock when its
+  process dies, SIGKILL included, so a killed job never leaves a slot taken.
+"""
+
+import contextlib
+import fcntl
+import os
+import shutil
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+ENV = "CUDA_VISIBLE_DEVICES"
+
+
+def host_gpu_count() -> int:
+    """GPUs on this host, read without initialising CUDA (nvidia-smi -L)."""
+    if shutil.which("nvidia-smi") is None:
+        return 0
+    try:
+        out = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True, timeout=30).stdout
+    except (OSError, subprocess.SubprocessError):
+        return 0
+    return sum(1 for line in out.splitlines() if line.startswith("GPU "))
+
+
+def default_lock_dir() -> Path:
+    return Path(os.environ.get("GENOTILE_GPU_LOCK_DIR", Path(tempfile.gettempdir()) / f"genotile-gpu-{os.getuid()}"))
+
+
+@contextlib.contextmanager
+def gpu_slot(n_devices: int | None = None, lock_dir=None, poll: float = 1.0, timeout: float | None = None):
+    """Yield the device id string this job may use (None: no GPU here)."""
+    if os.environ.get(ENV) is not None:
+        yield os.environ[ENV]
+        return
+    n = host_gpu_count() if n_devices is None else n_devices
+    if n <= 0:
+        yield None
+        return
+    lock_dir = Path(lock_dir) if lock_dir is not None else default_lock_dir()
+    lock_dir.mkdir(parents=True, exist_ok=True)
+    start = time.monotonic()
+    while True:
+        for device in range(n):
+            fh = open(lock_dir / f"gpu{device}.lock", "a+")
+            try:
+                fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                fh.close()
+                continue
+            fh.seek(0)
+            fh.truncate()
+            fh.write(f"{os.getpid()}\n")
+            fh.flush()
+            os.environ[ENV] = str(device)
+            try:
+                yield str(device)
+            finally:
+                del os.environ[ENV]
+                fcntl.flock(fh, fcntl.LOCK_UN)
+                fh.close()
+            return
+        if timeout is not None and time.monotonic() - start > timeout:
+            raise TimeoutError(f"no free GPU slot among {n} in {lock_dir} after {timeout} s")
+        time.sleep(poll)
+
+
+def slot_for_backend(backend: str):
+    """A GPU slot if `backend` may run on a GPU (a cupy-* backend, or auto on a GPU host)."""
+    if backend.startswith("cupy") or (backend == "auto" and os.environ.get(ENV) is None and host_gpu_count() > 0):
+        return gpu_slot()
+    return contextlib.nullcontext()
