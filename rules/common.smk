@@ -9,6 +9,7 @@ min_version("9.0")
 # The workflow runs its own copy of the package, installed or not.
 sys.path.insert(0, str(Path(workflow.basedir) / "src"))
 
+from genotile.ingest import VCF_ENCODINGS  # noqa: E402
 from genotile.metrics import METRICS  # noqa: E402
 from genotile.plan import Plan  # noqa: E402
 
@@ -72,6 +73,22 @@ def matrix_if_dense(wildcards):
     if dense_wanted(wildcards):
         return f"results/{wildcards.dataset}/{wildcards.metric}/matrix.tsv"
     return []
+
+
+VCF_OPTIONS = ("multiallelic", "filter_pass", "samples", "regions")
+
+
+def ingest_options(wildcards):
+    """The VCF reader's options of a dataset (alignments take none)."""
+    if wildcards.encoding not in VCF_ENCODINGS:
+        return {}
+    spec = config["datasets"][wildcards.dataset]
+    return {key: spec[key] for key in VCF_OPTIONS if key in spec}
+
+
+def metric_params(wildcards):
+    """Parameters of the metric's epilogue (ccc2: CoMet's multiplier and param)."""
+    return dict(config["ccc"]) if wildcards.metric == "ccc2" else {}
 
 
 def threshold_of(wildcards):

@@ -4,6 +4,8 @@ rule ingest:
     output:
         codes="results/{dataset}/ingest/{encoding}.codes.npy",
         manifest="results/{dataset}/ingest/{encoding}.json",
+    params:
+        options=ingest_options,
     log:
         "logs/{dataset}/ingest.{encoding}.log",
     benchmark:

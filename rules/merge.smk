@@ -34,6 +34,7 @@ rule merge:
             "dataset": wildcards.dataset,
             **config["datasets"][wildcards.dataset],
             "threshold": config["thresholds"].get(wildcards.metric),
+            "params": metric_params(wildcards),
             **{k: config[k] for k in ("block_size", "dense_max", "seed", "backend")},
         },
     script:

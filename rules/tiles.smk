@@ -15,5 +15,6 @@ rule tile:
         threshold=threshold_of,
         dense=dense_wanted,
         backend=config["backend"],
+        metric_params=metric_params,
     script:
         "../scripts/tile.py"

@@ -7,5 +7,7 @@ from genotile.rule import run_rule  # noqa: E402
 
 run_rule(
     snakemake,
-    lambda sm: steps.ingest(sm.input.data, sm.wildcards.encoding, sm.output.codes, sm.output.manifest),
+    lambda sm: steps.ingest(
+        sm.input.data, sm.wildcards.encoding, sm.output.codes, sm.output.manifest, **sm.params.options
+    ),
 )

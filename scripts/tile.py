@@ -21,6 +21,7 @@ def tile(sm):
             dense=sm.params.dense,
             backend=sm.params.backend,
             tile_out=sm.output[0],
+            metric_params=sm.params.metric_params,
         )
 
 

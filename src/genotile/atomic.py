@@ -19,6 +19,7 @@ def atomic_path(path):
         with contextlib.suppress(FileNotFoundError):
             stale.unlink()
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    os.fchmod(fd, 0o666 & ~_umask())  # mkstemp makes 0600; outputs get the usual permissions
     os.close(fd)
     try:
         yield Path(tmp)
@@ -27,6 +28,12 @@ def atomic_path(path):
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
         raise
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
 
 
 def write_text(path, text: str) -> None:
