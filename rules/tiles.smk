@@ -5,6 +5,9 @@ rule tile:
         perm=store_file("perm.npy"),
     output:
         "results/{dataset}/{metric}/pairs/tile_{i}_{j}.npz",
+    resources:
+        # one GPU per tile job, unless the config pins a CPU backend
+        gpu=0 if config["backend"].startswith("numpy") else 1,
     log:
         "logs/{dataset}/{metric}/tile_{i}_{j}.log",
     benchmark:
