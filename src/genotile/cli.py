@@ -36,11 +36,20 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--seed", type=int, default=1)
     run.add_argument("--backend", default="auto")
 
-    plan = sub.add_parser("plan", help="print the tile plan for N vectors (no input is read)")
-    plan.add_argument("n_vectors", type=int)
+    plan = sub.add_parser("plan", help="what a run costs: tiles, jobs, memory, output, time (reads no input)")
+    plan.add_argument("--vectors", type=int, required=True, help="number of vectors (samples, sequences or SNPs)")
+    plan.add_argument("--fields", type=int, required=True, help="fields per vector (variants, columns or samples)")
+    plan.add_argument("--metric", choices=sorted(METRICS), required=True)
     plan.add_argument("--block-size", type=int, default=4096)
-    plan.add_argument("--seed", type=int, default=1)
-    plan.add_argument("--tiles", action="store_true", help="list every tile")
+    plan.add_argument("--density", type=float, default=1.0, help="fraction of pairs passing the threshold")
+    plan.add_argument("--gpus", type=int, default=1, help="devices working at once")
+    plan.add_argument("--tiles-per-job", type=int, default=1)
+    plan.add_argument("--backend", default="cupy-b1", help="whose measured rate to use (default cupy-b1)")
+    plan.add_argument("--complete", action="store_true", help="no missing data (fewer plane products)")
+    plan.add_argument("--dense-max", type=int, default=20000)
+    plan.add_argument("--rates", help="JSON of measured rates (default: the packaged bench/RESULTS.md rates)")
+    plan.add_argument("--read-gbps", type=float, default=2.0, help="storage read rate per device, GB/s")
+    plan.add_argument("--tiles", action="store_true", help="also list every tile (I, J)")
 
     sub.add_parser("backends", help="list the backends available on this machine")
     return ap
@@ -58,12 +67,15 @@ def main(argv=None) -> int:
             for name, s in summaries.items():
                 print(f"{name}: {s['pairs_passing']} of {s['pairs_computed']} pairs pass -> {args.outdir}/{name}/")
         elif args.command == "plan":
-            if args.n_vectors < 0 or args.block_size < 1:
-                raise GenotileError("n_vectors must be >= 0 and --block-size >= 1")
-            p = Plan(args.n_vectors, args.block_size, args.seed)
-            print(p.describe())
+            from .estimate import estimate, load_rates
+
+            est = estimate(METRICS[args.metric], args.vectors, args.fields, block_size=args.block_size,
+                           density=args.density, devices=args.gpus, tiles_per_job=args.tiles_per_job,
+                           backend=args.backend, missing=not args.complete, dense_max=args.dense_max,
+                           rates=load_rates(args.rates), read_gbps=args.read_gbps)
+            print(est.describe())
             if args.tiles:
-                print(json.dumps(p.tiles()))
+                print(json.dumps(Plan(args.vectors, args.block_size, 0).tiles()))
         elif args.command == "backends":
             print("\n".join(backends.available()))
     except GenotileError as exc:
