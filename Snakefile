@@ -1,7 +1,7 @@
 # genotile: all-pairs comparisons of genomic vectors as bit-plane GEMM tiles.
 #
 #   ingest -> plan (checkpoint: n vectors, blocks, tiles) -> pack -> tile (one job per I <= J)
-#   -> matrix (if n <= dense_max) -> merge (pairs.tsv.gz, summary.json)
+#   -> matrix (if n <= dense_max) -> merge (pairs.tsv.gz, summary.json, histogram.tsv) -> report plots
 
 
 configfile: "config/config.yaml"
@@ -12,6 +12,7 @@ include: "rules/ingest.smk"
 include: "rules/pack.smk"
 include: "rules/tiles.smk"
 include: "rules/merge.smk"
+include: "rules/report.smk"
 
 
 rule all:

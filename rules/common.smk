@@ -95,11 +95,36 @@ def threshold_of(wildcards):
     return config["thresholds"].get(wildcards.metric)
 
 
+def summary_files():
+    return [
+        f"results/{dataset}/{metric}/summary.json"
+        for dataset, spec in config["datasets"].items()
+        for metric in spec["metrics"]
+    ]
+
+
+def report_files(dataset, metric):
+    """The report's plots and tables of one dataset and metric."""
+    out = [f"results/{dataset}/{metric}/report/histogram.png"]
+    if plan_for(dataset, metric).n_vectors <= config["dense_max"]:
+        out.append(f"results/{dataset}/{metric}/report/heatmap.png")
+    if metric == "king":
+        out.append(f"results/{dataset}/king/report/kinship_ibs0.png")
+    if metric == "snp":
+        out.append(f"results/{dataset}/snp/report/clusters.tsv")
+    return out
+
+
 def all_outputs(wildcards):
-    """Every merged output, and every tile: a lost tile is recomputed on the next run."""
-    outputs = []
+    """Every merged output and report piece, and every tile: a lost tile is recomputed on the next run."""
+    outputs = ["results/run_summary.tsv"] if config["report"] else []
     for dataset, spec in config["datasets"].items():
         for metric in spec["metrics"]:
-            outputs += [f"results/{dataset}/{metric}/{name}" for name in ("pairs.tsv.gz", "summary.json")]
+            outputs += [
+                f"results/{dataset}/{metric}/{name}"
+                for name in ("pairs.tsv.gz", "summary.json", "histogram.tsv")
+            ]
             outputs += tiles_for(dataset, metric)
+            if config["report"]:
+                outputs += report_files(dataset, metric)
     return outputs

@@ -22,6 +22,7 @@ rule merge:
     output:
         pairs="results/{dataset}/{metric}/pairs.tsv.gz",
         summary="results/{dataset}/{metric}/summary.json",
+        histogram="results/{dataset}/{metric}/histogram.tsv",
     log:
         "logs/{dataset}/{metric}/merge.log",
     benchmark:

@@ -5,15 +5,15 @@ rule tile:
         perm=store_file("perm.npy"),
     output:
         "results/{dataset}/{metric}/pairs/tile_{i}_{j}.npz",
-    resources:
-        # one GPU per tile job, unless the config pins a CPU backend
-        gpu=0 if config["backend"].startswith("numpy") else 1,
     log:
         "logs/{dataset}/{metric}/tile_{i}_{j}.log",
     benchmark:
         "benchmarks/{dataset}/{metric}/tile_{i}_{j}.tsv"
     conda:
         "../envs/cpu.yaml"
+    resources:
+        # one GPU per tile job, unless the config pins a CPU backend
+        gpu=0 if config["backend"].startswith("numpy") else 1,
     params:
         threshold=threshold_of,
         dense=dense_wanted,

@@ -15,5 +15,6 @@ run_rule(
         sm.output.summary,
         config=dict(sm.params.config),
         matrix_path=sm.input.matrix or None,
+        histogram_out=sm.output.histogram,
     ),
 )

@@ -36,6 +36,7 @@ def write_fasta(path, seqs, ids=None):
 
 def snakemake(workdir, config: dict, *extra, check=True):
     cfg = Path(workdir) / "config.yaml"
+    config = {"report": False, **config}  # plots only where a test asks for them
     cfg.write_text(yaml.safe_dump(config))
     cmd = [sys.executable, "-m", "snakemake", "-s", str(REPO / "Snakefile"), "--directory", str(workdir),
            "--configfile", str(cfg), "--cores", "2", *extra]

@@ -77,3 +77,11 @@ def rows(column: str, counts: np.ndarray):
     yield column, "-inf", repr(float(low)), below
     yield column, repr(float(high)), "inf", above
     yield column, "nan", "nan", nan
+
+
+def in_input_order(values: dict, transposed, flipped, xp=np) -> dict:
+    """Values with the asymmetric columns (ccc2's 01/10) read as (a, b), a before b in input order."""
+    out = dict(values)
+    for c1, c2 in transposed:
+        out[c1], out[c2] = xp.where(flipped, values[c2], values[c1]), xp.where(flipped, values[c1], values[c2])
+    return out

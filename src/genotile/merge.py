@@ -13,7 +13,7 @@ import time
 
 import numpy as np
 
-from . import __version__
+from . import __version__, histogram
 from .atomic import atomic_path, write_text
 from .errors import GenotileError
 from .metrics import Metric
@@ -46,9 +46,10 @@ def _format(values: np.ndarray) -> list[str]:
 
 
 def merge_pairs(tile_paths, ids: list[str], plan: Plan, metric: Metric, out_path) -> dict:
-    parts, tiles = [], []
+    parts, tiles, hist = [], [], {}
     for path, arrays, meta, digest in read_tiles(tile_paths, plan, metric):
         parts.append({k: arrays[k] for k in ("a", "b", *metric.columns)})
+        histogram.add(hist, arrays)
         tiles.append({"tile": meta["tile"], "file": str(path), "sha256": digest, **meta})
     merged = {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
     order = np.lexsort((merged["b"], merged["a"]))
@@ -63,7 +64,21 @@ def merge_pairs(tile_paths, ids: list[str], plan: Plan, metric: Metric, out_path
                 text.write("\t".join(row) + "\n")
             text.flush()
             text.detach()
-    return {"pairs_passing": int(a.size), "tiles": tiles}
+    return {"pairs_passing": int(a.size), "tiles": tiles, "histograms": hist}
+
+
+def write_histograms(out_path, metric: Metric, histograms: dict, pairs_computed: int) -> None:
+    """histogram.tsv: column, low, high, count; every column's counts add up to all pairs."""
+    lines = ["column\tlow\thigh\tcount"]
+    for column in histogram.histogram_columns(metric):
+        counts = histograms.get(f"hist_{column}")
+        if counts is None:
+            raise GenotileError(f"{out_path}: the tiles carry no {column} histogram (computed by an older genotile?)")
+        if int(counts.sum()) != pairs_computed:
+            raise GenotileError(f"{out_path}: the tiles' {column} histogram counts {int(counts.sum())} pairs, "
+                                f"but they computed {pairs_computed}")
+        lines += ["\t".join(map(str, row)) for row in histogram.rows(column, counts)]
+    write_text(out_path, "\n".join(lines) + "\n")
 
 
 def merge_matrix(tile_paths, ids: list[str], plan: Plan, metric: Metric, out_path) -> None:

@@ -10,7 +10,7 @@ import numpy as np
 
 from .errors import GenotileError
 from .ingest import ingest as ingest_input
-from .merge import merge_matrix, merge_pairs, write_summary
+from .merge import merge_matrix, merge_pairs, write_histograms, write_summary
 from .metrics import get_metric
 from .plan import Plan, read_plan, write_plan
 from .store import layout_from_json, open_store, pack_store
@@ -73,13 +73,18 @@ def matrix(tiles, manifest_path, metric_name, matrix_out) -> None:
     log.info("matrix: %d x %d written to %s", len(manifest["ids"]), len(manifest["ids"]), matrix_out)
 
 
-def merge(tiles, manifest_path, metric_name, pairs_out, summary_out, config: dict, matrix_path=None) -> dict:
+def merge(tiles, manifest_path, metric_name, pairs_out, summary_out, config: dict, matrix_path=None,
+          histogram_out=None) -> dict:
     started = time.perf_counter()
     manifest = _load_json(manifest_path)
     p = Plan(**{k: manifest["plan"][k] for k in ("n_vectors", "block_size", "seed")})
     metric = get_metric(metric_name)
     merged = merge_pairs(tiles, manifest["ids"], p, metric, pairs_out)
     outputs = {"pairs": pairs_out, **({"matrix": matrix_path} if matrix_path else {})}
+    if histogram_out is not None:
+        pairs_computed = sum(t["pairs_computed"] for t in merged["tiles"])
+        write_histograms(histogram_out, metric, merged["histograms"], pairs_computed)
+        outputs["histogram"] = histogram_out
     summary = write_summary(summary_out, manifest=manifest, plan=p, metric=metric, merged=merged,
                             outputs=outputs, config=config, started=started)
     log.info("merge: %d of %d pairs pass", summary["pairs_passing"], summary["pairs_computed"])
@@ -120,5 +125,5 @@ def run_all(input_path, outdir, metrics, *, block_size=4096, seed=1, thresholds=
         config = {"threshold": thresholds.get(metric_name), "block_size": block_size, "seed": seed,
                   "dense_max": dense_max, "backend": backend, "params": metric.params}
         summaries[metric_name] = merge(paths, store / "manifest.json", metric_name, mdir / "pairs.tsv.gz",
-                                       mdir / "summary.json", config, matrix_path)
+                                       mdir / "summary.json", config, matrix_path, mdir / "histogram.tsv")
     return summaries

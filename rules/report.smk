@@ -1,0 +1,95 @@
+rule plot_histogram:
+    input:
+        "results/{dataset}/{metric}/histogram.tsv",
+    output:
+        report(
+            "results/{dataset}/{metric}/report/histogram.png",
+            caption="report/histogram.rst",
+            category="{dataset}",
+            subcategory="{metric}",
+            labels={"figure": "histogram over all pairs"},
+        ),
+    log:
+        "logs/{dataset}/{metric}/plot_histogram.log",
+    conda:
+        "../envs/report.yaml"
+    script:
+        "../scripts/plot_histogram.py"
+
+
+rule plot_heatmap:
+    input:
+        "results/{dataset}/{metric}/matrix.tsv",
+    output:
+        report(
+            "results/{dataset}/{metric}/report/heatmap.png",
+            caption="report/heatmap.rst",
+            category="{dataset}",
+            subcategory="{metric}",
+            labels={"figure": "clustered heatmap"},
+        ),
+    log:
+        "logs/{dataset}/{metric}/plot_heatmap.log",
+    conda:
+        "../envs/report.yaml"
+    params:
+        max_vectors=config["report_heatmap_max"],
+    script:
+        "../scripts/plot_heatmap.py"
+
+
+rule plot_king:
+    input:
+        "results/{dataset}/king/pairs.tsv.gz",
+    output:
+        report(
+            "results/{dataset}/king/report/kinship_ibs0.png",
+            caption="report/king.rst",
+            category="{dataset}",
+            subcategory="king",
+            labels={"figure": "kinship against IBS0"},
+        ),
+    log:
+        "logs/{dataset}/king/plot_king.log",
+    conda:
+        "../envs/report.yaml"
+    script:
+        "../scripts/plot_king.py"
+
+
+rule clusters:
+    input:
+        pairs="results/{dataset}/snp/pairs.tsv.gz",
+        manifest="results/{dataset}/store/nucleotide/manifest.json",
+    output:
+        report(
+            "results/{dataset}/snp/report/clusters.tsv",
+            caption="report/clusters.rst",
+            category="{dataset}",
+            subcategory="snp",
+            labels={"table": "clusters within the threshold"},
+        ),
+    log:
+        "logs/{dataset}/snp/clusters.log",
+    conda:
+        "../envs/report.yaml"
+    script:
+        "../scripts/clusters.py"
+
+
+rule run_summary:
+    input:
+        summaries=summary_files(),
+    output:
+        report(
+            "results/run_summary.tsv",
+            caption="report/run_summary.rst",
+            category="run",
+            labels={"table": "run summary"},
+        ),
+    log:
+        "logs/run_summary.log",
+    conda:
+        "../envs/report.yaml"
+    script:
+        "../scripts/run_summary.py"

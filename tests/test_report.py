@@ -1,0 +1,90 @@
+"""The report of the example config: every plot a valid image, the cluster table right."""
+
+import csv
+import gzip
+import struct
+import subprocess
+import sys
+
+import pytest
+import yaml
+from snakerun import REPO, snakemake
+
+PNG = b"\x89PNG\r\n\x1a\n"
+
+
+@pytest.fixture(scope="module")
+def example_run(tmp_path_factory):
+    work = tmp_path_factory.mktemp("report")
+    (work / "resources").symlink_to(REPO / "resources")
+    config = yaml.safe_load((REPO / "config/config.yaml").read_text())
+    assert config["report"] is True
+    snakemake(work, config)
+    proc = subprocess.run(
+        [sys.executable, "-m", "snakemake", "-s", str(REPO / "Snakefile"), "--directory", str(work),
+         "--configfile", str(work / "config.yaml"), "--report", str(work / "report.html")],
+        capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return work, config
+
+
+def png_size(path):
+    data = path.read_bytes()
+    assert data[:8] == PNG, f"{path} is not a PNG"
+    assert data[12:16] == b"IHDR" and data.rstrip(b"\x00").endswith(b"IEND\xaeB`\x82"), f"{path} is truncated"
+    return struct.unpack(">II", data[16:24])
+
+
+def test_every_plot_is_a_valid_image(example_run):
+    work, config = example_run
+    expected = []
+    for dataset, spec in config["datasets"].items():
+        for metric in spec["metrics"]:
+            expected += [f"{dataset}/{metric}/report/histogram.png", f"{dataset}/{metric}/report/heatmap.png"]
+            if metric == "king":
+                expected.append(f"{dataset}/king/report/kinship_ibs0.png")
+    for rel in expected:
+        width, height = png_size(work / "results" / rel)
+        assert width > 100 and height > 100, rel
+    html = (work / "report.html").read_text(errors="replace")
+    assert len(html) > 100_000 and "histogram" in html
+
+
+def test_cluster_table_is_the_components_of_the_pairs(example_run):
+    work, _ = example_run
+    with gzip.open(work / "results/example_aln/snp/pairs.tsv.gz", "rt") as fh:
+        pairs = [(r["id1"], r["id2"]) for r in csv.DictReader(fh, delimiter="\t")]
+    # components by repeated merging, independent of the report's union-find
+    comps: list[set] = []
+    for a, b in pairs:
+        touching = [c for c in comps if a in c or b in c]
+        merged = set().union({a, b}, *touching)
+        comps = [c for c in comps if c not in touching] + [merged]
+    with open(work / "results/example_aln/snp/report/clusters.tsv") as fh:
+        table = list(csv.DictReader(fh, delimiter="\t"))
+    assert sorted(map(frozenset, comps), key=sorted) == sorted(
+        (frozenset(r["members"].split(",")) for r in table), key=sorted)
+    assert all(int(r["size"]) == len(r["members"].split(",")) for r in table)
+    assert len(table) >= 2  # the example has an outbreak cluster and other near-identical sequences
+
+
+def test_histogram_counts_every_pair(example_run):
+    import json
+
+    work, config = example_run
+    for dataset, spec in config["datasets"].items():
+        for metric in spec["metrics"]:
+            summary = json.loads((work / f"results/{dataset}/{metric}/summary.json").read_text())
+            with open(work / f"results/{dataset}/{metric}/histogram.tsv") as fh:
+                rows = list(csv.DictReader(fh, delimiter="\t"))
+            for column in {r["column"] for r in rows}:
+                assert sum(int(r["count"]) for r in rows if r["column"] == column) == summary["pairs_computed"]
+
+
+def test_run_summary_has_a_row_per_dataset_and_metric(example_run):
+    work, config = example_run
+    with open(work / "results/run_summary.tsv") as fh:
+        rows = list(csv.DictReader(fh, delimiter="\t"))
+    assert {(r["dataset"], r["metric"]) for r in rows} == {
+        (d, m) for d, spec in config["datasets"].items() for m in spec["metrics"]}
+    assert all(float(r["tile_s"]) > 0 and float(r["ingest_s"]) > 0 for r in rows)
