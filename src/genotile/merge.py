@@ -18,6 +18,7 @@ from .atomic import atomic_path, write_text
 from .errors import GenotileError
 from .metrics import Metric
 from .plan import Plan
+from .progress import Progress
 from .tilefile import read_tile
 
 
@@ -25,6 +26,7 @@ def read_tiles(tile_paths, plan: Plan, metric: Metric):
     """Yield (path, arrays, meta, sha256) for every tile; refuse a missing, foreign or repeated one."""
     expected = set(plan.tiles())
     seen = set()
+    progress = Progress(f"{metric.name}: tiles read", total=len(expected))
     for path in tile_paths:
         arrays, meta, digest = read_tile(path)
         tile = tuple(meta["tile"])
@@ -33,7 +35,9 @@ def read_tiles(tile_paths, plan: Plan, metric: Metric):
         if tile in seen:
             raise GenotileError(f"tile {path}: tile {tile} given twice")
         seen.add(tile)
+        progress.update(len(seen))
         yield path, arrays, meta, digest
+    progress.finish(len(seen))
     missing = sorted(expected - seen)
     if missing:
         raise GenotileError(f"{len(missing)} tile(s) missing, e.g. {missing[:5]}: rerun the tile jobs")

@@ -13,6 +13,7 @@ from .ingest import ingest as ingest_input
 from .merge import merge_matrix, merge_pairs, write_histograms, write_summary
 from .metrics import get_metric
 from .plan import Plan, read_plan, write_plan
+from .progress import Progress
 from .store import layout_from_json, open_store, pack_store
 from .tile import compute_tile
 from .tilefile import write_tile
@@ -114,10 +115,13 @@ def run_all(input_path, outdir, metrics, *, block_size=4096, seed=1, thresholds=
         p = read_plan(store / "plan.json")
         mdir = outdir / metric_name
         paths = tile_paths(mdir / "pairs", p)
-        for (bi, bj), path in zip(p.tiles(), paths, strict=True):
+        progress = Progress(f"{metric_name}: tiles", total=len(paths))
+        for k, ((bi, bj), path) in enumerate(zip(p.tiles(), paths, strict=True), start=1):
             tile(store / "planes.npy", store / "manifest.json", store / "perm.npy", metric_name, bi, bj,
                  threshold=thresholds.get(metric_name), dense=p.n_vectors <= dense_max, backend=backend, tile_out=path,
                  metric_params=metric_params.get(metric_name))
+            progress.update(k)
+        progress.finish(len(paths))
         matrix_path = None
         if p.n_vectors <= dense_max:
             matrix_path = mdir / "matrix.tsv"
