@@ -9,18 +9,28 @@
 2. Tiles of rows x rows vectors (one off-diagonal tile: every pair computed):
    - product: one plane product over `fields` bits (random words);
    - snp: the snp metric's terms from random nucleotide codes (2-4 alleles a column, 3% N),
-     `fields` informative columns; hamming likewise from a categorical alphabet.
+     `fields` informative columns; hamming likewise from a categorical alphabet;
+     ibs, king, ccc2 from random genotypes (2% missing).
      The codes of 2048 distinct vectors are encoded and their planes repeated to fill the
      tile (the kernels' work does not depend on the values).
    For each: the cupy-b1 kernel alone (operands repacked on the device beforehand; every
    tile shape in cupy_b1.CONFIGS for the product), each backend's count on device-resident
-   planes (repack / unpack, row sums, int64 result included), and count_matrices from host
-   numpy to host int64 (PCIe both ways). numpy (BLAS) is timed on a 1024 x 1024 tile.
+   planes (repack / unpack, row sums, int64 result included); numpy (BLAS) on a 1024 x 1024
+   tile of the same planes, whose values also give the threshold (the 1e-4 quantile of the
+   dense column, 1 - 1e-4 for similarities: few pairs pass, plus the repeated vectors). Then
+   the device tile path (cupy_tile.tile_pairs: counts, epilogue, threshold, compaction on the
+   GPU) host arrays in, passing pairs out, for both backends; the whole tile job
+   (steps.tile: the store's planes.npy memmap of 2 blocks -> tile (0, 1) -> tile file, page
+   cache warm) against the kernel-alone time; and the upload alone (memmap -> pinned -> device).
    The cupy-b1 counts are checked equal to cupy-int8's on the full tile.
+3. GPU packing (backends/cupy_pack.py) against numpy packing of the same codes: genotype
+   codes (rows x fields, 2% missing) and nucleotide codes; host to host (codes in, planes
+   out, pinned pipelined copies) and device only.
 Rates (DESIGN.md section 6): element comparisons/s = pairs x fields / s; bit-MAC/s = sum over
 plane products of rows x cols x bits / s; % of ceiling against the ceiling measured above
 (b1 instruction ceiling for cupy-b1, cuBLAS int8 for cupy-int8, in bit-MACs = int8 MACs).
-Times are medians of CUDA-event timings after a warm-up.
+Packing rows: the comparisons/s column holds codes packed per second.
+Times are medians of CUDA-event timings after a warm-up (wall clock for host-to-host rows).
 """
 
 import argparse
@@ -31,6 +41,7 @@ import os
 import subprocess
 import sys
 import time
+import traceback
 from pathlib import Path
 
 import numpy as np
@@ -39,7 +50,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
 import cupy as cp  # noqa: E402
 
-from genotile.backends import cupy_b1, cupy_int8, numpy_blas  # noqa: E402
+from genotile import steps  # noqa: E402
+from genotile.backends import cupy_b1, cupy_int8, cupy_pack, cupy_tile, numpy_blas  # noqa: E402
 from genotile.backends import cupy_common as cc  # noqa: E402
 from genotile.encode import CATEGORICAL, NUCLEOTIDE, categorical_encoding, categorical_planes, symbol_counts  # noqa: E402
 from genotile.metrics import METRICS, Term  # noqa: E402
@@ -178,6 +190,23 @@ def profile_one(args):
     print(f"profiled one launch of {cupy_b1.default_config()} on {args.rows}^2 x {words * 64} bits", flush=True)
 
 
+def profile_select(args):
+    """The device tile path of one metric on device-resident planes, twice (run under ncu)."""
+    metric = METRICS[args.profile_select]
+    if metric.encoding in ("nucleotide", "categorical"):
+        planes, enc = categorical_planes_for(NUCLEOTIDE if metric.encoding == "nucleotide" else CATEGORICAL,
+                                             2048, args.fields, args.rows, seed=2)
+        layout = enc.layout
+    else:
+        planes, layout = genotype_planes_for(metric.encoding, 2048, args.fields, args.rows, 3, args.missing)
+    dl, dr = cp.asarray(planes), cp.asarray(planes.copy())
+    thr = 0.0 if metric.keep == "le" else 1e9
+    for _ in range(2):
+        cupy_b1.tile_pairs(dl, dr, metric, layout, thr)
+    cp.cuda.Device().synchronize()
+    print(f"profiled the device tile path of {metric.name}", flush=True)
+
+
 def all_counts(count_device, dl, dr, counts) -> None:
     for terms in counts.values():
         count_device(dl, dr, terms)
@@ -189,6 +218,143 @@ def product_bit_macs(counts, m, n) -> int:
                if t.left is not None and t.right is not None)
 
 
+def realistic_threshold(metric, counts_np):
+    """A threshold that few pairs pass: the 1e-4 quantile of the dense column ("le"), the
+    1 - 1e-4 quantile of it ("ge") or of every column's maximum ("ge_any"), from the numpy tile."""
+    with np.errstate(all="ignore"):
+        values = metric.epilogue(counts_np)
+    if metric.keep == "ge_any":
+        v = np.max(np.stack([np.broadcast_to(values[c], values[metric.dense_column].shape) for c in metric.columns]), 0)
+    else:
+        v = np.asarray(values[metric.dense_column], dtype=np.float64)
+    v = v[np.isfinite(v)]
+    return float(np.quantile(v, 1e-4 if metric.keep == "le" else 1 - 1e-4))
+
+
+def tile_rows(metric, mobj, planes, layout, threshold, shape, comparisons, bit_macs, kernel_row, r_np, add, results,
+              args):
+    """The device tile path host -> host (both backends), the whole tile job, the upload alone."""
+    m = planes.shape[0]
+    left_host, right_host = planes, planes.copy()
+    out = {}
+    for name, module in (("cupy-b1", cupy_b1), ("cupy-int8", cupy_int8)):
+        call = functools.partial(module.tile_pairs, left_host, right_host, mobj, layout, threshold)
+        res = call()  # warm-up: compile, self-check, pinned ring
+        t = wall_time(call, reps=3)
+        out[name] = add(metric, name, f"tile_pairs host->host ({res.path}, {res.ri.size} pairs pass)", shape, t,
+                        comparisons, bit_macs)
+        out[name]["x_numpy"] = out[name]["comparisons_per_s"] / r_np["comparisons_per_s"]
+    out["cupy-b1"]["x_int8"] = out["cupy-b1"]["comparisons_per_s"] / out["cupy-int8"]["comparisons_per_s"]
+    print(f"  tile_pairs timings (last call): {res.timings}", flush=True)
+    # the same on device-resident blocks: counts + epilogue + threshold + histograms + compaction, no copies
+    dl, dr = cp.asarray(left_host), cp.asarray(right_host)
+    call = functools.partial(cupy_b1.tile_pairs, dl, dr, mobj, layout, threshold)
+    call()
+    t = wall_time(call, reps=3)
+    r = add(metric, "cupy-b1", f"tile_pairs on device ({100 * kernel_row['seconds'] / t:.0f}% of kernel rate)",
+            shape, t, comparisons, bit_macs)
+    r["x_numpy"] = r["comparisons_per_s"] / r_np["comparisons_per_s"]
+    stages = {}
+    for stage in ("counts", "select"):  # where the device time goes: sub-tile counts, + select, + histograms
+        call = functools.partial(cupy_b1.tile_pairs, dl, dr, mobj, layout, threshold, stages=stage)
+        call()
+        stages[stage] = wall_time(call, reps=3)
+    stages["all"] = t
+    print(f"  {metric} device stages (ms): counts {stages['counts'] * 1e3:.1f}, + select/epilogue/threshold "
+          f"{(stages['select'] - stages['counts']) * 1e3:.1f}, + histograms {(t - stages['select']) * 1e3:.1f} "
+          f"(kernel alone {kernel_row['seconds'] * 1e3:.1f})", flush=True)
+    results.setdefault("device_stages", {})[metric] = stages
+    del dl, dr, call
+    cp.get_default_memory_pool().free_all_blocks()
+    # the whole tile job from a store of 2 blocks: steps.tile(0, 1) -> tile file
+    store = Path(args.tmp) / f"genotile_bench_{metric}"
+    store.mkdir(parents=True, exist_ok=True)
+    np.save(store / "planes.npy", np.concatenate([planes, planes]))
+    manifest = {"n_vectors": 2 * m, "layout": layout.to_json(),
+                "plan": {"n_vectors": 2 * m, "block_size": m, "seed": 1}}
+    (store / "manifest.json").write_text(json.dumps(manifest))
+    np.save(store / "perm.npy", np.arange(2 * m, dtype=np.int64))
+    job = functools.partial(steps.tile, store / "planes.npy", store / "manifest.json", store / "perm.npy", metric,
+                            0, 1, threshold=threshold, dense=False, backend="cupy-b1", tile_out=store / "tile.npz")
+    meta = job()
+    t = wall_time(job, reps=3)
+    ratio = kernel_row["seconds"] / t
+    row = add(metric, "cupy-b1", f"tile job memmap->tile file ({meta['pairs_passing']} pairs; "
+              f"{100 * ratio:.0f}% of kernel rate)", shape, t, comparisons, bit_macs)
+    row["x_numpy"] = row["comparisons_per_s"] / r_np["comparisons_per_s"]
+    row["x_int8"] = row["comparisons_per_s"] / out["cupy-int8"]["comparisons_per_s"]
+    t_up, nbytes = upload_alone(store / "planes.npy", m)
+    results.setdefault("tile_jobs", {})[metric] = {
+        "threshold": threshold, "pairs_passing": meta["pairs_passing"], "job_s": t,
+        "kernel_s": kernel_row["seconds"], "ratio": ratio, "upload_s": t_up, "upload_bytes": nbytes,
+        "tile_pairs_b1_s": out["cupy-b1"]["seconds"], "tile_pairs_int8_s": out["cupy-int8"]["seconds"],
+        "device_s": results.get("device_stages", {}).get(metric, {}).get("all")}
+    add(metric, "cupy-b1", f"upload alone, 2 blocks memmap->device ({nbytes / t_up / 1e9:.1f} GB/s)", shape, t_up,
+        comparisons, 0)
+    for f in ("planes.npy", "manifest.json", "perm.npy", "tile.npz"):
+        (store / f).unlink(missing_ok=True)
+    cp.get_default_memory_pool().free_all_blocks()
+
+
+def upload_alone(path, m):
+    """Seconds to bring both blocks of a 2-block store to the device (memmap -> pinned -> device)."""
+    mm = np.load(path, mmap_mode="r")
+    dl, dr = cp.empty((m, mm.shape[1]), dtype=cp.uint64), cp.empty((m, mm.shape[1]), dtype=cp.uint64)
+    pieces = cupy_tile._pieces([("L", 0), ("R", 0)], {"L": [(0, m)], "R": [(0, m)]}, mm.shape[1] * 8)
+    _, copy = cupy_tile._streams(cp.cuda.Device().id)
+
+    def up():
+        info = cupy_tile.upload({"L": mm[:m], "R": mm[m:]}, {"L": dl, "R": dr}, pieces, copy)
+        copy.synchronize()
+        return info
+
+    up()
+    t_up = wall_time(up, reps=3)
+    nbytes = 2 * m * mm.shape[1] * 8
+    info = up()
+    print(f"  upload: {nbytes / t_up / 1e9:.1f} GB/s memmap -> device ({nbytes / 1e9:.2f} GB; reader threads busy "
+          f"{info['read_busy_s'] * 1e3:.0f} ms in all)", flush=True)
+    return t_up, nbytes
+
+
+def packing_rows(add, results, args):
+    """GPU packing against numpy packing of the same codes."""
+    from genotile.encode import MISSING
+    from genotile.genotype import genotype_layout, genotype_planes
+
+    rng = np.random.default_rng(5)
+    cases = []
+    codes = rng.integers(0, 3, size=(args.pack_rows, args.fields), dtype=np.uint8)
+    codes[rng.random(codes.shape, dtype=np.float32) < 0.02] = MISSING
+    layout = genotype_layout(codes, "genotype")
+    cases.append(("pack genotype", codes, lambda c: genotype_planes(c, layout),
+                  cupy_pack.genotype_packer(layout, codes.shape[1])))
+    raw = np.frombuffer(b"ACGTN", np.uint8)[rng.choice(5, size=(args.pack_rows_cat, args.fields),
+                                                        p=[0.4, 0.3, 0.15, 0.13, 0.02])]
+    ncodes = NUCLEOTIDE.encode(raw)
+    enc = categorical_encoding(symbol_counts(ncodes), True)
+    cases.append(("pack nucleotide", ncodes, lambda c: categorical_planes(c, enc), cupy_pack.categorical_packer(enc)))
+    for name, c, numpy_pack, packer in cases:
+        shape = f"{c.shape[0]}x{c.shape[1]} codes"
+        t0 = time.perf_counter()
+        want = numpy_pack(c)
+        t_np = time.perf_counter() - t0
+        r_np = add(name, "numpy", "numpy packing", shape, t_np, c.size, 0)
+        got = packer(c)
+        same = bool(np.array_equal(got, want))
+        print(f"  {name}: GPU planes == numpy planes: {same}" + ("" if same else "   <<< MISMATCH"), flush=True)
+        results.setdefault("pack_equal", {})[name] = same
+        t = wall_time(functools.partial(packer, c), reps=3)
+        r = add(name, "gpu", "host->host (codes in, planes out)", shape, t, c.size, 0)
+        r["x_numpy"] = r["comparisons_per_s"] / r_np["comparisons_per_s"]
+        dcodes = cp.asarray(c)
+        t = gpu_time(functools.partial(packer.device, dcodes), reps=5)
+        r = add(name, "gpu", "device only (kernels)", shape, t, c.size, 0)
+        r["x_numpy"] = r["comparisons_per_s"] / r_np["comparisons_per_s"]
+        del dcodes, want, got
+        cp.get_default_memory_pool().free_all_blocks()
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--rows", type=int, default=16384)
@@ -197,14 +363,21 @@ def main():
     ap.add_argument("--numpy-rows", type=int, default=1024)
     ap.add_argument("--out", default=os.environ.get("OUT", "."))
     ap.add_argument("--git", default=None, help="revision to print (default: git rev-parse --short HEAD)")
-    ap.add_argument("--cases", default="product,snp,hamming,ibs,king,ccc2")
+    ap.add_argument("--cases", default="product,snp,hamming,ibs,king,ccc2,pack")
+    ap.add_argument("--tmp", default=os.environ.get("TMPDIR", "/tmp"), help="where the tile jobs' stores go")
+    ap.add_argument("--pack-rows", type=int, default=8192, help="genotype codes packed (rows x --fields)")
+    ap.add_argument("--pack-rows-cat", type=int, default=512, help="nucleotide codes packed (rows x --fields)")
     ap.add_argument("--missing", type=float, default=0.02, help="fraction of missing genotypes")
     ap.add_argument("--sweep", action="store_true", help="time the kernel variants of SWEEP on the product")
+    ap.add_argument("--profile-select", default=None, metavar="METRIC",
+                    help="run the device tile path of METRIC on the tile twice and exit (for ncu -k tile_select)")
     ap.add_argument("--profile", action="store_true",
                     help="run one cupy-b1 kernel launch on the product tile and exit (for ncu)")
     args = ap.parse_args()
     if args.profile:
         return profile_one(args)
+    if args.profile_select:
+        return profile_select(args)
     out_dir = Path(args.out)
     out_dir.mkdir(parents=True, exist_ok=True)
 
@@ -235,7 +408,7 @@ def main():
         ceiling = ceil_b1["bit_mac_per_s"] if backend.startswith("cupy-b1") else ceil_i8["mac_per_s"]
         row = {"metric": metric, "backend": backend, "what": what, "shape": shape, "seconds": seconds,
                "comparisons_per_s": comparisons / seconds, "bit_mac_per_s": bit_macs / seconds,
-               "pct_ceiling": None if backend == "numpy" else 100 * bit_macs / seconds / ceiling}
+               "pct_ceiling": None if backend == "numpy" or not bit_macs else 100 * bit_macs / seconds / ceiling}
         rows_table.append(row)
         pct = "" if row["pct_ceiling"] is None else f" {row['pct_ceiling']:.1f}% of ceiling"
         print(f"  {metric:8s} {backend:24s} {what:34s} {shape:22s} {seconds * 1e3:10.2f} ms "
@@ -253,7 +426,7 @@ def main():
         planes, enc = categorical_planes_for(alphabet, 2048, args.fields, m, seed=2)
         print(f"{metric}: planes {planes.shape} built in {time.perf_counter() - t0:.1f} s; layout {enc.layout}",
               flush=True)
-        cases[metric] = (planes, enc, METRICS[metric].counts(enc.layout), enc.order.size)
+        cases[metric] = (planes, enc.layout, METRICS[metric].counts(enc.layout), enc.order.size)
 
     for metric in ("ibs", "king", "ccc2"):
         if metric not in args.cases.split(","):
@@ -266,7 +439,7 @@ def main():
 
     if "product" not in args.cases.split(","):
         del cases["product"]
-    for metric, (planes, _layout, counts, fields) in cases.items():
+    for metric, (planes, layout, counts, fields) in cases.items():
         bit_macs = product_bit_macs(counts, m, n)
         comparisons = m * n * fields
         shape = f"{m}x{n}x{fields}"
@@ -311,16 +484,12 @@ def main():
         print(f"  cupy-b1 == cupy-int8 on the full tile: {same}" + ("" if same else "   <<< MISMATCH"), flush=True)
         results.setdefault("b1_equals_int8", {})[metric] = same
         cp.get_default_memory_pool().free_all_blocks()
-        # host to host
-        t = wall_time(functools.partial(cupy_b1.count_matrices, left_host, right_host, counts))
-        add(metric, "cupy-b1", "count_matrices host->host", shape, t, comparisons, bit_macs)
-        t = wall_time(functools.partial(cupy_int8.count_matrices, left_host, right_host, counts))
-        add(metric, "cupy-int8", "count_matrices host->host", shape, t, comparisons, bit_macs)
-        cp.get_default_memory_pool().free_all_blocks()
-        # numpy (BLAS) on a smaller tile
+        # numpy (BLAS) on a smaller tile; its values give the threshold
         k = args.numpy_rows
         sub_l, sub_r = np.ascontiguousarray(planes[:k]), np.ascontiguousarray(planes[k : 2 * k])
-        t = wall_time(functools.partial(numpy_blas.count_matrices, sub_l, sub_r, counts))
+        t0 = time.perf_counter()
+        counts_np = numpy_blas.count_matrices(sub_l, sub_r, counts)
+        t = time.perf_counter() - t0
         r_np = add(metric, "numpy", f"count_matrices ({k}x{k} tile)", f"{k}x{k}x{fields}", t,
                    k * k * fields, product_bit_macs(counts, k, k))
         for r in (b1_kernel_best, r_b1, r_i8):
@@ -329,6 +498,23 @@ def main():
         r_b1["x_int8"] = r_b1["comparisons_per_s"] / r_i8["comparisons_per_s"]
         del dl, dr
         cp.get_default_memory_pool().free_all_blocks()
+        if metric == "product":
+            continue
+        mobj = METRICS[metric]
+        threshold = realistic_threshold(mobj, counts_np)
+        try:
+            tile_rows(metric, mobj, planes, layout, threshold, shape, comparisons, bit_macs, b1_kernel_best, r_np,
+                      add, results, args)
+        except Exception:  # noqa: BLE001 -- report and go on with the other metrics
+            traceback.print_exc()
+            results.setdefault("errors", []).append(f"tile rows {metric}: {traceback.format_exc(limit=3)}")
+
+    if "pack" in args.cases.split(","):
+        try:
+            packing_rows(add, results, args)
+        except Exception:  # noqa: BLE001
+            traceback.print_exc()
+            results.setdefault("errors", []).append(f"packing: {traceback.format_exc(limit=3)}")
 
     table = [
         f"GPU: {gpu} ({sms} SMs), CuPy {cp.__version__}, git {head}, {results['date']}",
@@ -350,8 +536,27 @@ def main():
         pct = "" if r["pct_ceiling"] is None else f"{r['pct_ceiling']:.1f}"
         xn = f"{r['x_numpy']:.0f}" if "x_numpy" in r else ""
         xi = f"{r['x_int8']:.2f}" if "x_int8" in r else ""
+        bm = f"{r['bit_mac_per_s']:.3e}" if r["bit_mac_per_s"] else ""
         table.append(f"| {r['metric']} | {r['backend']} | {r['what']} | {r['shape']} | {r['seconds'] * 1e3:.2f} "
-                     f"| {r['comparisons_per_s']:.3e} | {r['bit_mac_per_s']:.3e} | {pct} | {xn} | {xi} |")
+                     f"| {r['comparisons_per_s']:.3e} | {bm} | {pct} | {xn} | {xi} |")
+    jobs = results.get("tile_jobs", {})
+    if jobs:
+        table += ["", "Tile jobs (cupy-b1, off-diagonal tile of 2 blocks): kernel alone = every count's kernel "
+                  "launches on prepared operands; tile job = steps.tile, store memmap -> tile file.", "",
+                  "| metric | threshold | pairs passing | kernel alone (ms) | device path: counts / + select / "
+                  "+ histograms (ms) | tile_pairs host->host (ms) | tile job (ms) | job rate / kernel rate "
+                  "| upload alone (ms, GB/s) |",
+                  "|---|---|---|---|---|---|---|---|---|"]
+        for metric, j in jobs.items():
+            st = results.get("device_stages", {}).get(metric, {})
+            dev = (f"{st['counts'] * 1e3:.1f} / {st['select'] * 1e3:.1f} / {st['all'] * 1e3:.1f}"
+                   if len(st) == 3 else "")
+            table.append(f"| {metric} | {j['threshold']:.6g} | {j['pairs_passing']} | {j['kernel_s'] * 1e3:.2f} "
+                         f"| {dev} | {j['tile_pairs_b1_s'] * 1e3:.2f} | {j['job_s'] * 1e3:.2f} | "
+                         f"{100 * j['ratio']:.0f}% | {j['upload_s'] * 1e3:.2f} "
+                         f"({j['upload_bytes'] / j['upload_s'] / 1e9:.1f}) |")
+    if "pack_equal" in results:
+        table += ["", f"GPU planes == numpy planes: {results['pack_equal']}"]
     text = "\n".join(table) + "\n"
     (out_dir / "bench_gpu.md").write_text(text)
     (out_dir / "bench_gpu.json").write_text(json.dumps(results, indent=1) + "\n")

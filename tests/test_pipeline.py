@@ -64,7 +64,7 @@ def test_summary(run_one):
     assert s["plan"]["n_tiles"] == 15 and len(s["tiles"]) == 15
     _, pairs = read_pairs(workdir / "results/toy/snp/pairs.tsv.gz")
     assert s["pairs_passing"] == len(pairs)
-    assert set(s["outputs"]) == {"pairs", "matrix"}
+    assert set(s["outputs"]) == {"pairs", "matrix", "histogram"}
     assert s["config"]["threshold"] == 40 and s["backend"] == ["numpy"]
 
 

@@ -6,6 +6,7 @@ input order), the permutation's seed, the layout and the input's checksum.
 """
 
 import json
+import os
 
 import numpy as np
 
@@ -21,33 +22,62 @@ ROW_CHUNK = 4096
 CHUNK_BYTES = 1 << 26  # codes read per packing step
 
 
-def _categorical(codes, ingest_manifest: dict):
+def _categorical(codes, ingest_manifest: dict, gpu: bool = False):
     """(layout, rows -> planes, manifest keys) of an alphabet's store."""
     alphabet = ALPHABETS[ingest_manifest["alphabet"]]
     enc = categorical_encoding(symbol_counts(codes), alphabet.has_missing)
     extra = {"alphabet": alphabet.name, "n_kept": int(enc.order.size), "n_two_symbol": enc.n_b,
              "s_lengths": list(enc.s_lengths)}
+    if gpu:
+        from .backends import cupy_pack
+
+        return enc.layout, cupy_pack.categorical_packer(enc), extra
     return enc.layout, lambda rows: categorical_planes(rows, enc), extra
 
 
-def _genotype(codes, ingest_manifest: dict):
+def _genotype(codes, ingest_manifest: dict, gpu: bool = False):
     """(layout, rows -> planes, manifest keys) of a genotype store (see genotype.py)."""
     encoding = ingest_manifest["encoding"]
     layout = genotype_layout(codes, encoding)
     extra = {"encoding": encoding, "n_kept": int(codes.shape[1]),
              "ingest_counts": ingest_manifest.get("counts", {})}
+    if gpu:
+        from .backends import cupy_pack
+
+        return layout, cupy_pack.genotype_packer(layout, codes.shape[1]), extra
     return layout, lambda rows: genotype_planes(rows, layout), extra
 
 
-def pack_store(codes_path, ingest_manifest: dict, plan: Plan, perm: np.ndarray, planes_out, manifest_out) -> dict:
+def use_gpu_packing(gpu: bool | None = None) -> bool:
+    """Pack on the GPU? gpu=None: where a GPU backend is available (GENOTILE_GPU_PACK=0 turns
+    it off, =1 insists); the planes are the same bits either way."""
+    if gpu is None:
+        env = os.environ.get("GENOTILE_GPU_PACK", "").strip().lower()
+        if env in ("0", "false", "no", "off"):
+            return False
+        gpu = True if env in ("1", "true", "yes", "on") else None
+    if gpu is False:
+        return False
+    from .backends import cupy_pack
+
+    if cupy_pack.is_available():
+        return True
+    if gpu:
+        raise GenotileError("GPU packing was asked for, but CuPy with a CUDA GPU is not available")
+    return False
+
+
+def pack_store(codes_path, ingest_manifest: dict, plan: Plan, perm: np.ndarray, planes_out, manifest_out,
+               gpu: bool | None = None) -> dict:
     codes = np.load(codes_path, mmap_mode="r", allow_pickle=False)
     n = codes.shape[0]
     if n != plan.n_vectors or perm.shape != (n,):
         raise GenotileError(f"{codes_path}: {n} vectors, but the plan is for {plan.n_vectors}")
+    on_gpu = use_gpu_packing(gpu)
     if ingest_manifest.get("encoding") in PLANES:
-        layout, to_planes, extra = _genotype(codes, ingest_manifest)
+        layout, to_planes, extra = _genotype(codes, ingest_manifest, on_gpu)
     else:
-        layout, to_planes, extra = _categorical(codes, ingest_manifest)
+        layout, to_planes, extra = _categorical(codes, ingest_manifest, on_gpu)
     # rows per chunk bounded in bytes too: a genotype row can hold a million fields
     chunk = max(1, min(ROW_CHUNK, CHUNK_BYTES // max(1, codes.shape[1])))
     progress = Progress("pack", total=n)

@@ -25,7 +25,8 @@ def compute_tile(planes, layout, perm: np.ndarray, plan: Plan, metric: Metric, b
         # optional fast path (GPU backends): counts, epilogue, threshold and compaction on the
         # device, the blocks streamed from the store; the same arrays as the path below
         res = module.tile_pairs(planes[rows_i], None if bi == bj else planes[rows_j], metric, layout,
-                                threshold=threshold, diagonal=bi == bj, dense=dense)
+                                threshold=threshold, diagonal=bi == bj, dense=dense,
+                                perms=(perm[rows_i], perm[rows_j]))
         ri, rj, columns, dense_values = res.ri, res.rj, res.columns, res.dense
         hist = res.histograms
         (n_i, n_j), t_counts = res.shape, t0 + res.seconds_counts

@@ -149,29 +149,47 @@ class Launch:
     bit_macs: int  # sum over products of rows * cols * bits (unpadded)
 
 
-def prepare_launch(dl, dr, pieces: list[cc.Product], cfg: TileConfig) -> Launch:
+def repack(d, pieces: list[cc.Product], side: str, cfg: TileConfig):
+    """One operand of a launch: each piece's word range of `d` (left ranges for side "left",
+    right ranges for "right") side by side along K, each padded to whole k-tiles, rows padded
+    to whole block tiles (block_m rows on the left, block_n on the right)."""
     cp = cc.cupy_module()
-    m, n = dl.shape[0], dr.shape[0]
+    rows = d.shape[0]
+    block = cfg.block_m if side == "left" else cfg.block_n
     tiles = [-(-p.width // KTILE_WORDS) for p in pieces]
-    starts = np.concatenate([[0], np.cumsum(tiles)[:-1]]).astype(np.int64)
     kw = int(sum(tiles)) * KTILE_WORDS
-    mp = -(-m // cfg.block_m) * cfg.block_m
-    np_ = -(-n // cfg.block_n) * cfg.block_n
-    a = cp.zeros((mp, kw), dtype=cp.uint64)
-    b = cp.zeros((np_, kw), dtype=cp.uint64)
-    for p, kt in zip(pieces, starts, strict=True):
-        w0 = int(kt) * KTILE_WORDS
-        a[:m, w0 : w0 + p.width] = dl[:, p.left : p.left + p.width]
-        b[:n, w0 : w0 + p.width] = dr[:, p.right : p.right + p.width]
-    mult = [1] + [pieces[i - 1].coef // pieces[i].coef for i in range(1, len(pieces))]
-    assert all(pieces[i - 1].coef == mult[i] * pieces[i].coef for i in range(1, len(pieces)))
+    out = cp.zeros((-(-rows // block) * block, kw), dtype=cp.uint64)
+    kt = 0
+    for p, t in zip(pieces, tiles, strict=True):
+        w0, src = kt * KTILE_WORDS, (p.left if side == "left" else p.right)
+        out[:rows, w0 : w0 + p.width] = d[:, src : src + p.width]
+        kt += t
+    return out
+
+
+def prepare_launch(dl, dr, pieces: list[cc.Product], cfg: TileConfig, a=None, b=None, tables=None) -> Launch:
+    """Operands and term table of one launch; a / b / tables: already repacked ones (cached)."""
+    m, n = dl.shape[0], dr.shape[0]
+    if tables is None:
+        tables = term_tables(pieces)
+    a = repack(dl, pieces, "left", cfg) if a is None else a
+    b = repack(dr, pieces, "right", cfg) if b is None else b
+    term_kt, term_mult = tables
     return Launch(
-        a=a, b=b,
-        term_kt=cp.asarray(starts.astype(np.int32)),
-        term_mult=cp.asarray(np.asarray(mult, dtype=np.int32)),
+        a=a, b=b, term_kt=term_kt, term_mult=term_mult,
         n_terms=len(pieces), final_mult=int(pieces[-1].coef), rows=m, cols=n,
         bit_macs=m * n * cc.WORD_BITS * sum(p.width for p in pieces),
     )
+
+
+def term_tables(pieces: list[cc.Product]):
+    """(term_kt, term_mult) device arrays: each term's first k-tile and Horner multiplier."""
+    cp = cc.cupy_module()
+    tiles = [-(-p.width // KTILE_WORDS) for p in pieces]
+    starts = np.concatenate([[0], np.cumsum(tiles)[:-1]]).astype(np.int32)
+    mult = [1] + [pieces[i - 1].coef // pieces[i].coef for i in range(1, len(pieces))]
+    assert all(pieces[i - 1].coef == mult[i] * pieces[i].coef for i in range(1, len(pieces)))
+    return cp.asarray(starts), cp.asarray(np.asarray(mult, dtype=np.int32))
 
 
 def run_launch(launch: Launch, cfg: TileConfig, out, row_add, col_add) -> None:
@@ -187,8 +205,21 @@ def run_launch(launch: Launch, cfg: TileConfig, out, row_add, col_add) -> None:
     )
 
 
-def count_device(dl, dr, terms, config: str | None = None):
-    """int64 device array (rows_left, rows_right) of one count (see metrics.Term)."""
+def fits_int32(terms) -> bool:
+    """Whether count_device(..., int32=True) returns this count as int32 (one launch, exact)."""
+    products, left_sums, right_sums = cc.split_terms(terms)
+    total = sum(p.bound for p in products) + cc.sums_bound(left_sums) + cc.sums_bound(right_sums)
+    return len(plan_launches(products)) == 1 and total <= cc.INT32_MAX
+
+
+def count_device(dl, dr, terms, config: str | None = None, int32: bool = False, cache: dict | None = None,
+                 keys: tuple | None = None):
+    """Device array (rows_left, rows_right) of one count (see metrics.Term): int64, or the
+    kernel's int32 output itself when `int32` and the count fits (`fits_int32`).
+
+    cache / keys: a dict the caller keeps across calls and (left key, right key) naming dl and
+    dr; the repacked operands, term tables and row sums are kept there under them, so a block
+    cut into sub-tiles is repacked once per chunk, not once per sub-tile."""
     cp = cc.cupy_module()
     cfg = CONFIGS[config or default_config()]
     m, n = dl.shape[0], dr.shape[0]
@@ -197,17 +228,37 @@ def count_device(dl, dr, terms, config: str | None = None):
     products, left_sums, right_sums = cc.split_terms(terms)
     launches = plan_launches(products)
     total = sum(p.bound for p in products) + cc.sums_bound(left_sums) + cc.sums_bound(right_sums)
+
+    def cached(key, make):
+        if cache is None:
+            return make()
+        if key not in cache:
+            cache[key] = make()
+        return cache[key]
+
+    lk, rk = keys if keys is not None else (None, None)
+
+    def launch(i, pieces):
+        return prepare_launch(
+            dl, dr, pieces, cfg,
+            a=cached((lk, "a", i, config), lambda: repack(dl, pieces, "left", cfg)),
+            b=cached((rk, "b", i, config), lambda: repack(dr, pieces, "right", cfg)),
+            tables=cached(("tables", tuple(pieces)), lambda: term_tables(pieces)))
+
+    def sums(d, key, side_sums):
+        return cached((key, "sums", tuple(side_sums)), lambda: cc.row_sums(d, side_sums))
+
     if len(launches) == 1 and total <= cc.INT32_MAX:  # one launch, sums fused in its epilogue
-        row_add = cc.row_sums(dl, left_sums).astype(cp.int32)
-        col_add = cc.row_sums(dr, right_sums).astype(cp.int32)
+        row_add = sums(dl, lk, left_sums).astype(cp.int32)
+        col_add = sums(dr, rk, right_sums).astype(cp.int32)
         out = cc.new_output((m, n), cp.int32)
-        run_launch(prepare_launch(dl, dr, launches[0], cfg), cfg, out, row_add, col_add)
-        return out.astype(cp.int64)
-    acc = cc.row_sums(dl, left_sums)[:, None] + cc.row_sums(dr, right_sums)[None, :]
+        run_launch(launch(0, launches[0]), cfg, out, row_add, col_add)
+        return out if int32 else out.astype(cp.int64)
+    acc = sums(dl, lk, left_sums)[:, None] + sums(dr, rk, right_sums)[None, :]
     zero_m, zero_n = cp.zeros(m, dtype=cp.int32), cp.zeros(n, dtype=cp.int32)
-    for pieces in launches:
+    for i, pieces in enumerate(launches):
         out = cc.new_output((m, n), cp.int32)
-        run_launch(prepare_launch(dl, dr, pieces, cfg), cfg, out, zero_m, zero_n)
+        run_launch(launch(i, pieces), cfg, out, zero_m, zero_n)
         acc += out
     return acc
 
@@ -219,3 +270,19 @@ def count_matrices(left, right, counts: dict, config: str | None = None) -> dict
     dl = cc.to_device(left)
     dr = dl if right is left else cc.to_device(right)
     return {name: count_device(dl, dr, terms, config).get() for name, terms in counts.items()}
+
+
+def tile_pairs(left, right, metric, layout, threshold=None, diagonal=False, dense=False, **options):
+    """A whole tile on the device: counts, epilogue, threshold, compaction (see cupy_tile)."""
+    from . import cupy_tile
+
+    return cupy_tile.tile_pairs(ENGINE, left, right, metric, layout, threshold, diagonal, dense, **options)
+
+
+def _engine():
+    from .cupy_tile import Engine
+
+    return Engine("cupy-b1", count_device, fits_int32)
+
+
+ENGINE = _engine()

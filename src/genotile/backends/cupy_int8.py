@@ -151,3 +151,23 @@ def count_matrices(left, right, counts: dict) -> dict[str, np.ndarray]:
     dl = cc.to_device(left)
     dr = dl if right is left else cc.to_device(right)
     return {name: count_device(dl, dr, terms).get() for name, terms in counts.items()}
+
+
+def tile_pairs(left, right, metric, layout, threshold=None, diagonal=False, dense=False, **options):
+    """A whole tile on the device: counts, epilogue, threshold, compaction (see cupy_tile)."""
+    from . import cupy_tile
+
+    return cupy_tile.tile_pairs(ENGINE, left, right, metric, layout, threshold, diagonal, dense, **options)
+
+
+def _count_device(dl, dr, terms, int32: bool = False, cache=None, keys=None):
+    return count_device(dl, dr, terms)  # always int64; unpacking is cheap next to the GEMM
+
+
+def _engine():
+    from .cupy_tile import Engine
+
+    return Engine("cupy-int8", _count_device, lambda terms: False)
+
+
+ENGINE = _engine()
