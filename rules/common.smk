@@ -2,6 +2,7 @@ import json
 import sys
 from pathlib import Path
 
+from snakemake.exceptions import IncompleteCheckpointException
 from snakemake.utils import min_version, validate
 
 min_version("9.0")
@@ -124,7 +125,13 @@ def all_outputs(wildcards):
                 f"results/{dataset}/{metric}/{name}"
                 for name in ("pairs.tsv.gz", "summary.json", "histogram.tsv")
             ]
-            outputs += tiles_for(dataset, metric)
-            if config["report"]:
-                outputs += report_files(dataset, metric)
+            try:
+                outputs += tiles_for(dataset, metric)
+                if config["report"]:
+                    outputs += report_files(dataset, metric)
+            except IncompleteCheckpointException as e:
+                # No plan yet: ask for it and go on, so that every dataset's ingest and plan run
+                # at once, not one checkpoint after another (each a trip through a cluster
+                # queue). Snakemake evaluates this list again as each plan completes.
+                outputs.append(e.targetfile)
     return outputs

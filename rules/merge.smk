@@ -33,7 +33,12 @@ rule merge:
         threshold=threshold_of,
         config=lambda wildcards: {
             "dataset": wildcards.dataset,
-            **config["datasets"][wildcards.dataset],
+            # the dataset's own settings, not its metric list: adding a metric reruns no other merge
+            **{
+                k: v
+                for k, v in config["datasets"][wildcards.dataset].items()
+                if k != "metrics"
+            },
             "threshold": config["thresholds"].get(wildcards.metric),
             "params": metric_params(wildcards),
             **{k: config[k] for k in ("block_size", "dense_max", "seed", "backend")},

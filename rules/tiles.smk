@@ -3,6 +3,9 @@ rule tile:
         planes=store_file("planes.npy"),
         manifest=store_file("manifest.json"),
         perm=store_file("perm.npy"),
+        # params.dense reads the plan; a job run elsewhere (SLURM) evaluates params again, which
+        # Snakemake allows only when the checkpoint's output is an input of the rule
+        plan=store_file("plan.json"),
     output:
         "results/{dataset}/{metric}/pairs/tile_{i}_{j}.npz",
     log:
