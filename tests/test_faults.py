@@ -107,3 +107,20 @@ def test_metric_added_runs_only_the_new_metrics_jobs(finished_run):
     proc = snakemake(work, added)
     assert jobs_run(proc.stderr)["tile"] == 6
     assert_outputs(work, outputs)  # the snp outputs were not touched
+
+
+def test_tile_of_another_input_is_refused_by_name(finished_run, tmp_path):
+    work, config, outputs = finished_run
+    other = tmp_path / "other.fa"
+    write_fasta(other, random_alignment(np.random.default_rng(12), 17, 130))  # same shape, other data
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    snakemake(elsewhere, {**config, "datasets": {"f": {**config["datasets"]["f"], "input": str(other)}}})
+    stale = work / TILES / "tile_0_2.npz"
+    stale.write_bytes((elsewhere / TILES / "tile_0_2.npz").read_bytes())  # a newer file: merges rerun
+    proc = snakemake(work, config, check=False)
+    assert proc.returncode != 0
+    assert f"tile {TILES}/tile_0_2.npz: computed from another input or plan" in proc.stderr
+    stale.unlink()
+    snakemake(work, config)
+    assert_outputs(work, outputs)

@@ -22,7 +22,7 @@ from .progress import Progress
 from .tilefile import read_tile
 
 
-def read_tiles(tile_paths, plan: Plan, metric: Metric):
+def read_tiles(tile_paths, plan: Plan, metric: Metric, store: dict | None = None):
     """Yield (path, arrays, meta, sha256) for every tile; refuse a missing, foreign or repeated one."""
     expected = set(plan.tiles())
     seen = set()
@@ -32,6 +32,9 @@ def read_tiles(tile_paths, plan: Plan, metric: Metric):
         tile = tuple(meta["tile"])
         if meta["metric"] != metric.name or tile not in expected:
             raise GenotileError(f"tile {path}: holds {meta['metric']} tile {tile}, not one of this plan's")
+        if store is not None and meta.get("store") != store:
+            raise GenotileError(f"tile {path}: computed from another input or plan than this store; "
+                                "delete it and rerun")
         if tile in seen:
             raise GenotileError(f"tile {path}: tile {tile} given twice")
         seen.add(tile)
@@ -49,9 +52,9 @@ def _format(values: np.ndarray) -> list[str]:
     return [repr(float(v)) for v in values.tolist()]
 
 
-def merge_pairs(tile_paths, ids: list[str], plan: Plan, metric: Metric, out_path) -> dict:
+def merge_pairs(tile_paths, ids: list[str], plan: Plan, metric: Metric, out_path, store: dict | None = None) -> dict:
     parts, tiles, hist = [], [], {}
-    for path, arrays, meta, digest in read_tiles(tile_paths, plan, metric):
+    for path, arrays, meta, digest in read_tiles(tile_paths, plan, metric, store):
         parts.append({k: arrays[k] for k in ("a", "b", *metric.columns)})
         histogram.add(hist, arrays)
         tiles.append({"tile": meta["tile"], "file": str(path), "sha256": digest, **meta})
@@ -85,12 +88,12 @@ def write_histograms(out_path, metric: Metric, histograms: dict, pairs_computed:
     write_text(out_path, "\n".join(lines) + "\n")
 
 
-def merge_matrix(tile_paths, ids: list[str], plan: Plan, metric: Metric, out_path) -> None:
+def merge_matrix(tile_paths, ids: list[str], plan: Plan, metric: Metric, out_path, store: dict | None = None) -> None:
     n = len(ids)
     matrix = None
     # which cells a tile wrote: no value can serve as the marker (nan is a real ibs/king value)
     filled = np.eye(n, dtype=bool)
-    for path, arrays, _meta, _digest in read_tiles(tile_paths, plan, metric):
+    for path, arrays, _meta, _digest in read_tiles(tile_paths, plan, metric, store):
         if "dense" not in arrays:
             raise GenotileError(f"tile {path}: has no dense block (was it computed with a larger dense_max?)")
         dense = arrays["dense"]

@@ -57,10 +57,16 @@ def tile(planes, manifest_path, perm_path, metric_name, bi, bj, *, threshold, de
     perm = np.load(perm_path, allow_pickle=False)
     metric = get_metric(metric_name, **(metric_params or {}))
     arrays, meta = compute_tile(planes_mm, layout, perm, p, metric, int(bi), int(bj), threshold, dense, backend)
+    meta["store"] = store_identity(manifest)  # lets the merge refuse a tile of another input or plan
     write_tile(tile_out, arrays, meta)
     log.info("tile (%d, %d) of %s: %d pairs, %d pass, %.3f s on %s", bi, bj, metric_name,
              meta["pairs_computed"], meta["pairs_passing"], meta["seconds_total"], meta["backend"])
     return meta
+
+
+def store_identity(manifest: dict) -> dict:
+    """What a tile was computed from: the input's checksum and the plan (size, blocks, seed)."""
+    return {"input_sha256": manifest["input_sha256"], "plan": manifest["plan"]}
 
 
 def tile_paths(pairs_dir, plan: Plan) -> list[Path]:
@@ -70,7 +76,7 @@ def tile_paths(pairs_dir, plan: Plan) -> list[Path]:
 def matrix(tiles, manifest_path, metric_name, matrix_out) -> None:
     manifest = _load_json(manifest_path)
     p = Plan(**{k: manifest["plan"][k] for k in ("n_vectors", "block_size", "seed")})
-    merge_matrix(tiles, manifest["ids"], p, get_metric(metric_name), matrix_out)
+    merge_matrix(tiles, manifest["ids"], p, get_metric(metric_name), matrix_out, store_identity(manifest))
     log.info("matrix: %d x %d written to %s", len(manifest["ids"]), len(manifest["ids"]), matrix_out)
 
 
@@ -80,7 +86,7 @@ def merge(tiles, manifest_path, metric_name, pairs_out, summary_out, config: dic
     manifest = _load_json(manifest_path)
     p = Plan(**{k: manifest["plan"][k] for k in ("n_vectors", "block_size", "seed")})
     metric = get_metric(metric_name)
-    merged = merge_pairs(tiles, manifest["ids"], p, metric, pairs_out)
+    merged = merge_pairs(tiles, manifest["ids"], p, metric, pairs_out, store_identity(manifest))
     outputs = {"pairs": pairs_out, **({"matrix": matrix_path} if matrix_path else {})}
     if histogram_out is not None:
         pairs_computed = sum(t["pairs_computed"] for t in merged["tiles"])
