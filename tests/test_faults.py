@@ -1,7 +1,9 @@
 """Faults a cluster throws at a run: killed writers, damaged tiles, changed configs."""
 
+import struct
 import subprocess
 import sys
+import zipfile
 
 import numpy as np
 import pytest
@@ -72,8 +74,12 @@ def test_damaged_tile_is_refused_by_name_and_recovered_after_removal(finished_ru
     data = bytearray(tile.read_bytes())
     if damage == "truncate":
         data = data[: len(data) // 2]
-    else:  # one bit inside the stored arrays: the zip's CRC or the tile's SHA-256 catches it
-        data[len(data) // 3] ^= 0x10
+    else:  # one bit in the middle of the largest stored array: the zip's CRC or the tile's SHA-256 catches it
+        with zipfile.ZipFile(tile) as zf:
+            member = max(zf.infolist(), key=lambda m: m.file_size)
+        name_len, extra_len = struct.unpack("<HH", bytes(data[member.header_offset + 26 : member.header_offset + 30]))
+        start = member.header_offset + 30 + name_len + extra_len
+        data[start + member.compress_size // 2] ^= 0x10
     tile.write_bytes(bytes(data))
     proc = snakemake(work, config, check=False)
     assert proc.returncode != 0

@@ -56,11 +56,16 @@ def tile(planes, manifest_path, perm_path, metric_name, bi, bj, *, threshold, de
     p = Plan(**{k: manifest["plan"][k] for k in ("n_vectors", "block_size", "seed")})
     perm = np.load(perm_path, allow_pickle=False)
     metric = get_metric(metric_name, **(metric_params or {}))
+    rows_i, rows_j = p.block(int(bi)), p.block(int(bj))
+    log.info("tile (%d, %d) of %s: %d x %d vectors, %d plane words each, counting...", bi, bj, metric_name,
+             rows_i.stop - rows_i.start, rows_j.stop - rows_j.start, layout.total_words)
     arrays, meta = compute_tile(planes_mm, layout, perm, p, metric, int(bi), int(bj), threshold, dense, backend)
+    log.info("tile (%d, %d): counts in %.3f s on %s; epilogue and threshold done, writing %s", bi, bj,
+             meta["seconds_counts"], meta["backend"], tile_out)
     meta["store"] = store_identity(manifest)  # lets the merge refuse a tile of another input or plan
     write_tile(tile_out, arrays, meta)
-    log.info("tile (%d, %d) of %s: %d pairs, %d pass, %.3f s on %s", bi, bj, metric_name,
-             meta["pairs_computed"], meta["pairs_passing"], meta["seconds_total"], meta["backend"])
+    log.info("tile (%d, %d) of %s: %d pairs, %d pass, %.3f s in all", bi, bj, metric_name,
+             meta["pairs_computed"], meta["pairs_passing"], meta["seconds_total"])
     return meta
 
 
