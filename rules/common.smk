@@ -11,6 +11,7 @@ min_version("9.0")
 sys.path.insert(0, str(Path(workflow.basedir) / "src"))
 
 from genotile.ingest import VCF_ENCODINGS  # noqa: E402
+from genotile import ccc3 as _ccc3  # noqa: E402
 from genotile.metrics import METRICS  # noqa: E402
 from genotile.plan import Plan  # noqa: E402
 
@@ -121,6 +122,17 @@ def all_outputs(wildcards):
     outputs = ["results/run_summary.tsv"] if config["report"] else []
     for dataset, spec in config["datasets"].items():
         for metric in spec["metrics"]:
+            # ccc3 (3-way): rules/triples.smk; no matrix, histogram or plots
+            if metric == "ccc3":
+                outputs += [
+                    f"results/{dataset}/ccc3/{n}"
+                    for n in ("triples.tsv.gz", "summary.json")
+                ]
+                try:
+                    outputs += ccc3_files(dataset)
+                except IncompleteCheckpointException as e:
+                    outputs.append(e.targetfile)
+                continue
             outputs += [
                 f"results/{dataset}/{metric}/{name}"
                 for name in ("pairs.tsv.gz", "summary.json", "histogram.tsv")
@@ -135,3 +147,40 @@ def all_outputs(wildcards):
                 # queue). Snakemake evaluates this list again as each plan completes.
                 outputs.append(e.targetfile)
     return outputs
+
+
+# -- ccc3 (rules/triples.smk) --
+
+_CCC3_SHOWN = set()
+
+
+def ccc3_settings():
+    """(block_size, stages) of ccc3 jobs: `ccc3:` in the config, block_size defaulting to the 2-way one."""
+    c = config.get("ccc3") or {}
+    return c.get("block_size") or config["block_size"], c.get("stages", 1)
+
+
+def ccc3_plan(dataset):
+    """The ccc3 plan once the genotype_t plan checkpoint has run; a null threshold past 2,000
+    vectors is refused here, before any triple job is scheduled."""
+    plan_json = checkpoints.plan.get(dataset=dataset, encoding="genotype_t").output.plan
+    with open(plan_json) as fh:
+        d = json.load(fh)
+    block_size, stages = ccc3_settings()
+    plan = _ccc3.Plan3(d["n_vectors"], block_size, d["seed"], stages)
+    threshold = config["thresholds"].get("ccc3")
+    _ccc3.check_null_threshold(plan.n_vectors, threshold, where=f"dataset {dataset}: ")
+    if dataset not in _CCC3_SHOWN:
+        _CCC3_SHOWN.add(dataset)
+        print(
+            f"genotile plan for {dataset}: {plan.describe()}; threshold {threshold}",
+            file=sys.stderr,
+        )
+    return plan
+
+
+def ccc3_files(dataset):
+    return [
+        f"results/{dataset}/ccc3/triples/triples_{i}_{j}_{k}_{s}.npz"
+        for i, j, k, s in ccc3_plan(dataset).jobs()
+    ]

@@ -2,7 +2,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(snakemake.scriptdir).parent / "src"))
-from genotile import steps  # noqa: E402
+from genotile import ccc3, steps  # noqa: E402
 from genotile.rule import run_rule  # noqa: E402
 
 
@@ -10,6 +10,8 @@ def plan(sm):
     p = steps.plan(sm.input.manifest, sm.params.block_size, sm.params.seed, sm.output.plan, sm.output.perm)
     # shown on the console too, before any tile job is scheduled
     print(f"genotile plan for {sm.wildcards.dataset} ({sm.wildcards.encoding}): {p.describe()}", file=sys.stderr)
+    if sm.wildcards.encoding == "genotype_t" and "ccc3" in sm.config["datasets"][sm.wildcards.dataset]["metrics"]:
+        ccc3.check_null_threshold(p.n_vectors, sm.config["thresholds"].get("ccc3"), f"dataset {sm.wildcards.dataset}: ")
 
 
 run_rule(snakemake, plan)

@@ -39,7 +39,8 @@ def _parser() -> argparse.ArgumentParser:
     plan = sub.add_parser("plan", help="what a run costs: tiles, jobs, memory, output, time (reads no input)")
     plan.add_argument("--vectors", type=int, required=True, help="number of vectors (samples, sequences or SNPs)")
     plan.add_argument("--fields", type=int, required=True, help="fields per vector (variants, columns or samples)")
-    plan.add_argument("--metric", choices=sorted(METRICS), required=True)
+    plan.add_argument("--metric", choices=sorted([*METRICS, "ccc3"]), required=True)
+    plan.add_argument("--stages", type=int, default=1, help="ccc3: parts of the middle block, one job each")
     plan.add_argument("--block-size", type=int, default=4096)
     plan.add_argument("--density", type=float, default=1.0, help="fraction of pairs passing the threshold")
     plan.add_argument("--gpus", type=int, default=1, help="devices working at once")
@@ -66,6 +67,11 @@ def main(argv=None) -> int:
                                 thresholds=dict(args.threshold), dense_max=args.dense_max, backend=args.backend)
             for name, s in summaries.items():
                 print(f"{name}: {s['pairs_passing']} of {s['pairs_computed']} pairs pass -> {args.outdir}/{name}/")
+        elif args.command == "plan" and args.metric == "ccc3":
+            from .estimate3 import describe
+
+            print(describe(args.vectors, args.fields, block_size=args.block_size, stages=args.stages,
+                           density=args.density, missing=not args.complete))
         elif args.command == "plan":
             from .estimate import estimate, load_rates
 

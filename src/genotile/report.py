@@ -172,10 +172,11 @@ def run_summary(summaries: list, benchmarks: list, out) -> None:
             s = json.load(fh)
         dataset = s["config"].get("dataset", Path(path).parts[-3])
         rate = s["timings"]["element_comparisons_per_s_counts"]
-        encoding = METRICS[s["metric"]].encoding
+        encoding = METRICS[s["metric"]].encoding if s["metric"] in METRICS else "genotype_t"  # ccc3: triples
         lines.append("\t".join(str(x) for x in [
-            dataset, s["metric"], s["n_vectors"], s["n_fields"], s["n_fields_kept"], s["pairs_computed"],
-            s["pairs_passing"], s["threshold"], ",".join(s["backend"]), f"{rate:.3g}" if rate else "",
+            dataset, s["metric"], s["n_vectors"], s["n_fields"], s["n_fields_kept"],
+            s.get("pairs_computed", s.get("triples_computed")), s.get("pairs_passing", s.get("triples_passing")),
+            s["threshold"], ",".join(s["backend"]), f"{rate:.3g}" if rate else "",
             *(f"{stage_seconds.get((dataset, owner, st), 0.0):.2f}" for owner, st in (
                 (encoding, "ingest"), (encoding, "pack"), (s["metric"], "tile"), (s["metric"], "matrix"),
                 (s["metric"], "merge"))),

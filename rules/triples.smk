@@ -1,0 +1,66 @@
+# ccc3 (CoMet's 3-way CCC): one job per block triple I <= J <= K and stage of the middle block,
+# over the genotype_t store that ccc2 reads; then one merge into triples.tsv.gz and summary.json.
+
+
+rule triples:
+    input:
+        planes="results/{dataset}/store/genotype_t/planes.npy",
+        manifest="results/{dataset}/store/genotype_t/manifest.json",
+        perm="results/{dataset}/store/genotype_t/perm.npy",
+        plan="results/{dataset}/store/genotype_t/plan.json",
+    output:
+        "results/{dataset}/ccc3/triples/triples_{i}_{j}_{k}_{stage}.npz",
+    log:
+        "logs/{dataset}/ccc3/tile_{i}_{j}_{k}_{stage}.log",
+    benchmark:
+        "benchmarks/{dataset}/ccc3/tile_{i}_{j}_{k}_{stage}.tsv"
+    wildcard_constraints:
+        k=r"\d+",
+        stage=r"\d+",
+    group:
+        "tiles"
+    conda:
+        "../envs/cpu.yaml"
+    resources:
+        gpu=0 if config["backend"].startswith("numpy") else 1,
+    params:
+        threshold=lambda wildcards: config["thresholds"].get("ccc3"),
+        block_size=ccc3_settings()[0],
+        stages=ccc3_settings()[1],
+        backend=config["backend"],
+        ccc=dict(config["ccc"]),
+    script:
+        "../scripts/triples.py"
+
+
+rule triples_merge:
+    input:
+        triples=lambda wildcards: ccc3_files(wildcards.dataset),
+        manifest="results/{dataset}/store/genotype_t/manifest.json",
+    output:
+        triples="results/{dataset}/ccc3/triples.tsv.gz",
+        summary="results/{dataset}/ccc3/summary.json",
+    log:
+        "logs/{dataset}/ccc3/merge.log",
+    benchmark:
+        "benchmarks/{dataset}/ccc3/merge.tsv"
+    conda:
+        "../envs/cpu.yaml"
+    params:
+        block_size=ccc3_settings()[0],
+        stages=ccc3_settings()[1],
+        ccc=dict(config["ccc"]),
+        config=lambda wildcards: {
+            "dataset": wildcards.dataset,
+            **{
+                k: v
+                for k, v in config["datasets"][wildcards.dataset].items()
+                if k != "metrics"
+            },
+            "threshold": config["thresholds"].get("ccc3"),
+            "params": dict(config["ccc"]),
+            "ccc3": {"block_size": ccc3_settings()[0], "stages": ccc3_settings()[1]},
+            **{k: config[k] for k in ("seed", "backend")},
+        },
+    script:
+        "../scripts/triples_merge.py"

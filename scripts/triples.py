@@ -1,0 +1,27 @@
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(snakemake.scriptdir).parent / "src"))
+from genotile import steps3  # noqa: E402
+from genotile.gpu_slots import slot_for_backend  # noqa: E402
+from genotile.rule import run_rule  # noqa: E402
+
+
+def job(sm):
+    # Pin this job to one GPU before anything initialises CUDA.
+    with slot_for_backend(sm.params.backend):
+        steps3.triple_job(
+            sm.input.planes,
+            sm.input.manifest,
+            sm.input.perm,
+            *(int(sm.wildcards[w]) for w in ("i", "j", "k", "stage")),
+            block_size=sm.params.block_size,
+            stages=sm.params.stages,
+            threshold=sm.params.threshold,
+            params=sm.params.ccc,
+            backend=sm.params.backend,
+            out=sm.output[0],
+        )
+
+
+run_rule(snakemake, job)

@@ -1,0 +1,81 @@
+"""ccc3 through the Snakemake workflow: triples.tsv.gz against brute force, stages and block sizes
+giving the same bytes, the plan in the dry run, the null-threshold refusal."""
+
+import gzip
+import itertools
+import json
+
+import numpy as np
+import pytest
+from genodata import random_genotypes, vcf_text, write_vcf
+from reference import ccc3_triple
+from snakerun import job_counts, snakemake
+
+from genotile import ccc3
+
+
+def config_for(path, **extra):
+    return {
+        "datasets": {"g": {"input": str(path), "metrics": ["ccc2", "ccc3"]}},
+        "thresholds": {"ccc2": 0.3, "ccc3": extra.pop("threshold", 0.21)},
+        "block_size": 11,
+        "backend": "numpy",
+        **extra,
+    }
+
+
+@pytest.fixture(scope="module")
+def vcf(tmp_path_factory):
+    g = random_genotypes(30, 20, p_missing=0.08, seed=21)  # samples x variants: 20 SNP vectors
+    path = write_vcf(tmp_path_factory.mktemp("vcf3") / "g.vcf.gz", vcf_text(g, seed=21))
+    return path, np.ascontiguousarray(g.T)
+
+
+def read_triples(path):
+    with gzip.open(path, "rt") as fh:
+        lines = fh.read().splitlines()
+    return lines[0].split("\t"), [line.split("\t") for line in lines[1:]]
+
+
+def test_triples_equal_brute_force_and_stages_agree(vcf, tmp_path):
+    path, vectors = vcf
+    runs = {}
+    for name, ccc3_cfg in (("staged", {"block_size": 7, "stages": 3}), ("whole", {"stages": 1})):
+        work = tmp_path / name
+        work.mkdir()
+        proc = snakemake(work, config_for(path, ccc3=ccc3_cfg))
+        runs[name] = work
+        if name == "staged":  # 3 blocks of 7, 6, 7: 10 block triples x 3 stages
+            assert job_counts(proc.stdout + proc.stderr).get("triples", 30) == 30
+            assert len(list((work / "results/g/ccc3/triples").glob("triples_*.npz"))) == 30
+    out = {k: (w / "results/g/ccc3/triples.tsv.gz").read_bytes() for k, w in runs.items()}
+    assert out["staged"] == out["whole"]
+    header, rows = read_triples(runs["whole"] / "results/g/ccc3/triples.tsv.gz")
+    assert header == ["id1", "id2", "id3", *ccc3.COLUMNS]
+    ids = [f"1:{10 * v + 5}:A:G" for v in range(vectors.shape[0])]
+    expected = []
+    for a, b, c in itertools.combinations(range(vectors.shape[0]), 3):
+        ref = ccc3_triple(vectors[a], vectors[b], vectors[c])
+        if any(ref[col] >= 0.21 for col in ccc3.COLUMNS):
+            expected.append([ids[a], ids[b], ids[c], *(repr(float(ref[col])) for col in ccc3.COLUMNS)])
+    assert 0 < len(expected) < 1140
+    assert rows == expected
+    summary = json.loads((runs["staged"] / "results/g/ccc3/summary.json").read_text())
+    assert summary["triples_computed"] == 1140 and summary["triples_passing"] == len(expected)
+    assert summary["plan"]["n_jobs"] == 30 and len(summary["jobs"]) == 30
+    # the dry run after the plan: nothing to do; after deleting one stage's file, that job and the merge
+    (runs["staged"] / "results/g/ccc3/triples/triples_0_1_2_1.npz").unlink()
+    dry = snakemake(runs["staged"], config_for(path, ccc3={"block_size": 7, "stages": 3}), "-n")
+    counts = job_counts(dry.stdout + dry.stderr)
+    assert counts.get("triples") == 1 and counts.get("triples_merge") == 1, counts
+    assert "30 triple job(s), 1140 unique triples" in dry.stdout + dry.stderr
+
+
+def test_null_threshold_beyond_2000_vectors_is_refused_at_planning(tmp_path):
+    g = random_genotypes(4, 2001, p_missing=0.0, seed=1, special=False)
+    path = write_vcf(tmp_path / "big.vcf", vcf_text(g, seed=1))
+    proc = snakemake(tmp_path, config_for(path, threshold=None), check=False)
+    assert proc.returncode != 0
+    assert "genotile error: dataset g: ccc3 with a null threshold" in proc.stderr
+    assert "2,001 vectors" in proc.stderr and "allowed up to 2,000 vectors" in proc.stderr
+    assert not list(tmp_path.rglob("triples_*.npz"))
