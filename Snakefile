@@ -12,6 +12,7 @@ include: "rules/ingest.smk"
 include: "rules/pack.smk"
 include: "rules/tiles.smk"
 include: "rules/merge.smk"
+include: "rules/screen.smk"
 include: "rules/triples.smk"
 include: "rules/report.smk"
 

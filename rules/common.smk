@@ -146,7 +146,7 @@ def all_outputs(wildcards):
                 # at once, not one checkpoint after another (each a trip through a cluster
                 # queue). Snakemake evaluates this list again as each plan completes.
                 outputs.append(e.targetfile)
-    return outputs
+    return outputs + screen_outputs()
 
 
 # -- ccc3 (rules/triples.smk) --

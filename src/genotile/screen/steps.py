@@ -1,0 +1,164 @@
+"""The screening workflow's steps: ingest (store + tile plan), tile, merge.
+
+Store (`results/<screen>/screen/store/`): the samples' bytes, qualities and offsets and the
+signatures' bytes and offsets as .npy (memory-mapped by the tiles), and `manifest.json` with
+the IDs, the inputs' SHA-256 and the plan: blocks of `sample_block` samples x
+`signature_block` signatures, one tile job per pair of blocks.
+"""
+
+import gzip
+import io
+import json
+import platform
+import time
+from pathlib import Path
+
+import numpy as np
+
+from .. import __version__
+from ..atomic import atomic_path, write_text
+from ..errors import GenotileError
+from ..fastq import read_fastq
+from ..merge import file_sha256
+from ..tilefile import read_tile, write_tile
+from . import backend as backends
+from .encode import SequenceSet, from_records
+from .score import format_score, hundredths, passes
+from .signatures import read_signatures
+
+STORE_ARRAYS = ("seq", "qual", "offsets", "sig_seq", "sig_offsets")
+HEADER = ("sample", "signature", "position", "score")
+
+
+def _blocks(n: int, size: int) -> int:
+    return -(-n // size)
+
+
+def tiles_of(manifest: dict) -> list[tuple[int, int]]:
+    return [(i, j) for i in range(manifest["sample_blocks"]) for j in range(manifest["signature_blocks"])]
+
+
+def ingest(samples_path, signatures_path, store_dir, *, sample_block: int, signature_block: int) -> dict:
+    """Read and check both inputs, write the store and its manifest (last)."""
+    samples = from_records(read_fastq(samples_path), with_qual=True)
+    sigs = from_records(read_signatures(signatures_path), with_qual=False)
+    store = Path(store_dir)
+    arrays = {"seq": samples.seq, "qual": samples.qual, "offsets": samples.offsets,
+              "sig_seq": sigs.seq, "sig_offsets": sigs.offsets}
+    for name, arr in arrays.items():
+        with atomic_path(store / f"{name}.npy") as tmp:
+            with open(tmp, "wb") as fh:
+                np.save(fh, arr)
+    manifest = {
+        "samples": str(samples_path), "samples_sha256": file_sha256(samples_path),
+        "signatures": str(signatures_path), "signatures_sha256": file_sha256(signatures_path),
+        "n_samples": len(samples), "n_signatures": len(sigs),
+        "sample_bases": int(samples.seq.size), "signature_bases": int(sigs.seq.size),
+        "sample_block": sample_block, "signature_block": signature_block,
+        "sample_blocks": _blocks(len(samples), sample_block),
+        "signature_blocks": _blocks(len(sigs), signature_block),
+        "sample_ids": samples.names, "signature_ids": sigs.names,
+    }
+    write_text(store / "manifest.json", json.dumps(manifest, indent=1) + "\n")
+    return manifest
+
+
+def load_store(store_dir) -> tuple[dict, SequenceSet, SequenceSet]:
+    store = Path(store_dir)
+    manifest = json.loads((store / "manifest.json").read_text())
+    a = {name: np.load(store / f"{name}.npy", mmap_mode="r") for name in STORE_ARRAYS}
+    samples = SequenceSet(manifest["sample_ids"], a["seq"], np.asarray(a["offsets"]), a["qual"])
+    sigs = SequenceSet(manifest["signature_ids"], a["sig_seq"], np.asarray(a["sig_offsets"]))
+    return manifest, samples, sigs
+
+
+def _identity(manifest: dict) -> dict:
+    keys = ("samples_sha256", "signatures_sha256", "sample_block", "signature_block")
+    return {k: manifest[k] for k in keys}
+
+
+def tile(store_dir, i: int, j: int, *, backend: str, tile_out) -> dict:
+    """First matches and quality sums of sample block i x signature block j."""
+    start = time.perf_counter()
+    manifest, samples, sigs = load_store(store_dir)
+    if (i, j) not in tiles_of(manifest):
+        raise GenotileError(f"tile {i},{j} is not in the plan of {store_dir}")
+    s0, s1 = i * manifest["sample_block"], min(len(samples), (i + 1) * manifest["sample_block"])
+    g0, g1 = j * manifest["signature_block"], min(len(sigs), (j + 1) * manifest["signature_block"])
+    block_s, block_g = samples.subset(s0, s1), sigs.subset(g0, g1)
+    chosen = backends.resolve(backend)
+    t0 = time.perf_counter()
+    pos, qsum = backends.first_matches_and_sums(block_s, block_g, chosen)
+    seconds_search = time.perf_counter() - t0
+    rows, cols = np.nonzero(pos >= 0)
+    arrays = {
+        "sample": (rows + s0).astype(np.int64),
+        "signature": (cols + g0).astype(np.int64),
+        "position": pos[rows, cols].astype(np.int64),
+        "qual_sum": qsum[rows, cols].astype(np.int64),
+    }
+    meta = {"tile": [i, j], "backend": chosen, "pairs_computed": (s1 - s0) * (g1 - g0),
+            "matches": int(rows.size), "seconds_search": seconds_search,
+            "seconds_total": time.perf_counter() - start, "store": _identity(manifest)}
+    write_tile(tile_out, arrays, meta)
+    return meta
+
+
+def merge(tile_paths, store_dir, *, min_score, matches_out, summary_out, config: dict) -> dict:
+    """matches.tsv.gz (sample and signature order, min_score applied) and summary.json."""
+    started = time.perf_counter()
+    manifest, _, sigs = load_store(store_dir)
+    want = {tuple(t) for t in tiles_of(manifest)}
+    parts, tiles = [], []
+    for path in tile_paths:
+        arrays, meta, digest = read_tile(path)
+        if meta.get("store") != _identity(manifest):
+            raise GenotileError(
+                f"tile {path}: computed from other inputs or blocks than {store_dir}; delete it and rerun"
+            )
+        want.discard(tuple(meta["tile"]))
+        parts.append(arrays)
+        tiles.append({"tile": meta["tile"], "file": str(path), "sha256": digest, "backend": meta["backend"],
+                      "matches": meta["matches"], "seconds": meta["seconds_total"],
+                      "seconds_search": meta["seconds_search"]})
+    if want:
+        raise GenotileError(f"screen tiles missing from the merge: {sorted(want)}")
+    cols = {k: np.concatenate([p[k] for p in parts]) for k in ("sample", "signature", "position", "qual_sum")}
+    order = np.lexsort((cols["signature"], cols["sample"]))
+    cols = {k: v[order] for k, v in cols.items()}
+    lengths = sigs.lengths[cols["signature"]]
+    h = hundredths(cols["qual_sum"], lengths)
+    keep = passes(h, min_score)
+    sample_ids = np.asarray(manifest["sample_ids"], dtype=object)
+    sig_ids = np.asarray(manifest["signature_ids"], dtype=object)
+    with atomic_path(matches_out) as tmp:
+        with open(tmp, "wb") as raw, gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0) as gz:
+            text = io.TextIOWrapper(gz, encoding="utf-8", newline="\n")
+            text.write("\t".join(HEADER) + "\n")
+            for k in np.flatnonzero(keep):
+                text.write(f"{sample_ids[cols['sample'][k]]}\t{sig_ids[cols['signature'][k]]}\t"
+                           f"{cols['position'][k] + 1}\t{format_score(int(h[k]))}\n")
+            text.flush()
+            text.detach()
+    search = sum(t["seconds_search"] for t in tiles)
+    summary = {
+        "kind": "screen",
+        "columns": list(HEADER),
+        **{k: manifest[k] for k in ("samples", "samples_sha256", "signatures", "signatures_sha256", "n_samples",
+                                    "n_signatures", "sample_bases", "signature_bases")},
+        "pairs_computed": manifest["n_samples"] * manifest["n_signatures"],
+        "pairs_matching": int(h.size),
+        "pairs_passing": int(keep.sum()),
+        "min_score": min_score,
+        "backend": sorted({t["backend"] for t in tiles}),
+        "plan": {k: manifest[k] for k in ("sample_block", "signature_block", "sample_blocks", "signature_blocks")},
+        "outputs": {"matches": {"file": str(matches_out), "sha256": file_sha256(matches_out)}},
+        "tiles": tiles,
+        "timings": {"tile_seconds_total": sum(t["seconds"] for t in tiles), "tile_seconds_search": search,
+                    "pairs_per_s_search": manifest["n_samples"] * manifest["n_signatures"] / search if search else None,
+                    "merge_seconds": time.perf_counter() - started},
+        "config": config,
+        "versions": {"genotile": __version__, "numpy": np.__version__, "python": platform.python_version()},
+    }
+    write_text(summary_out, json.dumps(summary, indent=1) + "\n")
+    return summary
