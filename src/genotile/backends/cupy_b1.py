@@ -279,6 +279,13 @@ def tile_pairs(left, right, metric, layout, threshold=None, diagonal=False, dens
     return cupy_tile.tile_pairs(ENGINE, left, right, metric, layout, threshold, diagonal, dense, **options)
 
 
+def triples_device(*args):
+    """A ccc3 job's triples on the device (see cupy_tile3)."""
+    from . import cupy_tile3
+
+    return cupy_tile3.triples_device(ENGINE, *args)
+
+
 def _engine():
     from .cupy_tile import Engine
 

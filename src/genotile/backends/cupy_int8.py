@@ -164,6 +164,13 @@ def _count_device(dl, dr, terms, int32: bool = False, cache=None, keys=None):
     return count_device(dl, dr, terms)  # always int64; unpacking is cheap next to the GEMM
 
 
+def triples_device(*args):
+    """A ccc3 job's triples on the device (see cupy_tile3)."""
+    from . import cupy_tile3
+
+    return cupy_tile3.triples_device(ENGINE, *args)
+
+
 def _engine():
     from .cupy_tile import Engine
 
