@@ -17,11 +17,10 @@ rule triples:
     wildcard_constraints:
         k=r"\d+",
         stage=r"\d+",
-    # on a cluster, config `tiles_per_job` jobs form one (triple_group; locally, ignored)
     group:
-        triple_group
+        "tiles"
     conda:
-        tile_env()
+        "../envs/cpu.yaml"
     resources:
         gpu=0 if config["backend"].startswith("numpy") else 1,
     params:

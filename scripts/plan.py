@@ -2,7 +2,8 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(snakemake.scriptdir).parent / "src"))
-from genotile import ccc3, steps  # noqa: E402
+from genotile import ccc3, limits, steps  # noqa: E402
+from genotile.metrics import METRICS  # noqa: E402
 from genotile.rule import run_rule  # noqa: E402
 
 
@@ -12,6 +13,9 @@ def plan(sm):
     print(f"genotile plan for {sm.wildcards.dataset} ({sm.wildcards.encoding}): {p.describe()}", file=sys.stderr)
     if sm.wildcards.encoding == "genotype_t" and "ccc3" in sm.config["datasets"][sm.wildcards.dataset]["metrics"]:
         ccc3.check_null_threshold(p.n_vectors, sm.config["thresholds"].get("ccc3"), f"dataset {sm.wildcards.dataset}: ")
+    null = [m for m in sm.config["datasets"][sm.wildcards.dataset]["metrics"]
+            if m in METRICS and METRICS[m].encoding == sm.wildcards.encoding and sm.config["thresholds"].get(m) is None]
+    limits.check_pairs_bound(p.n_vectors, null, sm.config["pairs_max"], f"dataset {sm.wildcards.dataset}: ")
 
 
 run_rule(snakemake, plan)

@@ -105,8 +105,8 @@ BAD_INPUTS = {
     "missing_file": (make_missing, ["no such file"]),
     "directory": (make_directory, ["directory"]),
     "non_ascii": (make_non_ascii, ["non-ASCII", "'b'"]),
-    "latin1_byte": (make_latin1, ["cannot parse", "decode byte 0xc9"]),
-    "truncated_gzip": (make_truncated_gz, ["cannot parse"]),
+    "latin1_byte": (make_latin1, ["non-ASCII", "record 2", "'b'", "byte 0xc9"]),
+    "truncated_gzip": (make_truncated_gz, ["truncated gzip"]),
     "binary": (make_binary, ["not a FASTA"]),
     "empty_id": (make_empty_id, ["empty ID", "record 2"]),
 }

@@ -38,4 +38,4 @@ def _umask() -> int:
 
 def write_text(path, text: str) -> None:
     with atomic_path(path) as tmp:
-        tmp.write_text(text)
+        tmp.write_text(text, encoding="utf-8")

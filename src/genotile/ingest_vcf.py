@@ -20,6 +20,7 @@ import numpy as np
 from . import __version__
 from .atomic import atomic_path, write_text
 from .errors import GenotileError
+from .ids import check_ids
 from .progress import Progress
 from .vcf import GenotypeReader
 
@@ -116,6 +117,8 @@ def ingest_vcf(path, encoding: str, codes_out, manifest_out, **options) -> dict:
         if not ids_variants:
             raise GenotileError(f"{path}: no variants left after the VCF rules ({_describe(reader.stats)})")
         samples, stats = list(reader.samples), dict(reader.stats)
+        if encoding == "genotype_t":  # variant IDs are vector IDs: they go to the TSV outputs
+            check_ids(ids_variants, path, "variant")
     n_variants, n_samples = len(ids_variants), len(samples)
     if encoding == "genotype_t":
         ids, n_fields = ids_variants, n_samples

@@ -56,6 +56,7 @@ def write_plan(plan: Plan, plan_out, perm_out) -> None:
 
 
 def read_plan(plan_path) -> Plan:
-    with open(plan_path) as fh:
-        d = json.load(fh)
+    from .readback import load_json
+
+    d = load_json(plan_path, "plan", ("n_vectors", "block_size", "seed"))
     return Plan(d["n_vectors"], d["block_size"], d["seed"])

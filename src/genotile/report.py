@@ -64,9 +64,11 @@ def plot_histogram(histogram_tsv, metric: str, out) -> None:
 
 
 def read_matrix(path) -> tuple[list[str], np.ndarray]:
-    with open(path) as fh:
+    with open(path, encoding="utf-8") as fh:
         ids = fh.readline().rstrip("\n").split("\t")[1:]
-        values = np.loadtxt(fh, delimiter="\t", usecols=range(1, len(ids) + 1), dtype=np.float64, ndmin=2)
+        # IDs are verbatim text (ids.py): no comment character, no quoting
+        values = np.loadtxt(fh, delimiter="\t", usecols=range(1, len(ids) + 1), dtype=np.float64, ndmin=2,
+                            comments=None)
     return ids, values
 
 
@@ -93,8 +95,8 @@ def plot_heatmap(matrix_tsv, metric: str, out, max_vectors: int) -> None:
 
 
 def read_pairs(path) -> tuple[list[str], list[list[str]]]:
-    with gzip.open(path, "rt") as fh:
-        reader = csv.reader(fh, delimiter="\t")
+    with gzip.open(path, "rt", encoding="utf-8", newline="") as fh:
+        reader = csv.reader(fh, delimiter="\t", quoting=csv.QUOTE_NONE)
         header = next(reader)
         return header, list(reader)
 

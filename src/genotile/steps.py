@@ -1,12 +1,9 @@
 """The pipeline's stages as plain functions over paths: what each Snakemake rule
 runs, and what `genotile run` chains in one process."""
 
-import json
 import logging
 import time
 from pathlib import Path
-
-import numpy as np
 
 from .errors import GenotileError
 from .ingest import ingest as ingest_input
@@ -14,6 +11,7 @@ from .merge import merge_matrix, merge_pairs, write_histograms, write_summary
 from .metrics import get_metric
 from .plan import Plan, read_plan, write_plan
 from .progress import Progress
+from .readback import load_json, load_permutation
 from .store import layout_from_json, open_store, pack_store
 from .tile import compute_tile
 from .tilefile import write_tile
@@ -21,9 +19,12 @@ from .tilefile import write_tile
 log = logging.getLogger("genotile")
 
 
-def _load_json(path) -> dict:
-    with open(path) as fh:
-        return json.load(fh)
+STORE_KEYS = ("n_vectors", "n_kept", "ids", "plan", "layout", "input", "input_sha256")
+
+
+def _load_json(path, keys=("n_vectors", "n_fields", "ids")) -> dict:
+    """A manifest (ingest's by default), refused by name when damaged or incomplete."""
+    return load_json(path, "manifest", keys)
 
 
 def ingest(input_path, encoding, codes_out, manifest_out, **options) -> dict:
@@ -43,8 +44,9 @@ def plan(ingest_manifest, block_size: int, seed: int, plan_out, perm_out) -> Pla
 
 
 def pack(codes, ingest_manifest, plan_path, perm_path, planes_out, manifest_out) -> dict:
-    perm = np.load(perm_path, allow_pickle=False)
-    m = pack_store(codes, _load_json(ingest_manifest), read_plan(plan_path), perm, planes_out, manifest_out)
+    p = read_plan(plan_path)
+    perm = load_permutation(perm_path, p.n_vectors)
+    m = pack_store(codes, _load_json(ingest_manifest), p, perm, planes_out, manifest_out)
     words = layout_from_json(m["layout"]).total_words
     log.info("pack: %d vectors x %d words of planes per vector", m["n_vectors"], words)
     return m
@@ -54,7 +56,7 @@ def tile(planes, manifest_path, perm_path, metric_name, bi, bj, *, threshold, de
          metric_params=None) -> dict:
     planes_mm, manifest, layout = open_store(planes, manifest_path)
     p = Plan(**{k: manifest["plan"][k] for k in ("n_vectors", "block_size", "seed")})
-    perm = np.load(perm_path, allow_pickle=False)
+    perm = load_permutation(perm_path, p.n_vectors)
     metric = get_metric(metric_name, **(metric_params or {}))
     rows_i, rows_j = p.block(int(bi)), p.block(int(bj))
     log.info("tile (%d, %d) of %s: %d x %d vectors, %d plane words each, counting...", bi, bj, metric_name,
@@ -79,7 +81,7 @@ def tile_paths(pairs_dir, plan: Plan) -> list[Path]:
 
 
 def matrix(tiles, manifest_path, metric_name, matrix_out) -> None:
-    manifest = _load_json(manifest_path)
+    manifest = _load_json(manifest_path, STORE_KEYS)
     p = Plan(**{k: manifest["plan"][k] for k in ("n_vectors", "block_size", "seed")})
     merge_matrix(tiles, manifest["ids"], p, get_metric(metric_name), matrix_out, store_identity(manifest))
     log.info("matrix: %d x %d written to %s", len(manifest["ids"]), len(manifest["ids"]), matrix_out)
@@ -88,7 +90,7 @@ def matrix(tiles, manifest_path, metric_name, matrix_out) -> None:
 def merge(tiles, manifest_path, metric_name, pairs_out, summary_out, config: dict, matrix_path=None,
           histogram_out=None) -> dict:
     started = time.perf_counter()
-    manifest = _load_json(manifest_path)
+    manifest = _load_json(manifest_path, STORE_KEYS)
     p = Plan(**{k: manifest["plan"][k] for k in ("n_vectors", "block_size", "seed")})
     metric = get_metric(metric_name)
     merged = merge_pairs(tiles, manifest["ids"], p, metric, pairs_out, store_identity(manifest))

@@ -17,6 +17,7 @@ from .errors import GenotileError
 from .genotype import PLANES, GenotypeLayout, genotype_layout, genotype_planes
 from .plan import Plan
 from .progress import Progress
+from .readback import load_json, load_npy
 
 ROW_CHUNK = 4096
 CHUNK_BYTES = 1 << 26  # codes read per packing step
@@ -69,7 +70,7 @@ def use_gpu_packing(gpu: bool | None = None) -> bool:
 
 def pack_store(codes_path, ingest_manifest: dict, plan: Plan, perm: np.ndarray, planes_out, manifest_out,
                gpu: bool | None = None) -> dict:
-    codes = np.load(codes_path, mmap_mode="r", allow_pickle=False)
+    codes = load_npy(codes_path, "codes", dtype=np.uint8, ndim=2, mmap=True)
     n = codes.shape[0]
     if n != plan.n_vectors or perm.shape != (n,):
         raise GenotileError(f"{codes_path}: {n} vectors, but the plan is for {plan.n_vectors}")
@@ -114,9 +115,8 @@ def layout_from_json(d: dict):
 
 def open_store(planes_path, manifest_path):
     """(planes memmap, manifest dict, layout)."""
-    with open(manifest_path) as fh:
-        manifest = json.load(fh)
-    planes = np.load(planes_path, mmap_mode="r", allow_pickle=False)
+    manifest = load_json(manifest_path, "store manifest", ("n_vectors", "layout", "plan", "ids", "input_sha256"))
+    planes = load_npy(planes_path, "store planes", dtype=np.uint64, ndim=2, mmap=True)
     layout = layout_from_json(manifest["layout"])
     if planes.shape != (manifest["n_vectors"], layout.total_words):
         raise GenotileError(f"{planes_path}: shape {planes.shape} does not match {manifest_path}")

@@ -32,6 +32,8 @@ import numpy as np
 
 from .encode import MISSING
 from .errors import GenotileError
+from .gzcheck import check_bgzf_end, diagnose, quiet_htslib
+from .ids import check_ids
 from .regions import merge_regions, parse_regions
 
 BLOCK_BYTES = 1 << 26  # bound on the int16 allele buffer of one block (64 MiB)
@@ -93,10 +95,16 @@ def _open_error(path, exc) -> GenotileError:
     if names:
         seen: dict[str, int] = {}
         for col, name in enumerate(names, start=10):
+            if not name.strip():
+                return GenotileError(f"{path}: empty sample ID in column {col} of the #CHROM line "
+                                     "(a doubled or trailing tab?)")
             if name in seen:
                 return GenotileError(f"{path}: duplicate sample ID {name!r} (columns {seen[name]} and {col})")
             seen[name] = col
     hint = " (it looks like a FASTA file)" if _head(path, 1) == b">" else ""
+    if _head(path, 3) == b"\xef\xbb\xbf":
+        hint = " (it starts with a UTF-8 byte-order mark, which htslib does not skip: remove it)"
+    hint += f" ({diagnose(path)})" if diagnose(path) else ""
     return GenotileError(f"{path}: not a readable VCF/BCF file{hint}: {exc}")
 
 
@@ -129,11 +137,18 @@ class GenotypeReader:
         if not isinstance(filter_pass, bool):
             raise GenotileError(f"filter_pass must be true or false, not {filter_pass!r}")
         self.path, self.multiallelic, self.filter_pass = str(path), multiallelic, filter_pass
+        quiet_htslib()  # its errors are reported here, one line each
+        check_bgzf_end(self.path)
         try:
             vcf = cyvcf2.VCF(self.path, lazy=True)
         except Exception as exc:  # htslib reports through OSError or a bare Exception
             raise _open_error(self.path, exc) from None
-        all_samples = list(vcf.samples)
+        try:
+            all_samples = list(vcf.samples)
+        except UnicodeDecodeError as exc:
+            raise GenotileError(f"{path}: a sample ID in the #CHROM line is not UTF-8 text ({exc.reason}, "
+                                f"byte 0x{exc.object[exc.start]:02x})") from None
+        check_ids(all_samples, path, "sample")
         if not all_samples:
             raise GenotileError(f"{path}: no samples (a sites-only VCF): genotype metrics need sample columns")
         wanted = read_sample_list(samples)
@@ -198,7 +213,8 @@ class GenotypeReader:
             except GenotileError:
                 raise
             except Exception as exc:
-                raise GenotileError(f"{self.path}: cannot read the record after {last}: {exc}") from None
+                why = diagnose(self.path) or exc
+                raise GenotileError(f"{self.path}: cannot read the record after {last}: {why}") from None
             last = f"{rec.CHROM}:{rec.POS}"
             yield rec
 
