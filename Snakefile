@@ -7,6 +7,12 @@
 configfile: "config/config.yaml"
 
 
+# A `--resources gpu=N` bound holds within each submitted (group) job: profiles/slurm sets gpu=1,
+# so a group of tiles runs them one after another on the one GPU its job asks SLURM for.
+resource_scopes:
+    gpu="local",
+
+
 include: "rules/common.smk"
 include: "rules/ingest.smk"
 include: "rules/pack.smk"

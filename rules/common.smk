@@ -52,6 +52,48 @@ def plan_for(dataset, metric) -> Plan:
     return Plan(d["n_vectors"], d["block_size"], d["seed"])
 
 
+def tile_env() -> str:
+    """The conda env of the rules that run a backend: CuPy's unless the config pins numpy."""
+    return "../envs/cpu.yaml" if config["backend"].startswith("numpy") else "../envs/gpu.yaml"
+
+
+def job_group(kind: str, name: str, rank: int) -> str:
+    """The Snakemake group of a tile-like job: `tiles_per_job` jobs of one kind and name.
+
+    `rank` numbers the jobs of one name 0, 1, 2, ... without needing the plan; runs of
+    `tiles_per_job` ranks get their own group id, registered as a member of the group `tiles`, so
+    one `--group-components tiles=<large>` (profiles/slurm) lets every id span its jobs. A single
+    shared id would not do: Snakemake merges group components again at every DAG update (after
+    each checkpoint), so the groups of one id grow past any component count.
+    """
+    group = f"{kind}_{name}_{rank // config['tiles_per_job']}"
+    workflow.parent_groupids[group] = "tiles"
+    return group
+
+
+def tile_group(wildcards) -> str:
+    i, j = int(wildcards.i), int(wildcards.j)  # i <= j: rank j(j+1)/2 + i
+    return job_group(
+        "tiles", f"{wildcards.dataset}_{wildcards.metric}", j * (j + 1) // 2 + i
+    )
+
+
+def triple_group(wildcards) -> str:
+    i, j, k = int(wildcards.i), int(wildcards.j), int(wildcards.k)  # i <= j <= k
+    rank = k * (k + 1) * (k + 2) // 6 + j * (j + 1) // 2 + i
+    stage = int(wildcards.stage)
+    return job_group(
+        "tiles", f"{wildcards.dataset}_ccc3", rank * ccc3_settings()[1] + stage
+    )
+
+
+def screen_group(wildcards) -> str:
+    i, j = int(wildcards.i), int(wildcards.j)  # any i, j: Cantor's pairing
+    return job_group(
+        "tiles", f"{wildcards.screen}_screen", (i + j) * (i + j + 1) // 2 + j
+    )
+
+
 def tiles_for(dataset, metric):
     return [
         f"results/{dataset}/{metric}/pairs/tile_{i}_{j}.npz"

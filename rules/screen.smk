@@ -36,8 +36,11 @@ rule screen_tile:
         "logs/{screen}/screen/tile_{i}_{j}.log",
     benchmark:
         "benchmarks/{screen}/screen/tile_{i}_{j}.tsv"
+    # on a cluster, config `tiles_per_job` tiles form one job (screen_group; locally, ignored)
+    group:
+        screen_group
     conda:
-        "../envs/cpu.yaml"
+        tile_env()
     resources:
         # one GPU per tile job, unless the config pins a CPU backend
         gpu=0 if config["backend"].startswith("numpy") else 1,

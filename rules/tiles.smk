@@ -12,8 +12,11 @@ rule tile:
         "logs/{dataset}/{metric}/tile_{i}_{j}.log",
     benchmark:
         "benchmarks/{dataset}/{metric}/tile_{i}_{j}.tsv"
+    # on a cluster, config `tiles_per_job` tiles form one job (tile_group; locally, ignored)
+    group:
+        tile_group
     conda:
-        "../envs/cpu.yaml"
+        tile_env()
     resources:
         # one GPU per tile job, unless the config pins a CPU backend
         gpu=0 if config["backend"].startswith("numpy") else 1,

@@ -17,10 +17,11 @@ rule triples:
     wildcard_constraints:
         k=r"\d+",
         stage=r"\d+",
+    # on a cluster, config `tiles_per_job` jobs form one (triple_group; locally, ignored)
     group:
-        "tiles"
+        triple_group
     conda:
-        "../envs/cpu.yaml"
+        tile_env()
     resources:
         gpu=0 if config["backend"].startswith("numpy") else 1,
     params:

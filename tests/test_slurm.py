@@ -6,7 +6,8 @@ two fake GPUs, no accounting database (job states come from squeue); `.ci/run` s
 these tests and stops it afterwards.
 
 - the example config runs through SLURM and gives byte for byte the outputs of a local run;
-  tile jobs asked SLURM for a GPU and got one, the CPU rules asked for none;
+  tiles go `tiles_per_job` to a SLURM job; tile jobs asked SLURM for one GPU and got one, the CPU
+  rules asked for none;
 - a tile job cancelled mid-run (`scancel`, as a lost node would) fails the run; the rerun
   recomputes only what is missing and ends with the same outputs.
 """
@@ -26,8 +27,9 @@ import yaml
 REPO = Path(__file__).resolve().parents[1]
 PROFILE = REPO / "profiles" / "slurm"
 # The example data has 60 sequences (snp, hamming), 40 samples (ibs, king) and about 900 SNPs
-# (ccc2): blocks of 480 give 1 + 1 + 1 + 1 + 3 tiles, 29 SLURM jobs in all.
+# (ccc2): blocks of 480 give 1 + 1 + 1 + 1 + 3 tiles; 2 tiles a job make 1 + 1 + 1 + 1 + 2 tile jobs.
 BLOCK_SIZE = 480
+TILES_PER_JOB = 2
 RUN_TIMEOUT = 360  # seconds per Snakemake run before the test gives up (and cancels its jobs)
 # Checks start 1 s after a submission instead of the profile's 20 s (the cluster is local).
 FAST_STATUS = ["--slurm-init-seconds-before-status-checks", "1"]
@@ -79,12 +81,15 @@ def cancel_leftovers():
         subprocess.run(["scancel", "--name", run_id], capture_output=True, timeout=30)
 
 
-def example_config(block_size) -> dict:
-    """config/config.yaml with absolute inputs, the given block size, no report plots."""
+def example_config(block_size, tiles_per_job=TILES_PER_JOB) -> dict:
+    """config/config.yaml with absolute inputs, the given block size and tiles a job, no report plots."""
     config = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
     for spec in config["datasets"].values():
         spec["input"] = str(REPO / spec["input"])
+    for spec in config.get("screens", {}).values():
+        spec["samples"], spec["signatures"] = str(REPO / spec["samples"]), str(REPO / spec["signatures"])
     config["block_size"] = block_size
+    config["tiles_per_job"] = tiles_per_job
     if "report" in config:
         config["report"] = False  # the plots: a dozen more jobs, and PNGs are not compared here
     return config
@@ -190,7 +195,8 @@ def slurm_jobs(run_id) -> list[dict]:
         jobs.append(
             {
                 "id": job_id,
-                "rule": re.match(r"rule_([A-Za-z0-9]+)", comment).group(1),
+                # a group job's comment is rule_<group id>_<rules>: tile groups are tiles_..._tile
+                "rule": "tile" if comment.startswith("rule_tiles_") else re.match(r"rule_([A-Za-z0-9]+)", comment)[1],
                 "comment": comment,
                 "state": state,
                 "request": " ".join(r for r in (per_job, per_node) if r not in ("N/A", "(null)", "")),
@@ -201,9 +207,11 @@ def slurm_jobs(run_id) -> list[dict]:
 
 
 def final_outputs(workdir: Path) -> dict[str, bytes]:
-    """matrix.tsv, pairs.tsv.gz (and histogram.tsv where made) of every dataset and metric."""
+    """matrix.tsv, pairs.tsv.gz (and histogram.tsv where made) of every dataset and metric, and
+    every screen's matches.tsv.gz."""
     results = workdir / "results"
-    files = [p for name in ("matrix.tsv", "pairs.tsv.gz", "histogram.tsv") for p in results.glob(f"*/*/{name}")]
+    names = ("matrix.tsv", "pairs.tsv.gz", "histogram.tsv", "matches.tsv.gz")
+    files = [p for name in names for p in results.glob(f"*/*/{name}")]
     return {str(p.relative_to(workdir)): p.read_bytes() for p in sorted(files)}
 
 
@@ -243,9 +251,21 @@ def test_example_on_slurm_equals_local_run_and_tiles_get_a_gpu(local_run, slurm_
     rules = {job["rule"] for job in jobs}
     assert {"ingest", "plan", "pack", "tile", "matrix", "merge"} <= rules, jobs
     assert all(job["state"] == "COMPLETED" for job in jobs), jobs
-    n_tiles = len(list((local_dir / "results").glob("*/*/pairs/tile_*.npz")))
+    # tile-like jobs go TILES_PER_JOB to a SLURM job (rules/common.smk, job_group), by rank:
+    # pairs tiles (i, j), i <= j, rank j(j+1)/2 + i; screen tiles (i, j), rank (i+j)(i+j+1)/2 + j
+    expected_groups, n_tiles = set(), 0
+    for tile in (local_dir / "results").glob("*/*/*/tile_*.npz"):
+        name, kind = f"{tile.parts[-4]}_{tile.parts[-3]}", tile.parts[-2]  # dataset_metric or screen_screen
+        i, j = map(int, re.match(r"tile_(\d+)_(\d+)\.npz", tile.name).groups())
+        if kind == "pairs":
+            rank, rule = j * (j + 1) // 2 + i, "tile"
+        else:
+            rank, rule = (i + j) * (i + j + 1) // 2 + j, "screen_tile"
+        expected_groups.add(f"rule_tiles_{name}_{rank // TILES_PER_JOB}_{rule}")
+        n_tiles += 1
+    assert len(expected_groups) < n_tiles, "the example makes no group of several tiles"
     tiles = [job for job in jobs if job["rule"] == "tile"]
-    assert len(tiles) == n_tiles, (n_tiles, tiles)
+    assert sorted(job["comment"] for job in tiles) == sorted(expected_groups), tiles
     for job in tiles:
         assert "gpu:1" in job["request"], f"tile job asked SLURM for no GPU: {job}"
         assert "gpu" in job["gres"], f"SLURM gave the tile job no GPU: {job}"
@@ -271,7 +291,7 @@ def test_cancelled_tile_job_fails_the_run_and_the_rerun_completes(local_run, slu
     for tile in lost:
         tile.unlink()
     dataset, metric = pairs.parts[-3:-1]
-    config = example_config(BLOCK_SIZE)
+    config = example_config(BLOCK_SIZE, tiles_per_job=1)  # one tile a job: cancel one tile
 
     log = workdir / "snakemake.out"
     with open(log, "w") as fh:
@@ -316,8 +336,12 @@ def test_cancelled_tile_job_fails_the_run_and_the_rerun_completes(local_run, slu
         stop(proc)
     out = log.read_text()
     assert rc != 0, f"the run with a cancelled job (SLURM job {victim[0]}) succeeded:\n{out[-4000:]}"
-    assert re.search(rf"SLURM-job '{victim[0]}' failed.*CANCELLED", out), out[-4000:]
-    i, j = re.search(r"_(\d+)_(\d+)$", victim[1]).groups()
+    # a group job (every tile job is one, of tiles_per_job tiles) fails as "Error in group" with its log
+    failed = rf"SLURM-job '{victim[0]}' failed.*CANCELLED|Error in group \S+\n\s+log: \S+/{victim[0]}\.log"
+    assert re.search(failed, out), out[-4000:]
+    run = int(re.search(r"_(\d+)_tile$", victim[1]).group(1))  # tile (i, j) is run j(j+1)/2 + i
+    j = max(j for j in range(run + 1) if j * (j + 1) // 2 <= run)
+    i = run - j * (j + 1) // 2
     assert not (pairs / f"tile_{i}_{j}.npz").exists(), "the cancelled job's tile was left behind"
     assert len(list(pairs.glob("tile_*.npz"))) == len(lost) - 1, "the other tiles were not computed (keep-going)"
 

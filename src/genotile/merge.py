@@ -4,9 +4,7 @@ Outputs are in original vector IDs and input order whatever the permutation
 seed or block size, so they are byte-identical across those choices.
 """
 
-import gzip
 import hashlib
-import io
 import json
 import platform
 import time
@@ -20,6 +18,7 @@ from .metrics import Metric
 from .plan import Plan
 from .progress import Progress
 from .tilefile import read_tile
+from .tsvgz import format_column, write_tsv_gz
 
 
 def read_tiles(tile_paths, plan: Plan, metric: Metric, store: dict | None = None):
@@ -46,10 +45,7 @@ def read_tiles(tile_paths, plan: Plan, metric: Metric, store: dict | None = None
         raise GenotileError(f"{len(missing)} tile(s) missing, e.g. {missing[:5]}: rerun the tile jobs")
 
 
-def _format(values: np.ndarray) -> list[str]:
-    if np.issubdtype(values.dtype, np.integer):
-        return [str(v) for v in values.tolist()]
-    return [repr(float(v)) for v in values.tolist()]
+_format = format_column  # merge3 imports it from here
 
 
 def merge_pairs(tile_paths, ids: list[str], plan: Plan, metric: Metric, out_path, store: dict | None = None) -> dict:
@@ -63,14 +59,7 @@ def merge_pairs(tile_paths, ids: list[str], plan: Plan, metric: Metric, out_path
     ids_arr = np.asarray(ids, dtype=object)
     a, b = merged["a"][order], merged["b"][order]
     columns = [ids_arr[a], ids_arr[b]] + [_format(merged[c][order]) for c in metric.columns]
-    with atomic_path(out_path) as tmp:
-        with open(tmp, "wb") as raw, gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0) as gz:
-            text = io.TextIOWrapper(gz, encoding="utf-8", newline="\n")
-            text.write("\t".join(("id1", "id2", *metric.columns)) + "\n")
-            for row in zip(*columns, strict=True):
-                text.write("\t".join(row) + "\n")
-            text.flush()
-            text.detach()
+    write_tsv_gz(out_path, ("id1", "id2", *metric.columns), columns)
     return {"pairs_passing": int(a.size), "tiles": tiles, "histograms": hist}
 
 

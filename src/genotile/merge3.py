@@ -4,8 +4,6 @@ Rows are unique triples id1 < id2 < id3 in input order, sorted by id1, id2, id3,
 seed, block size or number of stages; numbers formatted and gzipped as merge.py does for pairs.
 """
 
-import gzip
-import io
 import json
 import platform
 import time
@@ -13,11 +11,13 @@ import time
 import numpy as np
 
 from . import __version__, ccc3
-from .atomic import atomic_path, write_text
+from .atomic import write_text
 from .errors import GenotileError
-from .merge import _format, file_sha256
+from .merge import file_sha256
 from .progress import Progress
 from .tilefile import read_tile
+from .tsvgz import format_column as _format
+from .tsvgz import write_tsv_gz
 
 
 def read_triple_files(paths, plan: ccc3.Plan3, store: dict | None = None, params: dict | None = None):
@@ -61,14 +61,7 @@ def merge_triples(paths, ids: list[str], plan: ccc3.Plan3, out_path, store: dict
     ids_arr = np.asarray(ids, dtype=object)
     columns = [ids_arr[merged[x][order]] for x in ("a", "b", "c")]
     columns += [_format(merged[col][order]) for col in ccc3.COLUMNS]
-    with atomic_path(out_path) as tmp:
-        with open(tmp, "wb") as raw, gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0) as gz:
-            text = io.TextIOWrapper(gz, encoding="utf-8", newline="\n")
-            text.write("\t".join(("id1", "id2", "id3", *ccc3.COLUMNS)) + "\n")
-            for row in zip(*columns, strict=True):
-                text.write("\t".join(row) + "\n")
-            text.flush()
-            text.detach()
+    write_tsv_gz(out_path, ("id1", "id2", "id3", *ccc3.COLUMNS), columns)
     return {"triples_passing": int(order.size), "jobs": jobs}
 
 

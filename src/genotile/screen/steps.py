@@ -6,8 +6,6 @@ the IDs, the inputs' SHA-256 and the plan: blocks of `sample_block` samples x
 `signature_block` signatures, one tile job per pair of blocks.
 """
 
-import gzip
-import io
 import json
 import platform
 import time
@@ -21,6 +19,7 @@ from ..errors import GenotileError
 from ..fastq import read_fastq
 from ..merge import file_sha256
 from ..tilefile import read_tile, write_tile
+from ..tsvgz import write_tsv_gz
 from . import backend as backends
 from .encode import SequenceSet, from_records
 from .score import format_score, hundredths, passes
@@ -131,15 +130,13 @@ def merge(tile_paths, store_dir, *, min_score, matches_out, summary_out, config:
     keep = passes(h, min_score)
     sample_ids = np.asarray(manifest["sample_ids"], dtype=object)
     sig_ids = np.asarray(manifest["signature_ids"], dtype=object)
-    with atomic_path(matches_out) as tmp:
-        with open(tmp, "wb") as raw, gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0) as gz:
-            text = io.TextIOWrapper(gz, encoding="utf-8", newline="\n")
-            text.write("\t".join(HEADER) + "\n")
-            for k in np.flatnonzero(keep):
-                text.write(f"{sample_ids[cols['sample'][k]]}\t{sig_ids[cols['signature'][k]]}\t"
-                           f"{cols['position'][k] + 1}\t{format_score(int(h[k]))}\n")
-            text.flush()
-            text.detach()
+    kept = np.flatnonzero(keep)
+    write_tsv_gz(matches_out, HEADER, [
+        sample_ids[cols["sample"][kept]],
+        sig_ids[cols["signature"][kept]],
+        [str(p + 1) for p in cols["position"][kept].tolist()],
+        [format_score(v) for v in h[kept].tolist()],
+    ])
     search = sum(t["seconds_search"] for t in tiles)
     summary = {
         "kind": "screen",

@@ -1,0 +1,42 @@
+"""Every rule names a conda env, and the envs match pyproject.toml (what `--sdm conda` installs)."""
+
+import re
+import tomllib
+
+import yaml
+from snakerun import REPO
+
+
+def _names(requirements) -> set[str]:
+    """Package names of pip/conda requirement strings ("numpy>=2.0" -> "numpy")."""
+    return {re.match(r"[A-Za-z0-9_.-]+", r).group(0).lower() for r in requirements}
+
+
+def _env(name) -> set[str]:
+    env = yaml.safe_load((REPO / "envs" / name).read_text())
+    return {d for d in _names(env["dependencies"]) if d != "python"}
+
+
+def test_every_rule_names_a_conda_env():
+    for smk in sorted((REPO / "rules").glob("*.smk")):
+        text = smk.read_text()
+        rules = re.split(r"^(?:checkpoint|rule) (\w+):\n", text, flags=re.M)[1:]
+        for name, body in zip(rules[::2], rules[1::2], strict=True):
+            if "conda:" not in body:
+                assert "localrule: True" in body or name == "all", f"{smk.name}: rule {name} has no conda env"
+
+
+def test_cpu_env_is_the_package_dependencies_and_gpu_env_adds_cupy():
+    pyproject = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
+    assert _env("cpu.yaml") == _names(pyproject["dependencies"])
+    gpu_extra = _names(pyproject["optional-dependencies"]["gpu"])  # cupy-cuda12x: the pip wheel of cupy
+    assert {re.sub(r"-cuda\d+x$", "", name) for name in gpu_extra} == {"cupy"}
+    assert _env("gpu.yaml") - _env("cpu.yaml") == {"cupy", "cuda-version"}
+
+
+def test_rules_that_run_a_backend_take_the_gpu_env_unless_numpy_is_pinned():
+    for smk, rule in (("tiles.smk", "tile"), ("triples.smk", "triples"), ("screen.smk", "screen_tile")):
+        body = (REPO / "rules" / smk).read_text().split(f"rule {rule}:\n", 1)[1].split("\nrule ", 1)[0]
+        assert re.search(r"conda:\n\s+tile_env\(\)", body), f"rule {rule} does not choose its env by backend"
+    common = (REPO / "rules" / "common.smk").read_text()
+    assert '"../envs/cpu.yaml" if config["backend"].startswith("numpy") else "../envs/gpu.yaml"' in common
