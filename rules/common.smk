@@ -54,7 +54,11 @@ def plan_for(dataset, metric) -> Plan:
 
 def tile_env() -> str:
     """The conda env of the rules that run a backend: CuPy's unless the config pins numpy."""
-    return "../envs/cpu.yaml" if config["backend"].startswith("numpy") else "../envs/gpu.yaml"
+    return (
+        "../envs/cpu.yaml"
+        if config["backend"].startswith("numpy")
+        else "../envs/gpu.yaml"
+    )
 
 
 def job_group(kind: str, name: str, rank: int) -> str:
