@@ -206,6 +206,11 @@ def ccc3_settings():
     return c.get("block_size") or config["block_size"], c.get("stages", 1)
 
 
+def ccc3_null_max() -> int:
+    """SNPs past which a null ccc3 threshold is refused (`ccc3: null_threshold_max`)."""
+    return (config.get("ccc3") or {}).get("null_threshold_max", _ccc3.NULL_THRESHOLD_MAX)
+
+
 def ccc3_plan(dataset):
     """The ccc3 plan once the genotype_t plan checkpoint has run; a null threshold past 2,000
     vectors is refused here, before any triple job is scheduled."""
@@ -215,7 +220,12 @@ def ccc3_plan(dataset):
     block_size, stages = ccc3_settings()
     plan = _ccc3.Plan3(d["n_vectors"], block_size, d["seed"], stages)
     threshold = config["thresholds"].get("ccc3")
-    _ccc3.check_null_threshold(plan.n_vectors, threshold, where=f"dataset {dataset}: ")
+    _ccc3.check_null_threshold(
+        plan.n_vectors,
+        threshold,
+        where=f"dataset {dataset}: ",
+        max_vectors=ccc3_null_max(),
+    )
     if dataset not in _CCC3_SHOWN:
         _CCC3_SHOWN.add(dataset)
         print(

@@ -28,6 +28,7 @@ rule triples:
         threshold=lambda wildcards: config["thresholds"].get("ccc3"),
         block_size=ccc3_settings()[0],
         stages=ccc3_settings()[1],
+        null_max=ccc3_null_max(),
         backend=config["backend"],
         ccc=dict(config["ccc"]),
     script:

@@ -21,6 +21,7 @@ def job(sm):
             params=sm.params.ccc,
             backend=sm.params.backend,
             out=sm.output[0],
+            null_max=sm.params.null_max,
         )
 
 

@@ -131,6 +131,9 @@ def test_null_threshold_refused_beyond_2000_vectors():
     ccc3.check_null_threshold(5000, 0.9)
     with pytest.raises(GenotileError, match=r"2,001 vectors.*allowed up to 2,000 vectors"):
         ccc3.check_null_threshold(2001, None)
+    ccc3.check_null_threshold(5000, None, max_vectors=5000)
+    with pytest.raises(GenotileError, match=r"allowed up to 10 vectors \(ccc3: null_threshold_max\)"):
+        ccc3.check_null_threshold(11, None, max_vectors=10)
 
 
 def test_genotile_plan_for_ccc3(capsys):

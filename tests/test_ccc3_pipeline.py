@@ -79,3 +79,19 @@ def test_null_threshold_beyond_2000_vectors_is_refused_at_planning(tmp_path):
     assert "genotile error: dataset g: ccc3 with a null threshold" in proc.stderr
     assert "2,001 vectors" in proc.stderr and "allowed up to 2,000 vectors" in proc.stderr
     assert not list(tmp_path.rglob("triples_*.npz"))
+
+
+def test_null_threshold_bound_is_configurable(tmp_path):
+    """`ccc3: null_threshold_max` moves the bound: 25 SNPs pass at 25, stop at 24 (naming the key)."""
+    g = random_genotypes(6, 25, p_missing=0.1, seed=3)
+    path = write_vcf(tmp_path / "g.vcf", vcf_text(g, seed=3))
+    low, ok = tmp_path / "low", tmp_path / "ok"
+    low.mkdir()
+    ok.mkdir()
+    proc = snakemake(low, config_for(path, threshold=None, ccc3={"null_threshold_max": 24}), check=False)
+    assert proc.returncode != 0
+    assert "25 vectors" in proc.stderr and "allowed up to 24 vectors (ccc3: null_threshold_max)" in proc.stderr
+    assert not list(low.rglob("triples_*.npz"))
+    snakemake(ok, config_for(path, threshold=None, ccc3={"null_threshold_max": 25}))
+    with gzip.open(ok / "results/g/ccc3/triples.tsv.gz", "rt") as fh:
+        assert sum(1 for _ in fh) == 1 + 25 * 24 * 23 // 6  # header + every triple

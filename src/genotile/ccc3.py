@@ -217,11 +217,12 @@ class Plan3(Plan):
         return {**asdict(self), "n_blocks": self.n_blocks, "n_jobs": len(self.jobs()), "n_triples": self.n_triples}
 
 
-def check_null_threshold(n_vectors: int, threshold, where: str = "") -> None:
-    """Refuse a null ccc3 threshold beyond NULL_THRESHOLD_MAX vectors (n^3/6 rows of output)."""
-    if threshold is None and n_vectors > NULL_THRESHOLD_MAX:
+def check_null_threshold(n_vectors: int, threshold, where: str = "", max_vectors: int = NULL_THRESHOLD_MAX) -> None:
+    """Refuse a null ccc3 threshold beyond `max_vectors` vectors (n^3/6 rows of output); config
+    `ccc3: {null_threshold_max: ...}`, default NULL_THRESHOLD_MAX."""
+    if threshold is None and n_vectors > max_vectors:
         rows = math.comb(n_vectors, 3)
         raise GenotileError(
             f"{where}ccc3 with a null threshold would write every one of the {rows:,} triples of "
             f"{n_vectors:,} vectors (about {rows * 120 / 1e9:,.0f} GB of text); a null ccc3 threshold is "
-            f"allowed up to {NULL_THRESHOLD_MAX:,} vectors: set thresholds: ccc3: <value>")
+            f"allowed up to {max_vectors:,} vectors (ccc3: null_threshold_max): set thresholds: ccc3: <value>")

@@ -36,10 +36,10 @@ def triple_paths(triples_dir, plan: ccc3.Plan3) -> list[Path]:
 
 
 def triple_job(planes, manifest_path, perm_path, bi, bj, bk, stage, *, block_size, stages, threshold, params=None,
-               backend="auto", out) -> dict:
+               backend="auto", out, null_max: int = ccc3.NULL_THRESHOLD_MAX) -> dict:
     planes_mm, manifest, layout = open_store(planes, manifest_path)
     plan = plan3(manifest, block_size, stages)
-    ccc3.check_null_threshold(plan.n_vectors, threshold)
+    ccc3.check_null_threshold(plan.n_vectors, threshold, max_vectors=null_max)
     prm = ccc3.Params.make(**(params or {}))
     perm = np.load(perm_path, allow_pickle=False)
     log.info("ccc3 job (%d, %d, %d) stage %d of %d: %d middle vectors, %d fields, counting...", bi, bj, bk, stage,
@@ -68,12 +68,13 @@ def merge(paths, manifest_path, *, block_size, stages, triples_out, summary_out,
     return summary
 
 
-def run_ccc3(store_dir, outdir, *, block_size, stages=1, threshold=None, params=None, backend="auto") -> dict:
+def run_ccc3(store_dir, outdir, *, block_size, stages=1, threshold=None, params=None, backend="auto",
+             null_max: int = ccc3.NULL_THRESHOLD_MAX) -> dict:
     """Every ccc3 job of a packed store, then the merge, in this process (files as the workflow's)."""
     store_dir, outdir = Path(store_dir), Path(outdir)
     with open(store_dir / "manifest.json") as fh:
         plan = plan3(json.load(fh), block_size, stages)
-    ccc3.check_null_threshold(plan.n_vectors, threshold)
+    ccc3.check_null_threshold(plan.n_vectors, threshold, max_vectors=null_max)
     paths = triple_paths(outdir / "triples", plan)
     progress = Progress("ccc3: jobs", total=len(paths))
     for n, (job, path) in enumerate(zip(plan.jobs(), paths, strict=True), start=1):
