@@ -13,11 +13,15 @@ Workloads (samples x signatures, all samples of one length, all signatures of on
 - poly-A samples (1-20% N) against poly-A signatures: every pair matches at position 1.
 - poly-A samples (no N) against poly-A signatures ending in C: no pair matches; rarest-first
   probing tests the C first.
-- periodic samples (A^999 C repeated) against poly-A signatures: no match, every start survives
-  until the first C of the sample inside its span (~500 probes a window): the slow case.
+- periodic samples (A^k C repeated, k = 1, 15, 999) against poly-A signatures: no match; base
+  masks alone keep each start alive up to the next C (~500 probes a window for k = 999, 8.5 s
+  before the run masks), the run mask of A^10240 kills every window in one or two probes.
+- dinucleotide repeats: (AC)* samples against (AC)^5119 AA signatures (a mismatch at the last
+  base; base masks alone: ~10,240 probes a window), and (AC)* samples with 1-20% N and a defect
+  every 5,000 bases against (AC)^5120 signatures (every start spanning a defect survives up to it).
 Time: the whole screen, `backend.first_matches_and_sums` from host arrays (the SequenceSets of
 the workload) to host arrays (positions and quality sums of every pair), copies included;
-median of 3 after a warm-up (one run for the periodic case), wall clock. Stages from a
+median of 3 after a warm-up, wall clock. Stages from a
 separate run with a synchronisation after each. numpy: a 64 x 20,000 by 32 x 1,024 published
 workload, pairs/s and bases/s against the GPU on the same one.
 """
@@ -146,10 +150,25 @@ def main():
     sig_ac[:, -1] = ord("C")
     rows.append(gpu_case("poly-A samples x poly-A signatures ending in C", as_set(poly_a, qual), as_set(sig_ac))[0])
     if not args.skip_periodic:
-        periodic = poly_a
-        periodic[:, 999::1000] = ord("C")
-        rows.append(gpu_case("periodic samples (A^999 C)* x poly-A signatures", as_set(periodic, qual),
-                             as_set(sig_a), repeats=1)[0])
+        for k in (1, 15, 999):
+            periodic = np.full((n_s, len_s), ord("A"), dtype=np.uint8)
+            periodic[:, k :: k + 1] = ord("C")
+            rows.append(gpu_case(f"periodic samples (A^{k} C)* x poly-A signatures", as_set(periodic, qual),
+                                 as_set(sig_a))[0])
+        del periodic
+        ac = np.tile(np.frombuffer(b"AC", dtype=np.uint8), (n_s, len_s // 2))
+        sig_ac_aa = np.tile(np.frombuffer(b"AC", dtype=np.uint8), (n_g, len_g // 2))
+        sig_ac_aa[:, -1] = ord("A")
+        rows.append(gpu_case("(AC)* samples x (AC)^5119 AA signatures", as_set(ac, qual), as_set(sig_ac_aa))[0])
+        ac_n = ac.copy()
+        ac_n[:, 2501::5000] = ord("A")  # a defect every 5,000 bases
+        for a in range(0, n_s, 128):
+            blk = ac_n[a : a + 128]
+            blk[rng.random(blk.shape, dtype=np.float32) < frac[a : a + 128, None]] = ord("N")
+        sig_ac = np.tile(np.frombuffer(b"AC", dtype=np.uint8), (n_g, len_g // 2))
+        rows.append(gpu_case("(AC)* samples (1-20% N, a defect every 5,000) x (AC)^5120 signatures",
+                             as_set(ac_n, qual), as_set(sig_ac))[0])
+        del ac, ac_n
     del poly_a
 
     # numpy on a CI-sized published workload, the GPU on the same

@@ -113,3 +113,40 @@ def as_sets(samples, sigs):
         from_records([(n, b(s), b(q)) for n, s, q in samples], with_qual=True),
         from_records([(n, b(s)) for n, s in sigs], with_qual=False),
     )
+
+
+def repeat_text(rng, unit: str, length: int, defects: int = 0, n_frac: float = 0.0) -> str:
+    """`unit` repeated to `length`, with `defects` random bases changed and N at `n_frac`."""
+    chars = list((unit * (length // len(unit) + 1))[:length])
+    for k in rng.integers(0, length, defects) if length else []:
+        chars[k] = rng.choice(list("ACGT"))
+    return with_ns(rng, "".join(chars), n_frac) if n_frac else "".join(chars)
+
+
+def low_complexity_screen(rng, n_samples, sample_len, n_sigs, sig_len):
+    """Samples and signatures made of runs and short repeats (A^k C, AC, AAC, ...), some with
+    defects and Ns, and signatures cut from the samples (matches), mismatches at their ends."""
+    units = ["A", "AC", "AG", "AAC", "A" * 5 + "C", "A" * 17 + "T", "CA", "ACGT"]
+    samples = []
+    for s in range(n_samples):
+        unit = units[int(rng.integers(len(units)))]
+        length = int(rng.integers(sample_len // 2, sample_len + 1))
+        seq = repeat_text(rng, unit, length, int(rng.integers(0, 4)), float(rng.choice([0, 0, 0.02, 0.2])))
+        qual = "".join(chr(33 + int(q)) for q in rng.integers(0, 42, length))
+        samples.append((f"lc{s}", mixed_case(rng, seq), qual))
+    sigs = []
+    for g in range(n_sigs):
+        length = int(rng.integers(max(1, sig_len // 4), sig_len + 1))
+        kind = g % 4
+        if kind == 0:  # cut from a sample: a match somewhere
+            src = samples[int(rng.integers(n_samples))][1]
+            at = int(rng.integers(0, max(1, len(src) - length + 1)))
+            sig = src[at : at + length].upper()
+        else:
+            sig = repeat_text(rng, units[int(rng.integers(len(units)))], length,
+                              int(kind == 2), 0.05 if kind == 3 else 0.0)
+        if g % 3 == 1 and sig:  # a mismatch at the end (or the start)
+            k = len(sig) - 1 if g % 2 else 0
+            sig = sig[:k] + {"A": "C", "C": "A", "G": "T", "T": "G", "N": "A"}[sig[k]] + sig[k + 1:]
+        sigs.append((f"lcsig{g}", sig))
+    return samples, sigs

@@ -3,7 +3,9 @@ the numpy backend, exactly: positions and quality sums.
 
 Skipped where there is no CUDA GPU / CuPy. On a GPU: random inputs with 1-20% N and planted
 matches (start, end, several per pair), signatures longer than samples, all-N and poly-A
-adversarial inputs, signatures of N only, the shared-memory and the global-memory variant,
+adversarial inputs, low-complexity inputs (runs, (A^k C)* for several k, dinucleotide repeats
+against repeat signatures ending in a mismatch: the run and every-other-base masks), signatures
+of N only, the shared-memory and the global-memory variant,
 samples too long for shared memory, outputs poisoned before the kernel writes them.
 """
 
@@ -99,7 +101,48 @@ def test_device_probes_match_host_order():
     _, sigs = R.random_screen(rng, 1, 10, 50, 300)
     sigs.append(("skewed", "A" * 50 + "C" + "G" * 3 + "N" * 5 + "T" * 9))
     _, G = R.as_sets([], sigs)
-    d_prb, d_start = cupy_backend.device_probes(G)
-    prb, start = encode.all_probes(G)
+    d_prb, d_start, d_levels = cupy_backend.device_probes(G)
+    prb, start, levels = encode.all_probes(G)
     np.testing.assert_array_equal(d_prb.get(), prb)
     np.testing.assert_array_equal(d_start.get(), start)
+    assert d_levels == levels
+
+
+@needs_gpu
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_low_complexity(seed):
+    rng = np.random.default_rng(seed)
+    samples, sigs = R.low_complexity_screen(rng, 16, 3000, 40, 700)
+    _, G = R.as_sets([], sigs)
+    from genotile.screen import cupy_backend
+
+    d_prb, d_start, d_levels = cupy_backend.device_probes(G)  # run and alternation probes, same order
+    prb, start, levels = encode.all_probes(G)
+    np.testing.assert_array_equal(d_prb.get(), prb)
+    np.testing.assert_array_equal(d_start.get(), start)
+    assert d_levels == levels >= 7
+    for force_global in (False, True):
+        want = check(samples, sigs, force_global)
+    assert (want >= 0).sum() >= 16 and (want < 0).sum() >= 16
+
+
+@needs_gpu
+def test_periodic_and_repeat_mismatches():
+    # (A^k C)* against poly-A (no match), dinucleotide repeats against repeat signatures ending
+    # or starting in a mismatch, or with one in the middle, and samples with a defect in the repeat
+    rng = np.random.default_rng(13)
+    q = lambda n: "".join(chr(33 + int(v)) for v in rng.integers(0, 42, n))  # noqa: E731
+    samples = []
+    for k in (1, 3, 15, 63, 999):
+        n = 6000 // (k + 1) * (k + 1)
+        samples.append((f"a{k}c", ("A" * k + "C") * (n // (k + 1)), q(n)))
+    ac = "AC" * 3000
+    samples += [("ac", ac, q(6000)), ("ac_defect", ac[:3001] + "A" + ac[3002:], q(6000)),
+                ("ag_n", R.with_ns(rng, "AG" * 3000, 0.05), q(6000)),
+                ("a999c_n", R.with_ns(rng, ("A" * 999 + "C") * 6, 0.05), q(6000))]
+    sigs = [("polya", "A" * 1500), ("polya_short", "A" * 40), ("ac_aa", "AC" * 749 + "AA"),
+            ("cc_ac", "CC" + "AC" * 749), ("ac_mid", "AC" * 300 + "AA" + "AC" * 449), ("ag_gg", "AG" * 749 + "GG"),
+            ("ac", "AC" * 750), ("a999c", "A" * 999 + "C" + "A" * 500)]
+    want = check(samples, sigs)
+    assert want[:5, 0].tolist() == [-1] * 5 and want[4, 1] == 0 and want[5, 6] == 0 and want[6, 6] == 0
+    assert want[5, 2] == -1 and want[5, 3] == -1 and want[5, 4] == -1 and want[4, 7] == 0

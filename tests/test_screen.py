@@ -61,11 +61,81 @@ def test_adversarial():
     assert want[4, 5] == -1 and want[4, 2] == -1  # IUPAC and '-' match only an N of the signature
 
 
-def test_probes_rarest_base_first():
-    sig = np.frombuffer(b"AAAAcAAGGNT", dtype=np.uint8)
-    p = encode.probes(sig)
-    assert [(int(x) >> 2, "ACGT"[int(x) & 3]) for x in p] == [
-        (4, "C"), (10, "T"), (7, "G"), (8, "G"), (0, "A"), (1, "A"), (2, "A"), (3, "A"), (5, "A"), (6, "A")]
+def decode_probe(x):
+    """(offset, base, stride, level) of a probe; stride 0 for a base mask."""
+    offset, plane = int(x) >> 8, int(x) & 255
+    if plane < 4:
+        return offset, "ACGT"[plane], 0, 0
+    m, rest = divmod(plane - 4, 8)
+    return offset, "ACGT"[rest % 4], rest // 4 + 1, m + 1
+
+
+def test_probes_order():
+    # singles rarest base first (C, T, G, A) then by offset, then the run A^8 as one probe
+    _, G = R.as_sets([], [("s", "AAAAAAAAcAAGGNT")])
+    prb, start, levels = encode.all_probes(G)
+    assert [decode_probe(x) for x in prb] == [
+        (8, "C", 0, 0), (14, "T", 0, 0), (11, "G", 0, 0), (12, "G", 0, 0), (9, "A", 0, 0), (10, "A", 0, 0),
+        (0, "A", 1, 3)]
+    assert start.tolist() == [0, 7] and levels == 3
+    # the first FIRST_SINGLES singles go before the runs, the others after them
+    _, G = R.as_sets([], [("s", "A" * 65 + "ACGT" * 3 + "N" + "G")])
+    prb, _, _ = encode.all_probes(G)
+    kinds = [decode_probe(x)[2] for x in prb]
+    assert kinds == [0] * 8 + [1, 1] + [0] * 4  # a run of 66 A: two probes of A^64
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_probes_cover_every_base_and_no_n(seed):
+    # the probes' positions, taken together, are exactly the signature's non-N positions, each
+    # with its own base: AND over the probes = "every non-N base matches"
+    rng = np.random.default_rng(seed)
+    _, sigs = R.low_complexity_screen(rng, 6, 400, 60, 300)
+    sigs += [("poly_a", "A" * 1000), ("ac_aa", "AC" * 300 + "AA"), ("runs_n", ("A" * 20 + "N") * 30),
+             ("mixed", R.random_bases(rng, 500)), ("acgt", "ACGT" * 50), ("n", "NNN")]
+    _, G = R.as_sets([], sigs)
+    prb, start, levels = encode.all_probes(G)
+    assert levels == 9  # 1000 = 512 + 488: level 9 for the poly-A run
+    for g, (_, sig) in enumerate(sigs):
+        sig = sig.upper()
+        seen = set()
+        for x in prb[start[g] : start[g + 1]]:
+            offset, b, d, m = decode_probe(x)
+            span = [offset + t * max(d, 1) for t in range(1 << m)]
+            assert all(sig[k] == b for k in span), (g, offset, b, d, m)
+            seen.update(span)
+        assert seen == {k for k, c in enumerate(sig) if c != "N"}
+        n_probes = int(start[g + 1] - start[g])
+        if sig in ("A" * 1000, "AC" * 300 + "AA"):
+            assert n_probes <= 5  # a run: 2 probes; an alternation: 4, plus the last A
+
+
+@pytest.mark.parametrize("levels", [0, 1, 4])
+def test_run_masks(levels):
+    rng = np.random.default_rng(levels)
+    seq = (R.repeat_text(rng, "AAAAAAAC", 300, defects=10, n_frac=0.1) + R.repeat_text(rng, "AG", 200, 5, 0.05)).upper()
+    m = encode.sample_masks(np.frombuffer(seq.encode(), dtype=np.uint8), levels=levels)
+    assert m.shape == (encode.n_planes(levels), encode.words_for(len(seq)))
+    bits = np.unpackbits(m.view(np.uint8), axis=1, bitorder="little")
+    for level in range(levels + 1):
+        for d in (1, 2):
+            for b in "ACGT":
+                plane = encode.plane_index("ACGT".index(b), d, level)
+                want = [all(q + t * d < len(seq) and seq[q + t * d] in (b, "N") for t in range(1 << level))
+                        for q in range(bits.shape[1])]
+                assert bits[plane].tolist() == want, (level, d, b)
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_low_complexity(seed):
+    # runs, dinucleotide and longer repeats, with defects and Ns, signatures cut from the samples
+    # and repeats ending (or starting) in a mismatch: the run and alternation masks are exact
+    rng = np.random.default_rng(seed)
+    samples, sigs = R.low_complexity_screen(rng, 8, 1500, 24, 400)
+    sigs += [("poly_a", "A" * 300), ("ac_aa", "AC" * 100 + "AA"), ("ag_flip", "AG" * 60 + "AA" + "AG" * 60)]
+    samples += [("a999c", ("A" * 99 + "C") * 20, "I" * 2000), ("ac_defect", "AC" * 300 + "AA" + "AC" * 400, "5" * 1402)]
+    want = check(samples, sigs)
+    assert (want >= 0).sum() >= 8 and (want < 0).sum() >= 8
 
 
 def test_score_rounding_is_exact_half_up():

@@ -1,7 +1,8 @@
 """First matches on the GPU (kernels/screen_search.cu) and the matches' quality sums.
 
 Host arrays in, host arrays out: the samples' bytes are copied as they are and encoded on the
-device (ballots), the search runs one block per (sample, chunk of signatures), positions come
+device (ballots, then the run and every-other-base masks by doubling, in chunks of samples
+when the masks would not fit), the search runs one block per (sample, chunk of signatures), positions come
 back as one int32 matrix. Quality sums are taken on the device from a prefix sum over the
 qualities of the samples that have a match (all of them copied when more than half do).
 """
@@ -12,12 +13,16 @@ import numpy as np
 
 from ..backends import cupy_common
 from ..fastq import PHRED_OFFSET
-from .encode import CODE, N_CODE, WORD_BITS, SequenceSet
+from . import probes
+from .encode import CODE, WORD_BITS, SequenceSet, n_planes, plane_index
 
 KERNELS = "screen_search.cu"
 WARPS = 16  # matches WARPS in the kernel
 SIGS_PER_BLOCK = 256
 ENCODE_THREADS = 256
+RUN_THREADS = 256  # matches RUN_THREADS in the kernel
+MASK_BYTES = 8 << 30  # device memory for one chunk of samples' masks
+MAX_GRID_Z = 65535
 
 
 def smem_limit() -> int:
@@ -41,26 +46,18 @@ class _Clock:
 
 
 def device_probes(sigs: SequenceSet):
-    """encode.all_probes on the device (one radix sort instead of a sort per signature):
-    (probes, probe_start) as device arrays, the same order (rarest base first, then offset)."""
+    """encode.all_probes on the device (probes.plan with CuPy: radix sorts instead of a host
+    pass): (probes, probe_start) as device arrays in the same order, and the mask levels."""
     cp = cupy_common.cupy_module()
-    n_g = len(sigs)
-    code = cp.asarray(CODE)[cp.asarray(sigs.seq)].astype(cp.int64)
-    offsets = cp.asarray(sigs.offsets)
-    at = cp.arange(code.size, dtype=cp.int64)
-    sig = cp.searchsorted(offsets, at, side="right") - 1
-    counts = cp.bincount(sig * 5 + code, minlength=n_g * 5).reshape(n_g, 5)[:, :4]
-    order = cp.argsort(counts * 4 + cp.arange(4), axis=1)  # bases, rarest first (ties: A < C < G < T)
-    rank = cp.argsort(order, axis=1)
-    keep = code < N_CODE
-    sig, code, at = sig[keep], code[keep], at[keep]
-    key = cp.sort((sig << 34) | (rank[sig, code] << 32) | (at - offsets[sig]))
-    sig = key >> 34
-    base = order[sig, (key >> 32) & 3]
-    probes = (((key & 0xFFFFFFFF) << 2) | base).astype(cp.uint32)
-    start = cp.zeros(n_g + 1, dtype=cp.int64)
-    cp.cumsum(counts.sum(axis=1), out=start[1:])
-    return probes, start
+    code = cp.asarray(CODE)[cp.asarray(sigs.seq)]
+    return probes.plan(cp, code, cp.asarray(np.asarray(sigs.offsets, dtype=np.int64)), plane_index)
+
+
+def sample_chunk(n_s: int, per_sample: int) -> int:
+    """Samples whose masks go to the device at once (mask memory <= MASK_BYTES or half the free memory)."""
+    cp = cupy_common.cupy_module()
+    budget = min(MASK_BYTES, cp.cuda.Device().mem_info[0] // 2)
+    return max(1, min(n_s, MAX_GRID_Z, budget // per_sample))
 
 
 def first_matches(samples: SequenceSet, sigs: SequenceSet, force_global: bool = False, timings: dict | None = None):
@@ -76,33 +73,40 @@ def first_matches(samples: SequenceSet, sigs: SequenceSet, force_global: bool = 
     words = int(-(-samples.lengths.max() // WORD_BITS)) + 2
     d_seq = cp.asarray(samples.seq)
     d_off = cp.asarray(samples.offsets)
-    clock("upload samples")
-    masks = cp.empty((n_s, 4, words), dtype=cp.uint64)
-    encode = cupy_common.load_kernel(KERNELS, "screen_encode")
-    grid_x = -(-words * WORD_BITS // ENCODE_THREADS)
-    encode((grid_x, n_s), (ENCODE_THREADS,), (d_seq, d_off, np.int32(words), masks))
-    del d_seq
-    clock("encode")
     d_len = cp.asarray(samples.lengths.astype(np.int64))
-    d_prb, d_starts = device_probes(sigs)
+    clock("upload samples")
+    d_prb, d_starts, levels = device_probes(sigs)
     if d_prb.size == 0:  # signatures of N only: nothing to probe, the kernel never reads it
         d_prb = cp.zeros(1, dtype=cp.uint32)
     d_siglen = cp.asarray(sigs.lengths.astype(np.int64))
     clock("probes")
-    d_out = cupy_common.new_output((n_s, n_g), cp.int32)
+    planes = n_planes(levels)
+    chunk = sample_chunk(n_s, planes * words * 8)
+    masks = cp.empty((chunk, planes, words), dtype=cp.uint64)
+    encode = cupy_common.load_kernel(KERNELS, "screen_encode")
+    run_masks = cupy_common.load_kernel(KERNELS, "screen_run_masks")
     smem = 4 * words * 8
     use_smem = not force_global and smem + 64 <= smem_limit()  # 64: the static next_sig
     kernel = cupy_common.load_kernel(KERNELS, "screen_search_smem" if use_smem else "screen_search_global")
     if use_smem:
         kernel.max_dynamic_shared_size_bytes = smem
-    grid = (n_s, -(-n_g // SIGS_PER_BLOCK))
-    kernel(
-        grid,
-        (WARPS * 32,),
-        (masks, np.int32(words), d_len, d_prb, d_starts, d_siglen, np.int32(n_g), np.int32(SIGS_PER_BLOCK), d_out),
-        shared_mem=smem if use_smem else 0,
-    )
-    clock("search")
+    d_out = cupy_common.new_output((n_s, n_g), cp.int32)
+    for s0 in range(0, n_s, chunk):
+        n = min(chunk, n_s - s0)
+        grid_x = -(-words * WORD_BITS // ENCODE_THREADS)
+        encode((grid_x, n), (ENCODE_THREADS,), (d_seq, d_off[s0:], np.int32(words), np.int32(planes), masks))
+        for m in range(1, levels + 1):
+            run_masks((-(-words // RUN_THREADS), 8, n), (RUN_THREADS,),
+                      (masks, np.int32(words), np.int32(planes), np.int32(m)))
+        clock("encode")
+        kernel(
+            (n, -(-n_g // SIGS_PER_BLOCK)),
+            (WARPS * 32,),
+            (masks, np.int32(words), np.int32(planes), d_len[s0:], d_prb, d_starts, d_siglen, np.int32(n_g),
+             np.int32(SIGS_PER_BLOCK), d_out[s0:]),
+            shared_mem=smem if use_smem else 0,
+        )
+        clock("search")
     out = d_out.get()
     clock("download")
     return out

@@ -4,14 +4,15 @@ Matching (case-insensitive): A, C, G, T match themselves; N in the sample or the
 matches anything. In a sample every other character (IUPAC codes, '-', '.') is a base that
 no signature base matches (only a signature N covers it); signatures may hold ACGTN only.
 
-Sample masks, per sample: 4 planes (A, C, G, T), bit i of plane b set when base i is b or N,
-64 positions per little-endian uint64 word, `words = ceil(len / 64) + 2` (two zero words of
-padding, so a funnel shift may always read word q + 1).
+Sample masks, per sample: planes of bits over the sample's positions, 64 positions per
+little-endian uint64 word, `words = ceil(len / 64) + 2` (two zero words of padding, so a funnel
+shift may always read word q + 1). Planes 0..3 (A, C, G, T): bit i set when base i is b or N.
+With `levels` = M > 0, planes 4 + 8 (m - 1) + 4 (d - 1) + b for m = 1..M, d = 1, 2: bit q set
+when bases q, q + d, ..., q + (2^m - 1) d are all b or N (runs, d = 1, and every other base,
+d = 2), built by doubling: plane (b, d, m) = plane (b, d, m - 1) AND itself shifted by 2^(m-1) d.
 
-Signature probes: the signature's non-N positions as uint32 `(offset << 2) | base`, rarest
-base of the signature first (ties: A < C < G < T), then by offset. Any order gives the same
-answer (the candidates are an AND over all probes); rarest-first kills the candidates of
-low-complexity pairs early (poly-A against poly-A ending in C: the C is the first probe).
+Signature probes (`probes.plan`): uint32 `(offset << 8) | plane`; runs and alternations of the
+signature read one plane of a high level instead of one base mask per position.
 """
 
 from dataclasses import dataclass
@@ -19,6 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import GenotileError
+from . import probes
 
 BASES = b"ACGT"
 N_CODE = 4
@@ -91,30 +93,44 @@ def words_for(length: int) -> int:
     return -(-int(length) // WORD_BITS) + 2
 
 
-def sample_masks(seq: np.ndarray, words: int | None = None) -> np.ndarray:
-    """(4, words) uint64: bit i of row b set when seq[i] is base b or N."""
+def plane_index(base, stride, level):
+    """Index of plane (base b, stride d, level m) in a sample's masks (level 0: the base mask)."""
+    return base + (level > 0) * (4 + 8 * (level - 1) + 4 * (stride - 1))
+
+
+def n_planes(levels: int) -> int:
+    return 4 + 8 * int(levels)
+
+
+def shift_down(planes: np.ndarray, bits: int) -> np.ndarray:
+    """Bit q of each row becomes bit q + bits of the input (zeros shifted in at the top)."""
+    out = np.zeros_like(planes)
+    q, r = divmod(int(bits), WORD_BITS)
+    words = planes.shape[-1]
+    if q >= words:
+        return out
+    out[..., : words - q] = planes[..., q:] >> np.uint64(r)
+    if r and q + 1 < words:
+        out[..., : words - q - 1] |= planes[..., q + 1 :] << np.uint64(WORD_BITS - r)
+    return out
+
+
+def sample_masks(seq: np.ndarray, words: int | None = None, levels: int = 0) -> np.ndarray:
+    """(n_planes(levels), words) uint64: base masks, then run and every-other-base masks."""
     words = words_for(seq.size) if words is None else words
     code = CODE[seq]
     bits = np.zeros((4, words * WORD_BITS), dtype=bool)
     for b in range(4):
         bits[b, : seq.size] = (code == b) | (code == N_CODE)
-    return np.packbits(bits, axis=1, bitorder="little").view("<u8")
+    masks = np.zeros((n_planes(levels), words), dtype=np.uint64)
+    masks[:4] = np.packbits(bits, axis=1, bitorder="little").view("<u8")
+    for m in range(1, levels + 1):
+        for d in (1, 2):
+            prev = masks[plane_index(np.arange(4), d, m - 1)]
+            masks[plane_index(np.arange(4), d, m)] = prev & shift_down(prev, (1 << (m - 1)) * d)
+    return masks
 
 
-def probes(sig: np.ndarray) -> np.ndarray:
-    """The non-N positions of one signature as (offset << 2) | base, rarest base first."""
-    code = CODE[sig].astype(np.int64)
-    counts = np.bincount(code, minlength=5)[:4]
-    offsets = np.flatnonzero(code < N_CODE)
-    order = np.lexsort((offsets, code[offsets], counts[code[offsets]]))
-    picked = offsets[order]
-    return ((picked << 2) | code[picked]).astype(np.uint32)
-
-
-def all_probes(sigs: SequenceSet) -> tuple[np.ndarray, np.ndarray]:
-    """Every signature's probes back to back, and their offsets (len(sigs) + 1)."""
-    parts = [probes(sigs.record(k)) for k in range(len(sigs))]
-    starts = np.zeros(len(parts) + 1, dtype=np.int64)
-    np.cumsum([p.size for p in parts], out=starts[1:])
-    flat = np.concatenate(parts) if parts else np.zeros(0, np.uint32)
-    return flat.astype(np.uint32), starts
+def all_probes(sigs: SequenceSet) -> tuple[np.ndarray, np.ndarray, int]:
+    """Every signature's probes back to back, their offsets (len(sigs) + 1) and mask levels."""
+    return probes.plan(np, CODE[sigs.seq], np.asarray(sigs.offsets, dtype=np.int64), plane_index)

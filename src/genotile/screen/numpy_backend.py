@@ -1,8 +1,9 @@
 """First match of every (sample, signature) pair with numpy uint64 word operations.
 
 Candidates: bit t of window w stands for the start p = 64 w + t. For each probe (offset j,
-base b) the 64 bits of plane b from bit 64 w + j on are read with a funnel shift of words
-w + j // 64 and w + j // 64 + 1 and ANDed in; a window whose word becomes 0 is dropped.
+mask plane b: a base, run or every-other-base mask, see encode/probes) the 64 bits of plane b
+from bit 64 w + j on are read with a funnel shift of words w + j // 64 and w + j // 64 + 1 and
+ANDed in; a window whose word becomes 0 is dropped.
 Windows are taken left to right in chunks (16, 32, ... windows), probes in batches
 (2, 4, ... 256), and the first chunk with a survivor gives the leftmost start.
 """
@@ -20,8 +21,8 @@ def _first_start(masks: np.ndarray, length: int, sig_len: int, prb: np.ndarray) 
         return -1
     n_windows = last // WORD_BITS + 1
     tail_bits = last - WORD_BITS * (n_windows - 1) + 1  # 1 .. 64 valid starts in the last window
-    j_all = (prb >> 2).astype(np.int64)
-    b_all = (prb & 3).astype(np.int64)
+    j_all = (prb >> 8).astype(np.int64)
+    b_all = (prb & 255).astype(np.int64)
     flat = masks.reshape(-1)
     stride = masks.shape[1]
     chunk, w0 = 16, 0
@@ -54,12 +55,12 @@ def _first_start(masks: np.ndarray, length: int, sig_len: int, prb: np.ndarray) 
 
 def first_matches(samples: SequenceSet, sigs: SequenceSet) -> np.ndarray:
     """(n_samples, n_signatures) int32: 0-based start of the first match, -1 for none."""
-    prb, starts = all_probes(sigs)
+    prb, starts, levels = all_probes(sigs)
     sig_lens = sigs.lengths
     out = np.full((len(samples), len(sigs)), -1, dtype=np.int32)
     for s in range(len(samples)):
         seq = samples.record(s)
-        masks = sample_masks(seq)
+        masks = sample_masks(seq, levels=levels)
         for g in range(len(sigs)):
             out[s, g] = _first_start(masks, seq.size, int(sig_lens[g]), prb[starts[g] : starts[g + 1]])
     return out
