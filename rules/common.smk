@@ -208,7 +208,9 @@ def ccc3_settings():
 
 def ccc3_null_max() -> int:
     """SNPs past which a null ccc3 threshold is refused (`ccc3: null_threshold_max`)."""
-    return (config.get("ccc3") or {}).get("null_threshold_max", _ccc3.NULL_THRESHOLD_MAX)
+    return (config.get("ccc3") or {}).get(
+        "null_threshold_max", _ccc3.NULL_THRESHOLD_MAX
+    )
 
 
 def ccc3_plan(dataset):
