@@ -62,11 +62,15 @@ def scan_codes(codes: np.ndarray) -> bool:
     step = max(1, SCAN_BYTES // max(1, m))
     complete = True
     for r0 in range(0, n, step):
-        counts = np.bincount(np.asarray(codes[r0 : r0 + step]).ravel(), minlength=256)
-        if counts[3:MISSING].any():
-            bad = int(np.flatnonzero(counts[3:MISSING])[0] + 3)
-            raise GenotileError(f"genotype code {bad} in the codes matrix is not 0, 1, 2 or missing")
-        complete &= counts[MISSING] == 0
+        # byte compares, not np.bincount (which widens every byte to an intp: ~3x slower)
+        block = np.asarray(codes[r0 : r0 + step])
+        high = block > 2
+        if high.any():
+            bad = high & (block != MISSING)
+            if bad.any():
+                raise GenotileError(f"genotype code {int(block[bad].min())} in the codes matrix "
+                                    "is not 0, 1, 2 or missing")
+            complete = False
     return bool(complete)
 
 

@@ -3,10 +3,12 @@
 `genotype_t` (vectors = variants, fields = samples; ccc2) is the reader's own
 order: blocks of variant rows are appended to an .npy whose row count grows.
 `genotype` (vectors = samples, fields = variants; ibs, king) is its transpose:
-the variant rows go to a temporary .npy first, then blocks of variants are
-written transposed into the columns of the final memmap, so memory stays
-bounded by one block of variants x samples bytes. Every variant is kept
-(monomorphic ones change n for ibs): n_kept = n_fields.
+the variant rows are held in memory up to MEMORY_BYTES and written transposed,
+a block of samples at a time, in one sequential write; past that they go to a
+temporary .npy first, then blocks of variants are written transposed into the
+columns of the final memmap, so memory stays bounded by one block of variants x
+samples bytes. Every variant is kept (monomorphic ones change n for ibs):
+n_kept = n_fields.
 """
 
 import contextlib
@@ -27,6 +29,8 @@ from .vcf import GenotypeReader
 ENCODINGS = ("genotype", "genotype_t")
 OPTIONS = ("multiallelic", "filter_pass", "samples", "regions")
 TRANSPOSE_BYTES = 1 << 26  # bytes of one transposed block
+MEMORY_BYTES = 1 << 30  # codes of a `genotype` ingest held in memory at most (then a temporary file)
+TILE = 256  # rows x columns of one step of the in-memory transpose (cache-sized)
 
 
 class RowAppender:
@@ -49,7 +53,7 @@ class RowAppender:
         return self.fh.tell()
 
     def append(self, block: np.ndarray) -> None:
-        self.fh.write(np.ascontiguousarray(block, dtype=self.dtype).tobytes())
+        self.fh.write(memoryview(np.ascontiguousarray(block, dtype=self.dtype)))
         self.rows += block.shape[0]
 
     def close(self) -> None:
@@ -67,11 +71,36 @@ def check_options(options: dict) -> dict:
     return {k: v for k, v in options.items() if v is not None}
 
 
-def _read_rows(reader: GenotypeReader, out_path) -> list[str]:
-    """Append every block of variant rows to `out_path`; return the variant IDs."""
-    ids: list[str] = []
+class _Rows:
+    """Variant rows of codes: in memory while they fit in MEMORY_BYTES, then in a RowAppender."""
+
+    def __init__(self, spill_path, n_cols: int):
+        self.spill_path, self.n_cols = spill_path, n_cols
+        self.blocks: list[np.ndarray] = []
+        self.bytes = 0
+        self.file: RowAppender | None = None
+
+    def append(self, block: np.ndarray) -> None:
+        if self.file is None and self.bytes + block.nbytes > MEMORY_BYTES:
+            self.file = RowAppender(self.spill_path, self.n_cols)
+            for held in self.blocks:
+                self.file.append(held)
+            self.blocks = []
+        if self.file is not None:
+            self.file.append(block)
+        else:
+            self.blocks.append(block)
+            self.bytes += block.nbytes
+
+    def close(self) -> None:
+        if self.file is not None:
+            self.file.close()
+
+
+def _read_rows(reader: GenotypeReader, rows) -> list[str]:
+    """Append every block of variant rows to `rows` (a RowAppender or _Rows); return the variant IDs."""
+    ids: list = []
     progress = Progress("ingest vcf (variants)")
-    rows = RowAppender(out_path, len(reader.samples))
     try:
         for block_ids, codes in reader.blocks():
             rows.append(codes)
@@ -95,6 +124,31 @@ def _transpose(rows_path, out_path) -> None:
     del out, src
 
 
+def _transpose_blocks(blocks: list[np.ndarray], out_path) -> None:
+    """Write variant-row blocks held in memory as one (samples, variants) .npy, in one pass.
+
+    A block of samples at a time (about TRANSPOSE_BYTES), filled TILE x TILE (cache-
+    sized tiles transpose several times faster than whole blocks), then written out.
+    """
+    n_var = sum(b.shape[0] for b in blocks)
+    n_samp = blocks[0].shape[1]
+    rows = max(1, min(n_samp, TRANSPOSE_BYTES // max(1, n_var)))
+    buf = np.empty((rows, n_var), dtype=np.uint8)
+    with open(out_path, "wb") as fh:
+        np.lib.format.write_array_header_1_0(fh, {"descr": "|u1", "fortran_order": False, "shape": (n_samp, n_var)})
+        for s0 in range(0, n_samp, rows):
+            s1 = min(n_samp, s0 + rows)
+            v0 = 0
+            for block in blocks:
+                for t0 in range(0, block.shape[0], TILE):
+                    t1 = min(block.shape[0], t0 + TILE)
+                    for c0 in range(s0, s1, TILE):
+                        c1 = min(s1, c0 + TILE)
+                        buf[c0 - s0 : c1 - s0, v0 + t0 : v0 + t1] = block[t0:t1, c0:c1].T
+                v0 += block.shape[0]
+            fh.write(memoryview(buf[: s1 - s0]))
+
+
 def ingest_vcf(path, encoding: str, codes_out, manifest_out, **options) -> dict:
     """Write the codes matrix of a VCF/BCF for `genotype` or `genotype_t`; return the manifest."""
     from .ingest import file_sha256  # ingest dispatches here; import late to avoid a cycle
@@ -102,15 +156,21 @@ def ingest_vcf(path, encoding: str, codes_out, manifest_out, **options) -> dict:
     options = check_options(options)
     with GenotypeReader(path, **options) as reader, atomic_path(codes_out) as tmp:
         if encoding == "genotype_t":
-            ids_variants = _read_rows(reader, tmp)
+            ids_variants = _read_rows(reader, RowAppender(tmp, len(reader.samples)))
         else:
+            reader.want_ids = False  # vectors are samples: variant IDs are not kept
             fd, rows_tmp = tempfile.mkstemp(prefix=f".{Path(codes_out).name}.", suffix=".rows.npy",
                                             dir=Path(tmp).parent)
             os.close(fd)
             try:
-                ids_variants = _read_rows(reader, rows_tmp)
+                rows = _Rows(rows_tmp, len(reader.samples))
+                ids_variants = _read_rows(reader, rows)
                 if ids_variants:
-                    _transpose(rows_tmp, tmp)
+                    if rows.file is None:
+                        _transpose_blocks(rows.blocks, tmp)
+                    else:
+                        _transpose(rows_tmp, tmp)
+                del rows
             finally:
                 with contextlib.suppress(FileNotFoundError):
                     os.unlink(rows_tmp)
