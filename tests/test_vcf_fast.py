@@ -302,3 +302,19 @@ def test_ingest_same_codes(tmp_path, geno, memory, monkeypatch):
         assert np.array_equal(results[True, enc][0], results[False, enc][0])
         assert results[True, enc][1] == results[False, enc][1]
     assert np.array_equal(results[True, "genotype"][0], results[True, "genotype_t"][0].T)
+
+
+@pytest.mark.parametrize("members", [2, 3, 7])
+def test_concatenated_gzip_members(tmp_path, geno, members):
+    """`cat a.gz b.gz ...` (plain gzip members back to back, several in one read buffer): every
+    record of every member is read, as cyvcf2 reads them."""
+    text = header(geno.shape[1]) + "\n".join(records(geno, np.random.default_rng(5))) + "\n"
+    lines = text.splitlines(keepends=True)
+    first = sum(line.startswith("#") for line in lines) + 1  # the header and one record
+    cuts = [0, *np.linspace(first, len(lines), members).astype(int)]
+    parts = ["".join(lines[a:b]) for a, b in zip(cuts[:-1], cuts[1:], strict=True)]
+    assert len(parts) == members and all(parts)
+    path = tmp_path / "members.vcf.gz"
+    path.write_bytes(b"".join(gzip.compress(part.encode()) for part in parts))
+    out = assert_same(path, expect_fast="all")
+    assert out[0] == "ok" and len(out[1]) == geno.shape[0]

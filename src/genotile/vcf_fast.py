@@ -304,18 +304,18 @@ class _Text:
         d = zlib.decompressobj(31)
         out, size = [], 0
         while not self._stop.is_set():
-            comp = d.unconsumed_tail or fh.read(1 << 22)
-            if not comp:
-                if not d.eof:
+            if d.eof:  # a member ended: the next one starts in its unused data, or in the file
+                comp = d.unused_data or fh.read(1 << 22)
+                if not comp:
+                    break
+                d = zlib.decompressobj(31)
+            else:
+                comp = d.unconsumed_tail or fh.read(1 << 22)
+                if not comp:
                     raise ValueError("truncated gzip stream")
-                break
             data = d.decompress(comp, self._chunk)
             out.append(data)
             size += len(data)
-            if d.eof and d.unused_data:  # concatenated members
-                rest = d.unused_data
-                d = zlib.decompressobj(31)
-                out.append(d.decompress(rest, self._chunk))
             if size >= self._chunk:
                 self._put(b"".join(out))
                 out, size = [], 0
