@@ -95,3 +95,30 @@ def test_null_threshold_bound_is_configurable(tmp_path):
     snakemake(ok, config_for(path, threshold=None, ccc3={"null_threshold_max": 25}))
     with gzip.open(ok / "results/g/ccc3/triples.tsv.gz", "rt") as fh:
         assert sum(1 for _ in fh) == 1 + 25 * 24 * 23 // 6  # header + every triple
+
+
+def test_job_refuses_a_damaged_store_naming_the_file(tmp_path):
+    """A ccc3 job reads the store's permutation and manifest through the checked loaders."""
+    from genotile import steps3
+    from genotile.errors import GenotileError
+
+    g = random_genotypes(6, 9, p_missing=0.1, seed=4)
+    path = write_vcf(tmp_path / "g.vcf", vcf_text(g, seed=4))
+    work = tmp_path / "run"
+    work.mkdir()
+    snakemake(work, config_for(path, threshold=None))
+    store = work / "results/g/store/genotype_t"
+    job = {"block_size": 11, "stages": 1, "threshold": None, "backend": "numpy"}
+    bad_perm, bad_manifest = tmp_path / "perm.npy", tmp_path / "manifest.json"
+    bad_perm.write_bytes((store / "perm.npy").read_bytes()[:-9])  # truncated
+    bad_manifest.write_text((store / "manifest.json").read_text()[:40])  # cut JSON
+    with pytest.raises(GenotileError, match=rf"{bad_perm}.*unreadable"):
+        steps3.triple_job(store / "planes.npy", store / "manifest.json", bad_perm, 0, 0, 0, 0,
+                          out=tmp_path / "t.npz", **job)
+    with pytest.raises(GenotileError, match=str(bad_manifest)):
+        steps3.triple_job(store / "planes.npy", bad_manifest, store / "perm.npy", 0, 0, 0, 0,
+                          out=tmp_path / "t.npz", **job)
+    with pytest.raises(GenotileError, match=str(bad_manifest)):
+        steps3.merge([], bad_manifest, block_size=11, stages=1, triples_out=tmp_path / "x.tsv.gz",
+                     summary_out=tmp_path / "x.json", config={})
+    assert not (tmp_path / "t.npz").exists() and not (tmp_path / "x.tsv.gz").exists()

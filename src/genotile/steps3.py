@@ -2,17 +2,15 @@
 without Snakemake (`run_ccc3`, the benchmark) chains in one process. The store (ingest, plan,
 pack of `genotype_t`) is the one ccc2 reads (steps.py)."""
 
-import json
 import logging
 import time
 from pathlib import Path
 
-import numpy as np
-
 from . import ccc3
 from .merge3 import merge_triples, write_summary
 from .progress import Progress
-from .steps import store_identity
+from .readback import load_json, load_permutation
+from .steps import STORE_KEYS, store_identity
 from .store import open_store
 from .tile3 import compute_triples
 from .tilefile import write_tile
@@ -41,7 +39,7 @@ def triple_job(planes, manifest_path, perm_path, bi, bj, bk, stage, *, block_siz
     plan = plan3(manifest, block_size, stages)
     ccc3.check_null_threshold(plan.n_vectors, threshold, max_vectors=null_max)
     prm = ccc3.Params.make(**(params or {}))
-    perm = np.load(perm_path, allow_pickle=False)
+    perm = load_permutation(perm_path, plan.n_vectors)
     log.info("ccc3 job (%d, %d, %d) stage %d of %d: %d middle vectors, %d fields, counting...", bi, bj, bk, stage,
              stages, len(plan.stage_rows(int(bj), int(stage))), manifest["n_kept"])
     arrays, meta = compute_triples(planes_mm, layout, perm, plan, prm, int(bi), int(bj), int(bk), int(stage),
@@ -56,8 +54,7 @@ def triple_job(planes, manifest_path, perm_path, bi, bj, bk, stage, *, block_siz
 
 def merge(paths, manifest_path, *, block_size, stages, triples_out, summary_out, config: dict, params=None) -> dict:
     started = time.perf_counter()
-    with open(manifest_path) as fh:
-        manifest = json.load(fh)
+    manifest = load_json(manifest_path, "store manifest", STORE_KEYS)
     plan = plan3(manifest, block_size, stages)
     prm = ccc3.Params.make(**(params or {}))
     merged = merge_triples(paths, manifest["ids"], plan, triples_out, store_identity(manifest),
@@ -72,8 +69,7 @@ def run_ccc3(store_dir, outdir, *, block_size, stages=1, threshold=None, params=
              null_max: int = ccc3.NULL_THRESHOLD_MAX) -> dict:
     """Every ccc3 job of a packed store, then the merge, in this process (files as the workflow's)."""
     store_dir, outdir = Path(store_dir), Path(outdir)
-    with open(store_dir / "manifest.json") as fh:
-        plan = plan3(json.load(fh), block_size, stages)
+    plan = plan3(load_json(store_dir / "manifest.json", "store manifest", STORE_KEYS), block_size, stages)
     ccc3.check_null_threshold(plan.n_vectors, threshold, max_vectors=null_max)
     paths = triple_paths(outdir / "triples", plan)
     progress = Progress("ccc3: jobs", total=len(paths))
