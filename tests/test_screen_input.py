@@ -1,13 +1,16 @@
 """Bad screening inputs: one clear line naming the file, the line or record, and the problem."""
 
 import gzip
+import json
 
 import numpy as np
 import pytest
 
 from genotile.errors import GenotileError
 from genotile.fastq import read_fastq
+from genotile.screen import steps
 from genotile.screen.signatures import read_signatures
+from genotile.tilefile import read_tile, write_tile
 
 
 def fastq(tmp_path, text, gz=False):
@@ -73,3 +76,143 @@ def test_signatures_wrapped_any_case(tmp_path):
     path = tmp_path / "sig.fa"
     path.write_text(">a virus one\nACGT\nnnac\n>b\nT\n")
     assert [(n, bytes(s)) for n, s in read_signatures(path)] == [("a", b"ACGTnnac"), ("b", b"T")]
+
+
+# IDs: the rules of genotile.ids.check_id, as for FASTA and VCF inputs
+
+@pytest.mark.parametrize("reader, data, message", [
+    (read_fastq, b"@r1\nACGT\n+\nIIII\n@s\xe4 x\nAC\n+\nII\n",
+     "line 5: record 2: ID b's\\xe4' is not UTF-8 text (byte 0xe4 at position 2)"),
+    (read_fastq, b"@r\x01b\nACGT\n+\nIIII\n",
+     "line 1: record 1: ID 'r\\x01b' holds a control character ('\\x01' at position 2)"),
+    (read_fastq, b"@r1\nACGT\n+\nIIII\n@\x7f\nAC\n+\nII\n", "line 5: record 2: ID '\\x7f' holds a control character"),
+    (read_signatures, b">a\nACGT\n>sig\xe4\nAC\n",
+     "line 3: record 2: ID b'sig\\xe4' is not UTF-8 text (byte 0xe4 at position 4)"),
+    (read_signatures, b">a\x1bb\nACGT\n",
+     "line 1: record 1: ID 'a\\x1bb' holds a control character ('\\x1b' at position 2)"),
+    (read_signatures, b">\nACGT\n", "line 1: record 1 has an empty ID"),
+])
+def test_id_rules(tmp_path, reader, data, message):
+    path = tmp_path / "input"
+    path.write_bytes(data)
+    with pytest.raises(GenotileError) as err:
+        list(reader(path))
+    assert str(err.value).startswith(f"{path}: ") and message in str(err.value)
+    assert "\n" not in str(err.value)
+
+
+def test_non_ascii_ids_are_distinct_and_written_verbatim(tmp_path):
+    """'sä' and 'sö' (and 'sigä', 'sigö') are different IDs, read as text and written as UTF-8."""
+    reads = tmp_path / "reads.fq"
+    reads.write_bytes("@sä one\nACGTACGTTT\n+\nIIIIIIIIII\n@sö\nGGGGACGTAA\n+\n5555555555\n".encode())
+    sigs = tmp_path / "sigs.fa"
+    sigs.write_bytes(">sigä\nACGT\n>sigö x\nGGGG\n".encode())
+    assert [r[0] for r in read_fastq(reads)] == ["sä", "sö"]
+    assert [r[0] for r in read_signatures(sigs)] == ["sigä", "sigö"]
+    out = run_screen(tmp_path, reads, sigs)
+    with gzip.open(out / "matches.tsv.gz", "rb") as fh:
+        rows = fh.read().decode("utf-8").splitlines()
+    # ACGT is at 1 in sä (score 40) and at 5 in sö (score 20); GGGG at 1 in sö only
+    assert rows == ["sample\tsignature\tposition\tscore", "sä\tsigä\t1\t40.00", "sö\tsigä\t5\t20.00",
+                    "sö\tsigö\t1\t20.00"]
+
+
+# the screening steps: a damaged store, tiles not of the plan or given twice
+
+def run_screen(tmp_path, reads, sigs, merge=True):
+    """ingest (one sample x one signature per block), every tile, merge; the output folder."""
+    out = tmp_path / "out"
+    manifest = steps.ingest(reads, sigs, out / "store", sample_block=1, signature_block=1)
+    paths = []
+    for i, j in steps.tiles_of(manifest):
+        paths.append(out / f"tile_{i}_{j}.npz")
+        steps.tile(out / "store", i, j, backend="numpy", tile_out=paths[-1])
+    if merge:
+        steps.merge(paths, out / "store", min_score=None, matches_out=out / "matches.tsv.gz",
+                    summary_out=out / "summary.json", config={})
+    return out if merge else paths
+
+
+def small_screen(tmp_path, merge=True):
+    reads = tmp_path / "reads.fq"
+    reads.write_text("@r1\nACGTACGTTT\n+\nIIIIIIIIII\n@r2\nGGGGACGTAA\n+\n5555555555\n")
+    sigs = tmp_path / "sigs.fa"
+    sigs.write_text(">a\nACGT\n>b\nGGGG\n")
+    return run_screen(tmp_path, reads, sigs, merge)
+
+
+def _manifest(store):
+    return json.loads((store / "manifest.json").read_text())
+
+
+DAMAGES = {
+    "manifest truncated": ("manifest.json", lambda p: p.write_bytes(p.read_bytes()[:40]), "not valid JSON"),
+    "manifest garbage": ("manifest.json", lambda p: p.write_bytes(b"\x00\xff garbage"), "not valid JSON"),
+    "manifest a list": ("manifest.json", lambda p: p.write_text("[1, 2]"), "not a genotile screening store manifest"),
+    "manifest without IDs": ("manifest.json", lambda p: p.write_text(json.dumps(
+        {k: v for k, v in _manifest(p.parent).items() if k != "sample_ids"})), "no 'sample_ids'"),
+    "manifest counts edited": ("manifest.json", lambda p: p.write_text(json.dumps(
+        {**_manifest(p.parent), "n_samples": 3})), "sample IDs, count, block size and blocks do not agree"),
+    "array truncated": ("seq.npy", lambda p: p.write_bytes(p.read_bytes()[:-3]), "unreadable .npy"),
+    "array garbage": ("sig_seq.npy", lambda p: p.write_bytes(b"garbage, not numpy"), "unreadable .npy"),
+    "array empty": ("qual.npy", lambda p: p.write_bytes(b""), "unreadable .npy"),
+    "array missing": ("offsets.npy", lambda p: p.unlink(), "missing"),
+    "offsets of another dtype": ("offsets.npy", lambda p: np.save(p, np.array([0.0, 10.0, 20.0])),
+                                 "holds float64 of shape (3,)"),
+    "array of 2 dimensions": ("seq.npy", lambda p: np.save(p, np.zeros((4, 5), np.uint8)),
+                              "holds uint8 of shape (4, 5)"),
+    "offsets decreasing": ("offsets.npy", lambda p: np.save(p, np.array([0, 25, 20], np.int64)),
+                           "not 3 increasing offsets from 0 to 20"),
+    "offsets with an empty record": ("offsets.npy", lambda p: np.save(p, np.array([0, 0, 20], np.int64)),
+                                     "not 3 increasing offsets from 0 to 20"),
+    "offsets short of the end": ("sig_offsets.npy", lambda p: np.save(p, np.array([0, 4, 7], np.int64)),
+                                 "not 3 increasing offsets from 0 to 8"),
+    "offsets too few": ("sig_offsets.npy", lambda p: np.save(p, np.array([0, 8], np.int64)),
+                        "not 3 increasing offsets from 0 to 8"),
+    "qualities short": ("qual.npy", lambda p: np.save(p, np.zeros(19, np.uint8)), "19 qualities for 20 bases"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(DAMAGES))
+def test_damaged_store_is_refused_naming_the_file(tmp_path, case):
+    paths = small_screen(tmp_path, merge=False)
+    store = tmp_path / "out/store"
+    steps.load_store(store)  # sound before the damage
+    name, damage, message = DAMAGES[case]
+    damage(store / name)
+    for step in (lambda: steps.load_store(store),
+                 lambda: steps.tile(store, 0, 0, backend="numpy", tile_out=tmp_path / "t.npz"),
+                 lambda: steps.merge(paths, store, min_score=None, matches_out=tmp_path / "m.tsv.gz",
+                                     summary_out=tmp_path / "s.json", config={})):
+        with pytest.raises(GenotileError) as err:
+            step()
+        assert str(store / name) in str(err.value) and message in str(err.value)
+        assert "\n" not in str(err.value)
+    assert not (tmp_path / "m.tsv.gz").exists()
+
+
+def test_merge_refuses_a_tile_not_in_the_plan_or_given_twice(tmp_path):
+    paths = small_screen(tmp_path, merge=False)
+    store = tmp_path / "out/store"
+    assert len(paths) == 4
+
+    def merge(tiles):
+        steps.merge(tiles, store, min_score=None, matches_out=tmp_path / "m.tsv.gz",
+                    summary_out=tmp_path / "s.json", config={})
+
+    arrays, meta, _ = read_tile(paths[1])
+    for k, bad in enumerate(([2, 0], [0, -1], None, [0, 1, 0])):
+        foreign = tmp_path / f"foreign{k}.npz"
+        write_tile(foreign, arrays, {**meta, "tile": bad})
+        with pytest.raises(GenotileError) as err:
+            merge([paths[0], foreign, *paths[2:]])
+        assert str(err.value) == f"tile {foreign}: holds tile {bad}, not one of the plan of {store}"
+    with pytest.raises(GenotileError) as err:
+        merge([*paths, paths[1]])
+    assert str(err.value) == f"tile {paths[1]}: tile (0, 1) given twice"
+    with pytest.raises(GenotileError, match=r"screen tiles missing from the merge: \[\(1, 0\)\]"):
+        merge([*paths[:2], paths[3]])
+    assert not (tmp_path / "m.tsv.gz").exists()
+    merge(paths[::-1])  # every tile once, in any order
+    with gzip.open(tmp_path / "m.tsv.gz", "rt", encoding="utf-8") as fh:
+        assert fh.read().splitlines()[1:] == ["r1\ta\t1\t40.00", "r2\ta\t5\t20.00", "r2\tb\t1\t20.00"]

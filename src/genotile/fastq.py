@@ -1,7 +1,8 @@
 """Streaming FASTQ reader (plain or gzip) with the checks a user needs.
 
 Four-line records (`@name [description]`, sequence, `+[name]`, quality), one record at a time.
-IDs are the header up to the first whitespace. Qualities are Phred+33: characters '!' .. '~'.
+IDs are the header up to the first whitespace, held to the rules of `ids.check_id` (UTF-8, no
+control characters). Qualities are Phred+33: characters '!' .. '~'.
 Every problem is one GenotileError naming the file, the line and the record.
 """
 
@@ -12,6 +13,7 @@ from collections.abc import Iterator
 import numpy as np
 
 from .errors import GenotileError
+from .ids import check_id
 
 PHRED_OFFSET = 33
 QUAL_MIN, QUAL_MAX = ord("!"), ord("~")
@@ -47,15 +49,13 @@ def read_fastq(path) -> Iterator[tuple[str, np.ndarray, np.ndarray]]:
             continue  # blank lines between records; an empty file is caught below
         record += 1
         if not header.startswith(b"@"):
-            shown = header[:40].decode("ascii", "replace")
+            shown = header[:40].decode("utf-8", "replace")
             hint = " (it looks like FASTA)" if header.startswith(b">") else ""
             raise GenotileError(
                 f"{path}: line {number}: record {record} should start with '@', found {shown!r}{hint}"
             )
-        fields = header[1:].split()
-        if not fields:
-            raise GenotileError(f"{path}: line {number}: record {record} has an empty ID")
-        name = fields[0].decode("ascii", "replace")
+        fields = header[1:].split(None, 1)
+        name = check_id(fields[0] if fields else b"", path, f"line {number}: record {record}")
         if name in seen:
             raise GenotileError(
                 f"{path}: line {number}: duplicate sample ID {name!r} (records {seen[name]} and {record})"

@@ -1,7 +1,8 @@
 """Signature FASTA reader (plain or gzip), streamed, with one-line errors.
 
-IDs are the header up to the first whitespace; sequence lines may be wrapped. Signatures
-need not have equal lengths; they hold A, C, G, T, N (any case) only (`encode.check_signature`).
+IDs are the header up to the first whitespace, held to the rules of `ids.check_id` (UTF-8, no
+control characters); sequence lines may be wrapped. Signatures need not have equal lengths;
+they hold A, C, G, T, N (any case) only (`encode.check_signature`).
 """
 
 from collections.abc import Iterator
@@ -10,6 +11,7 @@ import numpy as np
 
 from ..errors import GenotileError
 from ..fastq import open_maybe_gzip
+from ..ids import check_id
 from .encode import check_signature
 
 
@@ -28,16 +30,14 @@ def read_signatures(path) -> Iterator[tuple[str, np.ndarray]]:
             for line_no, raw in enumerate(fh, start=1):
                 line = raw.strip()
                 if name is None and line and not line.startswith(b">"):
-                    shown = line[:40].decode("ascii", "replace")
+                    shown = line[:40].decode("utf-8", "replace")
                     raise GenotileError(f"{path}: line {line_no}: not a FASTA file: it starts with {shown!r}")
                 if line.startswith(b">"):
                     if name is not None:
                         yield finish()
-                    fields = line[1:].split()
+                    fields = line[1:].split(None, 1)
                     number += 1
-                    if not fields:
-                        raise GenotileError(f"{path}: line {line_no}: record {number} has an empty ID")
-                    name = fields[0].decode("ascii", "replace")
+                    name = check_id(fields[0] if fields else b"", path, f"line {line_no}: record {number}")
                     if name in seen:
                         raise GenotileError(
                             f"{path}: line {line_no}: duplicate signature ID {name!r} "

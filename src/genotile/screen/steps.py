@@ -18,6 +18,7 @@ from ..atomic import atomic_path, write_text
 from ..errors import GenotileError
 from ..fastq import read_fastq
 from ..merge import file_sha256
+from ..readback import RERUN, load_json, load_npy
 from ..tilefile import read_tile, write_tile
 from ..tsvgz import write_tsv_gz
 from . import backend as backends
@@ -62,12 +63,44 @@ def ingest(samples_path, signatures_path, store_dir, *, sample_block: int, signa
     return manifest
 
 
+MANIFEST_KEYS = ("samples", "samples_sha256", "signatures", "signatures_sha256", "n_samples", "n_signatures",
+                 "sample_bases", "signature_bases", "sample_block", "signature_block", "sample_blocks",
+                 "signature_blocks", "sample_ids", "signature_ids")
+STORE_DTYPES = {"seq": np.uint8, "qual": np.uint8, "offsets": np.int64, "sig_seq": np.uint8, "sig_offsets": np.int64}
+
+
+def _check_manifest(path, m: dict) -> None:
+    """Counts, IDs and plan of a screening manifest agree with each other."""
+    for kind, block in (("sample", "sample_block"), ("signature", "signature_block")):
+        ids, n, size, blocks = m[f"{kind}_ids"], m[f"n_{kind}s"], m[block], m[f"{kind}_blocks"]
+        if not (isinstance(ids, list) and all(isinstance(x, str) for x in ids) and type(n) is int
+                and len(ids) == n > 0 and type(size) is int and size > 0 and blocks == _blocks(n, size)):
+            raise GenotileError(f"screening store manifest {path}: its {kind} IDs, count, block size and "
+                                f"blocks do not agree (damaged or edited); {RERUN}")
+
+
+def _check_offsets(path, offsets: np.ndarray, n: int, size: int) -> None:
+    """offsets of n non-empty records back to back in an array of `size` bytes."""
+    if offsets.shape != (n + 1,) or offsets[0] != 0 or offsets[-1] != size or (np.diff(offsets) <= 0).any():
+        raise GenotileError(f"screening store {path}: not {n + 1} increasing offsets from 0 to {size} "
+                            f"(the size of its sequence array); {RERUN}")
+
+
 def load_store(store_dir) -> tuple[dict, SequenceSet, SequenceSet]:
+    """The manifest and both sequence sets (arrays memory-mapped); a damaged file is refused, named."""
     store = Path(store_dir)
-    manifest = json.loads((store / "manifest.json").read_text())
-    a = {name: np.load(store / f"{name}.npy", mmap_mode="r") for name in STORE_ARRAYS}
-    samples = SequenceSet(manifest["sample_ids"], a["seq"], np.asarray(a["offsets"]), a["qual"])
-    sigs = SequenceSet(manifest["signature_ids"], a["sig_seq"], np.asarray(a["sig_offsets"]))
+    manifest = load_json(store / "manifest.json", "screening store manifest", MANIFEST_KEYS)
+    _check_manifest(store / "manifest.json", manifest)
+    a = {name: load_npy(store / f"{name}.npy", "screening store array", dtype=STORE_DTYPES[name], ndim=1, mmap=True)
+         for name in STORE_ARRAYS}
+    if a["qual"].size != a["seq"].size:
+        raise GenotileError(f"screening store {store / 'qual.npy'}: {a['qual'].size} qualities for "
+                            f"{a['seq'].size} bases in seq.npy; {RERUN}")
+    offsets, sig_offsets = np.asarray(a["offsets"]), np.asarray(a["sig_offsets"])
+    _check_offsets(store / "offsets.npy", offsets, manifest["n_samples"], a["seq"].size)
+    _check_offsets(store / "sig_offsets.npy", sig_offsets, manifest["n_signatures"], a["sig_seq"].size)
+    samples = SequenceSet(manifest["sample_ids"], a["seq"], offsets, a["qual"])
+    sigs = SequenceSet(manifest["signature_ids"], a["sig_seq"], sig_offsets)
     return manifest, samples, sigs
 
 
@@ -107,7 +140,8 @@ def merge(tile_paths, store_dir, *, min_score, matches_out, summary_out, config:
     """matches.tsv.gz (sample and signature order, min_score applied) and summary.json."""
     started = time.perf_counter()
     manifest, _, sigs = load_store(store_dir)
-    want = {tuple(t) for t in tiles_of(manifest)}
+    want = set(tiles_of(manifest))
+    seen = set()
     parts, tiles = [], []
     for path in tile_paths:
         arrays, meta, digest = read_tile(path)
@@ -115,13 +149,20 @@ def merge(tile_paths, store_dir, *, min_score, matches_out, summary_out, config:
             raise GenotileError(
                 f"tile {path}: computed from other inputs or blocks than {store_dir}; delete it and rerun"
             )
-        want.discard(tuple(meta["tile"]))
+        t = meta.get("tile")
+        job = tuple(t) if isinstance(t, list) and all(type(x) is int for x in t) else None
+        if job not in want:
+            raise GenotileError(f"tile {path}: holds tile {t}, not one of the plan of {store_dir}")
+        if job in seen:
+            raise GenotileError(f"tile {path}: tile {job} given twice")
+        seen.add(job)
         parts.append(arrays)
         tiles.append({"tile": meta["tile"], "file": str(path), "sha256": digest, "backend": meta["backend"],
                       "matches": meta["matches"], "seconds": meta["seconds_total"],
                       "seconds_search": meta["seconds_search"]})
-    if want:
-        raise GenotileError(f"screen tiles missing from the merge: {sorted(want)}")
+    missing = sorted(want - seen)
+    if missing:
+        raise GenotileError(f"screen tiles missing from the merge: {missing}")
     cols = {k: np.concatenate([p[k] for p in parts]) for k in ("sample", "signature", "position", "qual_sum")}
     order = np.lexsort((cols["signature"], cols["sample"]))
     cols = {k: v[order] for k, v in cols.items()}
