@@ -18,7 +18,7 @@ from .metrics import Metric
 from .plan import Plan
 from .progress import Progress
 from .tilefile import read_tile
-from .tsvgz import format_column, write_tsv_gz
+from .tsvgz import format_column, format_rows, write_tsv_gz
 
 
 def read_tiles(tile_paths, plan: Plan, metric: Metric, store: dict | None = None):
@@ -96,8 +96,8 @@ def merge_matrix(tile_paths, ids: list[str], plan: Plan, metric: Metric, out_pat
         raise GenotileError(f"{out_path}: {int((~filled).sum())} matrix cells were in no tile")
     with atomic_path(out_path) as tmp, open(tmp, "w", encoding="utf-8", newline="\n") as fh:
         fh.write("\t".join(["", *ids]) + "\n")
-        for name, row in zip(ids, matrix, strict=True):
-            fh.write(name + "\t" + "\t".join(_format(row)) + "\n")
+        for name, row in zip(ids, format_rows(matrix), strict=True):
+            fh.write(name + "\t" + row + "\n")
 
 
 def file_sha256(path) -> str:

