@@ -328,6 +328,21 @@ def test_broken_gzip_fasta_is_refused_and_htslib_is_quiet(tmp_path, capfd):
     assert "[E::" not in capfd.readouterr().err and "[W::" not in capfd.readouterr().err
 
 
+def test_zero_padding_after_the_last_gzip_member_is_ignored(tmp_path):
+    """Zeros after the last member (tape-block padding), as GNU gzip takes them: same records."""
+    from genotile.fasta import raw_records
+
+    text = b">a desc\nACGT\n>b\nAC\n"
+    for case, data in {"one": gzip.compress(text) + b"\0" * 5000,
+                       "two": gzip.compress(text[:12]) + gzip.compress(text[12:]) + b"\0"}.items():
+        path = tmp_path / f"{case}.fa.gz"
+        path.write_bytes(data)
+        assert list(raw_records(path)) == [(b"a desc", b"ACGT"), (b"b", b"AC")], case
+    path = tmp_path / "junk.fa.gz"
+    path.write_bytes(gzip.compress(text) + b"\0" * 700 + b"junk")
+    one_line_error(lambda: list(raw_records(path)), "after the zero padding", path=path)
+
+
 @st.composite
 def fasta_files(draw):
     """(records, file bytes): random IDs, descriptions, line widths, CRLF, blank lines, BOM."""

@@ -89,6 +89,15 @@ def _inflate(fh, path) -> Iterator[bytes]:
         if d.eof:  # the member ended; another may follow
             pending = d.unused_data
             d, fed = zlib.decompressobj(wbits=31), False
+            if pending[:1] == b"\0" or (not pending and fh.peek(1)[:1] == b"\0"):
+                # zero padding after the last member (tape blocks; GNU gzip ignores it): a member
+                # starts with 0x1f, so only zeros may follow to the end
+                while pending:
+                    if pending.strip(b"\0"):
+                        raise GenotileError(f"{path}: damaged gzip data near byte {fh.tell()}: "
+                                            "bytes after the zero padding that ends the last member")
+                    pending = fh.read(CHUNK)
+                return
 
 
 def _chunks(path) -> Iterator[bytes]:
