@@ -45,7 +45,6 @@ def read_tiles(tile_paths, plan: Plan, metric: Metric, store: dict | None = None
         raise GenotileError(f"{len(missing)} tile(s) missing, e.g. {missing[:5]}: rerun the tile jobs")
 
 
-_format = format_column  # merge3 imports it from here
 
 
 def merge_pairs(tile_paths, ids: list[str], plan: Plan, metric: Metric, out_path, store: dict | None = None) -> dict:
@@ -58,7 +57,7 @@ def merge_pairs(tile_paths, ids: list[str], plan: Plan, metric: Metric, out_path
     order = np.lexsort((merged["b"], merged["a"]))
     ids_arr = np.asarray(ids, dtype=object)
     a, b = merged["a"][order], merged["b"][order]
-    columns = [ids_arr[a], ids_arr[b]] + [_format(merged[c][order]) for c in metric.columns]
+    columns = [ids_arr[a], ids_arr[b]] + [format_column(merged[c][order]) for c in metric.columns]
     write_tsv_gz(out_path, ("id1", "id2", *metric.columns), columns)
     return {"pairs_passing": int(a.size), "tiles": tiles, "histograms": hist}
 
@@ -108,6 +107,23 @@ def file_sha256(path) -> str:
     return digest.hexdigest()
 
 
+def input_provenance(manifest: dict) -> dict:
+    """The store's input and its SHA-256 (and the VCF reader's rule counts), for a summary.json."""
+    out = {"input": manifest["input"], "input_sha256": manifest["input_sha256"]}
+    if "ingest_counts" in manifest:  # VCF rules
+        out["ingest_counts"] = manifest["ingest_counts"]
+    return out
+
+
+def output_records(outputs: dict) -> dict:
+    """{name: {file, sha256}} of the files a merge wrote."""
+    return {name: {"file": str(p), "sha256": file_sha256(p)} for name, p in outputs.items()}
+
+
+def versions() -> dict:
+    return {"genotile": __version__, "numpy": np.__version__, "python": platform.python_version()}
+
+
 def write_summary(out_path, *, manifest: dict, plan: Plan, metric: Metric, merged: dict,
                   outputs: dict, config: dict, started: float | None = None) -> dict:
     tiles = merged["tiles"]
@@ -126,10 +142,8 @@ def write_summary(out_path, *, manifest: dict, plan: Plan, metric: Metric, merge
         "keep": metric.keep,
         "backend": sorted({t["backend"] for t in tiles}),
         "plan": plan.to_json(),
-        "input": manifest["input"],
-        "input_sha256": manifest["input_sha256"],
-        **({"ingest_counts": manifest["ingest_counts"]} if "ingest_counts" in manifest else {}),  # VCF rules
-        "outputs": {name: {"file": str(p), "sha256": file_sha256(p)} for name, p in outputs.items()},
+        **input_provenance(manifest),
+        "outputs": output_records(outputs),
         "tiles": [{"tile": t["tile"], "file": t["file"], "sha256": t["sha256"],
                    "pairs_passing": t["pairs_passing"], "seconds": t["seconds_total"]} for t in tiles],
         "timings": {
@@ -139,7 +153,7 @@ def write_summary(out_path, *, manifest: dict, plan: Plan, metric: Metric, merge
             "merge_seconds": None if started is None else time.perf_counter() - started,
         },
         "config": config,
-        "versions": {"genotile": __version__, "numpy": np.__version__, "python": platform.python_version()},
+        "versions": versions(),
     }
     write_text(out_path, json.dumps(summary, indent=1) + "\n")
     return summary

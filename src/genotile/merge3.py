@@ -5,19 +5,17 @@ seed, block size or number of stages; numbers formatted and gzipped as merge.py 
 """
 
 import json
-import platform
 import time
 
 import numpy as np
 
-from . import __version__, ccc3
+from . import ccc3
 from .atomic import write_text
 from .errors import GenotileError
-from .merge import file_sha256
+from .merge import input_provenance, output_records, versions
 from .progress import Progress
 from .tilefile import read_tile
-from .tsvgz import format_column as _format
-from .tsvgz import write_tsv_gz
+from .tsvgz import format_column, write_tsv_gz
 
 
 def read_triple_files(paths, plan: ccc3.Plan3, store: dict | None = None, params: dict | None = None):
@@ -60,7 +58,7 @@ def merge_triples(paths, ids: list[str], plan: ccc3.Plan3, out_path, store: dict
     order = np.lexsort((merged["c"], merged["b"], merged["a"]))
     ids_arr = np.asarray(ids, dtype=object)
     columns = [ids_arr[merged[x][order]] for x in ("a", "b", "c")]
-    columns += [_format(merged[col][order]) for col in ccc3.COLUMNS]
+    columns += [format_column(merged[col][order]) for col in ccc3.COLUMNS]
     write_tsv_gz(out_path, ("id1", "id2", "id3", *ccc3.COLUMNS), columns)
     return {"triples_passing": int(order.size), "jobs": jobs}
 
@@ -85,10 +83,8 @@ def write_summary(out_path, *, manifest: dict, plan: ccc3.Plan3, merged: dict, o
         "keep": "ge_any",
         "backend": sorted({j["backend"] for j in jobs}),
         "plan": plan.to_json(),
-        "input": manifest["input"],
-        "input_sha256": manifest["input_sha256"],
-        **({"ingest_counts": manifest["ingest_counts"]} if "ingest_counts" in manifest else {}),
-        "outputs": {name: {"file": str(p), "sha256": file_sha256(p)} for name, p in outputs.items()},
+        **input_provenance(manifest),
+        "outputs": output_records(outputs),
         "jobs": [{"job": [*j["tile"], j["stage"]], "file": j["file"], "sha256": j["sha256"],
                   "triples_passing": j["triples_passing"], "seconds": j["seconds_total"]} for j in jobs],
         "timings": {
@@ -98,7 +94,7 @@ def write_summary(out_path, *, manifest: dict, plan: ccc3.Plan3, merged: dict, o
             "merge_seconds": None if started is None else time.perf_counter() - started,
         },
         "config": config,
-        "versions": {"genotile": __version__, "numpy": np.__version__, "python": platform.python_version()},
+        "versions": versions(),
     }
     write_text(out_path, json.dumps(summary, indent=1) + "\n")
     return summary

@@ -7,17 +7,15 @@ the IDs, the inputs' SHA-256 and the plan: blocks of `sample_block` samples x
 """
 
 import json
-import platform
 import time
 from pathlib import Path
 
 import numpy as np
 
-from .. import __version__
 from ..atomic import atomic_path, write_text
 from ..errors import GenotileError
 from ..fastq import read_fastq
-from ..merge import file_sha256
+from ..merge import file_sha256, output_records, versions
 from ..readback import RERUN, load_json, load_npy
 from ..tilefile import read_tile, write_tile
 from ..tsvgz import write_tsv_gz
@@ -190,13 +188,13 @@ def merge(tile_paths, store_dir, *, min_score, matches_out, summary_out, config:
         "min_score": min_score,
         "backend": sorted({t["backend"] for t in tiles}),
         "plan": {k: manifest[k] for k in ("sample_block", "signature_block", "sample_blocks", "signature_blocks")},
-        "outputs": {"matches": {"file": str(matches_out), "sha256": file_sha256(matches_out)}},
+        "outputs": output_records({"matches": matches_out}),
         "tiles": tiles,
         "timings": {"tile_seconds_total": sum(t["seconds"] for t in tiles), "tile_seconds_search": search,
                     "pairs_per_s_search": manifest["n_samples"] * manifest["n_signatures"] / search if search else None,
                     "merge_seconds": time.perf_counter() - started},
         "config": config,
-        "versions": {"genotile": __version__, "numpy": np.__version__, "python": platform.python_version()},
+        "versions": versions(),
     }
     write_text(summary_out, json.dumps(summary, indent=1) + "\n")
     return summary
