@@ -48,6 +48,9 @@ import numpy as np
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "src"))
+sys.path.insert(0, str(REPO / "bench"))
+
+import ceilings  # noqa: E402
 
 # ---------------------------------------------------------------- data
 
@@ -170,13 +173,13 @@ def phase_tiles(a) -> dict:
     bits = sum((t.left[1] - t.left[0]) * 64 for t in products)
     small = Plan(min(64, plan.n_vectors), plan.block_size, plan.seed)  # warm-up (thread pools)
     compute_tile(planes[: small.n_vectors], layout, perm[: small.n_vectors], small, metric, 0, 0, None, False,
-                 "numpy")
+                 a.backend)
     macs0 = getattr(numpy_blas, "MACS", [0])[0]
     seconds = counts = write = bit_macs = 0.0
     pairs = 0
     for bi, bj in plan.tiles():
         t0 = time.perf_counter()
-        arrays, meta = compute_tile(planes, layout, perm, plan, metric, bi, bj, None, True, "numpy")
+        arrays, meta = compute_tile(planes, layout, perm, plan, metric, bi, bj, None, True, a.backend)
         t1 = time.perf_counter()
         write_tile(out / f"tile_{a.metric}_{bi}_{bj}.npz", arrays, meta)
         write += time.perf_counter() - t1
@@ -224,6 +227,11 @@ def phase_ingest(a) -> dict:
 
 
 def phase_ceiling(a) -> dict:
+    out = {}
+    try:
+        out["popcount_words"] = ceilings.numba_popcount_words()
+    except ImportError:  # no numba here
+        pass
     rng = np.random.default_rng(0)
     m, k = 2048, 16384
     x = rng.random((m, k), dtype=np.float32)
@@ -234,7 +242,7 @@ def phase_ceiling(a) -> dict:
         t0 = time.perf_counter()
         x @ y.T
         best = min(best, time.perf_counter() - t0)
-    return {"sgemm_macs": m * m * k / best}
+    return {**out, "sgemm_macs": m * m * k / best}
 
 
 PHASES = {"store": phase_store, "tiles": phase_tiles, "ingest": phase_ingest, "ceiling": phase_ceiling}
@@ -298,6 +306,8 @@ def main() -> None:
     p.add_argument("--data", default=None, help="folder for the generated VCFs (kept between runs)")
     p.add_argument("--skip", action="append", default=[], choices=["tiles", "ingest"])
     p.add_argument("--out", default=None)
+    p.add_argument("--backends", default="numba,numpy",
+                   help="CPU backends timed on the tiles, comma-separated (each against the same PLINK runs)")
     p.add_argument("--baseline", metavar="REV", default=None,
                    help="also time the numpy backend and VCF reading of git revision REV once (before/after)")
     # child phases
@@ -306,6 +316,7 @@ def main() -> None:
     p.add_argument("--workdir", help=argparse.SUPPRESS)
     p.add_argument("--metric", help=argparse.SUPPRESS)
     p.add_argument("--impl", default="tree", help=argparse.SUPPRESS)
+    p.add_argument("--backend", default="numpy", help=argparse.SUPPRESS)
     a = p.parse_args()
     if a.phase:
         print(json.dumps(PHASES[a.phase](a)))
@@ -334,27 +345,40 @@ def main() -> None:
                     "plink1.9 --distance square 1-ibs flat-missing"),
             "king": ("plink2", ["--pfile", str(plink_dir / "p"), "--make-king-table"], "plink2 --make-king-table"),
         }
+        names = [b for b in a.backends.split(",") if b]
         for metric, (tool, args, label) in peers.items():
-            ours, theirs = [], []
+            ours: dict = {b: [] for b in names}
+            theirs = []
             for _ in range(a.repeats):
                 theirs.append(run_plink(tool, args, plink_dir / f"out_{metric}", a.threads, metric))
-                ours.append(child(a, "tiles", workdir=store, metric=metric))
-            results[metric] = {"ours": ours, "peer": theirs}
+                for b in names:
+                    ours[b].append(child(a, "tiles", workdir=store, metric=metric, backend=b))
+            results[metric] = {"ours": ours[names[0]], "peer": theirs, "by_backend": ours}
             if a.baseline:
                 results[metric]["head"] = child(a, "tiles", workdir=store, metric=metric, impl=a.baseline)
-            t = med([r["seconds"] for r in ours])
-            r0 = ours[0]
-            rate = r0["pairs"] * r0["fields"] / t
-            rows.append({
-                "what": f"{metric}: compute_tile, all tiles ({a.samples} x {a.variants})",
-                "ours": t, "peer": med(theirs), "peer_label": label,
-                "extra": (f"tile file write {med([r['seconds_write'] for r in ours]):.2f} s; "
-                          f"child wall {med([r['child_wall'] for r in ours]):.2f} s; CPU s (whole child / "
-                          f"PLINK) {med([r['child_cpu'] for r in ours]):.1f} / {med(CPU[metric]):.1f}; "
-                          f"{rate:.3g} comparisons/s; {r0['bit_macs'] / t:.3g} bit-MAC/s; "
-                          f"GEMM {r0['gemm_macs'] / med([r['seconds_counts'] for r in ours]):.3g} MAC/s"),
-                "target": "< 1",
-            })
+            for b in names:
+                runs = ours[b]
+                t = med([r["seconds"] for r in runs])
+                r0 = runs[0]
+                rate = r0["pairs"] * r0["fields"] / t
+                t_counts = med([r["seconds_counts"] for r in runs])
+                if b == "numba" and "popcount_words" in results["ceiling"]:
+                    # word pairs ANDed and counted: products x pairs computed x words, against the ceiling
+                    words = r0["bit_macs"] / 64 / 2  # bit_macs counts a diagonal tile as its square
+                    kernel = (f"kernel {words / t_counts:.3g} word-pairs/s = "
+                              f"{100 * words / t_counts / results['ceiling']['popcount_words']:.0f}% of the "
+                              f"popcount ceiling")
+                else:
+                    kernel = f"GEMM {r0['gemm_macs'] / t_counts:.3g} MAC/s"
+                rows.append({
+                    "what": f"{metric}: compute_tile, all tiles ({a.samples} x {a.variants}), `{b}` backend",
+                    "ours": t, "peer": med(theirs), "peer_label": label,
+                    "extra": (f"counts {t_counts:.2f} s; tile file write {med([r['seconds_write'] for r in runs]):.2f}"
+                              f" s; child wall {med([r['child_wall'] for r in runs]):.2f} s; CPU s (whole child / "
+                              f"PLINK) {med([r['child_cpu'] for r in runs]):.1f} / {med(CPU[metric]):.1f}; "
+                              f"{rate:.3g} comparisons/s; {kernel}"),
+                    "target": "< 1",
+                })
             if a.baseline:
                 h = results[metric]["head"]
                 rows.append({"what": f"{metric}: the same with {a.baseline}'s numpy backend (before)",
@@ -406,7 +430,8 @@ def main() -> None:
         f"python {platform.python_version()}; data: {a.source}, {a.p_missing:.0%} missing calls, seed {a.seed}; "
         f"PLINK --threads {a.threads}; medians of {a.repeats} interleaved runs.",
         "",
-        f"float32 sgemm ceiling (same run): {results['ceiling']['sgemm_macs']:.3g} MAC/s",
+        f"float32 sgemm ceiling (same run): {results['ceiling']['sgemm_macs']:.3g} MAC/s; numba AND + popcount "
+        f"ceiling: {results['ceiling'].get('popcount_words', float('nan')):.3g} word pairs/s",
         "",
         "| measurement | genotile (s) | peer | peer (s) | genotile / peer | target | notes |",
         "|---|---|---|---|---|---|---|",

@@ -46,6 +46,11 @@ import numpy as np
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "src"))
+sys.path.insert(0, str(REPO / "bench"))
+
+import ceilings  # noqa: E402
+
+from genotile import backends  # noqa: E402
 
 MISSING = 255
 ASSUMED_SNP_DISTS_RATE = 1e9  # character comparisons per second, single-threaded C (an assumption)
@@ -106,7 +111,7 @@ def phase_pipeline(a) -> dict:
         setattr(steps, name, timed(name, getattr(steps, name)))
     t0 = time.perf_counter()
     summaries = steps.run_all(a.fasta, a.outdir, ["snp"], block_size=a.block_size, seed=a.seed,
-                              thresholds=thresholds, backend="numpy")
+                              thresholds=thresholds, backend=a.pipeline_backend)
     seconds = time.perf_counter() - t0
     s = summaries["snp"]
     return {"seconds": seconds, "n_vectors": s["n_vectors"], "n_fields": s["n_fields"],
@@ -116,6 +121,9 @@ def phase_pipeline(a) -> dict:
 
 def measure_ceilings(backend: str) -> dict:
     rng = np.random.default_rng(0)
+    if backend == "numba":  # its own micro tile, operands in L1: word pairs x 64 = bit-MACs
+        return {"ceiling": ceilings.numba_popcount_words() * 64,
+                "ceiling_what": "numba AND + popcount bit/s (its 2 x 2 micro tile, L1)"}
     if backend == "numpy":  # float32 sgemm at a tile-like shape: one MAC = one bit-MAC here
         m, k = 2048, 16384
         x = rng.random((m, k), dtype=np.float32)
@@ -240,7 +248,8 @@ def phase(name, a, tmp: Path, env, **extra) -> dict:
            "--outdir", str(extra.get("outdir", a.outdir)), "--block-size", str(a.block_size),
            "--seed", str(a.seed), "--baseline-pairs", str(a.baseline_pairs), "--n", str(a.n),
            "--length", str(a.length), "--informative", str(a.informative),
-           "--backend", extra.get("backend", "numpy"), "--repeats", str(a.repeats)]
+           "--backend", extra.get("backend", "numpy"), "--repeats", str(a.repeats),
+           "--pipeline-backend", a.pipeline_backend]
     threshold = extra.get("threshold", a.threshold)
     cmd += ["--threshold", "none" if threshold is None else str(threshold)]
     log = result.with_suffix(".log")
@@ -306,6 +315,9 @@ def main():
     ap.add_argument("--fasta", help=argparse.SUPPRESS)
     ap.add_argument("--outdir", help=argparse.SUPPRESS)
     ap.add_argument("--backend", default="numpy", help=argparse.SUPPRESS)
+    ap.add_argument("--backends", default="numba,numpy,numpy-popcount",
+                    help="backends timed in (1), comma-separated")
+    ap.add_argument("--pipeline-backend", default="auto", help="backend of (2) and (3)")
     a = ap.parse_args()
 
     if a.phase:
@@ -350,7 +362,7 @@ def run(a, tmp: Path, env) -> str:
     say("(2') pipeline in-process, no threshold")
     pipe_all = phase("pipeline", a, tmp, env, outdir=tmp / "inproc_all", threshold=None, tag="all")
     kernels = {}
-    for backend in ("numpy", "numpy-popcount"):
+    for backend in a.backends.split(","):
         say(f"(1) tile kernel, {backend}")
         kernels[backend] = phase("kernel", a, tmp, env, backend=backend)
         ceiling = phase("ceiling", a, tmp, env, backend=backend, tag="ceiling")
@@ -391,7 +403,8 @@ def run(a, tmp: Path, env) -> str:
 
     lines = [
         f"Alignment: {a.n:,} sequences x {a.length:,} columns, {n_kept:,} informative (kept) columns, "
-        f"{pairs:,} unique pairs; block size {a.block_size}, seed {a.seed}, backend numpy.",
+        f"{pairs:,} unique pairs; block size {a.block_size}, seed {a.seed}, "
+        f"backend of (2) and (3): {a.pipeline_backend} ({backends.resolve(a.pipeline_backend)}).",
         f"Run {datetime.date.today().isoformat()} on {machine()}, genotile {git_head()}, numpy {np.__version__}, "
         f"Python {platform.python_version()}; load average before / after: {a.load_before:.2f} / "
         f"{os.getloadavg()[0]:.2f}.",
@@ -451,7 +464,7 @@ def snakemake_run(a, tmp: Path, env) -> dict:
         "block_size": a.block_size,
         "dense_max": 20000,
         "seed": a.seed,
-        "backend": "numpy",
+        "backend": a.pipeline_backend,
     }))
     say(f"(3) snakemake --cores {a.cores}")
     cmd = [exe, "-s", str(snakefile), "--directory", str(work), "--configfile", str(cfg),

@@ -52,13 +52,20 @@ def plan_for(dataset, metric) -> Plan:
     return Plan(d["n_vectors"], d["block_size"], d["seed"])
 
 
+# backends that never use a GPU: their rules take the CPU env and no `gpu` resource
+CPU_BACKENDS = ("numba", "numpy", "numpy-popcount")
+
+
 def tile_env() -> str:
-    """The conda env of the rules that run a backend: CuPy's unless the config pins numpy."""
+    """The conda env of the rules that run a backend: CuPy's unless the config pins a CPU one."""
     return (
-        "../envs/cpu.yaml"
-        if config["backend"].startswith("numpy")
-        else "../envs/gpu.yaml"
+        "../envs/cpu.yaml" if config["backend"] in CPU_BACKENDS else "../envs/gpu.yaml"
     )
+
+
+def tile_gpus() -> int:
+    """The `gpu` resource of the rules that run a backend: none for a CPU backend, else 1."""
+    return 0 if config["backend"] in CPU_BACKENDS else 1
 
 
 def job_group(kind: str, name: str, rank: int) -> str:

@@ -43,7 +43,7 @@ rule screen_tile:
         tile_env()
     resources:
         # one GPU per tile job, unless the config pins a CPU backend
-        gpu=0 if config["backend"].startswith("numpy") else 1,
+        gpu=tile_gpus(),
     params:
         backend=config["backend"],
     script:

@@ -19,7 +19,7 @@ rule tile:
         tile_env()
     resources:
         # one GPU per tile job, unless the config pins a CPU backend
-        gpu=0 if config["backend"].startswith("numpy") else 1,
+        gpu=tile_gpus(),
     params:
         threshold=threshold_of,
         dense=dense_wanted,

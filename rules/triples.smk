@@ -23,7 +23,7 @@ rule triples:
     conda:
         tile_env()
     resources:
-        gpu=0 if config["backend"].startswith("numpy") else 1,
+        gpu=tile_gpus(),
     params:
         threshold=lambda wildcards: config["thresholds"].get("ccc3"),
         block_size=ccc3_settings()[0],

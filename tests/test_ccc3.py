@@ -5,6 +5,7 @@ import math
 
 import numpy as np
 import pytest
+from cpu_backends import CPU_BACKEND_PARAMS
 from genodata import random_genotypes
 from reference import ccc3_triple
 
@@ -12,8 +13,6 @@ from genotile import ccc3
 from genotile.errors import GenotileError
 from genotile.genotype import genotype_layout, genotype_planes
 from genotile.tile3 import compute_triples, job_triples
-
-CPU_BACKENDS = ["numpy", "numpy-popcount"]
 
 
 def store(g_vectors: np.ndarray, seed: int):
@@ -61,7 +60,7 @@ def data():
 
 
 @pytest.mark.parametrize("kind", ["missing", "complete"])
-@pytest.mark.parametrize("backend", CPU_BACKENDS)
+@pytest.mark.parametrize("backend", CPU_BACKEND_PARAMS)
 @pytest.mark.parametrize(("block_size", "stages"), [(100, 1), (7, 1), (5, 3), (6, 4)])
 def test_every_triple_equals_brute_force(data, kind, backend, block_size, stages):
     g, ref = data[kind]

@@ -6,6 +6,8 @@ import pytest
 import yaml
 from snakerun import REPO
 
+from genotile import backends
+
 tomllib = pytest.importorskip("tomllib", reason="tomllib is Python 3.11+")
 
 
@@ -36,11 +38,18 @@ def test_cpu_env_is_the_package_dependencies_and_gpu_env_adds_cupy():
     assert _env("gpu.yaml") - _env("cpu.yaml") == {"cupy", "cuda-version"}
 
 
-def test_rules_that_run_a_backend_take_the_gpu_env_unless_numpy_is_pinned():
+def test_rules_that_run_a_backend_take_the_gpu_env_unless_a_cpu_backend_is_pinned():
     for smk, rule in (("tiles.smk", "tile"), ("triples.smk", "triples"), ("screen.smk", "screen_tile")):
         body = (REPO / "rules" / smk).read_text().split(f"rule {rule}:\n", 1)[1].split("\nrule ", 1)[0]
         assert re.search(r"conda:\n\s+tile_env\(\)", body), f"rule {rule} does not choose its env by backend"
     common = (REPO / "rules" / "common.smk").read_text()
     tile_env = re.search(r"def tile_env\(\).*?\n\n\n", common, re.S).group(0)
-    choice = r'"\.\./envs/cpu\.yaml"\s+if config\["backend"\]\.startswith\("numpy"\)\s+else "\.\./envs/gpu\.yaml"'
+    choice = r'"\.\./envs/cpu\.yaml" if config\["backend"\] in CPU_BACKENDS else "\.\./envs/gpu\.yaml"'
     assert re.search(choice, tile_env), tile_env
+    # CPU_BACKENDS names exactly the package's backends that are not CuPy's
+    listed = re.search(r"^CPU_BACKENDS = \(([^)]*)\)", common, re.M).group(1)
+    pinned = {name.strip().strip('"') for name in listed.split(",")}
+    assert pinned == {name for name in backends.BACKENDS if not name.startswith("cupy")}
+    # and the same choice gives those rules their `gpu` resource
+    for smk in ("tiles.smk", "triples.smk", "screen.smk"):
+        assert "gpu=tile_gpus()," in (REPO / "rules" / smk).read_text(), smk

@@ -11,6 +11,7 @@ import functools
 import numpy as np
 import pytest
 from conftest import make_alignment
+from cpu_backends import CPU_BACKEND_PARAMS, CPU_BACKENDS
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from reference import pair_matrix
@@ -24,7 +25,7 @@ from genotile.plan import Plan
 from genotile.tile import compute_tile
 
 METRICS = ["snp", "hamming"]
-BACKENDS = ["numpy", "numpy-popcount"]
+BACKENDS = CPU_BACKENDS
 NS = [1, 2, 7, 64, 65, 130]
 LENGTHS = [1, 63, 64, 65, 300]
 BLOCK_SIZES = [1, 3, 64, 1000]
@@ -101,7 +102,7 @@ def block_sizes_for(n, length):
     return sizes
 
 
-@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("backend", CPU_BACKEND_PARAMS)
 @pytest.mark.parametrize("metric", METRICS)
 @pytest.mark.parametrize("length", LENGTHS)
 @pytest.mark.parametrize("n", NS)
@@ -134,7 +135,7 @@ def test_alignments_exercise_every_plane():
 
 
 @pytest.mark.parametrize("kind", ["protein", "ascii"])
-@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("backend", CPU_BACKEND_PARAMS)
 def test_hamming_many_symbols(kind, backend):
     n, length = 70, 150
     seqs = [s for _, s in alignment(n, length, seed=3, kind=kind)]
@@ -200,7 +201,7 @@ def pipeline_block_sizes(n):
     return (1, 3, 1000) if n <= 7 else (7, 64) if n <= 65 else (64, 1000)
 
 
-@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("backend", CPU_BACKEND_PARAMS)
 @pytest.mark.parametrize(("n", "length"), PIPELINE_CASES)
 def test_pipeline_outputs_equal_reference(tmp_path, fasta_writer, matrix_reader, pairs_reader, n, length, backend):
     records = alignment(n, length, seed=1)

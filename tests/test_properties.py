@@ -10,6 +10,7 @@
 
 import numpy as np
 import pytest
+from cpu_backends import CPU_BACKENDS
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from reference import GENOTYPE_REFERENCES
@@ -73,7 +74,7 @@ def assert_floats(ours, ref, what):
 
 @settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(codes=genotype_codes(), split=st.floats(0, 1), name=st.sampled_from(["ibs", "king", "ccc2"]),
-       backend=st.sampled_from(["numpy", "numpy-popcount"]),
+       backend=st.sampled_from(CPU_BACKENDS),
        params=st.sampled_from([{}, {"multiplier": 1.0, "param": 0.5}]))
 def test_property_genotype_metrics_equal_brute_force(codes, split, name, backend, params):
     params = params if name == "ccc2" else {}

@@ -19,6 +19,7 @@ import math
 import numpy as np
 import pytest
 import screenref as R
+from cpu_backends import CPU_BACKENDS
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_ccc3 import reference, run_jobs, store
@@ -52,7 +53,7 @@ def test_property_ccc3_every_triple_equals_brute_force(codes, block_size, stages
     block_size = max(block_size, -(-n // 4))  # at most 4 blocks: 20 block triples x stages jobs
     ref = reference(g, multiplier=params.multiplier, param=params.param)
     assert len(ref) == math.comb(n, 3)
-    for backend in ("numpy", "numpy-popcount"):
+    for backend in CPU_BACKENDS:
         found, layout = run_jobs(g, block_size=block_size, stages=stages, backend=backend, seed=seed, params=params)
         assert layout.complete is not bool((g == 255).any())
         assert found.keys() == ref.keys(), backend

@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 import screenref as R
 
+from genotile.errors import GenotileError
 from genotile.screen import encode, numpy_backend, score
 
 
@@ -160,3 +161,12 @@ def test_sample_masks_layout():
     assert bits[0, :8].tolist() == [1, 0, 0, 0, 1, 1, 0, 1]
     assert bits[3, :8].tolist() == [0, 0, 0, 1, 1, 1, 0, 0]
     assert not bits[:, 80:].any()
+
+
+def test_every_cpu_backend_name_screens_on_the_numpy_backend():
+    from genotile.screen import backend as screen_backend
+
+    for name in ("numba", "numpy", "numpy-popcount"):
+        assert screen_backend.resolve(name) == "numpy"
+    with pytest.raises(GenotileError, match="unknown backend"):
+        screen_backend.resolve("fortran")

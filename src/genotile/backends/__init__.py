@@ -7,13 +7,14 @@ and returns {name: int64 array (rows I, rows J)}, bit-identical across backends.
 """
 
 from ..errors import GenotileError
-from . import cupy_b1, cupy_int8, numpy_blas, numpy_popcount
+from . import cupy_b1, cupy_int8, numba_popcount, numpy_blas, numpy_popcount
 
 # Fastest first: `auto` takes the first available (the GPU ones report unavailable without
 # CuPy and a CUDA GPU, so CPU runs are unaffected).
 BACKENDS = {
     "cupy-b1": cupy_b1,
     "cupy-int8": cupy_int8,
+    "numba": numba_popcount,
     "numpy": numpy_blas,
     "numpy-popcount": numpy_popcount,
 }

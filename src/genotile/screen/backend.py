@@ -6,10 +6,11 @@ from . import numpy_backend, score
 
 
 def resolve(backend: str) -> str:
-    """'numpy' or 'cupy': auto picks cupy on a GPU; numpy* and cupy-* name their family."""
+    """'numpy' or 'cupy': auto picks cupy on a GPU; numpy*, numba and cupy-* name their family
+    (screening has one CPU backend: the numpy one)."""
     if backend == "auto":
         return "cupy" if cupy_common.has_gpu() else "numpy"
-    if backend.startswith("numpy"):
+    if backend.startswith("numpy") or backend == "numba":
         return "numpy"
     if backend.startswith("cupy"):
         if not cupy_common.has_gpu():
