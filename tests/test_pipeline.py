@@ -3,7 +3,6 @@
 import numpy as np
 import pytest
 import yaml
-from cpu_backends import NUMBA
 from reference import pair_matrix
 from snakerun import REPO, job_counts, jobs_run, random_alignment, read_matrix, read_pairs, snakemake, write_fasta
 
@@ -66,8 +65,8 @@ def test_summary(run_one):
     _, pairs = read_pairs(workdir / "results/toy/snp/pairs.tsv.gz")
     assert s["pairs_passing"] == len(pairs)
     assert set(s["outputs"]) == {"pairs", "matrix", "histogram"}
-    # auto: numba's compiled popcount where numba is installed (no GPU here)
-    assert s["config"]["threshold"] == 40 and s["backend"] == ["numba" if NUMBA else "numpy"]
+    # auto on the CPU: numpy's BLAS for tiles this small (numba's start-up would cost more)
+    assert s["config"]["threshold"] == 40 and s["backend"] == ["numpy"]
 
 
 def test_second_run_does_nothing_and_lost_tile_is_recomputed_alone(run_one):

@@ -19,7 +19,8 @@ def compute_tile(planes, layout, perm: np.ndarray, plan: Plan, metric: Metric, b
     """Returns (arrays, meta) ready for `tilefile.write_tile`."""
     t0 = time.perf_counter()
     rows_i, rows_j = plan.block(bi), plan.block(bj)
-    backend_name = backends.resolve(backend)
+    n_i, n_j = rows_i.stop - rows_i.start, rows_j.stop - rows_j.start
+    backend_name = backends.resolve(backend, work=n_i * n_j * layout.total_words)
     module = backends.get(backend_name)
     if hasattr(module, "tile_pairs"):
         # optional fast path (GPU backends): counts, epilogue, threshold and compaction on the

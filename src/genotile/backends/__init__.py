@@ -24,10 +24,20 @@ def available() -> list[str]:
     return [name for name, mod in BACKENDS.items() if mod.is_available()]
 
 
-def resolve(name: str) -> str:
-    """The backend `name` stands for ("auto": the fastest one available here)."""
+# numba's first kernel call in a process costs ~0.4 s of its own start-up, on top of ~0.35 s to
+# import it; a tile job of less work than this (pairs x plane words per vector) is done sooner
+# by BLAS (`numpy`, ~2e9 such pair-words/s on 2 cores), so `auto` takes numpy there
+NUMBA_MIN_WORK = 2**31
+
+
+def resolve(name: str, work: int | None = None) -> str:
+    """The backend `name` stands for ("auto": the fastest one available here, for a tile of
+    `work` pairs x plane words per vector when it is given)."""
     if name == "auto":
-        return available()[0]
+        best = available()[0]
+        if best == "numba" and work is not None and work < NUMBA_MIN_WORK:
+            return "numpy"
+        return best
     if name not in BACKENDS:
         raise GenotileError(f"unknown backend {name!r}; known: auto, {', '.join(BACKENDS)}")
     if not BACKENDS[name].is_available():
