@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""SNP-distance benchmark on the CPU (issue 2): numpy backends, pipeline, Snakemake, baseline.
+"""SNP-distance benchmark on the CPU (issue 2): CPU backends, pipeline, Snakemake, baseline.
 
     PYTHONPATH=src python3 bench/bench_snp.py [--n 2000] [--length 30000] [--informative 3000]
         [--block-size 4096] [--seed 1] [--threshold 20] [--out TABLE.md]
@@ -10,9 +10,10 @@ as FASTA in a temporary folder, then measures in this one run, each step in its 
 process (so each peak memory is its own: ru_maxrss of the child and its waited-for
 descendants, from wait4 -- resource.getrusage's numbers for one child; this process stays
 small because a child's ru_maxrss starts from its parent's size at the fork):
-  (1) the tile kernel alone: compute_tile over every tile of the plan, numpy (BLAS sgemm) and
-      numpy-popcount backends, next to CPU ceilings measured in this run (float32 sgemm MAC/s;
-      AND + popcount bit/s over large uint64 arrays; each in a child of its own, like the kernels);
+  (1) the tile kernel alone: compute_tile over every tile of the plan, on the numba (AND +
+      popcount), numpy (BLAS sgemm) and numpy-popcount backends (--backends), next to CPU
+      ceilings measured in this run (numba's own micro tile in L1; float32 sgemm MAC/s; numpy
+      AND + popcount bit/s over large uint64 arrays; each in a child of its own);
   (2) the whole pipeline in-process (steps.run_all, snp: ingest + plan + pack + tiles + matrix +
       merge), with the threshold, and again with no threshold (every pair written);
   (3) the whole Snakemake workflow (snakemake -s <repo>/Snakefile --directory TMP --configfile CFG
@@ -49,8 +50,6 @@ sys.path.insert(0, str(REPO / "src"))
 sys.path.insert(0, str(REPO / "bench"))
 
 import ceilings  # noqa: E402
-
-from genotile import backends  # noqa: E402
 
 MISSING = 255
 ASSUMED_SNP_DISTS_RATE = 1e9  # character comparisons per second, single-threaded C (an assumption)
@@ -116,7 +115,7 @@ def phase_pipeline(a) -> dict:
     s = summaries["snp"]
     return {"seconds": seconds, "n_vectors": s["n_vectors"], "n_fields": s["n_fields"],
             "n_kept": s["n_fields_kept"], "pairs": s["pairs_computed"], "pairs_passing": s["pairs_passing"],
-            "stages": stages}
+            "stages": stages, "backends": s["backend"]}
 
 
 def measure_ceilings(backend: str) -> dict:
@@ -404,7 +403,7 @@ def run(a, tmp: Path, env) -> str:
     lines = [
         f"Alignment: {a.n:,} sequences x {a.length:,} columns, {n_kept:,} informative (kept) columns, "
         f"{pairs:,} unique pairs; block size {a.block_size}, seed {a.seed}, "
-        f"backend of (2) and (3): {a.pipeline_backend} ({backends.resolve(a.pipeline_backend)}).",
+        f"backend of (2) and (3): {a.pipeline_backend} (the tiles of (2) ran on {', '.join(pipe['backends'])}).",
         f"Run {datetime.date.today().isoformat()} on {machine()}, genotile {git_head()}, numpy {np.__version__}, "
         f"Python {platform.python_version()}; load average before / after: {a.load_before:.2f} / "
         f"{os.getloadavg()[0]:.2f}.",
