@@ -7,11 +7,13 @@ input order), the permutation's seed, the layout and the input's checksum.
 
 import json
 import os
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
 from . import __version__
 from .atomic import atomic_path, write_text
+from .cpus import usable_cpus
 from .encode import ALPHABETS, PlaneLayout, categorical_encoding, categorical_planes, symbol_counts
 from .errors import GenotileError
 from .genotype import PLANES, GenotypeLayout, genotype_layout, genotype_planes
@@ -21,6 +23,7 @@ from .readback import load_json, load_npy
 
 ROW_CHUNK = 4096
 CHUNK_BYTES = 1 << 26  # codes read per packing step
+PACK_THREADS = 2  # CPU packing threads at most (numpy releases the GIL in compares and packbits)
 
 
 def _categorical(codes, ingest_manifest: dict, gpu: bool = False):
@@ -81,15 +84,23 @@ def pack_store(codes_path, ingest_manifest: dict, plan: Plan, perm: np.ndarray, 
         layout, to_planes, extra = _categorical(codes, ingest_manifest, on_gpu)
     # rows per chunk bounded in bytes too: a genotype row can hold a million fields
     chunk = max(1, min(ROW_CHUNK, CHUNK_BYTES // max(1, codes.shape[1])))
+    threads = 1 if on_gpu else usable_cpus(PACK_THREADS)
+    if threads > 1:  # enough chunks for the threads to share evenly
+        chunk = max(1, min(chunk, -(-n // (4 * threads))))
     progress = Progress("pack", total=n)
     with atomic_path(planes_out) as tmp:
         planes = np.lib.format.open_memmap(tmp, mode="w+", dtype=np.uint64, shape=(n, layout.total_words))
-        for r0 in range(0, n, chunk):
+
+        def pack_rows(r0: int, out=planes) -> int:
             rows = perm[r0 : r0 + chunk]
-            planes[r0 : r0 + rows.size] = to_planes(codes[rows])
-            progress.update(r0 + rows.size)
+            out[r0 : r0 + rows.size] = to_planes(codes[rows])
+            return r0 + rows.size
+
+        with ThreadPoolExecutor(threads, thread_name_prefix="genotile-pack") as pool:
+            for done in pool.map(pack_rows, range(0, n, chunk)):  # in order: progress only grows
+                progress.update(done)
         planes.flush()
-        del planes
+        del planes, pack_rows
     progress.finish(n)
     manifest = {
         "genotile": __version__,

@@ -16,11 +16,11 @@ The kernel and its tiling are in popcount_kernel.py; here:
 """
 
 import importlib.util
-import os
 from collections import defaultdict
 
 import numpy as np
 
+from ..cpus import usable_cpus
 from ..pack import popcount_rows
 
 _KERNEL = None
@@ -38,11 +38,7 @@ def _kernel():
 
         from . import popcount_kernel
 
-        try:
-            cpus = len(os.sched_getaffinity(0))
-        except AttributeError:  # no sched_getaffinity (macOS)
-            cpus = os.cpu_count() or 1
-        numba.set_num_threads(max(1, min(cpus, numba.config.NUMBA_NUM_THREADS)))
+        numba.set_num_threads(usable_cpus(numba.config.NUMBA_NUM_THREADS))
         _KERNEL = popcount_kernel
     return _KERNEL
 

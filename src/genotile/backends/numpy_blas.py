@@ -32,13 +32,13 @@ Each plane window is unpacked once per chunk and shared by every group that uses
 
 import itertools
 import math
-import os
 from collections import defaultdict
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
 
+from ..cpus import usable_cpus
 from ..pack import WORD_BITS, popcount_rows
 from .numpy_popcount import _product
 
@@ -254,10 +254,7 @@ _POOL: list = []
 
 
 def _threads() -> int:
-    try:
-        return max(1, min(THREADS, len(os.sched_getaffinity(0))))
-    except AttributeError:  # no sched_getaffinity (macOS)
-        return max(1, min(THREADS, os.cpu_count() or 1))
+    return usable_cpus(THREADS)
 
 
 def _by_rows(fn, n: int) -> None:
