@@ -17,6 +17,7 @@ rule tile:
         tile_group
     conda:
         tile_env()
+    threads: config["tile_threads"]
     resources:
         # one GPU per tile job, unless the config pins a CPU backend
         gpu=tile_gpus(),

@@ -22,6 +22,7 @@ rule triples:
         triple_group
     conda:
         tile_env()
+    threads: config["tile_threads"]
     resources:
         gpu=tile_gpus(),
     params:

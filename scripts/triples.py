@@ -2,12 +2,13 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(snakemake.scriptdir).parent / "src"))
-from genotile import steps3  # noqa: E402
+from genotile import backends, steps3  # noqa: E402
 from genotile.gpu_slots import slot_for_backend  # noqa: E402
 from genotile.rule import run_rule  # noqa: E402
 
 
 def job(sm):
+    backends.limit_threads(sm.threads)  # the CPU backends use the job's threads, no more
     # Pin this job to one GPU before anything initialises CUDA.
     with slot_for_backend(sm.params.backend):
         steps3.triple_job(

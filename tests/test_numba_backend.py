@@ -57,3 +57,23 @@ def test_diagonal_tile_without_mirror_product():
     assert not np.array_equal(want, want.T)  # the test means something
     assert np.array_equal(got["x"], want)
     assert not got["width0"].any()
+
+
+def test_limit_threads_caps_numba_and_blas_threads(monkeypatch):
+    """A job's `threads` (scripts/tile.py) bound the CPU backends' threads."""
+    import numba
+
+    from genotile.backends import numba_popcount, numpy_blas
+
+    monkeypatch.setattr(numba_popcount, "MAX_THREADS", None)
+    monkeypatch.setattr(numpy_blas, "THREADS", 8)
+    planes = np.ones((20, PLANE_WORDS), np.uint64)
+    spec = {"x": [Term(1, _range(0), _range(0))]}
+    backends.limit_threads(1)
+    try:
+        got = backends.get("numba").count_matrices(planes, planes, spec)
+        assert numba.get_num_threads() == 1 and numpy_blas.THREADS == 1
+        assert (got["x"] == PLANE_WORDS).all()  # one set bit per word
+    finally:
+        monkeypatch.undo()
+        numba_popcount._kernel()  # every usable CPU again for the tests after this one

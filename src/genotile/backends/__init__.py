@@ -20,6 +20,12 @@ BACKENDS = {
 }
 
 
+def limit_threads(n: int) -> None:
+    """Use at most n CPU threads in the CPU backends (a job's `threads`); call before the first tile."""
+    numba_popcount.MAX_THREADS = max(1, int(n))
+    numpy_blas.THREADS = max(1, min(numpy_blas.THREADS, int(n)))
+
+
 def available() -> list[str]:
     return [name for name, mod in BACKENDS.items() if mod.is_available()]
 

@@ -24,6 +24,7 @@ from ..cpus import usable_cpus
 from ..pack import popcount_rows
 
 _KERNEL = None
+MAX_THREADS = None  # at most this many threads (backends.limit_threads), else every usable CPU
 
 
 def is_available() -> bool:
@@ -31,15 +32,17 @@ def is_available() -> bool:
 
 
 def _kernel():
-    """The compiled kernel module, imported on first use (numba's import costs ~0.3 s)."""
+    """The compiled kernel module, imported on first use (numba's import costs ~0.3 s), with
+    numba's thread count set: every usable CPU, at most MAX_THREADS."""
     global _KERNEL
-    if _KERNEL is None:
-        import numba
+    import numba
 
+    if _KERNEL is None:
         from . import popcount_kernel
 
-        numba.set_num_threads(usable_cpus(numba.config.NUMBA_NUM_THREADS))
         _KERNEL = popcount_kernel
+    cap = numba.config.NUMBA_NUM_THREADS
+    numba.set_num_threads(usable_cpus(cap if MAX_THREADS is None else min(MAX_THREADS, cap)))
     return _KERNEL
 
 
