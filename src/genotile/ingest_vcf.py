@@ -15,14 +15,12 @@ import contextlib
 import json
 import os
 import tempfile
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
 
 from . import __version__
 from .atomic import atomic_path, write_text
-from .cpus import usable_cpus
 from .errors import GenotileError
 from .ids import check_ids
 from .progress import Progress
@@ -33,7 +31,6 @@ OPTIONS = ("multiallelic", "filter_pass", "samples", "regions")
 TRANSPOSE_BYTES = 1 << 26  # bytes of one transposed block
 MEMORY_BYTES = 1 << 30  # codes of a `genotype` ingest held in memory at most (then a temporary file)
 TILE = 256  # rows x columns of one step of the in-memory transpose (cache-sized)
-TRANSPOSE_THREADS = 2  # threads of the in-memory transpose at most
 
 
 class RowAppender:
@@ -137,22 +134,18 @@ def _transpose_blocks(blocks: list[np.ndarray], out_path) -> None:
     n_samp = blocks[0].shape[1]
     rows = max(1, min(n_samp, TRANSPOSE_BYTES // max(1, n_var)))
     buf = np.empty((rows, n_var), dtype=np.uint8)
-    starts = np.cumsum([0] + [b.shape[0] for b in blocks[:-1]]).tolist()
-
-    def fill(k: int, s0: int, s1: int) -> None:  # block k into its columns of buf
-        block, v0 = blocks[k], starts[k]
-        for t0 in range(0, block.shape[0], TILE):
-            t1 = min(block.shape[0], t0 + TILE)
-            for c0 in range(s0, s1, TILE):
-                c1 = min(s1, c0 + TILE)
-                buf[c0 - s0 : c1 - s0, v0 + t0 : v0 + t1] = block[t0:t1, c0:c1].T
-
-    # threads take blocks (disjoint columns of buf): numpy copies release the GIL
-    with open(out_path, "wb") as fh, ThreadPoolExecutor(usable_cpus(TRANSPOSE_THREADS)) as pool:
+    with open(out_path, "wb") as fh:
         np.lib.format.write_array_header_1_0(fh, {"descr": "|u1", "fortran_order": False, "shape": (n_samp, n_var)})
         for s0 in range(0, n_samp, rows):
             s1 = min(n_samp, s0 + rows)
-            list(pool.map(fill, range(len(blocks)), [s0] * len(blocks), [s1] * len(blocks)))
+            v0 = 0
+            for block in blocks:
+                for t0 in range(0, block.shape[0], TILE):
+                    t1 = min(block.shape[0], t0 + TILE)
+                    for c0 in range(s0, s1, TILE):
+                        c1 = min(s1, c0 + TILE)
+                        buf[c0 - s0 : c1 - s0, v0 + t0 : v0 + t1] = block[t0:t1, c0:c1].T
+                v0 += block.shape[0]
             fh.write(memoryview(buf[: s1 - s0]))
 
 
