@@ -12,6 +12,7 @@ import gzip
 
 import numpy as np
 import pytest
+from cpu_backends import NUMBA
 from genodata import random_genotypes, vcf_text
 
 from genotile import ingest_vcf, vcf_fast
@@ -318,3 +319,91 @@ def test_concatenated_gzip_members(tmp_path, geno, members):
     path.write_bytes(b"".join(gzip.compress(part.encode()) for part in parts))
     out = assert_same(path, expect_fast="all")
     assert out[0] == "ok" and len(out[1]) == geno.shape[0]
+
+
+def _read_compiled(path, compiled, monkeypatch, **options):
+    """('ok', codes, stats, blocks decoded compiled, blocks handed back) or ('error', message);
+    IDs not wanted."""
+    monkeypatch.setattr(vcf_fast, "COMPILED", compiled)
+    monkeypatch.setattr(vcf_fast, "COMPILED_MIN_BYTES", 0)
+    taken = []
+    if compiled:
+        from genotile import vcf_kernels
+
+        decode = vcf_kernels.decode_block
+
+        def counting(*args):
+            out = decode(*args)
+            taken.append(out[0] >= 0)
+            return out
+
+        monkeypatch.setattr(vcf_kernels, "decode_block", counting)
+    try:
+        with GenotypeReader(path, **options) as r:
+            r.want_ids = False
+            blocks = [c for _, c in r.blocks(max_rows=7)]
+            codes = np.concatenate(blocks) if blocks else np.zeros((0, len(r.samples)), np.uint8)
+            return "ok", codes, dict(r.stats), sum(taken), len(taken) - sum(taken)
+    except GenotileError as exc:
+        return "error", str(exc)
+    finally:
+        monkeypatch.undo()
+
+
+@pytest.mark.skipif(not NUMBA, reason="numba is not installed")
+@pytest.mark.parametrize("filter_pass", [False, True])
+@pytest.mark.parametrize("multiallelic", ["skip", "split"])
+@pytest.mark.parametrize("odd", ["none", "alt", "spell", "format", "long_line", "hash_chrom"])
+def test_compiled_blocks_equal_the_numpy_path(tmp_path, geno, filter_pass, multiallelic, odd, monkeypatch):
+    """vcf_kernels.decode_block gives the numpy path's codes and stats, block for block, and
+    hands every block it does not take (an odd line in it) back to that path."""
+    rng = np.random.default_rng(12)
+    lines = records(geno, rng, filters=("PASS", ".", "q10", "PASSED"))
+    k = 31  # one odd line, in the middle of the file
+    if odd == "alt":  # several ALTs, and none
+        lines = [ln.replace("\tA\tG\t", "\tA\tG,T\t" if v % 7 == 3 else "\tA\t.\t" if v % 11 == 5 else "\tA\tG\t", 1)
+                 for v, ln in enumerate(lines)]
+    elif odd == "spell":  # haploid and half-missing calls
+        f = lines[k].split("\t")
+        f[9], f[10] = "1", "./1"
+        lines[k] = "\t".join(f)
+    elif odd == "format":
+        lines[k] = lines[k].replace("\tGT\t", "\tGT:DP\t", 1)
+    elif odd == "long_line":  # a call of 4 characters: the line is longer than 4 per sample
+        f = lines[k].split("\t")
+        f[12] = "0/10"
+        lines[k] = "\t".join(f)
+    elif odd == "hash_chrom":
+        lines[k] = "#" + lines[k]
+    path = write(tmp_path, "c", header(geno.shape[1]) + "\n".join(lines) + "\n", "vcf")  # plain: small blocks
+    monkeypatch.setattr(vcf_fast, "CHUNK_BYTES", 4 * geno.shape[1] * 9)  # blocks of ~8 lines
+    got = _read_compiled(path, True, monkeypatch, filter_pass=filter_pass, multiallelic=multiallelic)
+    monkeypatch.setattr(vcf_fast, "CHUNK_BYTES", 4 * geno.shape[1] * 9)
+    want = _read_compiled(path, False, monkeypatch, filter_pass=filter_pass, multiallelic=multiallelic)
+    assert got[0] == want[0]
+    if got[0] == "error":
+        assert got[1] == want[1]
+        return
+    assert np.array_equal(got[1], want[1]) and got[2] == want[2]
+    assert got[3] > 0, "the compiled decoder took no block"
+    if odd == "none":
+        assert got[2]["filter_failed"] > 0 and got[4] == 0
+    else:
+        assert got[4] > 0, "the block with the odd line should go the numpy way"
+
+
+@pytest.mark.skipif(not NUMBA, reason="numba is not installed")
+def test_compiled_transpose_equals_numpy():
+    """vcf_kernels.transpose_into (ingest_vcf's variant rows -> sample rows) against numpy."""
+    from genotile import vcf_kernels
+
+    rng = np.random.default_rng(3)
+    blocks = [rng.integers(0, 256, size=(rows, 150), dtype=np.uint8) for rows in (70, 1, 129)]
+    whole = np.concatenate(blocks)
+    for c0, c1 in ((0, 150), (3, 67), (149, 150)):
+        out = np.zeros((c1 - c0, whole.shape[0]), np.uint8)
+        v0 = 0
+        for block in blocks:
+            vcf_kernels.transpose_into(block, out, c0, c1, v0)
+            v0 += block.shape[0]
+        assert np.array_equal(out, whole[:, c0:c1].T)

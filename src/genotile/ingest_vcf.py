@@ -14,12 +14,13 @@ n_kept = n_fields.
 import contextlib
 import json
 import os
+import sys
 import tempfile
 from pathlib import Path
 
 import numpy as np
 
-from . import __version__
+from . import __version__, vcf_fast
 from .atomic import atomic_path, write_text
 from .errors import GenotileError
 from .ids import check_ids
@@ -130,6 +131,8 @@ def _transpose_blocks(blocks: list[np.ndarray], out_path) -> None:
     A block of samples at a time (about TRANSPOSE_BYTES), filled TILE x TILE (cache-
     sized tiles transpose several times faster than whole blocks), then written out.
     """
+    # compiled tiles (~4x faster) when numba is here and loaded already (vcf_fast's decoding)
+    kernels = vcf_fast._kernels() if "numba" in sys.modules else None
     n_var = sum(b.shape[0] for b in blocks)
     n_samp = blocks[0].shape[1]
     rows = max(1, min(n_samp, TRANSPOSE_BYTES // max(1, n_var)))
@@ -140,11 +143,14 @@ def _transpose_blocks(blocks: list[np.ndarray], out_path) -> None:
             s1 = min(n_samp, s0 + rows)
             v0 = 0
             for block in blocks:
-                for t0 in range(0, block.shape[0], TILE):
-                    t1 = min(block.shape[0], t0 + TILE)
-                    for c0 in range(s0, s1, TILE):
-                        c1 = min(s1, c0 + TILE)
-                        buf[c0 - s0 : c1 - s0, v0 + t0 : v0 + t1] = block[t0:t1, c0:c1].T
+                if kernels is not None:
+                    kernels.transpose_into(block, buf, s0, s1, v0)
+                else:
+                    for t0 in range(0, block.shape[0], TILE):
+                        t1 = min(block.shape[0], t0 + TILE)
+                        for c0 in range(s0, s1, TILE):
+                            c1 = min(s1, c0 + TILE)
+                            buf[c0 - s0 : c1 - s0, v0 + t0 : v0 + t1] = block[t0:t1, c0:c1].T
                 v0 += block.shape[0]
             fh.write(memoryview(buf[: s1 - s0]))
 
