@@ -132,7 +132,7 @@ def _transpose_blocks(blocks: list[np.ndarray], out_path) -> None:
     sized tiles transpose several times faster than whole blocks), then written out.
     """
     # compiled tiles (~4x faster) when numba is here and loaded already (vcf_fast's decoding)
-    kernels = vcf_fast._kernels() if "numba" in sys.modules else None
+    kernels = vcf_fast.compiled_kernels() if "numba" in sys.modules else None
     n_var = sum(b.shape[0] for b in blocks)
     n_samp = blocks[0].shape[1]
     rows = max(1, min(n_samp, TRANSPOSE_BYTES // max(1, n_var)))

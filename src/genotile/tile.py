@@ -30,7 +30,7 @@ def compute_tile(planes, layout, perm: np.ndarray, plan: Plan, metric: Metric, b
                                 perms=(perm[rows_i], perm[rows_j]))
         ri, rj, columns, dense_values = res.ri, res.rj, res.columns, res.dense
         hist = res.histograms
-        (n_i, n_j), t_counts = res.shape, t0 + res.seconds_counts
+        t_counts = t0 + res.seconds_counts
     else:
         left = np.asarray(planes[rows_i])
         right = left if bi == bj else np.asarray(planes[rows_j])
@@ -46,7 +46,6 @@ def compute_tile(planes, layout, perm: np.ndarray, plan: Plan, metric: Metric, b
         hist = histogram.tile_histograms(metric, histogram.in_input_order(values, metric.transposed, flipped), unique)
         columns = {col: values[col][ri, rj] for col in metric.columns}
         dense_values = values[metric.dense_column] if dense else None
-        n_i, n_j = left.shape[0], right.shape[0]
     orig_i, orig_j = perm[rows_i][ri], perm[rows_j][rj]
     arrays = {
         "a": np.minimum(orig_i, orig_j).astype(np.int64),

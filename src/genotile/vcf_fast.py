@@ -53,7 +53,7 @@ COMPILED_MIN_BYTES = 1 << 24
 TAB, NL, COLON, SLASH, PIPE, DOT = 9, 10, 58, 47, 124, 46
 
 
-def _kernels():
+def compiled_kernels():
     """vcf_kernels (numba) when COMPILED and numba is installed, else None (the numpy path)."""
     if not COMPILED:
         return None
@@ -454,7 +454,7 @@ class FastText:
         pending: deque = deque()
         kernels = None
         if not self.want_ids and self.cols is None and os.path.getsize(self.r.path) >= COMPILED_MIN_BYTES:
-            kernels = _kernels()
+            kernels = compiled_kernels()
         try:
             spans = self._texts(text)
             while True:

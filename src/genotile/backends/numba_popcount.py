@@ -21,7 +21,7 @@ from collections import defaultdict
 import numpy as np
 
 from ..cpus import usable_cpus
-from ..pack import popcount_rows
+from .terms import add_row_sums, is_diagonal
 
 _KERNEL = None
 MAX_THREADS = None  # at most this many threads (backends.limit_threads), else every usable CPU
@@ -77,9 +77,7 @@ def _padded(words: np.ndarray, rows: int) -> np.ndarray:
 
 def count_matrices(left: np.ndarray, right: np.ndarray, counts: dict) -> dict[str, np.ndarray]:
     n_i, n_j = left.shape[0], right.shape[0]
-    diagonal = right is left or (
-        left.shape == right.shape and left.strides == right.strides
-        and left.__array_interface__["data"][0] == right.__array_interface__["data"][0])
+    diagonal = is_diagonal(left, right)
     products, upper, lower = _products(counts, diagonal)
     names = list(counts)
     result = {}
@@ -101,13 +99,4 @@ def count_matrices(left: np.ndarray, right: np.ndarray, counts: dict) -> dict[st
                            np.array(pairs, np.int64).reshape(-1, 2), upper, lower, diagonal, out)
         for c, name in enumerate(names):
             result[name] = np.ascontiguousarray(out[c, :n_i, :n_j])
-    for name, terms in counts.items():
-        acc = result.setdefault(name, np.zeros((n_i, n_j), np.int64))
-        for t in terms:
-            if t.coef == 0:
-                continue
-            if t.left is None and t.right is not None:
-                acc += t.coef * popcount_rows(right[:, slice(*t.right)])[None, :]
-            elif t.right is None and t.left is not None:
-                acc += t.coef * popcount_rows(left[:, slice(*t.left)])[:, None]
-    return result
+    return add_row_sums(result, left, right, counts)

@@ -39,8 +39,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..cpus import usable_cpus
-from ..pack import WORD_BITS, popcount_rows
+from ..pack import WORD_BITS
 from .numpy_popcount import _product
+from .terms import add_row_sums, is_diagonal
 
 EXACT_LIMIT = 2**24  # float32 holds every integer of magnitude <= 2**24
 CHUNK_WORDS = 256  # words of K per GEMM at most (16,384 fields); also bounded by CHUNK_BYTES
@@ -412,10 +413,8 @@ def _blocks(n: int, upper: bool):
 
 
 def count_matrices(left: np.ndarray, right: np.ndarray, counts: dict) -> dict[str, np.ndarray]:
-    n_i, n_j = left.shape[0], right.shape[0]
-    diagonal = right is left or (
-        left.shape == right.shape and left.strides == right.strides
-        and left.__array_interface__["data"][0] == right.__array_interface__["data"][0])
+    n_i = left.shape[0]
+    diagonal = is_diagonal(left, right)
     left = np.ascontiguousarray(left)
     right = left if diagonal else np.ascontiguousarray(right)
     plan = _plan(counts)
@@ -431,9 +430,6 @@ def count_matrices(left: np.ndarray, right: np.ndarray, counts: dict) -> dict[st
             result[name] = acc.astype(np.int64)  # exact integers in float64
         if upper:
             upper_names.update(job.names)
-    for name in counts:
-        if name not in result:
-            result[name] = np.zeros((n_i, n_j), dtype=np.int64)
     # fill the blocks left of the diagonal from the mirror's blocks right of it
     for name in upper_names:
         src = result[plan.mirror[name]] if plan.mirror[name] != name else None
@@ -442,13 +438,4 @@ def count_matrices(left: np.ndarray, right: np.ndarray, counts: dict) -> dict[st
                 result[name][i1:, i0:i1] = result[name][i0:i1, i1:].T
             else:
                 result[name][i1:, i0:i1] = src[i0:i1, i1:].T
-    for name, terms in counts.items():
-        acc = result[name]
-        for term in terms:
-            if term.coef == 0:
-                continue
-            if term.left is None and term.right is not None:
-                acc += term.coef * popcount_rows(right[:, slice(*term.right)])[None, :]
-            elif term.right is None and term.left is not None:
-                acc += term.coef * popcount_rows(left[:, slice(*term.left)])[:, None]
-    return result
+    return add_row_sums(result, left, right, counts)
