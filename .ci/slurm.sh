@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# A one-node SLURM on this machine, for the SLURM tests (tests/test_slurm.py) and CI.
+# A one-node SLURM on this machine, for the SLURM tests (tests/workflow/test_slurm.py) and CI.
 #
 #   .ci/slurm.sh start    install slurm-wlm + munge if missing, start munged, slurmctld, slurmd;
 #                         wait until the node is idle (idempotent: a running cluster is kept)

@@ -32,11 +32,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import cupy as cp  # noqa: E402
 from bench_gpu import b1_ceiling  # noqa: E402
 
-from genotile import ccc3, steps3  # noqa: E402
-from genotile.backends import cupy_b1, cupy_int8, cupy_tile3  # noqa: E402
-from genotile.genotype import genotype_layout, genotype_planes  # noqa: E402
-from genotile.plan import Plan, write_plan  # noqa: E402
-from genotile.store import open_store, pack_store  # noqa: E402
+from genotile.backends.cuda import cupy_b1, cupy_int8, cupy_tile3  # noqa: E402
+from genotile.core import ccc3  # noqa: E402
+from genotile.core.genotype import genotype_layout, genotype_planes  # noqa: E402
+from genotile.core.plan import Plan, write_plan  # noqa: E402
+from genotile.store.pack import open_store, pack_store  # noqa: E402
+from genotile.triples import steps as steps3  # noqa: E402
 
 ENGINES = {"cupy-b1": cupy_b1.ENGINE, "cupy-int8": cupy_int8.ENGINE}
 

@@ -120,7 +120,7 @@ def dataset(a, kind: str, n: int, m: int) -> Path:
 
 def phase_store(a) -> dict:
     """ingest + plan + pack of the tiles VCF into a store (not part of the tile timing)."""
-    from genotile import steps
+    from genotile.pairs import steps
 
     out = Path(a.workdir)
     steps.ingest(a.vcf, "genotype", out / "codes.npy", out / "ingest.json")
@@ -136,7 +136,10 @@ def use_head(a) -> None:
         return
     import importlib.util
 
-    from genotile import backends, genotype, ingest_vcf, vcf
+    from genotile import backends
+    from genotile.core import genotype
+    from genotile.io import vcf
+    from genotile.store import ingest_vcf
 
     src = subprocess.run(["git", "-C", str(REPO), "show", f"{a.impl}:src/genotile/backends/numpy_blas.py"],
                          capture_output=True, text=True, check=True).stdout
@@ -154,11 +157,11 @@ def use_head(a) -> None:
 
 def phase_tiles(a) -> dict:
     from genotile import backends
-    from genotile.metrics import get_metric
-    from genotile.plan import Plan
-    from genotile.store import open_store
-    from genotile.tile import compute_tile
-    from genotile.tilefile import write_tile
+    from genotile.core.metrics import get_metric
+    from genotile.core.plan import Plan
+    from genotile.io.tilefile import write_tile
+    from genotile.pairs.tile import compute_tile
+    from genotile.store.pack import open_store
 
     use_head(a)
     numpy_blas = backends.BACKENDS["numpy"]
@@ -196,7 +199,7 @@ def phase_tiles(a) -> dict:
 
 def _scan_codes_bincount(codes) -> bool:
     """genotype.scan_codes before 2026-11-22 (np.bincount per block), for --baseline."""
-    from genotile.encode import MISSING
+    from genotile.core.encode import MISSING
 
     n, m = codes.shape
     step = max(1, (1 << 26) // max(1, m))
@@ -210,7 +213,7 @@ def _scan_codes_bincount(codes) -> bool:
 
 
 def phase_ingest(a) -> dict:
-    from genotile import steps
+    from genotile.pairs import steps
 
     use_head(a)
     out = Path(a.workdir)

@@ -50,11 +50,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
 import cupy as cp  # noqa: E402
 
-from genotile import steps  # noqa: E402
-from genotile.backends import cupy_b1, cupy_int8, cupy_pack, cupy_tile, numpy_blas  # noqa: E402
-from genotile.backends import cupy_common as cc  # noqa: E402
-from genotile.encode import CATEGORICAL, NUCLEOTIDE, categorical_encoding, categorical_planes, symbol_counts  # noqa: E402
-from genotile.metrics import METRICS, Term  # noqa: E402
+from genotile.backends.cpu import numpy_blas  # noqa: E402
+from genotile.backends.cuda import cupy_b1, cupy_int8, cupy_pack, cupy_tile  # noqa: E402
+from genotile.backends.cuda import cupy_common as cc  # noqa: E402
+from genotile.core.encode import CATEGORICAL, NUCLEOTIDE, categorical_encoding, categorical_planes, symbol_counts  # noqa: E402
+from genotile.core.metrics import METRICS, Term  # noqa: E402
+from genotile.pairs import steps  # noqa: E402
 
 BIT_MACS_PER_MMA = 16 * 8 * 256
 
@@ -147,8 +148,8 @@ def categorical_planes_for(alphabet, distinct: int, fields: int, rows: int, seed
 def genotype_planes_for(encoding: str, distinct: int, fields: int, rows: int, seed: int, missing: float):
     """Genotype planes of `rows` vectors (codes of `distinct` ones, repeated), 0/1/2 at
     random allele frequencies, a fraction `missing` of the entries missing."""
-    from genotile.encode import MISSING
-    from genotile.genotype import genotype_layout, genotype_planes
+    from genotile.core.encode import MISSING
+    from genotile.core.genotype import genotype_layout, genotype_planes
 
     rng = np.random.default_rng(seed)
     p = rng.uniform(0.05, 0.5, size=fields)
@@ -319,8 +320,8 @@ def upload_alone(path, m):
 
 def packing_rows(add, results, args):
     """GPU packing against numpy packing of the same codes."""
-    from genotile.encode import MISSING
-    from genotile.genotype import genotype_layout, genotype_planes
+    from genotile.core.encode import MISSING
+    from genotile.core.genotype import genotype_layout, genotype_planes
 
     rng = np.random.default_rng(5)
     cases = []

@@ -41,7 +41,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
 import cupy as cp  # noqa: E402
 
-from genotile.screen import backend, cupy_backend  # noqa: E402
+from genotile.backends.cuda import cupy_screen as cupy_backend  # noqa: E402
+from genotile.screen import backend  # noqa: E402
 from genotile.screen.encode import SequenceSet  # noqa: E402
 
 ACGT = np.frombuffer(b"ACGT", dtype=np.uint8)

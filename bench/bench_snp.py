@@ -92,7 +92,7 @@ def write_fasta(aln: np.ndarray, path: Path, width: int = 60) -> None:
 
 
 def phase_pipeline(a) -> dict:
-    from genotile import steps
+    from genotile.pairs import steps
 
     thresholds = {} if a.threshold is None else {"snp": a.threshold}
     stages = {}
@@ -144,10 +144,10 @@ def _timed(fn) -> float:
 
 
 def phase_kernel(a) -> dict:
-    from genotile.metrics import get_metric
-    from genotile.plan import Plan
-    from genotile.store import open_store
-    from genotile.tile import compute_tile
+    from genotile.core.metrics import get_metric
+    from genotile.core.plan import Plan
+    from genotile.pairs.tile import compute_tile
+    from genotile.store.pack import open_store
 
     store = Path(a.outdir) / "store" / "nucleotide"
     planes_mm, manifest, layout = open_store(store / "planes.npy", store / "manifest.json")

@@ -11,7 +11,7 @@ def numba_popcount_words() -> float:
     import numba
     from numba import njit, prange
 
-    from genotile.backends import numba_popcount, popcount_kernel
+    from genotile.backends.cpu import numba_popcount, popcount_kernel
 
     numba_popcount._kernel()  # sets the thread count as the backend does
     micro = popcount_kernel._micro_tile

@@ -10,10 +10,10 @@ min_version("9.0")
 # The workflow runs its own copy of the package, installed or not.
 sys.path.insert(0, str(Path(workflow.basedir) / "src"))
 
-from genotile.ingest import VCF_ENCODINGS  # noqa: E402
-from genotile import ccc3 as _ccc3  # noqa: E402
-from genotile.metrics import METRICS  # noqa: E402
-from genotile.plan import Plan  # noqa: E402
+from genotile.store.ingest import VCF_ENCODINGS  # noqa: E402
+from genotile.core import ccc3 as _ccc3  # noqa: E402
+from genotile.core.metrics import METRICS  # noqa: E402
+from genotile.core.plan import Plan  # noqa: E402
 
 validate(config, schema="../config/schema/config.schema.yaml")
 

@@ -2,8 +2,8 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(snakemake.scriptdir).parent / "src"))
-from genotile import steps  # noqa: E402
-from genotile.rule import run_rule  # noqa: E402
+from genotile.pairs import steps  # noqa: E402
+from genotile.runtime.rule import run_rule  # noqa: E402
 
 run_rule(
     snakemake,

@@ -2,9 +2,10 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(snakemake.scriptdir).parent / "src"))
-from genotile import ccc3, limits, steps  # noqa: E402
-from genotile.metrics import METRICS  # noqa: E402
-from genotile.rule import run_rule  # noqa: E402
+from genotile.core import ccc3, limits  # noqa: E402
+from genotile.core.metrics import METRICS  # noqa: E402
+from genotile.pairs import steps  # noqa: E402
+from genotile.runtime.rule import run_rule  # noqa: E402
 
 
 def plan(sm):

@@ -2,9 +2,10 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(snakemake.scriptdir).parent / "src"))
-from genotile import backends, steps  # noqa: E402
-from genotile.gpu_slots import slot_for_backend  # noqa: E402
-from genotile.rule import run_rule  # noqa: E402
+from genotile import backends  # noqa: E402
+from genotile.pairs import steps  # noqa: E402
+from genotile.runtime.gpu_slots import slot_for_backend  # noqa: E402
+from genotile.runtime.rule import run_rule  # noqa: E402
 
 
 def tile(sm):

@@ -5,10 +5,10 @@ import json
 import logging
 import sys
 
-from . import __version__, backends
-from .errors import GenotileError
-from .metrics import METRICS
-from .plan import Plan
+from genotile import __version__, backends
+from genotile.core.metrics import METRICS
+from genotile.core.plan import Plan
+from genotile.errors import GenotileError
 
 
 def _threshold(text: str) -> tuple[str, float | None]:
@@ -61,19 +61,19 @@ def main(argv=None) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s", stream=sys.stderr)
     try:
         if args.command == "run":
-            from .steps import run_all
+            from genotile.pairs.steps import run_all
 
             summaries = run_all(args.input, args.outdir, args.metric, block_size=args.block_size, seed=args.seed,
                                 thresholds=dict(args.threshold), dense_max=args.dense_max, backend=args.backend)
             for name, s in summaries.items():
                 print(f"{name}: {s['pairs_passing']} of {s['pairs_computed']} pairs pass -> {args.outdir}/{name}/")
         elif args.command == "plan" and args.metric == "ccc3":
-            from .estimate3 import describe
+            from genotile.triples.estimate import describe
 
             print(describe(args.vectors, args.fields, block_size=args.block_size, stages=args.stages,
                            density=args.density, missing=not args.complete))
         elif args.command == "plan":
-            from .estimate import estimate, load_rates
+            from genotile.pairs.estimate import estimate, load_rates
 
             est = estimate(METRICS[args.metric], args.vectors, args.fields, block_size=args.block_size,
                            density=args.density, devices=args.gpus, tiles_per_job=args.tiles_per_job,

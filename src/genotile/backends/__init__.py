@@ -6,8 +6,9 @@ Every backend implements `count_matrices(left, right, counts)`:
 and returns {name: int64 array (rows I, rows J)}, bit-identical across backends.
 """
 
-from ..errors import GenotileError
-from . import cupy_b1, cupy_int8, numba_popcount, numpy_blas, numpy_popcount
+from genotile.backends.cpu import numba_popcount, numpy_blas, numpy_popcount
+from genotile.backends.cuda import cupy_b1, cupy_int8
+from genotile.errors import GenotileError
 
 # Fastest first: `auto` takes the first available (the GPU ones report unavailable without
 # CuPy and a CUDA GPU, so CPU runs are unaffected).

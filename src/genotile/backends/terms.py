@@ -3,7 +3,7 @@ arrays, and adding the row-sum terms (a side that is the all-ones plane) to the 
 
 import numpy as np
 
-from ..pack import popcount_rows
+from genotile.core.bits import popcount_rows
 
 
 def is_diagonal(left: np.ndarray, right: np.ndarray) -> bool:

@@ -1,8 +1,9 @@
 """Which screening backend runs: the config's `backend` mapped onto numpy or cupy."""
 
-from ..backends import cupy_common
-from ..errors import GenotileError
-from . import numpy_backend, score
+from genotile.backends.cpu import screen_numpy as numpy_backend
+from genotile.backends.cuda import cupy_common
+from genotile.errors import GenotileError
+from genotile.screen import score
 
 
 def resolve(backend: str) -> str:
@@ -22,7 +23,7 @@ def resolve(backend: str) -> str:
 def first_matches_and_sums(samples, sigs, backend: str):
     """(positions, quality sums), both (n_samples, n_signatures), on the chosen backend."""
     if resolve(backend) == "cupy":
-        from . import cupy_backend
+        from genotile.backends.cuda import cupy_screen as cupy_backend
 
         pos = cupy_backend.first_matches(samples, sigs)
         return pos, cupy_backend.qual_sums(samples, pos, sigs.lengths)

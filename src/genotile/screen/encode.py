@@ -19,8 +19,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..errors import GenotileError
-from . import probes
+from genotile.errors import GenotileError
+from genotile.screen import probes
 
 BASES = b"ACGT"
 N_CODE = 4

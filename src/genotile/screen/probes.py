@@ -21,7 +21,7 @@ A < C < G < T), then by offset; then the run and alternation probes, longest (hi
 then by offset; then the remaining singles in the same order as the first.
 """
 
-from ..errors import GenotileError
+from genotile.errors import GenotileError
 
 MIN_RUN = 8  # shorter runs (random sequence has a few of 4-7 a kb) stay single probes
 MIN_ALT = 12

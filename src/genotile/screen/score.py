@@ -11,8 +11,8 @@ from fractions import Fraction
 
 import numpy as np
 
-from ..fastq import PHRED_OFFSET
-from .encode import SequenceSet
+from genotile.io.fastq import PHRED_OFFSET
+from genotile.screen.encode import SequenceSet
 
 
 def qual_sums(samples: SequenceSet, positions: np.ndarray, sig_lens: np.ndarray) -> np.ndarray:

@@ -9,10 +9,10 @@ from collections.abc import Iterator
 
 import numpy as np
 
-from ..errors import GenotileError
-from ..fastq import open_maybe_gzip
-from ..ids import check_id
-from .encode import check_signature
+from genotile.errors import GenotileError
+from genotile.io.fastq import open_maybe_gzip
+from genotile.io.ids import check_id
+from genotile.screen.encode import check_signature
 
 
 def read_signatures(path) -> Iterator[tuple[str, np.ndarray]]:

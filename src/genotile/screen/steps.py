@@ -12,17 +12,17 @@ from pathlib import Path
 
 import numpy as np
 
-from ..atomic import atomic_path, write_text
-from ..errors import GenotileError
-from ..fastq import read_fastq
-from ..merge import file_sha256, output_records, versions
-from ..readback import RERUN, load_json, load_npy
-from ..tilefile import read_tile, write_tile
-from ..tsvgz import write_tsv_gz
-from . import backend as backends
-from .encode import SequenceSet, from_records
-from .score import format_score, hundredths, passes
-from .signatures import read_signatures
+from genotile.errors import GenotileError
+from genotile.io.atomic import atomic_path, write_text
+from genotile.io.fastq import read_fastq
+from genotile.io.readback import RERUN, load_json, load_npy
+from genotile.io.tilefile import read_tile, write_tile
+from genotile.io.tsvgz import write_tsv_gz
+from genotile.pairs.merge import file_sha256, output_records, versions
+from genotile.screen import backend as backends
+from genotile.screen.encode import SequenceSet, from_records
+from genotile.screen.score import format_score, hundredths, passes
+from genotile.screen.signatures import read_signatures
 
 STORE_ARRAYS = ("seq", "qual", "offsets", "sig_seq", "sig_offsets")
 HEADER = ("sample", "signature", "position", "score")

@@ -1,0 +1,102 @@
+"""CPU backend: AND + popcount compiled by numba, exact, generic over any metric's Terms.
+
+The same arithmetic as `numpy-popcount` (and as the GPU's 1-bit tensor-core
+instruction), compiled to vector popcounts and run on every CPU this process may
+use: the fastest CPU backend wherever numba is installed (bench/RESULTS.md).
+The kernel and its tiling are in popcount_kernel.py; here:
+
+1. Products. The distinct (left range, right range) products of all counts, each
+   with its coefficient in every count (a coefficient matrix P x C), so each
+   product is computed once however many counts use it.
+2. Diagonal tiles (right is left): only block tiles on and right of the diagonal
+   are computed; each also writes its transposed place, where product (a, b) is
+   product (b, a) of the computed place, so the product set is closed under
+   transposition first (ibs, king, ccc2, snp and hamming already are).
+3. Row sums (terms with an all-ones side) are popcounts of one side's rows.
+"""
+
+import importlib.util
+from collections import defaultdict
+
+import numpy as np
+
+from genotile.backends.terms import add_row_sums, is_diagonal
+from genotile.runtime.cpus import usable_cpus
+
+_KERNEL = None
+MAX_THREADS = None  # at most this many threads (backends.limit_threads), else every usable CPU
+
+
+def is_available() -> bool:
+    return importlib.util.find_spec("numba") is not None
+
+
+def _kernel():
+    """The compiled kernel module, imported on first use (numba's import costs ~0.3 s), with
+    numba's thread count set: every usable CPU, at most MAX_THREADS."""
+    global _KERNEL
+    import numba
+
+    if _KERNEL is None:
+        from genotile.backends.cpu import popcount_kernel
+
+        _KERNEL = popcount_kernel
+    cap = numba.config.NUMBA_NUM_THREADS
+    numba.set_num_threads(usable_cpus(cap if MAX_THREADS is None else min(MAX_THREADS, cap)))
+    return _KERNEL
+
+
+def _products(counts: dict, diagonal: bool):
+    """(products, coef_upper, coef_lower): the products to compute as (left, right) word
+    ranges and their coefficient matrices (products x counts) at (i, j) and at (j, i)."""
+    coef: dict = defaultdict(lambda: defaultdict(int))
+    for c, terms in enumerate(counts.values()):
+        for t in terms:
+            if t.left is not None and t.right is not None and t.left[1] > t.left[0] and t.coef:
+                coef[(tuple(t.left), tuple(t.right))][c] += t.coef
+    products = [key for key, by_count in coef.items() if any(by_count.values())]
+    if diagonal:
+        products += [(r, le) for le, r in products if (r, le) not in coef]
+    shape = (len(products), len(counts))
+    upper, lower = np.zeros(shape, np.int64), np.zeros(shape, np.int64)
+    for p, (le, r) in enumerate(products):
+        for c, v in coef.get((le, r), {}).items():
+            upper[p, c] = v
+        for c, v in coef.get((r, le), {}).items():
+            lower[p, c] = v
+    return products, upper, lower
+
+
+def _padded(words: np.ndarray, rows: int) -> np.ndarray:
+    if words.shape[0] == rows and words.flags.c_contiguous:
+        return words
+    out = np.zeros((rows, words.shape[1]), np.uint64)
+    out[: words.shape[0]] = words
+    return out
+
+
+def count_matrices(left: np.ndarray, right: np.ndarray, counts: dict) -> dict[str, np.ndarray]:
+    n_i, n_j = left.shape[0], right.shape[0]
+    diagonal = is_diagonal(left, right)
+    products, upper, lower = _products(counts, diagonal)
+    names = list(counts)
+    result = {}
+    if products and n_i and n_j:
+        kernel = _kernel()
+        b = kernel.BLOCK_ROWS
+        blocks_i, blocks_j = -(-n_i // b), -(-n_j // b)
+        left_p = _padded(np.asarray(left, np.uint64), blocks_i * b)
+        right_p = left_p if diagonal else _padded(np.asarray(right, np.uint64), blocks_j * b)
+        if diagonal:
+            pairs = [(bi, bj) for bi in range(blocks_i) for bj in range(bi, blocks_j)]
+        else:
+            pairs = [(bi, bj) for bi in range(blocks_i) for bj in range(blocks_j)]
+        out = np.empty((len(names), blocks_i * b, blocks_j * b), np.int64)
+        kernel.tile_counts(left_p, right_p,
+                           np.array([le[0] for le, _ in products], np.int64),
+                           np.array([r[0] for _, r in products], np.int64),
+                           np.array([le[1] - le[0] for le, _ in products], np.int64),
+                           np.array(pairs, np.int64).reshape(-1, 2), upper, lower, diagonal, out)
+        for c, name in enumerate(names):
+            result[name] = np.ascontiguousarray(out[c, :n_i, :n_j])
+    return add_row_sums(result, left, right, counts)

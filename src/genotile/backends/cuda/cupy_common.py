@@ -1,0 +1,182 @@
+"""Plumbing shared by the CuPy backends (cupy-b1, cupy-int8).
+
+CuPy is imported lazily: on a machine without CuPy or without a CUDA GPU every
+`is_available()` returns False and nothing here raises, so CPU runs are unaffected.
+
+Terms (metrics.Term) are split into
+  products -- coef * popcount(left[:, l0:l0+w] AND right[:, r0:r0+w]), done on the tensor cores;
+  row sums -- the all-ones-plane terms: coef * popcount(left[:, range]) added to every column
+              (left=range, right=None) or coef * popcount(right[:, range]) added to every row.
+Counts are exact: the int32 parts are bounded before launch (`bound`), everything is summed
+into int64 where a bound could exceed 2**31 - 1.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from genotile.errors import GenotileError
+
+KERNEL_DIR = Path(__file__).with_name("kernels")
+WORD_BITS = 64
+INT32_MAX = 2**31 - 1
+
+# Tests set POISON: device outputs are then filled with POISON_VALUE before the kernels
+# write them, so an element a kernel forgot to write shows up as a wrong count.
+POISON = False
+POISON_VALUE = -0x5A5A5A5B
+
+
+@functools.cache
+def _cupy():
+    try:
+        import cupy
+
+        if cupy.cuda.runtime.getDeviceCount() < 1:
+            return None
+        cupy.cuda.Device(0).compute_capability  # noqa: B018 -- touches the driver
+        return cupy
+    except Exception:  # no CuPy, no driver, no GPU: the backend is simply unavailable
+        return None
+
+
+def cupy_module():
+    cp = _cupy()
+    if cp is None:
+        raise GenotileError("CuPy with a CUDA GPU is required for this backend")
+    return cp
+
+
+def has_gpu(min_cc: int = 0) -> bool:
+    cp = _cupy()
+    if cp is None:
+        return False
+    try:
+        return int(cp.cuda.Device().compute_capability) >= min_cc
+    except Exception:
+        return False
+
+
+def device_attr(name: str) -> int:
+    return int(cupy_module().cuda.Device().attributes[name])
+
+
+@functools.cache
+def _load_module(filename: str, options: tuple[str, ...], device_id: int):
+    cp = cupy_module()
+    code = (KERNEL_DIR / filename).read_text()
+    return cp.RawModule(code=code, options=("--std=c++17",) + options)
+
+
+def load_kernel(filename: str, name: str, options: tuple[str, ...] = ()):
+    """A kernel from kernels/<filename>, compiled by NVRTC for this GPU (CuPy picks sm_XX)."""
+    cp = cupy_module()
+    return _load_module(filename, tuple(options), cp.cuda.Device().id).get_function(name)
+
+
+def new_output(shape, dtype):
+    cp = cupy_module()
+    if POISON:
+        return cp.full(shape, POISON_VALUE, dtype=dtype)
+    return cp.empty(shape, dtype=dtype)
+
+
+@dataclass(frozen=True)
+class Product:
+    coef: int
+    left: int  # first word of the left range
+    right: int  # first word of the right range
+    width: int  # words
+
+    @property
+    def bound(self) -> int:
+        return abs(self.coef) * WORD_BITS * self.width
+
+
+@dataclass(frozen=True)
+class RowSum:
+    coef: int
+    start: int
+    width: int
+
+    @property
+    def bound(self) -> int:
+        return abs(self.coef) * WORD_BITS * self.width
+
+
+def split_terms(terms) -> tuple[list[Product], list[RowSum], list[RowSum]]:
+    """(products, sums over left rows, sums over right rows), dropping empty and zero terms."""
+    products, left_sums, right_sums = [], [], []
+    for term in terms:
+        if term.coef == 0:
+            continue
+        if term.left is None and term.right is None:
+            raise GenotileError("a term needs at least one plane range")
+        if term.left is None:
+            lo, hi = term.right
+            if hi > lo:
+                right_sums.append(RowSum(int(term.coef), int(lo), int(hi - lo)))
+        elif term.right is None:
+            lo, hi = term.left
+            if hi > lo:
+                left_sums.append(RowSum(int(term.coef), int(lo), int(hi - lo)))
+        else:
+            (l0, l1), (r0, r1) = term.left, term.right
+            if l1 - l0 != r1 - r0:
+                raise GenotileError(f"term ranges differ in length: {term}")
+            if l1 > l0:
+                products.append(Product(int(term.coef), int(l0), int(r0), int(l1 - l0)))
+    return products, left_sums, right_sums
+
+
+def split_product(p: Product, max_bound: int) -> list[Product]:
+    """Cut a product along K so that each piece's bound is at most max_bound."""
+    per_word = abs(p.coef) * WORD_BITS
+    step = max(1, max_bound // per_word)
+    if per_word > max_bound:
+        raise GenotileError(f"coefficient {p.coef} too large for exact int32 accumulation")
+    return [Product(p.coef, p.left + o, p.right + o, min(step, p.width - o)) for o in range(0, p.width, step)]
+
+
+def to_device(arr: np.ndarray):
+    cp = cupy_module()
+    if isinstance(arr, cp.ndarray):
+        return cp.ascontiguousarray(arr, dtype=cp.uint64)
+    return cp.asarray(np.ascontiguousarray(arr, dtype=np.uint64))
+
+
+def row_sums(words, sums: list[RowSum]):
+    """int64 (rows,) = sum over `sums` of coef * popcount(words[:, range]) (device)."""
+    cp = cupy_module()
+    rows = words.shape[0]
+    total = cp.zeros(rows, dtype=cp.int64)
+    if rows == 0 or not sums:
+        return total
+    kernel = load_kernel("bitplane_utils.cu", "popcount_rows")
+    part = cp.zeros(rows, dtype=cp.int32)
+    warps = 8
+    for s in sums:
+        for piece in _split_sum(s):
+            part.fill(0)
+            kernel(((rows + warps - 1) // warps,), (32 * warps,),
+                   (words, np.int64(words.shape[1]), np.int32(rows), np.int64(piece.start),
+                    np.int64(piece.width), np.int32(piece.coef), part))
+            total += part
+    return total
+
+
+def _split_sum(s: RowSum) -> list[RowSum]:
+    step = max(1, INT32_MAX // (abs(s.coef) * WORD_BITS))
+    return [RowSum(s.coef, s.start + o, min(step, s.width - o)) for o in range(0, s.width, step)]
+
+
+def sums_bound(sums: list[RowSum]) -> int:
+    return sum(s.bound for s in sums)
+
+
+def empty_result(counts, rows_left: int, rows_right: int) -> dict[str, np.ndarray]:
+    return {name: np.zeros((rows_left, rows_right), dtype=np.int64) for name in counts}

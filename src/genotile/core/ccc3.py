@@ -1,0 +1,228 @@
+"""CoMet's 3-way Custom Correlation Coefficient (ccc3) as masked plane products (numpy only).
+
+Definition (DESIGN.md section 2): SNP vectors i, j, k over samples q; rho(1) = g, rho(0) = 2 - g;
+r_ijk(a,b,c) = sum over samples where all three are present of rho_i(a) rho_j(b) rho_k(c);
+c_ijk = sum of the 8 tallies; f_i(a) = s_i(a) / (2 c_i) over all samples of i (as ccc2);
+ccc_abc = M * r/c_ijk * (1 - P f_min)(1 - P f_mid)(1 - P f_max), the three f_i(a), f_j(b), f_k(c)
+sorted; 0 where c_i, c_j, c_k or c_ijk is 0.
+
+Counts. With G = L + H (= g) and V the present plane, each factor is rho(a) = alpha_a V + beta_a G
+(alpha = 2, beta = -1 for a = 0; alpha = 0, beta = 1 for a = 1), so every tally is a signed sum of
+eight counts over the sites where all three are present:
+  t = VVV, s_i = GVV, s_j = VGV, s_k = VVG, s_ij = GGV, s_ik = GVG, s_jk = VGG, s_ijk = GGG,
+27 plane products P[X,Y,Z] = popcount(X_i & Y_j & Z_k), X, Y, Z in {L, H, V}; c_ijk = 8 t.
+On complete data V is all ones: products with V of k become row sums of the masked plane, and
+VV.Z of k a row sum of block K (19 products, 8 of them 2-way in fact).
+
+Masked two-step (DESIGN.md section 3, CoMet's 3-way method): for a vector j of the middle block,
+the *masked block* has one row per vector i of block I and 9 segments of `words` words, segment
+"XY" = X_i & Y_j; the counts are then 2-way Terms (metrics.Term) between the masked block and
+block K, so every 2-way backend's `count_matrices` / `count_device` computes them unchanged.
+"""
+
+import math
+from dataclasses import asdict, dataclass
+from itertools import product
+
+import numpy as np
+
+from genotile.core.bits import popcount_rows
+from genotile.core.genotype import GenotypeLayout
+from genotile.core.metrics import Term
+from genotile.core.plan import Plan
+from genotile.errors import GenotileError
+
+NAME = "ccc3"
+PLANES = ("L", "H", "V")
+MASKED = tuple(x + y for x in PLANES for y in PLANES)  # segments of a masked row: "LL", "LH", ..., "VV"
+COUNTS = ("t", "s_i", "s_j", "s_k", "s_ij", "s_ik", "s_jk", "s_ijk")
+# which of (i, j, k) carry G in each count (the others carry V)
+COUNT_G = {"t": (0, 0, 0), "s_i": (1, 0, 0), "s_j": (0, 1, 0), "s_k": (0, 0, 1),
+           "s_ij": (1, 1, 0), "s_ik": (1, 0, 1), "s_jk": (0, 1, 1), "s_ijk": (1, 1, 1)}
+ALPHA, BETA = {0: 2, 1: 0}, {0: -1, 1: 1}  # rho(a) = ALPHA[a] V + BETA[a] G
+COLUMNS = tuple(f"ccc_{a}{b}{c}" for a, b, c in product((0, 1), repeat=3))  # bit order (id1, id2, id3)
+NULL_THRESHOLD_MAX = 2000  # vectors a null ccc3 threshold is allowed up to
+
+
+@dataclass(frozen=True)
+class Params:
+    multiplier: float = 4.5
+    param: float = 2 / 3
+
+    @classmethod
+    def make(cls, multiplier=None, param=None) -> "Params":
+        values = {"multiplier": 4.5 if multiplier is None else multiplier, "param": 2 / 3 if param is None else param}
+        for name, value in values.items():
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+                raise GenotileError(f"ccc3: {name} must be a finite number, not {value!r}")
+        return cls(float(values["multiplier"]), float(values["param"]))
+
+
+def check_layout(layout) -> GenotypeLayout:
+    if not isinstance(layout, GenotypeLayout) or tuple(layout.planes[:3]) != PLANES:
+        raise GenotileError("ccc3 reads the genotype_t store (planes L, H, V), not this one")
+    return layout
+
+
+def masked_segments(words: int) -> dict[str, tuple[int, int]]:
+    return {s: (k * words, (k + 1) * words) for k, s in enumerate(MASKED)}
+
+
+def mask_block(left: np.ndarray, middle_rows: np.ndarray, words: int, rows_per_j=None) -> np.ndarray:
+    """The masked block of several middle vectors, stacked: for middle row t (of `middle_rows`,
+    each a packed row of block J) the rows of `left` (block I; the first rows_per_j[t] of them when
+    given), each with segments X_i & Y_j. Returns uint64 (sum of rows, 9 * words)."""
+    seg = {p: slice(k * words, (k + 1) * words) for k, p in enumerate(PLANES)}
+    n_i = left.shape[0]
+    counts = [n_i] * len(middle_rows) if rows_per_j is None else [int(r) for r in rows_per_j]
+    out = np.empty((sum(counts), 9 * words), dtype=np.uint64)
+    r0 = 0
+    for row_j, n in zip(middle_rows, counts, strict=True):
+        block = out[r0 : r0 + n]
+        for k, (x, y) in enumerate(product(PLANES, PLANES)):
+            np.bitwise_and(left[:n, seg[x]], row_j[None, seg[y]], out=block[:, k * words : (k + 1) * words])
+        r0 += n
+    return out
+
+
+def count_terms(layout: GenotypeLayout) -> dict[str, list[Term]]:
+    """The 8 counts as Terms between a masked block (left) and block K (right)."""
+    w = layout.words
+    mseg, kseg = masked_segments(w), layout.segments()
+
+    def term(x, y, z):
+        if layout.complete and z == "V":
+            return Term(1, mseg[x + y], None)  # popcount(X_i & Y_j): a row sum of the masked block
+        if layout.complete and x == "V" and y == "V":
+            return Term(1, None, kseg[z])  # popcount(Z_k): a row sum of block K
+        return Term(1, mseg[x + y], kseg[z])
+
+    def planes(has_g):
+        return ("L", "H") if has_g else ("V",)
+
+    return {name: [term(x, y, z) for x in planes(gi) for y in planes(gj) for z in planes(gk)]
+            for name, (gi, gj, gk) in COUNT_G.items()}
+
+
+def vector_stats(planes: np.ndarray, layout: GenotypeLayout) -> tuple[np.ndarray, np.ndarray]:
+    """(c, s1) per row over all samples: c = #present, s1 = sum of g (s(0) = 2c - s1)."""
+    seg = layout.segments()
+    c = popcount_rows(planes[:, slice(*seg["V"])])
+    s1 = popcount_rows(planes[:, slice(*seg["L"])]) + popcount_rows(planes[:, slice(*seg["H"])])
+    return c, s1
+
+
+def tallies(counts: dict) -> dict[tuple[int, int, int], np.ndarray]:
+    """r(a,b,c) (int64) from the 8 counts: the product of (ALPHA V + BETA G) expanded."""
+    r = {}
+    for a, b, c in product((0, 1), repeat=3):
+        acc = 0
+        for name, g in COUNT_G.items():
+            coef = 1
+            for bit, has_g in zip((a, b, c), g, strict=True):
+                coef *= BETA[bit] if has_g else ALPHA[bit]
+            if coef:
+                acc = acc + coef * counts[name]
+        r[a, b, c] = acc
+    return r
+
+
+def freqs(c, s1):
+    """{a: f(a)} = s(a) / (2c) as float64 (nan where c = 0; masked out by the epilogue)."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return {1: s1 / (2.0 * c), 0: (2 * c - s1) / (2.0 * c)}
+
+
+def sort3(x, y, z):
+    """(min, mid, max) elementwise, exactly (no arithmetic)."""
+    lo, hi = np.minimum(x, y), np.maximum(x, y)
+    return np.minimum(lo, z), np.maximum(lo, np.minimum(hi, z)), np.maximum(hi, z)
+
+
+def epilogue(counts: dict, stats_i, stats_j, stats_k, params: Params) -> dict[str, np.ndarray]:
+    """Values ccc_abc in (i, j, k) bit order. counts: the 8 int64 arrays (rows, cols); stats_x:
+    (c, s1) int64 arrays broadcasting against them (i, j per row: (rows, 1); k: (1, cols))."""
+    r = tallies(counts)
+    c_ijk = 8 * counts["t"]
+    f = [freqs(*s) for s in (stats_i, stats_j, stats_k)]
+    ok = (stats_i[0] > 0) & (stats_j[0] > 0) & (stats_k[0] > 0) & (c_ijk > 0)
+    m, p = params.multiplier, params.param
+    out = {}
+    with np.errstate(divide="ignore", invalid="ignore"):
+        for a, b, c in product((0, 1), repeat=3):
+            f_min, f_mid, f_max = sort3(f[0][a], f[1][b], f[2][c])
+            value = m * (r[a, b, c] / c_ijk) * (1 - p * f_min) * (1 - p * f_mid) * (1 - p * f_max)
+            out[f"ccc_{a}{b}{c}"] = np.where(ok, value, 0.0)
+    return out
+
+
+def passes(values: dict, threshold) -> np.ndarray:
+    """A triple passes when any of its 8 entries is >= threshold (None: every triple)."""
+    first = values[COLUMNS[0]]
+    if threshold is None:
+        return np.ones(np.shape(first), dtype=bool)
+    return np.logical_or.reduce([values[col] >= threshold for col in COLUMNS])
+
+
+def to_input_order(ids: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """ids (n, 3) original indices as computed (i, j, k), values (n, 8) in (i, j, k) bit order ->
+    (ids sorted per row, values with the table's axes permuted so bits follow the sorted ids)."""
+    order = np.argsort(ids, axis=1, kind="stable")  # order[:, p]: the axis that goes to place p
+    sorted_ids = np.take_along_axis(ids, order, axis=1)
+    src = np.zeros((ids.shape[0], 8), dtype=np.int64)
+    for dst, bits in enumerate(product((0, 1), repeat=3)):
+        for p, x in enumerate(bits):  # place p holds bit x of axis order[:, p] (weight 4, 2, 1)
+            src[:, dst] += x * (4 >> order[:, p])
+    return sorted_ids, np.take_along_axis(values, src, axis=1)
+
+
+# ---------------------------------------------------------------- the plan
+
+
+@dataclass(frozen=True)
+class Plan3(Plan):
+    """Block triples I <= J <= K over the store's permuted rows; the middle block cut into stages."""
+
+    stages: int = 1
+
+    def __post_init__(self):
+        if self.block_size < 1 or self.stages < 1:
+            raise GenotileError(f"ccc3: block_size ({self.block_size}) and stages ({self.stages}) "
+                                "must be positive integers")
+
+    def block_triples(self) -> list[tuple[int, int, int]]:
+        n = self.n_blocks
+        return [(i, j, k) for i in range(n) for j in range(i, n) for k in range(j, n)]
+
+    def jobs(self) -> list[tuple[int, int, int, int]]:
+        return [(i, j, k, s) for i, j, k in self.block_triples() for s in range(self.stages)]
+
+    def stage_rows(self, bj: int, stage: int) -> range:
+        """Rows (within block J) of one stage: contiguous parts, sizes differing by at most one."""
+        sl = self.block(bj)
+        n = sl.stop - sl.start
+        return range(n * stage // self.stages, n * (stage + 1) // self.stages)
+
+    @property
+    def n_triples(self) -> int:
+        return math.comb(self.n_vectors, 3)
+
+    def describe(self) -> str:
+        n_bt = len(self.block_triples())
+        return (f"ccc3: {self.n_vectors} vectors in {self.n_blocks} block(s) of up to {self.block_size}: "
+                f"{n_bt} block triple(s) (I <= J <= K) x {self.stages} stage(s) = {n_bt * self.stages} "
+                f"triple job(s), {self.n_triples} unique triples")
+
+    def to_json(self) -> dict:
+        return {**asdict(self), "n_blocks": self.n_blocks, "n_jobs": len(self.jobs()), "n_triples": self.n_triples}
+
+
+def check_null_threshold(n_vectors: int, threshold, where: str = "", max_vectors: int = NULL_THRESHOLD_MAX) -> None:
+    """Refuse a null ccc3 threshold beyond `max_vectors` vectors (n^3/6 rows of output); config
+    `ccc3: {null_threshold_max: ...}`, default NULL_THRESHOLD_MAX."""
+    if threshold is None and n_vectors > max_vectors:
+        rows = math.comb(n_vectors, 3)
+        raise GenotileError(
+            f"{where}ccc3 with a null threshold would write every one of the {rows:,} triples of "
+            f"{n_vectors:,} vectors (about {rows * 120 / 1e9:,.0f} GB of text); a null ccc3 threshold is "
+            f"allowed up to {max_vectors:,} vectors (ccc3: null_threshold_max): set thresholds: ccc3: <value>")

@@ -1,0 +1,186 @@
+"""Per-field codes and their bit planes (numpy only).
+
+A vector is a row of small integer codes, one per field (alignment column,
+variant, sample). `MISSING` marks a field that takes part in no comparison.
+
+Categorical planes (snp, hamming). Each kept column's symbols are ranked by
+frequency (rank 0 = the major symbol, ties to the smaller code). Planes, one
+bit per column:
+  V   = the entry is present (not missing) -- only for alphabets with missing;
+  N   = the entry is present and not the major symbol;
+  S_t = the entry is the column's rank-t symbol (t >= 1), kept only on
+        columns with 3 or more symbols.
+Columns with exactly 2 symbols (section B) come first, then columns with 3+
+symbols (section M) sorted by symbol count, so S_t covers a prefix of M.
+With "both" = both entries present, the mismatch count of a pair is
+  V.N' + N.V' - 2 N_B.N_B' - N_M.N_M' - sum_t S_t.S_t'
+(a biallelic column spends 2 planes, a column of k symbols k + 1).
+"""
+
+from dataclasses import asdict, dataclass, field
+
+import numpy as np
+
+from genotile.core.bits import n_words, pack_bits
+
+MISSING = 255
+
+
+@dataclass(frozen=True)
+class Alphabet:
+    """Maps input bytes to codes; MISSING for bytes that never compare."""
+
+    name: str
+    lut: np.ndarray = field(repr=False)
+    has_missing: bool
+
+    def encode(self, raw: np.ndarray) -> np.ndarray:
+        return self.lut[raw]
+
+
+def _nucleotide_lut() -> np.ndarray:
+    lut = np.full(256, MISSING, dtype=np.uint8)
+    for code, base in enumerate(b"ACGT"):
+        lut[base] = code
+        lut[base + 32] = code
+    return lut
+
+
+def _categorical_lut() -> np.ndarray:
+    # Every ASCII character is a symbol, case-insensitive; bytes >= 128 are
+    # rejected by the reader before they get here.
+    lut = np.arange(256, dtype=np.uint8)
+    lut[ord("a") : ord("z") + 1] -= 32
+    lut[128:] = MISSING
+    return lut
+
+
+NUCLEOTIDE = Alphabet("nucleotide", _nucleotide_lut(), has_missing=True)
+CATEGORICAL = Alphabet("categorical", _categorical_lut(), has_missing=False)
+ALPHABETS = {a.name: a for a in (NUCLEOTIDE, CATEGORICAL)}
+
+
+class ColumnScan:
+    """Streaming pass over rows: which columns hold two or more symbols."""
+
+    def __init__(self, n_columns: int):
+        self.first = np.full(n_columns, MISSING, dtype=np.uint8)
+        self.informative = np.zeros(n_columns, dtype=bool)
+
+    def add(self, codes: np.ndarray) -> None:
+        present = codes != MISSING
+        unseen = present & (self.first == MISSING)
+        self.first[unseen] = codes[unseen]
+        self.informative |= present & (codes != self.first)
+
+
+def symbol_counts(codes: np.ndarray, chunk_columns: int = 4096) -> np.ndarray:
+    """Count each code per column: (columns, 256) int64; MISSING is counted too."""
+    n_rows, n_cols = codes.shape
+    counts = np.zeros((n_cols, 256), dtype=np.int64)
+    for c0 in range(0, n_cols, chunk_columns):
+        block = np.asarray(codes[:, c0 : c0 + chunk_columns])
+        width = block.shape[1]
+        keys = block.astype(np.int64) + 256 * np.arange(width, dtype=np.int64)
+        counts[c0 : c0 + width] = np.bincount(keys.ravel(), minlength=256 * width).reshape(width, 256)
+    return counts
+
+
+@dataclass(frozen=True)
+class PlaneLayout:
+    """Where each plane lives in a packed row (word offsets)."""
+
+    words_b: int
+    words_m: int
+    has_valid: bool
+    s_words: tuple[int, ...]
+
+    @property
+    def words_base(self) -> int:
+        return self.words_b + self.words_m
+
+    def segments(self) -> dict[str, tuple[int, int]]:
+        seg, offset = {}, 0
+        names = (["V"] if self.has_valid else []) + ["N"]
+        for name in names:
+            seg[name] = (offset, offset + self.words_base)
+            offset += self.words_base
+        for t, width in enumerate(self.s_words, start=1):
+            seg[f"S{t}"] = (offset, offset + width)
+            offset += width
+        return seg
+
+    @property
+    def total_words(self) -> int:
+        return self.words_base * (2 if self.has_valid else 1) + sum(self.s_words)
+
+    def section(self, plane: str, name: str) -> tuple[int, int]:
+        lo, _ = self.segments()[plane]
+        if name == "B":
+            return lo, lo + self.words_b
+        return lo + self.words_b, lo + self.words_base
+
+    def to_json(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, d: dict) -> "PlaneLayout":
+        return cls(d["words_b"], d["words_m"], d["has_valid"], tuple(d["s_words"]))
+
+
+@dataclass(frozen=True)
+class CategoricalEncoding:
+    """Column order, symbol ranks and layout that turn codes into planes."""
+
+    order: np.ndarray  # kept column -> index into the codes' columns
+    ranks: np.ndarray  # (kept columns, 256) uint8: rank of each code, MISSING for absent
+    n_b: int  # number of 2-symbol columns (section B)
+    s_lengths: tuple[int, ...]  # columns covered by S_1, S_2, ...
+    layout: PlaneLayout
+
+
+def categorical_encoding(counts: np.ndarray, has_missing: bool) -> CategoricalEncoding:
+    """Rank symbols per column and lay out the planes (columns with <2 symbols dropped)."""
+    counts = counts.copy()
+    counts[:, MISSING] = 0
+    n_symbols = (counts > 0).sum(axis=1)
+    cols_b = np.flatnonzero(n_symbols == 2)
+    cols_m = np.flatnonzero(n_symbols >= 3)
+    cols_m = cols_m[np.argsort(-n_symbols[cols_m], kind="stable")]
+    order = np.concatenate([cols_b, cols_m]).astype(np.int64)
+    # rank by count descending, ties to the smaller code (stable sort on -count)
+    by_rank = np.argsort(-counts[order], axis=1, kind="stable")
+    ranks = np.full((order.size, 256), MISSING, dtype=np.uint8)
+    rows = np.arange(order.size)[:, None]
+    ranks[rows, by_rank] = np.arange(256, dtype=np.uint8)[None, :].repeat(order.size, 0)
+    ranks[counts[order] == 0] = MISSING
+    nonmajor_m = n_symbols[cols_m] - 1
+    t_max = int(nonmajor_m.max()) if nonmajor_m.size else 0
+    s_lengths = tuple(int((nonmajor_m >= t).sum()) for t in range(1, t_max + 1))
+    layout = PlaneLayout(
+        words_b=n_words(cols_b.size),
+        words_m=n_words(cols_m.size),
+        has_valid=has_missing,
+        s_words=tuple(n_words(c) for c in s_lengths),
+    )
+    return CategoricalEncoding(order, ranks, int(cols_b.size), s_lengths, layout)
+
+
+def categorical_planes(codes: np.ndarray, enc: CategoricalEncoding) -> np.ndarray:
+    """Pack rows of codes (rows, columns) into plane words (rows, layout.total_words)."""
+    kept = np.asarray(codes)[:, enc.order]
+    rank = enc.ranks[np.arange(enc.order.size)[None, :], kept]
+    present = rank != MISSING
+    nonmajor = present & (rank >= 1)
+    lay, n_b = enc.layout, enc.n_b
+
+    def base(bits):
+        return np.concatenate(
+            [pack_bits(bits[:, :n_b], lay.words_b), pack_bits(bits[:, n_b:], lay.words_m)], axis=1
+        )
+
+    parts = ([base(present)] if lay.has_valid else []) + [base(nonmajor)]
+    rank_m = rank[:, n_b:]
+    for t, (length, width) in enumerate(zip(enc.s_lengths, lay.s_words, strict=True), start=1):
+        parts.append(pack_bits(rank_m[:, :length] == t, width))
+    return np.concatenate(parts, axis=1) if parts else np.zeros((kept.shape[0], 0), np.uint64)

@@ -1,0 +1,21 @@
+"""Planning-time bounds on output: a run that would write without limit stops before any tile.
+
+A 2-way metric with a null threshold keeps every pair: n(n-1)/2 rows of pairs.tsv.gz,
+all held by the merge at once. Past `pairs_max` pairs (config, default 200,000,000) the
+plan refuses it with the numbers, before a tile job is scheduled. (matrix.tsv is bounded
+by `dense_max`; ccc3 by ccc3.check_null_threshold.)
+"""
+
+from genotile.errors import GenotileError
+
+BYTES_PER_PAIR = 40  # about a row of pairs.tsv.gz text, uncompressed
+
+
+def check_pairs_bound(n_vectors: int, null_metrics: list[str], pairs_max: int, where: str = "") -> None:
+    """Refuse metrics with a null threshold when all their pairs are more than pairs_max."""
+    pairs = n_vectors * (n_vectors - 1) // 2
+    if null_metrics and pairs > pairs_max:
+        raise GenotileError(
+            f"{where}{', '.join(null_metrics)} with a null threshold would write every one of the {pairs:,} "
+            f"pairs of {n_vectors:,} vectors (about {pairs * BYTES_PER_PAIR / 1e9:,.0f} GB of text, held in "
+            f"memory by the merge); pairs_max is {pairs_max:,}: set a threshold or raise pairs_max")

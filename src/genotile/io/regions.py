@@ -1,0 +1,105 @@
+"""Region selection as bcftools users write it: 1-based, inclusive positions.
+
+A region is `CHROM`, `CHROM:POS`, `CHROM:BEG-END` or `CHROM:BEG-`. The `regions`
+option is a list of such strings, one comma-separated string, or a file: one
+region per line, either in that form or tab-separated `CHROM BEG [END]` (1-based,
+inclusive, as `bcftools -R`), except that files named .bed / .bed.gz are BED
+(0-based, half-open). Blank lines and lines starting with '#' are skipped.
+"""
+
+import gzip
+import os
+from dataclasses import dataclass
+
+from genotile.errors import GenotileError
+
+END = 2**31 - 1  # htslib's largest position
+
+
+@dataclass(frozen=True)
+class Region:
+    chrom: str
+    start: int  # 1-based, inclusive
+    end: int  # 1-based, inclusive
+
+    def htslib(self) -> str:
+        return f"{self.chrom}:{self.start}-{self.end}"
+
+
+def _position(text: str, where: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise GenotileError(f"{where}: {text!r} is not a position") from None
+    if value < 0:
+        raise GenotileError(f"{where}: negative position {value}")
+    return value
+
+
+def parse_region(text: str, where: str = "regions") -> Region:
+    text = text.strip()
+    chrom, sep, span = text.rpartition(":")
+    if not sep or not chrom:
+        return Region(text, 1, END)
+    if "-" in span:
+        beg, _, end = span.partition("-")
+        start, stop = _position(beg, where), (_position(end, where) if end else END)
+    else:
+        start = stop = _position(span, where)
+    if start < 1 or stop < start:
+        raise GenotileError(f"{where}: region {text!r} is empty (positions are 1-based, inclusive)")
+    return Region(chrom, start, stop)
+
+
+def _region_file(path) -> list[Region]:
+    name = str(path)
+    bed = name.endswith((".bed", ".bed.gz"))
+    opener = gzip.open if name.endswith(".gz") else open
+    regions = []
+    try:
+        with opener(path, "rt") as fh:
+            for number, line in enumerate(fh, start=1):
+                line = line.rstrip("\r\n")
+                if not line.strip() or line.startswith(("#", "track ", "browser ")):
+                    continue
+                where = f"regions file {name}, line {number}"
+                cols = line.split("\t")
+                if len(cols) == 1:
+                    regions.append(parse_region(cols[0], where))
+                    continue
+                start = _position(cols[1], where)
+                stop = _position(cols[2], where) if len(cols) > 2 and cols[2] else start
+                if bed:
+                    start += 1  # BED: 0-based start, exclusive end
+                if start < 1 or stop < start:
+                    raise GenotileError(f"{where}: empty region {line!r}")
+                regions.append(Region(cols[0], start, stop))
+    except OSError as exc:
+        raise GenotileError(f"regions file {name}: cannot read: {exc.strerror or exc}") from None
+    if not regions:
+        raise GenotileError(f"regions file {name}: no regions")
+    return regions
+
+
+def parse_regions(regions) -> list[Region]:
+    """Regions from a file path, a comma-separated string or a list of strings."""
+    if isinstance(regions, (str, os.PathLike)) and os.path.isfile(regions):
+        return _region_file(regions)
+    if isinstance(regions, str):
+        regions = regions.split(",")
+    out = [parse_region(str(r)) for r in regions if str(r).strip()]
+    if not out:
+        raise GenotileError("regions: no regions given")
+    return out
+
+
+def merge_regions(regions: list[Region]) -> list[Region]:
+    """Overlapping or adjacent regions of a contig merged, so no record is read twice."""
+    merged: list[Region] = []
+    for r in sorted(regions, key=lambda r: (r.chrom, r.start)):
+        last = merged[-1] if merged else None
+        if last and last.chrom == r.chrom and r.start <= last.end + 1:
+            merged[-1] = Region(r.chrom, last.start, max(last.end, r.end))
+        else:
+            merged.append(r)
+    return merged

@@ -1,0 +1,160 @@
+"""Merge: check every tile, then write pairs.tsv.gz, matrix.tsv and summary.json.
+
+Outputs are in original vector IDs and input order whatever the permutation
+seed or block size, so they are byte-identical across those choices.
+"""
+
+import hashlib
+import json
+import platform
+import time
+
+import numpy as np
+
+from genotile import __version__
+from genotile.core import histogram
+from genotile.core.metrics import Metric
+from genotile.core.plan import Plan
+from genotile.errors import GenotileError
+from genotile.io.atomic import atomic_path, write_text
+from genotile.io.tilefile import read_tile
+from genotile.io.tsvgz import format_column, format_rows, write_tsv_gz
+from genotile.runtime.progress import Progress
+
+
+def read_tiles(tile_paths, plan: Plan, metric: Metric, store: dict | None = None):
+    """Yield (path, arrays, meta, sha256) for every tile; refuse a missing, foreign or repeated one."""
+    expected = set(plan.tiles())
+    seen = set()
+    progress = Progress(f"{metric.name}: tiles read", total=len(expected))
+    for path in tile_paths:
+        arrays, meta, digest = read_tile(path)
+        tile = tuple(meta["tile"])
+        if meta["metric"] != metric.name or tile not in expected:
+            raise GenotileError(f"tile {path}: holds {meta['metric']} tile {tile}, not one of this plan's")
+        if store is not None and meta.get("store") != store:
+            raise GenotileError(f"tile {path}: computed from another input or plan than this store; "
+                                "delete it and rerun")
+        if tile in seen:
+            raise GenotileError(f"tile {path}: tile {tile} given twice")
+        seen.add(tile)
+        progress.update(len(seen))
+        yield path, arrays, meta, digest
+    progress.finish(len(seen))
+    missing = sorted(expected - seen)
+    if missing:
+        raise GenotileError(f"{len(missing)} tile(s) missing, e.g. {missing[:5]}: rerun the tile jobs")
+
+
+
+
+def merge_pairs(tile_paths, ids: list[str], plan: Plan, metric: Metric, out_path, store: dict | None = None) -> dict:
+    parts, tiles, hist = [], [], {}
+    for path, arrays, meta, digest in read_tiles(tile_paths, plan, metric, store):
+        parts.append({k: arrays[k] for k in ("a", "b", *metric.columns)})
+        histogram.add(hist, arrays)
+        tiles.append({"tile": meta["tile"], "file": str(path), "sha256": digest, **meta})
+    merged = {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
+    order = np.lexsort((merged["b"], merged["a"]))
+    ids_arr = np.asarray(ids, dtype=object)
+    a, b = merged["a"][order], merged["b"][order]
+    columns = [ids_arr[a], ids_arr[b]] + [format_column(merged[c][order]) for c in metric.columns]
+    write_tsv_gz(out_path, ("id1", "id2", *metric.columns), columns)
+    return {"pairs_passing": int(a.size), "tiles": tiles, "histograms": hist}
+
+
+def write_histograms(out_path, metric: Metric, histograms: dict, pairs_computed: int) -> None:
+    """histogram.tsv: column, low, high, count; every column's counts add up to all pairs."""
+    lines = ["column\tlow\thigh\tcount"]
+    for column in histogram.histogram_columns(metric):
+        counts = histograms.get(f"hist_{column}")
+        if counts is None:
+            raise GenotileError(f"{out_path}: the tiles carry no {column} histogram (computed by an older genotile?)")
+        if int(counts.sum()) != pairs_computed:
+            raise GenotileError(f"{out_path}: the tiles' {column} histogram counts {int(counts.sum())} pairs, "
+                                f"but they computed {pairs_computed}")
+        lines += ["\t".join(map(str, row)) for row in histogram.rows(column, counts)]
+    write_text(out_path, "\n".join(lines) + "\n")
+
+
+def merge_matrix(tile_paths, ids: list[str], plan: Plan, metric: Metric, out_path, store: dict | None = None) -> None:
+    n = len(ids)
+    matrix = None
+    # which cells a tile wrote: no value can serve as the marker (nan is a real ibs/king value)
+    filled = np.eye(n, dtype=bool)
+    for path, arrays, _meta, _digest in read_tiles(tile_paths, plan, metric, store):
+        if "dense" not in arrays:
+            raise GenotileError(f"tile {path}: has no dense block (was it computed with a larger dense_max?)")
+        dense = arrays["dense"]
+        if matrix is None:
+            matrix = np.zeros((n, n), dtype=dense.dtype)
+        rows, cols = arrays["dense_rows"], arrays["dense_cols"]
+        matrix[np.ix_(rows, cols)] = dense
+        matrix[np.ix_(cols, rows)] = dense.T
+        filled[np.ix_(rows, cols)] = filled[np.ix_(cols, rows)] = True
+    if not filled.all():
+        raise GenotileError(f"{out_path}: {int((~filled).sum())} matrix cells were in no tile")
+    with atomic_path(out_path) as tmp, open(tmp, "w", encoding="utf-8", newline="\n") as fh:
+        fh.write("\t".join(["", *ids]) + "\n")
+        for name, row in zip(ids, format_rows(matrix), strict=True):
+            fh.write(name + "\t" + row + "\n")
+
+
+def file_sha256(path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 22), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def input_provenance(manifest: dict) -> dict:
+    """The store's input and its SHA-256 (and the VCF reader's rule counts), for a summary.json."""
+    out = {"input": manifest["input"], "input_sha256": manifest["input_sha256"]}
+    if "ingest_counts" in manifest:  # VCF rules
+        out["ingest_counts"] = manifest["ingest_counts"]
+    return out
+
+
+def output_records(outputs: dict) -> dict:
+    """{name: {file, sha256}} of the files a merge wrote."""
+    return {name: {"file": str(p), "sha256": file_sha256(p)} for name, p in outputs.items()}
+
+
+def versions() -> dict:
+    return {"genotile": __version__, "numpy": np.__version__, "python": platform.python_version()}
+
+
+def write_summary(out_path, *, manifest: dict, plan: Plan, metric: Metric, merged: dict,
+                  outputs: dict, config: dict, started: float | None = None) -> dict:
+    tiles = merged["tiles"]
+    pairs_computed = sum(t["pairs_computed"] for t in tiles)
+    seconds_counts = sum(t["seconds_counts"] for t in tiles)
+    fields = manifest["n_kept"]
+    summary = {
+        "metric": metric.name,
+        "columns": list(metric.columns),
+        "n_vectors": manifest["n_vectors"],
+        "n_fields": manifest["n_fields"],
+        "n_fields_kept": fields,
+        "pairs_computed": pairs_computed,
+        "pairs_passing": merged["pairs_passing"],
+        "threshold": config.get("threshold"),
+        "keep": metric.keep,
+        "backend": sorted({t["backend"] for t in tiles}),
+        "plan": plan.to_json(),
+        **input_provenance(manifest),
+        "outputs": output_records(outputs),
+        "tiles": [{"tile": t["tile"], "file": t["file"], "sha256": t["sha256"],
+                   "pairs_passing": t["pairs_passing"], "seconds": t["seconds_total"]} for t in tiles],
+        "timings": {
+            "tile_seconds_total": sum(t["seconds_total"] for t in tiles),
+            "tile_seconds_counts": seconds_counts,
+            "element_comparisons_per_s_counts": pairs_computed * fields / seconds_counts if seconds_counts else None,
+            "merge_seconds": None if started is None else time.perf_counter() - started,
+        },
+        "config": config,
+        "versions": versions(),
+    }
+    write_text(out_path, json.dumps(summary, indent=1) + "\n")
+    return summary

@@ -1,0 +1,146 @@
+"""The pipeline's stages as plain functions over paths: what each Snakemake rule
+runs, and what `genotile run` chains in one process."""
+
+import logging
+import time
+from pathlib import Path
+
+from genotile.core.metrics import get_metric
+from genotile.core.plan import Plan, read_plan, write_plan
+from genotile.errors import GenotileError
+from genotile.io.readback import load_json, load_permutation
+from genotile.io.tilefile import write_tile
+from genotile.pairs.merge import merge_matrix, merge_pairs, write_histograms, write_summary
+from genotile.pairs.tile import compute_tile
+from genotile.runtime.progress import Progress
+from genotile.store.ingest import ingest as ingest_input
+from genotile.store.pack import layout_from_json, open_store, pack_store
+
+log = logging.getLogger("genotile")
+
+
+STORE_KEYS = ("n_vectors", "n_kept", "ids", "plan", "layout", "input", "input_sha256")
+
+
+def _load_json(path, keys=("n_vectors", "n_fields", "ids")) -> dict:
+    """A manifest (ingest's by default), refused by name when damaged or incomplete."""
+    return load_json(path, "manifest", keys)
+
+
+def ingest(input_path, encoding, codes_out, manifest_out, **options) -> dict:
+    m = ingest_input(input_path, encoding, codes_out, manifest_out, **options)
+    log.info("ingest: %d vectors x %d fields, %d informative (%s)",
+             m["n_vectors"], m["n_fields"], m["n_kept"], encoding)
+    return m
+
+
+def plan(ingest_manifest, block_size: int, seed: int, plan_out, perm_out) -> Plan:
+    if block_size < 1:
+        raise GenotileError(f"block_size must be a positive integer, not {block_size}")
+    p = Plan(_load_json(ingest_manifest)["n_vectors"], int(block_size), int(seed))
+    write_plan(p, plan_out, perm_out)
+    log.info("tile plan: %s", p.describe())
+    return p
+
+
+def pack(codes, ingest_manifest, plan_path, perm_path, planes_out, manifest_out) -> dict:
+    p = read_plan(plan_path)
+    perm = load_permutation(perm_path, p.n_vectors)
+    m = pack_store(codes, _load_json(ingest_manifest), p, perm, planes_out, manifest_out)
+    words = layout_from_json(m["layout"]).total_words
+    log.info("pack: %d vectors x %d words of planes per vector", m["n_vectors"], words)
+    return m
+
+
+def tile(planes, manifest_path, perm_path, metric_name, bi, bj, *, threshold, dense: bool, backend, tile_out,
+         metric_params=None) -> dict:
+    planes_mm, manifest, layout = open_store(planes, manifest_path)
+    p = Plan(**{k: manifest["plan"][k] for k in ("n_vectors", "block_size", "seed")})
+    perm = load_permutation(perm_path, p.n_vectors)
+    metric = get_metric(metric_name, **(metric_params or {}))
+    rows_i, rows_j = p.block(int(bi)), p.block(int(bj))
+    log.info("tile (%d, %d) of %s: %d x %d vectors, %d plane words each, counting...", bi, bj, metric_name,
+             rows_i.stop - rows_i.start, rows_j.stop - rows_j.start, layout.total_words)
+    arrays, meta = compute_tile(planes_mm, layout, perm, p, metric, int(bi), int(bj), threshold, dense, backend)
+    log.info("tile (%d, %d): counts in %.3f s on %s; epilogue and threshold done, writing %s", bi, bj,
+             meta["seconds_counts"], meta["backend"], tile_out)
+    meta["store"] = store_identity(manifest)  # lets the merge refuse a tile of another input or plan
+    write_tile(tile_out, arrays, meta)
+    log.info("tile (%d, %d) of %s: %d pairs, %d pass, %.3f s in all", bi, bj, metric_name,
+             meta["pairs_computed"], meta["pairs_passing"], meta["seconds_total"])
+    return meta
+
+
+def store_identity(manifest: dict) -> dict:
+    """What a tile was computed from: the input's checksum and the plan (size, blocks, seed)."""
+    return {"input_sha256": manifest["input_sha256"], "plan": manifest["plan"]}
+
+
+def tile_paths(pairs_dir, plan: Plan) -> list[Path]:
+    return [Path(pairs_dir) / f"tile_{i}_{j}.npz" for i, j in plan.tiles()]
+
+
+def matrix(tiles, manifest_path, metric_name, matrix_out) -> None:
+    manifest = _load_json(manifest_path, STORE_KEYS)
+    p = Plan(**{k: manifest["plan"][k] for k in ("n_vectors", "block_size", "seed")})
+    merge_matrix(tiles, manifest["ids"], p, get_metric(metric_name), matrix_out, store_identity(manifest))
+    log.info("matrix: %d x %d written to %s", len(manifest["ids"]), len(manifest["ids"]), matrix_out)
+
+
+def merge(tiles, manifest_path, metric_name, pairs_out, summary_out, config: dict, matrix_path=None,
+          histogram_out=None) -> dict:
+    started = time.perf_counter()
+    manifest = _load_json(manifest_path, STORE_KEYS)
+    p = Plan(**{k: manifest["plan"][k] for k in ("n_vectors", "block_size", "seed")})
+    metric = get_metric(metric_name)
+    merged = merge_pairs(tiles, manifest["ids"], p, metric, pairs_out, store_identity(manifest))
+    outputs = {"pairs": pairs_out, **({"matrix": matrix_path} if matrix_path else {})}
+    if histogram_out is not None:
+        pairs_computed = sum(t["pairs_computed"] for t in merged["tiles"])
+        write_histograms(histogram_out, metric, merged["histograms"], pairs_computed)
+        outputs["histogram"] = histogram_out
+    summary = write_summary(summary_out, manifest=manifest, plan=p, metric=metric, merged=merged,
+                            outputs=outputs, config=config, started=started)
+    log.info("merge: %d of %d pairs pass", summary["pairs_passing"], summary["pairs_computed"])
+    return summary
+
+
+def run_all(input_path, outdir, metrics, *, block_size=4096, seed=1, thresholds=None, dense_max=20000,
+            backend="auto", vcf_options=None, metric_params=None) -> dict:
+    """Every stage in this process, with the same file layout as the workflow.
+
+    vcf_options: the VCF reader's options (multiallelic, filter_pass, samples, regions);
+    metric_params: {metric: {parameter: value}}, e.g. {"ccc2": {"multiplier": 4.5}}.
+    """
+    outdir = Path(outdir)
+    thresholds, metric_params = thresholds or {}, metric_params or {}
+    summaries = {}
+    for metric_name in metrics:
+        metric = get_metric(metric_name, **metric_params.get(metric_name, {}))
+        enc = metric.encoding
+        codes, imani = outdir / "ingest" / f"{enc}.codes.npy", outdir / "ingest" / f"{enc}.json"
+        store = outdir / "store" / enc
+        if not imani.exists():
+            ingest(input_path, enc, codes, imani, **(vcf_options or {}))
+        if not (store / "manifest.json").exists():
+            plan(imani, block_size, seed, store / "plan.json", store / "perm.npy")
+            pack(codes, imani, store / "plan.json", store / "perm.npy", store / "planes.npy", store / "manifest.json")
+        p = read_plan(store / "plan.json")
+        mdir = outdir / metric_name
+        paths = tile_paths(mdir / "pairs", p)
+        progress = Progress(f"{metric_name}: tiles", total=len(paths))
+        for k, ((bi, bj), path) in enumerate(zip(p.tiles(), paths, strict=True), start=1):
+            tile(store / "planes.npy", store / "manifest.json", store / "perm.npy", metric_name, bi, bj,
+                 threshold=thresholds.get(metric_name), dense=p.n_vectors <= dense_max, backend=backend, tile_out=path,
+                 metric_params=metric_params.get(metric_name))
+            progress.update(k)
+        progress.finish(len(paths))
+        matrix_path = None
+        if p.n_vectors <= dense_max:
+            matrix_path = mdir / "matrix.tsv"
+            matrix(paths, store / "manifest.json", metric_name, matrix_path)
+        config = {"threshold": thresholds.get(metric_name), "block_size": block_size, "seed": seed,
+                  "dense_max": dense_max, "backend": backend, "params": metric.params}
+        summaries[metric_name] = merge(paths, store / "manifest.json", metric_name, mdir / "pairs.tsv.gz",
+                                       mdir / "summary.json", config, matrix_path, mdir / "histogram.tsv")
+    return summaries

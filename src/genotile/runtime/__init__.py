@@ -1,0 +1,1 @@
+"""Running the stages: Snakemake rule glue, GPU slots, CPU counts, progress, report plots."""

@@ -1,0 +1,50 @@
+"""What a ccc3 run will cost before it runs: jobs, triples, memory, output (see estimate.py).
+
+Jobs = block triples I <= J <= K (B (B + 1) (B + 2) / 6, B = ceil(n / b)) x stages; work =
+C(n, 3) triples x m fields; bit-MACs per triple = the 27 plane products (19 on complete data,
+ccc3.count_terms) x 64 bits a word; memory per job = three blocks' planes + one batch of masked
+rows (9 planes) + its 8 count and 8 value matrices; output = density x triples rows: 24 bytes of
+indices + 64 of values in the triple files, ~8 columns x 20 characters / 3 in triples.tsv.gz.
+A density of 1 is a null threshold: refused beyond ccc3.NULL_THRESHOLD_MAX vectors.
+"""
+
+from genotile.core import ccc3
+from genotile.core.bits import WORD_BITS, n_words
+from genotile.core.genotype import PLANES, GenotypeLayout
+from genotile.errors import GenotileError
+
+
+def _size(b: float) -> str:
+    for unit in ("B", "kB", "MB", "GB", "TB", "PB", "EB"):
+        if b < 1000 or unit == "EB":
+            return f"{b:.3g} {unit}"
+        b /= 1000
+    return ""
+
+def describe(n_vectors: int, n_fields: int, *, block_size: int = 4096, stages: int = 1, density: float = 1.0,
+             missing: bool = True, batch_rows: int = 4096) -> str:
+    if not 0 <= density <= 1:
+        raise GenotileError(f"density must be between 0 and 1, not {density}")
+    if density >= 1:
+        ccc3.check_null_threshold(n_vectors, None, "--density 1 (a null threshold): ")
+    plan = ccc3.Plan3(n_vectors, block_size, 0, stages)
+    blocks = plan.n_blocks
+    jobs = blocks * (blocks + 1) * (blocks + 2) // 6 * stages
+    layout = GenotypeLayout(n_words(n_fields), PLANES["genotype_t"], complete=not missing)
+    products = sum(1 for terms in ccc3.count_terms(layout).values() for t in terms
+                   if t.left is not None and t.right is not None)
+    triples = plan.n_triples
+    b = min(block_size, max(n_vectors, 1))
+    row_bytes = layout.total_words * 8
+    job_memory = 3 * b * row_bytes + batch_rows * (3 * row_bytes + b * (8 * 8 + 8 * 8 + 1))
+    passing = density * triples
+    return "\n".join([
+        f"ccc3 on {n_vectors:,} SNPs x {n_fields:,} samples, blocks of {block_size:,}, {stages} stage(s):",
+        f"  {jobs:,} triple jobs ({jobs // stages:,} block triples I <= J <= K x {stages} stages); "
+        f"{triples:,} unique triples",
+        f"  work: {float(triples) * n_fields:.3g} element comparisons, "
+        f"{float(triples) * products * layout.words * WORD_BITS:.3g} bit-MACs ({products} plane products a triple)",
+        f"  memory per job: {_size(job_memory)} (masked batches of {batch_rows:,} rows)",
+        f"  output: {passing:.3g} passing triples: triple files {_size(passing * 88)}, "
+        f"triples.tsv.gz ~{_size(passing * (3 * 12 + 8 * 20) / 3)}",
+    ])

@@ -1,0 +1,244 @@
+"""Tile files from the GPU backends' device path (tile_pairs) equal the numpy path's, byte for byte.
+
+Skipped where there is no CUDA GPU / CuPy. On a GPU machine, for every metric (snp, hamming,
+ibs, king, ccc2 -- with missing data and on complete data, ccc2 also with other parameters):
+every tile of a seeded plan whose blocks are multiples of no tile size, diagonal and
+off-diagonal tiles, thresholds None / passing few pairs / passing all pairs, with and without
+the dense block, from cupy-b1 (fused kernels), cupy-int8 (fused) and cupy-b1 with the generic
+path (metric.epilogue on CuPy arrays). The device path is run with small sub-tiles, small copy
+pieces (the pinned ring reused), a passing-pairs buffer that overflows, and poisoned outputs.
+nan / inf cases: ibs with n = 0 (an all-missing vector), king with no hets, ccc2 with c_i = 0.
+"""
+
+import numpy as np
+import pytest
+
+from genotile.backends.cuda import cupy_common, cupy_tile
+from genotile.core.encode import (
+    CATEGORICAL,
+    MISSING,
+    NUCLEOTIDE,
+    categorical_encoding,
+    categorical_planes,
+    symbol_counts,
+)
+from genotile.core.genotype import genotype_layout, genotype_planes
+from genotile.core.metrics import get_metric
+from genotile.core.plan import Plan
+from genotile.pairs.tile import compute_tile
+
+HAS_GPU = cupy_common.has_gpu()
+needs_gpu = pytest.mark.skipif(not HAS_GPU, reason="no CUDA GPU / CuPy: the device tile path is not testable here")
+
+GPU_VARIANTS = ("cupy-b1", "cupy-int8", "cupy-b1-generic")
+
+
+@pytest.fixture(autouse=True)
+def small_device_pieces(monkeypatch):
+    """Poisoned outputs; sub-tiles, copy pieces and the pairs buffer far smaller than a tile."""
+    monkeypatch.setattr(cupy_common, "POISON", True)
+    monkeypatch.setattr(cupy_tile, "CHUNK_ROWS", 24)
+    monkeypatch.setattr(cupy_tile, "PIECE_BYTES", 2048)
+    monkeypatch.setattr(cupy_tile, "STAGING_BUFFERS", 3)
+    monkeypatch.setattr(cupy_tile, "INITIAL_CAPACITY", 37)
+
+
+def categorical_codes(alphabet, n: int, fields: int, seed: int) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    symbols = np.frombuffer(b"ACGT" if alphabet is NUCLEOTIDE else b"ACGTXYZ", dtype=np.uint8)
+    k = rng.choice([1, 2, 2, 2, 3, 4], size=fields)
+    col_syms = np.stack([rng.permutation(symbols)[:4] for _ in range(fields)])
+    pick = np.minimum(rng.integers(0, 4, size=(n, fields)), k[None, :] - 1)
+    raw = col_syms[np.arange(fields)[None, :], pick]
+    # close relatives: a few vectors copy another one with a few changes (pairs under a threshold)
+    for i in range(1, n, 7):
+        raw[i] = raw[i - 1]
+        flip = rng.random(fields) < 0.01
+        raw[i, flip] = rng.choice(symbols, size=int(flip.sum()))
+    odd = rng.random((n, fields)) < 0.03
+    raw[odd] = rng.choice(np.frombuffer(b"N-?" if alphabet is NUCLEOTIDE else b"acN-", np.uint8), size=int(odd.sum()))
+    return alphabet.encode(raw)
+
+
+def genotype_codes(n: int, fields: int, seed: int, missing: float) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    p = rng.uniform(0.02, 0.5, size=fields)
+    codes = (rng.random((n, fields)) < p).astype(np.uint8) + (rng.random((n, fields)) < p)
+    for i in range(1, n, 5):  # relatives
+        codes[i] = codes[i - 1]
+        redo = rng.random(fields) < 0.05
+        codes[i, redo] = rng.integers(0, 3, size=int(redo.sum()))
+    if missing > 0:
+        codes[rng.random((n, fields)) < missing] = MISSING
+        if n > 3:
+            codes[3] = MISSING  # ibs: n = 0 with everyone (nan); ccc2: c_i = 0
+    if n > 2:
+        codes[2] = np.where(rng.random(fields) < 0.5, 0, 2)  # king: no hets (kinship -inf / nan)
+    if n > 4:
+        codes[4] = 0  # monomorphic
+    return codes
+
+
+def store(metric, n: int, fields: int, seed: int, missing: float):
+    """(planes in permuted order, layout) of random vectors for `metric`."""
+    if metric.encoding in ("nucleotide", "categorical"):
+        alphabet = NUCLEOTIDE if metric.encoding == "nucleotide" else CATEGORICAL
+        codes = categorical_codes(alphabet, n, fields, seed)
+        enc = categorical_encoding(symbol_counts(codes), alphabet.has_missing)
+        return categorical_planes(codes, enc), enc.layout
+    codes = genotype_codes(n, fields, seed, missing)
+    layout = genotype_layout(codes, metric.encoding)
+    return genotype_planes(codes, layout), layout
+
+
+def thresholds(metric, planes, layout, perm, plan) -> dict:
+    """None, one passing few pairs, one passing all pairs (nan values never pass)."""
+    arrays, _ = compute_tile(planes, layout, perm, plan, metric, 0, 0, None, True, "numpy")
+    cols = [arrays["dense"]] if metric.keep != "ge_any" else [arrays[c] for c in metric.columns]
+    values = np.concatenate([np.ravel(c) for c in cols]).astype(np.float64)
+    values = values[np.isfinite(values)]
+    if values.size == 0:
+        return {"none": None}
+    if metric.keep == "le":
+        few, everything = float(np.quantile(values, 0.1)), float(values.max())
+    else:
+        few, everything = float(np.quantile(values, 0.9)), float(values.min())
+    return {"none": None, "few": few, "all": everything}
+
+
+def run_tile(backend, planes, layout, perm, plan, metric, bi, bj, threshold, dense, monkeypatch):
+    if backend == "cupy-b1-generic":
+        with monkeypatch.context() as m:
+            m.setattr(cupy_tile, "FUSED", {})
+            return compute_tile(planes, layout, perm, plan, metric, bi, bj, threshold, dense, "cupy-b1")
+    return compute_tile(planes, layout, perm, plan, metric, bi, bj, threshold, dense, backend)
+
+
+def differences(got: dict, want: dict) -> list[str]:
+    if list(got) != list(want):
+        return [f"arrays {list(got)} != {list(want)}"]
+    out = []
+    for name, w in want.items():
+        g = got[name]
+        if g.dtype != w.dtype or g.shape != w.shape:
+            out.append(f"{name}: {g.dtype} {g.shape} != {w.dtype} {w.shape}")
+        elif np.ascontiguousarray(g).tobytes() != np.ascontiguousarray(w).tobytes():
+            gb = np.ascontiguousarray(g).reshape(-1).view(np.uint8).reshape(g.size, -1)
+            wb = np.ascontiguousarray(w).reshape(-1).view(np.uint8).reshape(w.size, -1)
+            bad = np.flatnonzero((gb != wb).any(axis=1))
+            first = int(bad[0])
+            out.append(f"{name}: {bad.size} of {w.size} elements differ, first at {first}: "
+                       f"got {np.ravel(g)[first]!r}, want {np.ravel(w)[first]!r}")
+    return out
+
+
+# (metric, params, vectors, block_size, fields, missing, seed)
+CASES = [
+    ("snp", None, 150, 64, 700, 0.0, 1),
+    ("snp", None, 1, 64, 10, 0.0, 2),
+    ("snp", None, 2, 1, 100, 0.0, 3),
+    ("hamming", None, 90, 40, 300, 0.0, 4),
+    ("ibs", None, 150, 64, 500, 0.1, 5),
+    ("ibs", None, 70, 32, 200, 0.0, 6),
+    ("king", None, 150, 64, 500, 0.1, 7),
+    ("king", None, 70, 32, 200, 0.0, 8),
+    ("ccc2", None, 150, 64, 500, 0.1, 9),
+    ("ccc2", None, 70, 32, 200, 0.0, 10),
+    ("ccc2", {"multiplier": 3.0, "param": 0.9}, 65, 33, 129, 0.2, 11),
+    ("snp", None, 40, 16, 70_000, 0.0, 12),  # K >= 65,536 fields
+    ("ccc2", None, 40, 16, 70_000, 0.05, 13),
+]
+
+
+@needs_gpu
+@pytest.mark.parametrize("case", CASES, ids=lambda c: f"{c[0]}-{c[2]}x{c[4]}-b{c[3]}-miss{c[5]}")
+def test_tile_files_equal_numpy(case, monkeypatch, tmp_path):
+    name, params, n, block, fields, missing, seed = case
+    metric = get_metric(name, **(params or {}))
+    planes_orig, layout = store(metric, n, fields, seed, missing)
+    plan = Plan(n, block, seed)
+    perm = plan.permutation()
+    # the store's rows are permuted, and tile jobs read it as a memmap
+    np.save(tmp_path / "planes.npy", planes_orig[perm])
+    planes = np.load(tmp_path / "planes.npy", mmap_mode="r")
+    errors = []
+    for label, thr in thresholds(metric, planes, layout, perm, plan).items():
+        for dense in (False, True):
+            if label == "all" and dense:
+                continue
+            for bi, bj in plan.tiles():
+                want, meta_np = compute_tile(planes, layout, perm, plan, metric, bi, bj, thr, dense, "numpy")
+                for backend in GPU_VARIANTS:
+                    got, meta = run_tile(backend, planes, layout, perm, plan, metric, bi, bj, thr, dense, monkeypatch)
+                    errs = differences(got, want)
+                    if meta["pairs_passing"] != meta_np["pairs_passing"] or meta["pairs_computed"] != \
+                            meta_np["pairs_computed"]:
+                        errs.append(f"meta {meta} vs {meta_np}")
+                    errors += [f"{backend} tile {bi},{bj} threshold {label}={thr} dense={dense}: {e}" for e in errs]
+    assert not errors, "\n".join(errors[:20])
+    failed = [key[0] for key, ok in cupy_tile._CHECKED.items() if not ok]
+    assert not failed, f"fused kernels fell back to the generic path: {failed}"
+
+
+@needs_gpu
+@pytest.mark.parametrize("name", ["snp", "hamming", "ibs", "king", "ccc2"])
+@pytest.mark.parametrize("missing", [0.0, 0.1])
+def test_fused_kernels_pass_self_check(name, missing):
+    """Every fused kernel agrees with metrics.py (int32 and int64 counts), so no metric falls back."""
+    metric = get_metric(name)
+    _, layout = store(metric, 20, 100, 1, missing)
+    counts = metric.counts(layout)
+    spec = cupy_tile.fused_spec(metric, counts)
+    assert spec is not None
+    plans = cupy_tile.plan_counts(counts)
+    for count64 in (False, True):
+        assert cupy_tile._self_check(spec, metric, plans, count64) == ""
+
+
+@needs_gpu
+def test_fused_path_is_used_and_dense_only(monkeypatch):
+    """compute_tile on cupy-b1 takes the fused path (the generic one is not called)."""
+    metric = get_metric("king")
+    planes, layout = store(metric, 50, 300, 3, 0.05)
+    plan = Plan(50, 50, 1)
+
+    def fail(*a, **k):
+        raise AssertionError("generic path used")
+
+    monkeypatch.setattr(cupy_tile, "_generic", fail)
+    got, _ = compute_tile(planes, layout, plan.permutation(), plan, metric, 0, 0, 0.1, True, "cupy-b1")
+    want, _ = compute_tile(planes, layout, plan.permutation(), plan, metric, 0, 0, 0.1, True, "numpy")
+    assert not differences(got, want)
+
+
+@needs_gpu
+def test_large_chunks_default_settings(monkeypatch):
+    """The default sub-tile / piece sizes (one sub-tile, one piece) on a bigger diagonal and
+    off-diagonal tile, snp with a threshold."""
+    monkeypatch.setattr(cupy_tile, "CHUNK_ROWS", 4096)
+    monkeypatch.setattr(cupy_tile, "PIECE_BYTES", 32 << 20)
+    monkeypatch.setattr(cupy_tile, "STAGING_BUFFERS", 4)
+    monkeypatch.setattr(cupy_tile, "INITIAL_CAPACITY", 1 << 22)
+    metric = get_metric("snp")
+    planes, layout = store(metric, 1300, 2000, 4, 0.0)
+    plan = Plan(1300, 700, 2)
+    perm = plan.permutation()
+    planes = planes[perm]
+    for bi, bj in plan.tiles():
+        want, _ = compute_tile(planes, layout, perm, plan, metric, bi, bj, 30, False, "numpy")
+        got, _ = compute_tile(planes, layout, perm, plan, metric, bi, bj, 30, False, "cupy-b1")
+        assert not differences(got, want), (bi, bj)
+
+
+def test_nan_canonicalization_and_specs():
+    """Host-side helpers (no GPU needed): nan bits and the fused specs' agreement with metrics.py."""
+    a = np.array([1.0, np.nan, -np.inf, 0.0])
+    a.view(np.uint64)[1] = 0x7FF800000000BEEF  # some other nan
+    cupy_tile.canonical_nans(a)
+    with np.errstate(invalid="ignore"):
+        host = (np.zeros(1) / np.zeros(1)).view(np.uint64)[0]
+    assert a.view(np.uint64)[1] == host and a[0] == 1.0 and a[2] == -np.inf
+    for name in ("snp", "hamming", "ibs", "king", "ccc2"):
+        metric = get_metric(name)
+        _, layout = store(metric, 6, 70, 1, 0.1)
+        assert cupy_tile.fused_spec(metric, metric.counts(layout)) is not None, name

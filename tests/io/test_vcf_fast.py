@@ -1,0 +1,410 @@
+"""The VCF fast path (vcf_fast.py) against the cyvcf2 path of the same reader: the same
+variant IDs, codes, stats and errors on varied files, and the same ingest output.
+
+Each file is read twice by vcf.GenotypeReader, fast=True and fast=False. Files cover the
+common case (GT-only 3-character calls; GT first of several keys) and everything the fast
+path hands over to cyvcf2 (haploid, polyploid and two-digit calls, GT not first, errors,
+malformed lines), in plain, bgzip and gzip form, with tiny text chunks so that lines
+straddle chunks and hand-overs happen mid-file, and with sample subsets.
+"""
+
+import gzip
+
+import numpy as np
+import pytest
+from cpu_backends import NUMBA
+from genodata import random_genotypes, vcf_text
+
+from genotile.errors import GenotileError
+from genotile.io import vcf_fast
+from genotile.io.vcf import GenotypeReader
+from genotile.store import ingest_vcf
+
+HEADER = """##fileformat=VCFv4.2
+##contig=<ID=1,length=100000000>
+##contig=<ID=2,length=100000000>
+##FILTER=<ID=PASS,Description="All filters passed">
+##FILTER=<ID=q10,Description="Quality below 10">
+##INFO=<ID=AC,Number=A,Type=Integer,Description="Allele count">
+##FORMAT=<ID=GT,Number=1,Type=String,Description="Genotype">
+##FORMAT=<ID=DP,Number=1,Type=Integer,Description="Depth">
+"""
+
+
+def header(n):
+    return HEADER + "\t".join(["#CHROM", "POS", "ID", "REF", "ALT", "QUAL", "FILTER", "INFO", "FORMAT",
+                               *[f"s{i}" for i in range(n)]]) + "\n"
+
+
+def write(tmp_path, name, text, how):
+    """text as .vcf, bgzip .vcf.gz or plain-gzip .vcf.gz."""
+    import pysam
+
+    if how == "vcf":
+        path = tmp_path / f"{name}.vcf"
+        path.write_text(text)
+    elif how == "bgzip":
+        src = tmp_path / f"{name}.src.vcf"
+        src.write_text(text)
+        path = tmp_path / f"{name}.vcf.gz"
+        pysam.tabix_compress(str(src), str(path), force=True)
+    else:
+        path = tmp_path / f"{name}.gz.vcf.gz"
+        with gzip.open(path, "wt") as fh:
+            fh.write(text)
+    return path
+
+
+def read(path, fast, **options):
+    """('ok', ids, codes, stats, fast records) or ('error', message)."""
+    try:
+        with GenotypeReader(path, fast=fast, **options) as r:
+            ids, blocks = [], []
+            for block_ids, codes in r.blocks(max_rows=7):
+                ids += block_ids
+                blocks.append(codes)
+            codes = np.concatenate(blocks) if blocks else np.zeros((0, len(r.samples)), np.uint8)
+            return "ok", ids, codes, dict(r.stats), r.fast_records
+    except GenotileError as exc:
+        return "error", str(exc)
+
+
+def assert_same(path, expect_fast=None, **options):
+    """Fast and cyvcf2 paths agree; expect_fast: the number of records the fast path took (or 'all')."""
+    fast, slow = read(path, True, **options), read(path, False, **options)
+    assert fast[0] == slow[0], (fast, slow)
+    if fast[0] == "error":
+        assert fast[1] == slow[1]
+        return fast
+    assert fast[1] == slow[1], "variant IDs"
+    assert fast[2].dtype == slow[2].dtype == np.uint8
+    assert np.array_equal(fast[2], slow[2]), "codes"
+    assert fast[3] == slow[3], "stats"
+    if expect_fast == "all":
+        assert fast[4] == fast[3]["records"], "the fast path should take every record"
+    elif expect_fast is not None:
+        assert fast[4] == expect_fast
+    return fast
+
+
+def calls_text(g, rng, spell="fixed"):
+    """VCF call strings of codes g (variants, samples); fixed: 3 characters each."""
+    out = []
+    for code in g.ravel():
+        if code == 255:
+            out.append(str(rng.choice(["./.", ".|."] if spell == "fixed" else ["./.", ".", "./1", "1/.", ".|."])))
+        elif code == 1:
+            out.append(str(rng.choice(["0/1", "1/0", "0|1", "1|0"])))
+        else:
+            out.append("0/0" if code == 0 else str(rng.choice(["1/1", "1|1"])))
+    return np.array(out, dtype=object).reshape(g.shape)
+
+
+def records(g, rng, spell="fixed", fmt="GT", filters=("PASS",), ids=False):
+    lines = []
+    calls = calls_text(g, rng, spell)
+    for v in range(g.shape[0]):
+        vid = f"rs{v}" if ids and v % 3 else "."
+        filt = filters[v % len(filters)]
+        row = calls[v]
+        if fmt == "GT:DP":
+            row = [f"{c}:{rng.integers(0, 300)}" if rng.random() < 0.9 else c for c in row]
+        lines.append("\t".join(["1" if v % 5 else "2", str(10 * v + 5), vid, "A", "G", "50", filt, ".", fmt, *row]))
+    return lines
+
+
+@pytest.fixture(scope="module")
+def geno():
+    return random_genotypes(23, 60, p_missing=0.1, seed=11).T.copy()  # (variants, samples)
+
+
+@pytest.mark.parametrize("how", ["vcf", "bgzip", "gzip"])
+@pytest.mark.parametrize("chunk", [97, 1 << 24])
+def test_common_case(tmp_path, geno, how, chunk, monkeypatch):
+    monkeypatch.setattr(vcf_fast, "CHUNK_BYTES", chunk)
+    rng = np.random.default_rng(1)
+    n = geno.shape[1]
+    text = header(n) + "\n".join(records(geno, rng, ids=True)) + "\n"
+    path = write(tmp_path, "common", text, how)
+    assert_same(path, expect_fast="all")
+    for samples in (["s3", "s0", "s22"], [f"s{i}" for i in range(n)][::-1], ["s5"]):
+        assert_same(path, expect_fast="all", samples=samples)
+
+
+@pytest.mark.parametrize("chunk", [61, 1 << 24])
+def test_other_keys_and_varied_spellings(tmp_path, geno, chunk, monkeypatch):
+    """GT:DP calls of any width, '.', './1', '1/.': calls found by their tabs; '.' calls decoded
+    through the reader's own rules."""
+    monkeypatch.setattr(vcf_fast, "CHUNK_BYTES", chunk)
+    rng = np.random.default_rng(2)
+    n = geno.shape[1]
+    for fmt in ("GT:DP", "GT"):
+        text = header(n) + "\n".join(records(geno, rng, spell="varied", fmt=fmt)) + "\n"
+        path = write(tmp_path, f"varied_{fmt.replace(':', '')}", text, "bgzip")
+        assert_same(path, expect_fast="all")
+        assert_same(path, expect_fast="all", samples=["s7", "s1"])
+    # the test suite's own generator (half-missing calls, phased, monomorphic, duplicates)
+    g = random_genotypes(30, 40, p_missing=0.2, seed=3)
+    assert_same(write(tmp_path, "genodata", vcf_text(g, seed=4), "bgzip"), expect_fast="all")
+
+
+@pytest.mark.parametrize("filter_pass", [False, True])
+@pytest.mark.parametrize("multiallelic", ["skip", "split"])
+def test_rules(tmp_path, filter_pass, multiallelic, monkeypatch):
+    """FILTER, multi-allelic records (skipped or split), records without GT, ALT '.'."""
+    monkeypatch.setattr(vcf_fast, "CHUNK_BYTES", 150)
+    h = header(4)
+    body = [
+        "1\t5\t.\tA\tG\t.\tPASS\t.\tGT\t0/1\t1/1\t./.\t0|0",
+        "1\t6\trsX\tA\tG,T\t.\tq10\t.\tGT\t1/2\t0/2\t2/2\t./1",
+        "1\t7\t.\tA\tG\t.\t.\t.\tDP\t3\t4\t5\t6",
+        "1\t8\t.\tA\t.\t.\tPASS\t.\tGT\t0/0\t0/0\t./.\t0/0",
+        "1\t9\t.\tAC\tA,ACC,G\t.\tPASS\tAC=1,1,1\tGT:DP\t3/1:5\t0/0:2\t./.:.\t2|3:11",
+        "1\t0010\t.\tA\tG\t.\tPASS;q10\t.\tGT\t0/1\t0/1\t0/1\t0/1",
+        "2\t11\t.\tG\tC\t.\tPASS\t.\tGT:DP\t0/0:1\t1/1:2\t0/1:3\t./.:4",
+    ]
+    for how in ("vcf", "bgzip"):
+        path = write(tmp_path, f"rules_{how}", h + "\n".join(body) + "\n", how)
+        out = assert_same(path, expect_fast="all", filter_pass=filter_pass, multiallelic=multiallelic)
+        st = out[3]
+        assert st["no_gt_skipped"] == 1
+        assert st["filter_failed"] == 2
+        assert st[f"multiallelic_{'skipped' if multiallelic == 'skip' else 'split'}"] >= 1
+
+
+@pytest.mark.parametrize("line", [
+    "1\t20\t.\tA\tG\t.\tPASS\t.\tDP:GT\t3:0/1\t4:1/1\t5:./.\t6:0|0",  # GT not the first key
+    "1\t20\t.\tA\tG\t.\tPASS\t.\tGT\t0/1\t1/1\t0\t0|0",  # a haploid call: an error
+    "1\t20\t.\tA\tG\t.\tPASS\t.\tGT\t0/1/1\t1/1\t0/0\t0|0",  # polyploid: an error
+    "1\t20\t.\tA\tG\t.\tPASS\t.\tGT\t0/2\t1/1\t0/0\t0|0",  # an allele past the ALTs: an error
+    "1\t20\t.\tA\tC,G,T,AA,AC,AG,AT,CA,CC,CG\t.\tPASS\t.\tGT\t0/10\t1/1\t0/0\t9|10",  # two digits
+    "1\t20\t.\tA\tG\t.\tPASS\t.\tGT\t0/1\t1/1\t0/0",  # a sample column short
+    "1\tabc\t.\tA\tG\t.\tPASS\t.\tGT\t0/1\t1/1\t0/0\t0|0",  # POS not a number
+    "1\t20\t.\tA\tG\t.\tPASS\t.\tGT\t0/1\t1/1\t0/0\t0|0\r",  # CRLF
+    "",  # an empty line
+])
+@pytest.mark.parametrize("chunk", [80, 1 << 24])
+def test_hand_over(tmp_path, line, chunk, monkeypatch):
+    """A record the fast path does not take: cyvcf2 reads on from its block, same result or error."""
+    monkeypatch.setattr(vcf_fast, "CHUNK_BYTES", chunk)
+    good = [f"1\t{p}\t.\tA\tG\t.\tPASS\t.\tGT\t0/1\t1/1\t./.\t0|0" for p in range(1, 15)]
+    text = header(4) + "\n".join([*good[:9], line, *good[9:]]) + "\n"
+    for how in ("vcf", "bgzip"):
+        for multiallelic in ("skip", "split"):
+            out = assert_same(write(tmp_path, f"handover_{how}", text, how), multiallelic=multiallelic)
+            if out[0] == "ok" and not (multiallelic == "skip" and "," in line):  # (skipped unread)
+                assert out[4] < out[3]["records"]
+
+
+@pytest.mark.parametrize("line", [
+    "1\t5\t.\tA\tG\tabc\tPASS\t.\tGT\t0/1\t1/1",  # QUAL not a number
+    "1\t5\t.\tA\tG\t\tPASS\t.\tGT\t0/1\t1/1",  # empty QUAL
+    "1\t5\t.\tA\tG\t.\tPASS\t=x;;\tGT\t0/1\t1/1",  # odd INFO
+    "1\t5\t.\tA\tG\t.\tPASS\tFOO=1\tGT\t0/1\t1/1",  # INFO not in the header
+    "1\t5\t.\tA\tG\t.\tBAR\t.\tGT\t0/1\t1/1",  # FILTER not in the header
+    "1\t5\t.\tA\t\t.\tPASS\t.\tGT\t0/1\t1/1",  # empty ALT
+    "1\t5\t.\t\tG\t.\tPASS\t.\tGT\t0/1\t1/1",  # empty REF
+    "1\t5\t\tA\tG\t.\tPASS\t.\tGT\t0/1\t1/1",  # empty ID
+    "7\t5\t.\tA\tG\t.\tPASS\t.\tGT\t0/1\t1/1",  # contig not in the header
+    "1\t0\t.\tA\tG\t.\tPASS\t.\tGT\t0/1\t1/1",  # POS 0
+    "1\t5\t.\tA\tG\t.\tPASS\t.\tGT:XX\t0/1:3\t1/1:4",  # FORMAT key not in the header
+    "1\t5\t.\tA\tG\t.\tPASS\t.\tGT\t\t1/1",  # an empty call
+    "1\t5\t.\tA\tG,.\t.\tPASS\t.\tGT\t0/1\t1/1",  # '.' among ALTs
+    "1\t5\trs 1\tA\tG\t.\tPASS\t.\tGT\t0/1\t1/1",  # a space in the ID
+    "1\t5\t.\tA\tG\t.\t\t.\tGT\t0/1\t1/1",  # empty FILTER
+    "1\t5\t.\tA\tG\t.\tPASS\t.\t\t0/1\t1/1",  # empty FORMAT
+])
+@pytest.mark.parametrize("multiallelic", ["skip", "split"])
+def test_odd_lines(tmp_path, line, multiallelic):
+    """Lines htslib reads in its own way: the same IDs, codes, stats or error either way."""
+    text = header(2) + "1\t1\t.\tA\tG\t.\tPASS\t.\tGT\t0/0\t0/1\n" + line + "\n"
+    assert_same(write(tmp_path, "odd", text, "vcf"), multiallelic=multiallelic)
+
+
+def test_errors_name_the_record(tmp_path):
+    text = header(3) + "1\t5\t.\tA\tG\t.\tPASS\t.\tGT\t0/1\t1\t0/0\n"
+    out = assert_same(write(tmp_path, "haploid", text, "bgzip"))
+    assert out[0] == "error" and "1:5" in out[1] and "s1" in out[1]
+
+
+@pytest.fixture(params=["libdeflate", "zlib"])
+def inflater(request, monkeypatch):
+    """BGZF inflated by the system's libdeflate (when it has one) or by zlib."""
+    monkeypatch.setattr(vcf_fast, "_LIBDEFLATE", [])
+    monkeypatch.setattr(vcf_fast, "USE_LIBDEFLATE", request.param == "libdeflate")
+    if request.param == "libdeflate" and vcf_fast._libdeflate() is None:
+        pytest.skip("no libdeflate on this system (Debian: libdeflate0)")
+    yield request.param
+    vcf_fast._LIBDEFLATE.clear()
+
+
+def test_inflaters_agree(tmp_path, geno, inflater, monkeypatch):
+    monkeypatch.setattr(vcf_fast, "CHUNK_BYTES", 5000)
+    rng = np.random.default_rng(6)
+    g = np.repeat(geno, 30, axis=0)
+    text = header(g.shape[1]) + "\n".join(records(g, rng)) + "\n"
+    assert_same(write(tmp_path, "inflate", text, "bgzip"), expect_fast="all")
+
+
+def test_truncated_and_corrupt_bgzip(tmp_path, geno, inflater):
+    rng = np.random.default_rng(3)
+    g = np.repeat(geno, 40, axis=0)
+    text = header(g.shape[1]) + "\n".join(records(g, rng)) + "\n"
+    path = write(tmp_path, "big", text, "bgzip")
+    data = path.read_bytes()
+    cut = tmp_path / "cut.vcf.gz"
+    cut.write_bytes(data[: len(data) * 2 // 3])
+    assert assert_same(cut)[0] == "error"
+    bad = bytearray(data)
+    bad[len(data) // 2] ^= 0xFF
+    broken = tmp_path / "broken.vcf.gz"
+    broken.write_bytes(bytes(bad))
+    assert assert_same(broken)[0] == "error"
+
+
+def test_no_trailing_newline_and_no_records(tmp_path):
+    text = header(2) + "1\t5\t.\tA\tG\t.\tPASS\t.\tGT\t0/1\t1/1"
+    assert_same(write(tmp_path, "nonl", text, "vcf"), expect_fast="all")
+    assert_same(write(tmp_path, "nonl", text, "bgzip"), expect_fast="all")
+    assert_same(write(tmp_path, "empty", header(2), "bgzip"))
+
+
+def test_bcf_and_regions_use_cyvcf2(tmp_path, geno):
+    from genodata import write_vcf
+
+    g = random_genotypes(10, 30, p_missing=0.1, seed=5)
+    bcf = write_vcf(tmp_path / "x.bcf", vcf_text(g), index=True)
+    out = assert_same(bcf)
+    assert out[4] == 0
+    gz = write_vcf(tmp_path / "x.vcf.gz", vcf_text(g), index=True)
+    out = assert_same(gz, regions=["1:1-200"])
+    assert out[4] == 0
+
+
+@pytest.mark.parametrize("memory", [1 << 30, 1000])
+def test_ingest_same_codes(tmp_path, geno, memory, monkeypatch):
+    """ingest_vcf through the fast path (codes in memory, or spilled) equals the cyvcf2 path."""
+    from genotile.io import vcf
+
+    monkeypatch.setattr(ingest_vcf, "MEMORY_BYTES", memory)
+    monkeypatch.setattr(ingest_vcf, "TILE", 5)
+    monkeypatch.setattr(ingest_vcf, "TRANSPOSE_BYTES", 700)
+    monkeypatch.setattr(vcf_fast, "CHUNK_BYTES", 300)
+    rng = np.random.default_rng(4)
+    text = header(geno.shape[1]) + "\n".join(records(geno, rng, ids=True)) + "\n"
+    path = write(tmp_path, "ing", text, "bgzip")
+    results = {}
+    for fast in (True, False):
+        monkeypatch.setattr(vcf, "FAST_PATH", fast)
+        for enc in ("genotype", "genotype_t"):
+            out = tmp_path / f"{enc}_{fast}"
+            m = ingest_vcf.ingest_vcf(path, enc, out / "codes.npy", out / "m.json")
+            results[fast, enc] = (np.load(out / "codes.npy"), {k: v for k, v in m.items() if k != "input"})
+    for enc in ("genotype", "genotype_t"):
+        assert np.array_equal(results[True, enc][0], results[False, enc][0])
+        assert results[True, enc][1] == results[False, enc][1]
+    assert np.array_equal(results[True, "genotype"][0], results[True, "genotype_t"][0].T)
+
+
+@pytest.mark.parametrize("members", [2, 3, 7])
+def test_concatenated_gzip_members(tmp_path, geno, members):
+    """`cat a.gz b.gz ...` (plain gzip members back to back, several in one read buffer): every
+    record of every member is read, as cyvcf2 reads them."""
+    text = header(geno.shape[1]) + "\n".join(records(geno, np.random.default_rng(5))) + "\n"
+    lines = text.splitlines(keepends=True)
+    first = sum(line.startswith("#") for line in lines) + 1  # the header and one record
+    cuts = [0, *np.linspace(first, len(lines), members).astype(int)]
+    parts = ["".join(lines[a:b]) for a, b in zip(cuts[:-1], cuts[1:], strict=True)]
+    assert len(parts) == members and all(parts)
+    path = tmp_path / "members.vcf.gz"
+    path.write_bytes(b"".join(gzip.compress(part.encode()) for part in parts))
+    out = assert_same(path, expect_fast="all")
+    assert out[0] == "ok" and len(out[1]) == geno.shape[0]
+
+
+def _read_compiled(path, compiled, monkeypatch, **options):
+    """('ok', codes, stats, blocks decoded compiled, blocks handed back) or ('error', message);
+    IDs not wanted."""
+    monkeypatch.setattr(vcf_fast, "COMPILED", compiled)
+    monkeypatch.setattr(vcf_fast, "COMPILED_MIN_BYTES", 0)
+    taken = []
+    if compiled:
+        from genotile.io import vcf_kernels
+
+        decode = vcf_kernels.decode_block
+
+        def counting(*args):
+            out = decode(*args)
+            taken.append(out[0] >= 0)
+            return out
+
+        monkeypatch.setattr(vcf_kernels, "decode_block", counting)
+    try:
+        with GenotypeReader(path, **options) as r:
+            r.want_ids = False
+            blocks = [c for _, c in r.blocks(max_rows=7)]
+            codes = np.concatenate(blocks) if blocks else np.zeros((0, len(r.samples)), np.uint8)
+            return "ok", codes, dict(r.stats), sum(taken), len(taken) - sum(taken)
+    except GenotileError as exc:
+        return "error", str(exc)
+    finally:
+        monkeypatch.undo()
+
+
+@pytest.mark.skipif(not NUMBA, reason="numba is not installed")
+@pytest.mark.parametrize("filter_pass", [False, True])
+@pytest.mark.parametrize("multiallelic", ["skip", "split"])
+@pytest.mark.parametrize("odd", ["none", "alt", "spell", "format", "long_line", "hash_chrom"])
+def test_compiled_blocks_equal_the_numpy_path(tmp_path, geno, filter_pass, multiallelic, odd, monkeypatch):
+    """vcf_kernels.decode_block gives the numpy path's codes and stats, block for block, and
+    hands every block it does not take (an odd line in it) back to that path."""
+    rng = np.random.default_rng(12)
+    lines = records(geno, rng, filters=("PASS", ".", "q10", "PASSED"))
+    k = 31  # one odd line, in the middle of the file
+    if odd == "alt":  # several ALTs, and none
+        lines = [ln.replace("\tA\tG\t", "\tA\tG,T\t" if v % 7 == 3 else "\tA\t.\t" if v % 11 == 5 else "\tA\tG\t", 1)
+                 for v, ln in enumerate(lines)]
+    elif odd == "spell":  # haploid and half-missing calls
+        f = lines[k].split("\t")
+        f[9], f[10] = "1", "./1"
+        lines[k] = "\t".join(f)
+    elif odd == "format":
+        lines[k] = lines[k].replace("\tGT\t", "\tGT:DP\t", 1)
+    elif odd == "long_line":  # a call of 4 characters: the line is longer than 4 per sample
+        f = lines[k].split("\t")
+        f[12] = "0/10"
+        lines[k] = "\t".join(f)
+    elif odd == "hash_chrom":
+        lines[k] = "#" + lines[k]
+    path = write(tmp_path, "c", header(geno.shape[1]) + "\n".join(lines) + "\n", "vcf")  # plain: small blocks
+    monkeypatch.setattr(vcf_fast, "CHUNK_BYTES", 4 * geno.shape[1] * 9)  # blocks of ~8 lines
+    got = _read_compiled(path, True, monkeypatch, filter_pass=filter_pass, multiallelic=multiallelic)
+    monkeypatch.setattr(vcf_fast, "CHUNK_BYTES", 4 * geno.shape[1] * 9)
+    want = _read_compiled(path, False, monkeypatch, filter_pass=filter_pass, multiallelic=multiallelic)
+    assert got[0] == want[0]
+    if got[0] == "error":
+        assert got[1] == want[1]
+        return
+    assert np.array_equal(got[1], want[1]) and got[2] == want[2]
+    assert got[3] > 0, "the compiled decoder took no block"
+    if odd == "none":
+        assert got[2]["filter_failed"] > 0 and got[4] == 0
+    else:
+        assert got[4] > 0, "the block with the odd line should go the numpy way"
+
+
+@pytest.mark.skipif(not NUMBA, reason="numba is not installed")
+def test_compiled_transpose_equals_numpy():
+    """vcf_kernels.transpose_into (ingest_vcf's variant rows -> sample rows) against numpy."""
+    from genotile.io import vcf_kernels
+
+    rng = np.random.default_rng(3)
+    blocks = [rng.integers(0, 256, size=(rows, 150), dtype=np.uint8) for rows in (70, 1, 129)]
+    whole = np.concatenate(blocks)
+    for c0, c1 in ((0, 150), (3, 67), (149, 150)):
+        out = np.zeros((c1 - c0, whole.shape[0]), np.uint8)
+        v0 = 0
+        for block in blocks:
+            vcf_kernels.transpose_into(block, out, c0, c1, v0)
+            v0 += block.shape[0]
+        assert np.array_equal(out, whole[:, c0:c1].T)

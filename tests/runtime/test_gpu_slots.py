@@ -1,0 +1,97 @@
+"""The GPU slot allocator, with fake devices (no GPU needed)."""
+
+import multiprocessing as mp
+import os
+import signal
+import time
+
+import pytest
+
+from genotile.runtime.gpu_slots import ENV, gpu_slot
+
+
+@pytest.fixture(autouse=True)
+def no_visible_devices(monkeypatch):
+    monkeypatch.delenv(ENV, raising=False)
+
+
+def _hold(lock_dir, n, queue, hold_s):
+    with gpu_slot(n_devices=n, lock_dir=lock_dir, poll=0.02) as dev:
+        queue.put((os.getpid(), dev, os.environ.get(ENV)))
+        time.sleep(hold_s)
+
+
+def test_concurrent_jobs_get_distinct_devices(tmp_path):
+    ctx = mp.get_context("fork")
+    queue = ctx.Queue()
+    procs = [ctx.Process(target=_hold, args=(tmp_path, 3, queue, 1.0)) for _ in range(3)]
+    for p in procs:
+        p.start()
+    got = [queue.get(timeout=10) for _ in procs]
+    for p in procs:
+        p.join(10)
+    devices = sorted(dev for _, dev, _ in got)
+    assert devices == ["0", "1", "2"]
+    assert all(dev == env for _, dev, env in got)  # CUDA_VISIBLE_DEVICES set to the slot
+
+
+def test_fourth_job_waits_for_a_free_slot(tmp_path):
+    ctx = mp.get_context("fork")
+    queue = ctx.Queue()
+    first = [ctx.Process(target=_hold, args=(tmp_path, 2, queue, 1.5)) for _ in range(2)]
+    for p in first:
+        p.start()
+    held = {queue.get(timeout=10)[1] for _ in first}
+    assert held == {"0", "1"}
+    t0 = time.monotonic()
+    late = ctx.Process(target=_hold, args=(tmp_path, 2, queue, 0.0))
+    late.start()
+    _, dev, _ = queue.get(timeout=10)
+    waited = time.monotonic() - t0
+    for p in [*first, late]:
+        p.join(10)
+    assert dev in ("0", "1") and waited > 0.5  # it got a slot only once one was released
+
+
+def test_sigkilled_job_releases_its_slot(tmp_path):
+    ctx = mp.get_context("fork")
+    queue = ctx.Queue()
+    victim = ctx.Process(target=_hold, args=(tmp_path, 1, queue, 60))
+    victim.start()
+    assert queue.get(timeout=10)[1] == "0"
+    os.kill(victim.pid, signal.SIGKILL)
+    victim.join(10)
+    with gpu_slot(n_devices=1, lock_dir=tmp_path, timeout=5) as dev:
+        assert dev == "0"
+
+
+def test_respects_cuda_visible_devices(tmp_path, monkeypatch):
+    monkeypatch.setenv(ENV, "5")
+    with gpu_slot(n_devices=8, lock_dir=tmp_path) as dev:
+        assert dev == "5"
+    assert list(tmp_path.iterdir()) == []  # no lock taken
+
+
+def test_no_devices_means_no_gpu(tmp_path):
+    with gpu_slot(n_devices=0, lock_dir=tmp_path) as dev:
+        assert dev is None and ENV not in os.environ
+
+
+def test_timeout_when_all_slots_stay_taken(tmp_path):
+    with gpu_slot(n_devices=1, lock_dir=tmp_path):
+        ctx = mp.get_context("fork")
+        queue = ctx.Queue()
+
+        def try_one():
+            os.environ.pop(ENV)  # a separate job, not a child of the holder
+            try:
+                with gpu_slot(n_devices=1, lock_dir=tmp_path, poll=0.05, timeout=0.3):
+                    queue.put("got")
+            except TimeoutError as exc:
+                queue.put(str(exc))
+
+        p = ctx.Process(target=try_one)
+        p.start()
+        msg = queue.get(timeout=10)
+        p.join(10)
+    assert msg.startswith("no free GPU slot among 1")

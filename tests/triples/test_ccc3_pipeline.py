@@ -1,0 +1,124 @@
+"""ccc3 through the Snakemake workflow: triples.tsv.gz against brute force, stages and block sizes
+giving the same bytes, the plan in the dry run, the null-threshold refusal."""
+
+import gzip
+import itertools
+import json
+
+import numpy as np
+import pytest
+from genodata import random_genotypes, vcf_text, write_vcf
+from reference import ccc3_triple
+from snakerun import job_counts, snakemake
+
+from genotile.core import ccc3
+
+
+def config_for(path, **extra):
+    return {
+        "datasets": {"g": {"input": str(path), "metrics": ["ccc2", "ccc3"]}},
+        "thresholds": {"ccc2": 0.3, "ccc3": extra.pop("threshold", 0.21)},
+        "block_size": 11,
+        "backend": "numpy",
+        **extra,
+    }
+
+
+@pytest.fixture(scope="module")
+def vcf(tmp_path_factory):
+    g = random_genotypes(30, 20, p_missing=0.08, seed=21)  # samples x variants: 20 SNP vectors
+    path = write_vcf(tmp_path_factory.mktemp("vcf3") / "g.vcf.gz", vcf_text(g, seed=21))
+    return path, np.ascontiguousarray(g.T)
+
+
+def read_triples(path):
+    with gzip.open(path, "rt") as fh:
+        lines = fh.read().splitlines()
+    return lines[0].split("\t"), [line.split("\t") for line in lines[1:]]
+
+
+def test_triples_equal_brute_force_and_stages_agree(vcf, tmp_path):
+    path, vectors = vcf
+    runs = {}
+    for name, ccc3_cfg in (("staged", {"block_size": 7, "stages": 3}), ("whole", {"stages": 1})):
+        work = tmp_path / name
+        work.mkdir()
+        proc = snakemake(work, config_for(path, ccc3=ccc3_cfg))
+        runs[name] = work
+        if name == "staged":  # 3 blocks of 7, 6, 7: 10 block triples x 3 stages
+            assert job_counts(proc.stdout + proc.stderr).get("triples", 30) == 30
+            assert len(list((work / "results/g/ccc3/triples").glob("triples_*.npz"))) == 30
+    out = {k: (w / "results/g/ccc3/triples.tsv.gz").read_bytes() for k, w in runs.items()}
+    assert out["staged"] == out["whole"]
+    header, rows = read_triples(runs["whole"] / "results/g/ccc3/triples.tsv.gz")
+    assert header == ["id1", "id2", "id3", *ccc3.COLUMNS]
+    ids = [f"1:{10 * v + 5}:A:G" for v in range(vectors.shape[0])]
+    expected = []
+    for a, b, c in itertools.combinations(range(vectors.shape[0]), 3):
+        ref = ccc3_triple(vectors[a], vectors[b], vectors[c])
+        if any(ref[col] >= 0.21 for col in ccc3.COLUMNS):
+            expected.append([ids[a], ids[b], ids[c], *(repr(float(ref[col])) for col in ccc3.COLUMNS)])
+    assert 0 < len(expected) < 1140
+    assert rows == expected
+    summary = json.loads((runs["staged"] / "results/g/ccc3/summary.json").read_text())
+    assert summary["triples_computed"] == 1140 and summary["triples_passing"] == len(expected)
+    assert summary["plan"]["n_jobs"] == 30 and len(summary["jobs"]) == 30
+    # the dry run after the plan: nothing to do; after deleting one stage's file, that job and the merge
+    (runs["staged"] / "results/g/ccc3/triples/triples_0_1_2_1.npz").unlink()
+    dry = snakemake(runs["staged"], config_for(path, ccc3={"block_size": 7, "stages": 3}), "-n")
+    counts = job_counts(dry.stdout + dry.stderr)
+    assert counts.get("triples") == 1 and counts.get("triples_merge") == 1, counts
+    assert "30 triple job(s), 1140 unique triples" in dry.stdout + dry.stderr
+
+
+def test_null_threshold_beyond_2000_vectors_is_refused_at_planning(tmp_path):
+    g = random_genotypes(4, 2001, p_missing=0.0, seed=1, special=False)
+    path = write_vcf(tmp_path / "big.vcf", vcf_text(g, seed=1))
+    proc = snakemake(tmp_path, config_for(path, threshold=None), check=False)
+    assert proc.returncode != 0
+    assert "genotile error: dataset g: ccc3 with a null threshold" in proc.stderr
+    assert "2,001 vectors" in proc.stderr and "allowed up to 2,000 vectors" in proc.stderr
+    assert not list(tmp_path.rglob("triples_*.npz"))
+
+
+def test_null_threshold_bound_is_configurable(tmp_path):
+    """`ccc3: null_threshold_max` moves the bound: 25 SNPs pass at 25, stop at 24 (naming the key)."""
+    g = random_genotypes(6, 25, p_missing=0.1, seed=3)
+    path = write_vcf(tmp_path / "g.vcf", vcf_text(g, seed=3))
+    low, ok = tmp_path / "low", tmp_path / "ok"
+    low.mkdir()
+    ok.mkdir()
+    proc = snakemake(low, config_for(path, threshold=None, ccc3={"null_threshold_max": 24}), check=False)
+    assert proc.returncode != 0
+    assert "25 vectors" in proc.stderr and "allowed up to 24 vectors (ccc3: null_threshold_max)" in proc.stderr
+    assert not list(low.rglob("triples_*.npz"))
+    snakemake(ok, config_for(path, threshold=None, ccc3={"null_threshold_max": 25}))
+    with gzip.open(ok / "results/g/ccc3/triples.tsv.gz", "rt") as fh:
+        assert sum(1 for _ in fh) == 1 + 25 * 24 * 23 // 6  # header + every triple
+
+
+def test_job_refuses_a_damaged_store_naming_the_file(tmp_path):
+    """A ccc3 job reads the store's permutation and manifest through the checked loaders."""
+    from genotile.errors import GenotileError
+    from genotile.triples import steps as steps3
+
+    g = random_genotypes(6, 9, p_missing=0.1, seed=4)
+    path = write_vcf(tmp_path / "g.vcf", vcf_text(g, seed=4))
+    work = tmp_path / "run"
+    work.mkdir()
+    snakemake(work, config_for(path, threshold=None))
+    store = work / "results/g/store/genotype_t"
+    job = {"block_size": 11, "stages": 1, "threshold": None, "backend": "numpy"}
+    bad_perm, bad_manifest = tmp_path / "perm.npy", tmp_path / "manifest.json"
+    bad_perm.write_bytes((store / "perm.npy").read_bytes()[:-9])  # truncated
+    bad_manifest.write_text((store / "manifest.json").read_text()[:40])  # cut JSON
+    with pytest.raises(GenotileError, match=rf"{bad_perm}.*unreadable"):
+        steps3.triple_job(store / "planes.npy", store / "manifest.json", bad_perm, 0, 0, 0, 0,
+                          out=tmp_path / "t.npz", **job)
+    with pytest.raises(GenotileError, match=str(bad_manifest)):
+        steps3.triple_job(store / "planes.npy", bad_manifest, store / "perm.npy", 0, 0, 0, 0,
+                          out=tmp_path / "t.npz", **job)
+    with pytest.raises(GenotileError, match=str(bad_manifest)):
+        steps3.merge([], bad_manifest, block_size=11, stages=1, triples_out=tmp_path / "x.tsv.gz",
+                     summary_out=tmp_path / "x.json", config={})
+    assert not (tmp_path / "t.npz").exists() and not (tmp_path / "x.tsv.gz").exists()

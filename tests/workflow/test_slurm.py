@@ -1,0 +1,355 @@
+"""The example workflow on a real SLURM: `snakemake --executor slurm --profile profiles/slurm`.
+
+Needs a running SLURM with a node that offers a GPU GRES, and snakemake-executor-plugin-slurm;
+skipped (with the reason) otherwise. `.ci/slurm.sh start` makes one on this machine: one node,
+two fake GPUs, no accounting database (job states come from squeue); `.ci/run` starts it for
+these tests and stops it afterwards.
+
+- the example config runs through SLURM and gives byte for byte the outputs of a local run;
+  tiles go `tiles_per_job` to a SLURM job; tile jobs asked SLURM for one GPU and got one, the CPU
+  rules asked for none;
+- a tile job cancelled mid-run (`scancel`, as a lost node would) fails the run; the rerun
+  recomputes only what is missing and ends with the same outputs.
+"""
+
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+
+REPO = Path(__file__).resolve().parents[2]
+PROFILE = REPO / "profiles" / "slurm"
+# The example data has 60 sequences (snp, hamming), 40 samples (ibs, king) and about 900 SNPs
+# (ccc2): blocks of 480 give 1 + 1 + 1 + 1 + 3 tiles; 2 tiles a job make 1 + 1 + 1 + 1 + 2 tile jobs.
+BLOCK_SIZE = 480
+TILES_PER_JOB = 2
+RUN_TIMEOUT = 360  # seconds per Snakemake run before the test gives up (and cancels its jobs)
+# Checks start 1 s after a submission instead of the profile's 20 s (the cluster is local).
+FAST_STATUS = ["--slurm-init-seconds-before-status-checks", "1"]
+
+
+def _slurm_unavailable_reason() -> str | None:
+    try:
+        import snakemake_executor_plugin_slurm  # noqa: F401
+    except ImportError:
+        return "snakemake-executor-plugin-slurm is not installed (pip install -e '.[test]')"
+    for tool in ("sinfo", "squeue", "sbatch", "scancel", "scontrol"):
+        if shutil.which(tool) is None:
+            return f"no SLURM here ({tool} not found; .ci/slurm.sh start makes a one-node cluster)"
+    try:
+        proc = subprocess.run(["sinfo", "-h", "-o", "%T %G"], capture_output=True, text=True, timeout=15)
+    except subprocess.TimeoutExpired:
+        return "sinfo did not answer within 15 s (is slurmctld running? .ci/slurm.sh status)"
+    if proc.returncode != 0:
+        last = (proc.stderr.strip().splitlines() or ["no output"])[-1][:200]
+        return f"SLURM is not up (sinfo: {last}); .ci/slurm.sh start makes a one-node cluster"
+    usable = []
+    for line in proc.stdout.splitlines():
+        state, _, gres = line.strip().partition(" ")
+        # states: idle, mixed, allocated, ...; a trailing * (not responding), ~ (powered off) etc.
+        if state in ("idle", "mixed", "allocated", "completing"):
+            usable.append(gres)
+    if not usable:
+        return f"SLURM has no usable node (sinfo: {proc.stdout.strip()[:200]!r})"
+    if not any("gpu" in gres for gres in usable):
+        return "no SLURM node offers a GPU GRES: tile jobs ask for one and would never start"
+    return None
+
+
+@pytest.fixture(scope="module")
+def slurm():
+    reason = _slurm_unavailable_reason()
+    if reason and os.environ.get("GENOTILE_REQUIRE_SLURM") == "1":  # set by .ci/run: no silent skip
+        pytest.fail(f"GENOTILE_REQUIRE_SLURM=1 but {reason}", pytrace=False)
+    if reason:
+        pytest.skip(reason)
+
+
+@pytest.fixture(scope="module")
+def cancel_leftovers():
+    """Run IDs of this module's Snakemake runs; their SLURM jobs are cancelled at the end."""
+    run_ids = []
+    yield run_ids
+    for run_id in run_ids:
+        subprocess.run(["scancel", "--name", run_id], capture_output=True, timeout=30)
+
+
+def example_config(block_size, tiles_per_job=TILES_PER_JOB) -> dict:
+    """config/config.yaml with absolute inputs, the given block size and tiles a job, no report plots."""
+    config = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
+    for spec in config["datasets"].values():
+        spec["input"] = str(REPO / spec["input"])
+    for spec in config.get("screens", {}).values():
+        spec["samples"], spec["signatures"] = str(REPO / spec["samples"]), str(REPO / spec["signatures"])
+    config["block_size"] = block_size
+    config["tiles_per_job"] = tiles_per_job
+    if "report" in config:
+        config["report"] = False  # the plots: a dozen more jobs, and PNGs are not compared here
+    return config
+
+
+def snakemake_cmd(workdir: Path, config: dict, *extra) -> list[str]:
+    cfg = workdir / "config.yaml"
+    cfg.write_text(yaml.safe_dump(config))
+    return [
+        sys.executable,
+        "-m",
+        "snakemake",
+        "-s",
+        str(REPO / "Snakefile"),
+        "--directory",
+        str(workdir),
+        "--configfile",
+        str(cfg),
+        *extra,
+    ]
+
+
+def slurm_cmd(workdir, config, *extra):
+    return snakemake_cmd(workdir, config, "--executor", "slurm", "--profile", str(PROFILE), *FAST_STATUS, *extra)
+
+
+def run_slurm(workdir, config, run_ids, *extra) -> tuple[int, str, str]:
+    """Runs Snakemake on SLURM to its end; returns (exit status, output, SLURM run ID)."""
+    log = workdir / "snakemake.out"
+    with open(log, "w") as fh:
+        proc = subprocess.Popen(slurm_cmd(workdir, config, *extra), stdout=fh, stderr=subprocess.STDOUT)
+        try:
+            rc = proc.wait(timeout=RUN_TIMEOUT)
+        except subprocess.TimeoutExpired:
+            stop(proc)
+            run_ids.extend(re.findall(r"SLURM run ID: (\S+)", log.read_text()))
+            raise AssertionError(f"snakemake on SLURM ran over {RUN_TIMEOUT} s:\n{tail(log)}") from None
+    out = log.read_text()
+    run_id = run_id_of(out)
+    run_ids.append(run_id)
+    return rc, out, run_id
+
+
+def stop(proc):
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGINT)  # Snakemake cancels its SLURM jobs on SIGINT
+        try:
+            proc.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+def run_id_of(out: str) -> str:
+    m = re.search(r"SLURM run ID: (\S+)", out)
+    assert m, f"no 'SLURM run ID' in Snakemake's output:\n{out[-3000:]}"
+    return m.group(1)
+
+
+def tail(path, n=4000):
+    return Path(path).read_text()[-n:]
+
+
+def failure_report(out: str) -> str:
+    """Snakemake's output and the ends of the first failed jobs' SLURM logs (where their errors are)."""
+    logs = dict.fromkeys(re.findall(r"(/\S+/slurm_logs/\S+?\.log)\b", out.split("Error in rule", 1)[-1]))
+    parts = [out[-4000:]]
+    for path in list(logs)[:2]:
+        if Path(path).exists():
+            parts.append(f"--- {path}\n{tail(path, 1500)}")
+    return "\n".join(parts)
+
+
+def slurm_jobs(run_id) -> list[dict]:
+    """Every job SLURM still knows of (finished ones for MinJobAge seconds) of one Snakemake run.
+
+    The executor names every job of a run after the run ID and sets its comment to
+    rule_<rule>[_wildcards_<values>]. `request`: what the job asked for (tres-per-job is
+    `sbatch --gpus`, tres-per-node `--gres`); `gres`: what SLURM gave it (JOB_GRES).
+    """
+    out = subprocess.run(
+        [
+            "squeue",
+            "-h",
+            "--states=all",
+            "--name",
+            run_id,
+            "-O",
+            "JobID:|,Comment:|,State:|,tres-per-job:|,tres-per-node:|",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=30,
+    ).stdout
+    jobs = []
+    for line in out.splitlines():
+        job_id, comment, state, per_job, per_node = line.split("|")[:5]
+        detail = subprocess.run(
+            ["scontrol", "-o", "-d", "show", "job", job_id], capture_output=True, text=True, timeout=30
+        ).stdout
+        m = re.search(r"JOB_GRES=(\S+)", detail)
+        jobs.append(
+            {
+                "id": job_id,
+                # a group job's comment is rule_<group id>_<rules>: tile groups are tiles_..._tile
+                "rule": "tile" if comment.startswith("rule_tiles_") else re.match(r"rule_([A-Za-z0-9]+)", comment)[1],
+                "comment": comment,
+                "state": state,
+                "request": " ".join(r for r in (per_job, per_node) if r not in ("N/A", "(null)", "")),
+                "gres": m.group(1) if m and m.group(1) != "(null)" else "",
+            }
+        )
+    return jobs
+
+
+def final_outputs(workdir: Path) -> dict[str, bytes]:
+    """matrix.tsv, pairs.tsv.gz (and histogram.tsv where made) of every dataset and metric, and
+    every screen's matches.tsv.gz."""
+    results = workdir / "results"
+    names = ("matrix.tsv", "pairs.tsv.gz", "histogram.tsv", "matches.tsv.gz")
+    files = [p for name in names for p in results.glob(f"*/*/{name}")]
+    return {str(p.relative_to(workdir)): p.read_bytes() for p in sorted(files)}
+
+
+@pytest.fixture(scope="module")
+def local_run(slurm, tmp_path_factory):
+    """The example config run locally (the reference)."""
+    workdir = tmp_path_factory.mktemp("local")
+    config = example_config(BLOCK_SIZE)
+    proc = subprocess.run(snakemake_cmd(workdir, config, "--cores", "2"), capture_output=True, text=True)
+    assert proc.returncode == 0, f"local snakemake failed:\n{proc.stderr[-4000:]}"
+    outputs = final_outputs(workdir)
+    n_metrics = sum(len(spec["metrics"]) for spec in config["datasets"].values())
+    for name in ("matrix.tsv", "pairs.tsv.gz"):
+        assert sum(path.endswith(name) for path in outputs) == n_metrics, sorted(outputs)
+    return workdir, outputs
+
+
+@pytest.fixture(scope="module")
+def slurm_run(local_run, cancel_leftovers, tmp_path_factory):
+    """The example config run through SLURM with the profile: (workdir, exit status, output, run ID)."""
+    workdir = tmp_path_factory.mktemp("slurm")
+    # no retries: every job must succeed the first time (and a broken run fails sooner)
+    return workdir, *run_slurm(workdir, example_config(BLOCK_SIZE), cancel_leftovers, "--retries", "0")
+
+
+def test_example_on_slurm_equals_local_run_and_tiles_get_a_gpu(local_run, slurm_run):
+    local_dir, expected = local_run
+    workdir, rc, out, run_id = slurm_run
+    assert rc == 0, f"snakemake on SLURM failed ({rc}):\n{failure_report(out)}"
+
+    got = final_outputs(workdir)
+    assert sorted(got) == sorted(expected)
+    for name, content in expected.items():
+        assert got[name] == content, f"{name} differs from the local run's"
+
+    jobs = slurm_jobs(run_id)
+    rules = {job["rule"] for job in jobs}
+    assert {"ingest", "plan", "pack", "tile", "matrix", "merge"} <= rules, jobs
+    assert all(job["state"] == "COMPLETED" for job in jobs), jobs
+    # tile-like jobs go TILES_PER_JOB to a SLURM job (rules/common.smk, job_group), by rank:
+    # pairs tiles (i, j), i <= j, rank j(j+1)/2 + i; screen tiles (i, j), rank (i+j)(i+j+1)/2 + j
+    expected_groups, n_tiles = set(), 0
+    for tile in (local_dir / "results").glob("*/*/*/tile_*.npz"):
+        name, kind = f"{tile.parts[-4]}_{tile.parts[-3]}", tile.parts[-2]  # dataset_metric or screen_screen
+        i, j = map(int, re.match(r"tile_(\d+)_(\d+)\.npz", tile.name).groups())
+        if kind == "pairs":
+            rank, rule = j * (j + 1) // 2 + i, "tile"
+        else:
+            rank, rule = (i + j) * (i + j + 1) // 2 + j, "screen_tile"
+        expected_groups.add(f"rule_tiles_{name}_{rank // TILES_PER_JOB}_{rule}")
+        n_tiles += 1
+    assert len(expected_groups) < n_tiles, "the example makes no group of several tiles"
+    tiles = [job for job in jobs if job["rule"] == "tile"]
+    assert sorted(job["comment"] for job in tiles) == sorted(expected_groups), tiles
+    for job in tiles:
+        assert "gpu:1" in job["request"], f"tile job asked SLURM for no GPU: {job}"
+        assert "gpu" in job["gres"], f"SLURM gave the tile job no GPU: {job}"
+    for job in jobs:
+        if job["rule"] != "tile":
+            assert not job["request"] and not job["gres"], f"CPU job asked for a GRES: {job}"
+
+
+def test_cancelled_tile_job_fails_the_run_and_the_rerun_completes(local_run, slurm_run, cancel_leftovers, tmp_path):
+    """scancel of a running tile job (what a node failure does to it), with retries off.
+
+    Starts from a copy of the finished SLURM run without the tiles of the metric that has the
+    most (ccc2's three), so that only those tile jobs, then that metric's matrix and merge, run.
+    """
+    _, expected = local_run
+    done, rc, _, _ = slurm_run
+    assert rc == 0, "the SLURM run this test starts from failed (see the test before)"
+    workdir = tmp_path / "work"
+    shutil.copytree(done, workdir, symlinks=True)
+    pairs = max((workdir / "results").glob("*/*/pairs"), key=lambda d: len(list(d.glob("tile_*.npz"))))
+    lost = sorted(pairs.glob("tile_*.npz"))
+    assert len(lost) >= 2, f"no metric has several tiles at block_size {BLOCK_SIZE}: {lost}"
+    for tile in lost:
+        tile.unlink()
+    dataset, metric = pairs.parts[-3:-1]
+    config = example_config(BLOCK_SIZE, tiles_per_job=1)  # one tile a job: cancel one tile
+
+    log = workdir / "snakemake.out"
+    with open(log, "w") as fh:
+        proc = subprocess.Popen(slurm_cmd(workdir, config, "--retries", "0"), stdout=fh, stderr=subprocess.STDOUT)
+    try:
+        victim = None  # [SLURM job ID, comment] of the tile job cancelled while running
+        tried = set()
+        deadline = time.monotonic() + RUN_TIMEOUT
+        while victim is None and proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.2)
+            m = re.search(r"SLURM run ID: (\S+)", log.read_text())
+            if not m:
+                continue
+            if m.group(1) not in cancel_leftovers:
+                cancel_leftovers.append(m.group(1))
+            running = subprocess.run(
+                ["squeue", "-h", "--name", m.group(1), "--states=RUNNING", "-O", "JobID:|,Comment:|"],
+                capture_output=True,
+                text=True,
+                timeout=30,
+            ).stdout.split()
+            tiles = [row.split("|")[:2] for row in running if "|rule_tile" in row and row.split("|")[0] not in tried]
+            if not tiles:
+                continue
+            tried.add(tiles[0][0])
+            subprocess.run(["scancel", tiles[0][0]], capture_output=True, timeout=30)
+            for _ in range(50):  # it may have finished just before: then take the next one
+                state = subprocess.run(
+                    ["squeue", "-h", "--states=all", "-j", tiles[0][0], "-o", "%T"],
+                    capture_output=True,
+                    text=True,
+                    timeout=30,
+                ).stdout.strip()
+                if state not in ("RUNNING", "COMPLETING"):
+                    break
+                time.sleep(0.1)
+            if state == "CANCELLED":
+                victim = tiles[0]
+        assert victim, f"could not cancel a running tile job:\n{tail(log)}"
+        rc = proc.wait(timeout=max(1, deadline - time.monotonic()))
+    finally:
+        stop(proc)
+    out = log.read_text()
+    assert rc != 0, f"the run with a cancelled job (SLURM job {victim[0]}) succeeded:\n{out[-4000:]}"
+    # a group job (every tile job is one, of tiles_per_job tiles) fails as "Error in group" with its log
+    failed = rf"SLURM-job '{victim[0]}' failed.*CANCELLED|Error in group \S+\n\s+log: \S+/{victim[0]}\.log"
+    assert re.search(failed, out), out[-4000:]
+    run = int(re.search(r"_(\d+)_tile$", victim[1]).group(1))  # tile (i, j) is run j(j+1)/2 + i
+    j = max(j for j in range(run + 1) if j * (j + 1) // 2 <= run)
+    i = run - j * (j + 1) // 2
+    assert not (pairs / f"tile_{i}_{j}.npz").exists(), "the cancelled job's tile was left behind"
+    assert len(list(pairs.glob("tile_*.npz"))) == len(lost) - 1, "the other tiles were not computed (keep-going)"
+
+    rc, out, run_id = run_slurm(workdir, config, cancel_leftovers)
+    assert rc == 0, f"the rerun failed ({rc}):\n{failure_report(out)}"
+    reran = sorted(job["comment"] for job in slurm_jobs(run_id))
+    downstream = ["merge"] + (["matrix"] if f"results/{dataset}/{metric}/matrix.tsv" in expected else [])
+    assert reran == sorted([victim[1]] + [f"rule_{rule}_wildcards_{dataset}_{metric}" for rule in downstream]), reran
+    got = final_outputs(workdir)
+    for name, content in expected.items():
+        assert got[name] == content, f"{name} differs from the local run's"
