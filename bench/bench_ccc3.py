@@ -61,15 +61,23 @@ def block_rows(add, args, ceiling):
     for backend, middle in (("cupy-b1", args.middle), ("cupy-int8", max(1, args.middle // 8))):
         plan = ccc3.Plan3(3 * n, n, 1, n // middle)  # stage 0 of J = the first `middle` rows
         run = lambda thr, plan=plan, backend=backend: cupy_tile3.triples_device(  # noqa: E731
-            ENGINES[backend], blocks, stats, layout, plan, ccc3.Params(), (0, 1, 2), 0, thr)
+            ENGINES[backend], blocks, stats, layout, plan, ccc3.Params(), (0, 1, 2), 0, thr
+        )
         run(0.5)  # warm-up (compiles)
         cp.cuda.Device().synchronize()
         t0 = time.perf_counter()
         res = run(0.5)
         seconds = time.perf_counter() - t0
         triples = len(plan.stage_rows(1, 0)) * n * n
-        add(backend, f"block triple {n}x{n}x{n}, {len(plan.stage_rows(1, 0))} middle rows, {m} samples",
-            seconds, triples * m, triples * products * 64 * layout.words, ceiling, res.values.shape[0])
+        add(
+            backend,
+            f"block triple {n}x{n}x{n}, {len(plan.stage_rows(1, 0))} middle rows, {m} samples",
+            seconds,
+            triples * m,
+            triples * products * 64 * layout.words,
+            ceiling,
+            res.values.shape[0],
+        )
 
 
 def e2e(add, args, ceiling, out):
@@ -79,33 +87,51 @@ def e2e(add, args, ceiling, out):
     store = work / "store"
     store.mkdir(parents=True, exist_ok=True)
     np.save(work / "codes.npy", g)
-    ingest = {"encoding": "genotype_t", "n_fields": m, "n_vectors": n, "input": "synthetic",
-              "input_sha256": "0" * 64, "ids": [f"snp{k}" for k in range(n)], "counts": {}}
+    ingest = {
+        "encoding": "genotype_t",
+        "n_fields": m,
+        "n_vectors": n,
+        "input": "synthetic",
+        "input_sha256": "0" * 64,
+        "ids": [f"snp{k}" for k in range(n)],
+        "counts": {},
+    }
     plan = Plan(n, args.block, 1)
     write_plan(plan, store / "plan.json", store / "perm.npy")
     t0 = time.perf_counter()
-    pack_store(work / "codes.npy", ingest, plan, np.load(store / "perm.npy"), store / "planes.npy",
-               store / "manifest.json")
+    pack_store(
+        work / "codes.npy", ingest, plan, np.load(store / "perm.npy"), store / "planes.npy", store / "manifest.json"
+    )
     t_pack = time.perf_counter() - t0
     # threshold: from every triple of a sample block triple, the value 1e-6 of them reach
     planes, _, layout = open_store(store / "planes.npy", store / "manifest.json")
     sample = min(256, n // 3)
     blocks = [np.asarray(planes[b * sample : (b + 1) * sample]) for b in range(3)]
     stats = [ccc3.vector_stats(b, layout) for b in blocks]
-    res = cupy_tile3.triples_device(cupy_b1.ENGINE, blocks, stats, layout, ccc3.Plan3(3 * sample, sample, 1, 1),
-                                    ccc3.Params(), (0, 1, 2), 0, None)
+    res = cupy_tile3.triples_device(
+        cupy_b1.ENGINE, blocks, stats, layout, ccc3.Plan3(3 * sample, sample, 1, 1), ccc3.Params(), (0, 1, 2), 0, None
+    )
     best = np.sort(res.values.max(axis=1))[::-1]
     threshold = float(best[max(0, int(1e-6 * best.size) - 1)]) if best.size >= 1e6 else float(best[0])
     t0 = time.perf_counter()
-    summary = steps3.run_ccc3(store, work / "ccc3", block_size=args.block, stages=1, threshold=threshold,
-                              backend="cupy-b1")
+    summary = steps3.run_ccc3(
+        store, work / "ccc3", block_size=args.block, stages=1, threshold=threshold, backend="cupy-b1"
+    )
     seconds = time.perf_counter() - t0
     triples = math.comb(n, 3)
     products = 27
-    add("cupy-b1", f"end to end {n} SNPs x {m} samples (pack {t_pack:.1f} s before), threshold {threshold:.6g}",
-        seconds, triples * m, triples * products * 64 * layout.words, ceiling, summary["triples_passing"])
-    (out / "e2e_summary.json").write_text(json.dumps({k: summary[k] for k in ("triples_computed", "triples_passing",
-                                                                               "timings", "plan")}, indent=1))
+    add(
+        "cupy-b1",
+        f"end to end {n} SNPs x {m} samples (pack {t_pack:.1f} s before), threshold {threshold:.6g}",
+        seconds,
+        triples * m,
+        triples * products * 64 * layout.words,
+        ceiling,
+        summary["triples_passing"],
+    )
+    (out / "e2e_summary.json").write_text(
+        json.dumps({k: summary[k] for k in ("triples_computed", "triples_passing", "timings", "plan")}, indent=1)
+    )
 
 
 def main():
@@ -128,26 +154,42 @@ def main():
     rows = []
 
     def add(backend, what, seconds, comparisons, bit_macs, ceiling, passing):
-        row = {"backend": backend, "what": what, "seconds": seconds, "comparisons_per_s": comparisons / seconds,
-               "bit_mac_per_s": bit_macs / seconds, "pct_b1_ceiling": 100 * bit_macs / seconds / ceiling,
-               "passing": int(passing)}
+        row = {
+            "backend": backend,
+            "what": what,
+            "seconds": seconds,
+            "comparisons_per_s": comparisons / seconds,
+            "bit_mac_per_s": bit_macs / seconds,
+            "pct_b1_ceiling": 100 * bit_macs / seconds / ceiling,
+            "passing": int(passing),
+        }
         rows.append(row)
-        print(f"  {backend:9s} {what}: {seconds:.3f} s, {row['comparisons_per_s']:.3e} comparisons/s, "
-              f"{row['bit_mac_per_s']:.3e} bit-MAC/s = {row['pct_b1_ceiling']:.1f}% of b1 ceiling, "
-              f"{passing} passing", flush=True)
+        print(
+            f"  {backend:9s} {what}: {seconds:.3f} s, {row['comparisons_per_s']:.3e} comparisons/s, "
+            f"{row['bit_mac_per_s']:.3e} bit-MAC/s = {row['pct_b1_ceiling']:.1f}% of b1 ceiling, "
+            f"{passing} passing",
+            flush=True,
+        )
 
     block_rows(add, args, ceiling)
     if not args.skip_e2e:
         e2e(add, args, ceiling, out)
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
-    result = {"date": datetime.date.today().isoformat(), "gpu": dev["name"].decode(), "commit": commit,
-              "b1_ceiling_bit_mac_per_s": ceiling, "rows": rows}
+    result = {
+        "date": datetime.date.today().isoformat(),
+        "gpu": dev["name"].decode(),
+        "commit": commit,
+        "b1_ceiling_bit_mac_per_s": ceiling,
+        "rows": rows,
+    }
     (out / "bench_ccc3.json").write_text(json.dumps(result, indent=1))
     print("| backend | what | s | comparisons/s | bit-MAC/s | % b1 ceiling | passing |")
     print("|---|---|---|---|---|---|---|")
     for r in rows:
-        print(f"| {r['backend']} | {r['what']} | {r['seconds']:.3g} | {r['comparisons_per_s']:.3g} | "
-              f"{r['bit_mac_per_s']:.3g} | {r['pct_b1_ceiling']:.1f} | {r['passing']} |")
+        print(
+            f"| {r['backend']} | {r['what']} | {r['seconds']:.3g} | {r['comparisons_per_s']:.3g} | "
+            f"{r['bit_mac_per_s']:.3g} | {r['pct_b1_ceiling']:.1f} | {r['passing']} |"
+        )
 
 
 if __name__ == "__main__":

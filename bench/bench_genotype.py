@@ -63,8 +63,9 @@ def simulate(n: int, m: int, source: str, seed: int) -> np.ndarray:
         harmonic = sum(1 / i for i in range(1, 2 * n))
         length = int(m / (4e-4 * harmonic) * 1.2) + 1000  # theta = 4 Ne mu = 4e-4 per bp
         while True:
-            ts = msprime.sim_ancestry(n, sequence_length=length, recombination_rate=1e-8, population_size=10_000,
-                                      random_seed=seed)
+            ts = msprime.sim_ancestry(
+                n, sequence_length=length, recombination_rate=1e-8, population_size=10_000, random_seed=seed
+            )
             ts = msprime.sim_mutations(ts, rate=1e-8, random_seed=seed, model=msprime.BinaryMutationModel())
             if ts.num_sites >= m:
                 return ts.genotype_matrix()[:m].astype(np.uint8)
@@ -82,10 +83,14 @@ def write_vcf(hap: np.ndarray, path: Path, p_missing: float, seed: int) -> None:
     n = h // 2
     rng = np.random.default_rng(seed + 7)
     plain = path.with_suffix("")  # x.vcf.gz -> x.vcf
-    head = ("##fileformat=VCFv4.2\n##contig=<ID=1,length=1000000000>\n"
-            '##FORMAT=<ID=GT,Number=1,Type=String,Description="Genotype">\n'
-            + "\t".join(["#CHROM", "POS", "ID", "REF", "ALT", "QUAL", "FILTER", "INFO", "FORMAT",
-                         *[f"s{i}" for i in range(n)]]) + "\n")
+    head = (
+        "##fileformat=VCFv4.2\n##contig=<ID=1,length=1000000000>\n"
+        '##FORMAT=<ID=GT,Number=1,Type=String,Description="Genotype">\n'
+        + "\t".join(
+            ["#CHROM", "POS", "ID", "REF", "ALT", "QUAL", "FILTER", "INFO", "FORMAT", *[f"s{i}" for i in range(n)]]
+        )
+        + "\n"
+    )
     with open(plain, "wb") as fh:
         fh.write(head.encode())
         for v0 in range(0, m, 4096):
@@ -125,8 +130,14 @@ def phase_store(a) -> dict:
     out = Path(a.workdir)
     steps.ingest(a.vcf, "genotype", out / "codes.npy", out / "ingest.json")
     steps.plan(out / "ingest.json", a.block_size, a.seed, out / "plan.json", out / "perm.npy")
-    steps.pack(out / "codes.npy", out / "ingest.json", out / "plan.json", out / "perm.npy", out / "planes.npy",
-               out / "manifest.json")
+    steps.pack(
+        out / "codes.npy",
+        out / "ingest.json",
+        out / "plan.json",
+        out / "perm.npy",
+        out / "planes.npy",
+        out / "manifest.json",
+    )
     return {}
 
 
@@ -141,8 +152,12 @@ def use_head(a) -> None:
     from genotile.io import vcf
     from genotile.store import ingest_vcf
 
-    src = subprocess.run(["git", "-C", str(REPO), "show", f"{a.impl}:src/genotile/backends/numpy_blas.py"],
-                         capture_output=True, text=True, check=True).stdout
+    src = subprocess.run(
+        ["git", "-C", str(REPO), "show", f"{a.impl}:src/genotile/backends/numpy_blas.py"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
     path = Path(a.workdir) / "numpy_blas_head.py"
     path.write_text(src)
     spec = importlib.util.spec_from_file_location("genotile.backends.numpy_blas_head", path)
@@ -175,8 +190,9 @@ def phase_tiles(a) -> dict:
     products = [t for ts in counts_terms.values() for t in ts if t.left is not None and t.right is not None]
     bits = sum((t.left[1] - t.left[0]) * 64 for t in products)
     small = Plan(min(64, plan.n_vectors), plan.block_size, plan.seed)  # warm-up (thread pools)
-    compute_tile(planes[: small.n_vectors], layout, perm[: small.n_vectors], small, metric, 0, 0, None, False,
-                 a.backend)
+    compute_tile(
+        planes[: small.n_vectors], layout, perm[: small.n_vectors], small, metric, 0, 0, None, False, a.backend
+    )
     macs0 = getattr(numpy_blas, "MACS", [0])[0]
     seconds = counts = write = bit_macs = 0.0
     pairs = 0
@@ -191,10 +207,17 @@ def phase_tiles(a) -> dict:
         pairs += meta["pairs_computed"]
         rows_i, rows_j = (plan.block(b).stop - plan.block(b).start for b in (bi, bj))
         bit_macs += rows_i * rows_j * bits
-    return {"seconds": seconds, "seconds_counts": counts, "seconds_write": write, "pairs": pairs,
-            "fields": manifest["n_fields"], "bit_macs": bit_macs,
-            "gemm_macs": getattr(numpy_blas, "MACS", [0])[0] - macs0, "tiles": len(plan.tiles()),
-            "products": len(products)}
+    return {
+        "seconds": seconds,
+        "seconds_counts": counts,
+        "seconds_write": write,
+        "pairs": pairs,
+        "fields": manifest["n_fields"],
+        "bit_macs": bit_macs,
+        "gemm_macs": getattr(numpy_blas, "MACS", [0])[0] - macs0,
+        "tiles": len(plan.tiles()),
+        "products": len(products),
+    }
 
 
 def _scan_codes_bincount(codes) -> bool:
@@ -222,11 +245,16 @@ def phase_ingest(a) -> dict:
     t1 = time.perf_counter()
     steps.plan(out / "ingest.json", a.block_size, a.seed, out / "plan.json", out / "perm.npy")
     t2 = time.perf_counter()
-    steps.pack(out / "codes.npy", out / "ingest.json", out / "plan.json", out / "perm.npy", out / "planes.npy",
-               out / "manifest.json")
+    steps.pack(
+        out / "codes.npy",
+        out / "ingest.json",
+        out / "plan.json",
+        out / "perm.npy",
+        out / "planes.npy",
+        out / "manifest.json",
+    )
     t3 = time.perf_counter()
-    return {"ingest": t1 - t0, "plan": t2 - t1, "pack": t3 - t2, "variants": m["n_fields"],
-            "samples": m["n_vectors"]}
+    return {"ingest": t1 - t0, "plan": t2 - t1, "pack": t3 - t2, "variants": m["n_fields"], "samples": m["n_vectors"]}
 
 
 def phase_ceiling(a) -> dict:
@@ -309,10 +337,17 @@ def main() -> None:
     p.add_argument("--data", default=None, help="folder for the generated VCFs (kept between runs)")
     p.add_argument("--skip", action="append", default=[], choices=["tiles", "ingest"])
     p.add_argument("--out", default=None)
-    p.add_argument("--backends", default="numba,numpy",
-                   help="CPU backends timed on the tiles, comma-separated (each against the same PLINK runs)")
-    p.add_argument("--baseline", metavar="REV", default=None,
-                   help="also time the numpy backend and VCF reading of git revision REV once (before/after)")
+    p.add_argument(
+        "--backends",
+        default="numba,numpy",
+        help="CPU backends timed on the tiles, comma-separated (each against the same PLINK runs)",
+    )
+    p.add_argument(
+        "--baseline",
+        metavar="REV",
+        default=None,
+        help="also time the numpy backend and VCF reading of git revision REV once (before/after)",
+    )
     # child phases
     p.add_argument("--phase", choices=sorted(PHASES), help=argparse.SUPPRESS)
     p.add_argument("--vcf", help=argparse.SUPPRESS)
@@ -344,8 +379,11 @@ def main() -> None:
         run_plink("plink1.9", ["--vcf", str(vcf), "--make-bed"], plink_dir / "b", a.threads)
         run_plink("plink2", ["--vcf", str(vcf), "--make-pgen"], plink_dir / "p", a.threads)
         peers = {
-            "ibs": ("plink1.9", ["--bfile", str(plink_dir / "b"), "--distance", "square", "1-ibs", "flat-missing"],
-                    "plink1.9 --distance square 1-ibs flat-missing"),
+            "ibs": (
+                "plink1.9",
+                ["--bfile", str(plink_dir / "b"), "--distance", "square", "1-ibs", "flat-missing"],
+                "plink1.9 --distance square 1-ibs flat-missing",
+            ),
             "king": ("plink2", ["--pfile", str(plink_dir / "p"), "--make-king-table"], "plink2 --make-king-table"),
         }
         names = [b for b in a.backends.split(",") if b]
@@ -368,33 +406,48 @@ def main() -> None:
                 if b == "numba" and "popcount_words" in results["ceiling"]:
                     # word pairs ANDed and counted: products x pairs computed x words, against the ceiling
                     words = r0["bit_macs"] / 64 / 2  # bit_macs counts a diagonal tile as its square
-                    kernel = (f"kernel {words / t_counts:.3g} word-pairs/s = "
-                              f"{100 * words / t_counts / results['ceiling']['popcount_words']:.0f}% of the "
-                              f"popcount ceiling")
+                    kernel = (
+                        f"kernel {words / t_counts:.3g} word-pairs/s = "
+                        f"{100 * words / t_counts / results['ceiling']['popcount_words']:.0f}% of the "
+                        f"popcount ceiling"
+                    )
                 else:
                     kernel = f"GEMM {r0['gemm_macs'] / t_counts:.3g} MAC/s"
-                rows.append({
-                    "what": f"{metric}: compute_tile, all tiles ({a.samples} x {a.variants}), `{b}` backend",
-                    "ours": t, "peer": med(theirs), "peer_label": label,
-                    "extra": (f"counts {t_counts:.2f} s; tile file write {med([r['seconds_write'] for r in runs]):.2f}"
-                              f" s; child wall {med([r['child_wall'] for r in runs]):.2f} s; CPU s (whole child / "
-                              f"PLINK) {med([r['child_cpu'] for r in runs]):.1f} / {med(CPU[metric]):.1f}; "
-                              f"{rate:.3g} comparisons/s; {kernel}"),
-                    "target": "< 1",
-                })
+                rows.append(
+                    {
+                        "what": f"{metric}: compute_tile, all tiles ({a.samples} x {a.variants}), `{b}` backend",
+                        "ours": t,
+                        "peer": med(theirs),
+                        "peer_label": label,
+                        "extra": (
+                            f"counts {t_counts:.2f} s; tile file write {med([r['seconds_write'] for r in runs]):.2f}"
+                            f" s; child wall {med([r['child_wall'] for r in runs]):.2f} s; CPU s (whole child / "
+                            f"PLINK) {med([r['child_cpu'] for r in runs]):.1f} / {med(CPU[metric]):.1f}; "
+                            f"{rate:.3g} comparisons/s; {kernel}"
+                        ),
+                        "target": "< 1",
+                    }
+                )
             if a.baseline:
                 h = results[metric]["head"]
-                rows.append({"what": f"{metric}: the same with {a.baseline}'s numpy backend (before)",
-                             "ours": h["seconds"], "peer": med(theirs), "peer_label": label,
-                             "extra": f"1 run; {h['pairs'] * h['fields'] / h['seconds']:.3g} comparisons/s",
-                             "target": ""})
+                rows.append(
+                    {
+                        "what": f"{metric}: the same with {a.baseline}'s numpy backend (before)",
+                        "ours": h["seconds"],
+                        "peer": med(theirs),
+                        "peer_label": label,
+                        "extra": f"1 run; {h['pairs'] * h['fields'] / h['seconds']:.3g} comparisons/s",
+                        "target": "",
+                    }
+                )
 
     if "ingest" not in a.skip:
         vcf = dataset(a, "ingest", a.ingest_samples, a.ingest_variants)
         ours, theirs = [], []
         for k in range(a.repeats):
-            theirs.append(run_plink("plink2", ["--vcf", str(vcf), "--make-pgen"], tmp / f"pgen{k}", a.threads,
-                                    "ingest"))
+            theirs.append(
+                run_plink("plink2", ["--vcf", str(vcf), "--make-pgen"], tmp / f"pgen{k}", a.threads, "ingest")
+            )
             work = tmp / f"ingest{k}"
             work.mkdir()
             ours.append(child(a, "ingest", vcf=vcf, workdir=work))
@@ -408,26 +461,48 @@ def main() -> None:
         peer = med(theirs)
         ing, pack = med([r["ingest"] for r in ours]), med([r["pack"] for r in ours])
         plan_s = med([r["plan"] for r in ours])
-        rows.append({"what": f"ingest + plan + pack, VCF -> planes ({a.ingest_samples} x {a.ingest_variants})",
-                     "ours": ing + plan_s + pack, "peer": peer, "peer_label": "plink2 --vcf --make-pgen",
-                     "extra": (f"ingest {ing:.2f} s, plan {plan_s:.2f} s, pack {pack:.2f} s; "
-                               f"child wall {med([r['child_wall'] for r in ours]):.2f} s; CPU s (whole child / "
-                               f"PLINK) {med([r['child_cpu'] for r in ours]):.1f} / {med(CPU['ingest']):.1f}"),
-                     "target": "<= 2"})
+        rows.append(
+            {
+                "what": f"ingest + plan + pack, VCF -> planes ({a.ingest_samples} x {a.ingest_variants})",
+                "ours": ing + plan_s + pack,
+                "peer": peer,
+                "peer_label": "plink2 --vcf --make-pgen",
+                "extra": (
+                    f"ingest {ing:.2f} s, plan {plan_s:.2f} s, pack {pack:.2f} s; "
+                    f"child wall {med([r['child_wall'] for r in ours]):.2f} s; CPU s (whole child / "
+                    f"PLINK) {med([r['child_cpu'] for r in ours]):.1f} / {med(CPU['ingest']):.1f}"
+                ),
+                "target": "<= 2",
+            }
+        )
         if a.baseline:
             h = results["ingest"]["head"]
-            rows.append({"what": f"ingest + plan + pack with {a.baseline}'s VCF reading and scan (before)",
-                         "ours": h["ingest"] + h["plan"] + h["pack"], "peer": peer,
-                         "peer_label": "plink2 --vcf --make-pgen",
-                         "extra": f"1 run; ingest {h['ingest']:.2f} s, pack {h['pack']:.2f} s", "target": ""})
+            rows.append(
+                {
+                    "what": f"ingest + plan + pack with {a.baseline}'s VCF reading and scan (before)",
+                    "ours": h["ingest"] + h["plan"] + h["pack"],
+                    "peer": peer,
+                    "peer_label": "plink2 --vcf --make-pgen",
+                    "extra": f"1 run; ingest {h['ingest']:.2f} s, pack {h['pack']:.2f} s",
+                    "target": "",
+                }
+            )
 
-    head = subprocess.run(["git", "-C", str(REPO), "rev-parse", "--short", "HEAD"], capture_output=True,
-                          text=True).stdout.strip()
-    dirty = subprocess.run(["git", "-C", str(REPO), "status", "--porcelain", "--", "src", "bench"],
-                           capture_output=True, text=True).stdout.strip()
+    head = subprocess.run(
+        ["git", "-C", str(REPO), "rev-parse", "--short", "HEAD"], capture_output=True, text=True
+    ).stdout.strip()
+    dirty = subprocess.run(
+        ["git", "-C", str(REPO), "status", "--porcelain", "--", "src", "bench"], capture_output=True, text=True
+    ).stdout.strip()
     head += " (+ uncommitted changes)" if dirty else ""
-    cpu = next((ln.split(":", 1)[1].strip() for ln in Path("/proc/cpuinfo").read_text().splitlines()
-                if ln.startswith("model name")), platform.processor())
+    cpu = next(
+        (
+            ln.split(":", 1)[1].strip()
+            for ln in Path("/proc/cpuinfo").read_text().splitlines()
+            if ln.startswith("model name")
+        ),
+        platform.processor(),
+    )
     lines = [
         f"{datetime.date.today()}, {cpu}, {os.cpu_count()} CPUs, git {head}, numpy {np.__version__}, "
         f"python {platform.python_version()}; data: {a.source}, {a.p_missing:.0%} missing calls, seed {a.seed}; "
@@ -440,15 +515,19 @@ def main() -> None:
         "|---|---|---|---|---|---|---|",
     ]
     for r in rows:
-        lines.append(f"| {r['what']} | {r['ours']:.2f} | `{r['peer_label']}` | {r['peer']:.2f} | "
-                     f"{r['ours'] / r['peer']:.2f} | {r['target']} | {r['extra']} |")
+        lines.append(
+            f"| {r['what']} | {r['ours']:.2f} | `{r['peer_label']}` | {r['peer']:.2f} | "
+            f"{r['ours'] / r['peer']:.2f} | {r['target']} | {r['extra']} |"
+        )
     for metric in ("ibs", "king", "ingest"):
         if metric in results:
             ours = results[metric]["ours"]
             key = "seconds" if metric != "ingest" else "ingest"
             lines.append("")
-            lines.append(f"{metric} runs (s): genotile {[round(r[key], 2) for r in ours]}, "
-                         f"peer {[round(x, 2) for x in results[metric]['peer']]}")
+            lines.append(
+                f"{metric} runs (s): genotile {[round(r[key], 2) for r in ours]}, "
+                f"peer {[round(x, 2) for x in results[metric]['peer']]}"
+            )
     table = "\n".join(lines) + "\n"
     print(table)
     if a.out:

@@ -100,8 +100,11 @@ def b1_ceiling(sms: int) -> dict:
         t = gpu_time(functools.partial(kernel, (blocks,), (threads,), (np.int32(iters), sink)), reps=5)
         rate = blocks * (threads // 32) * iters * ilp * BIT_MACS_PER_MMA / t
         row = {"blocks_per_sm": per_sm, "independent_mmas": ilp, "seconds": t, "bit_mac_per_s": rate}
-        print(f"  b1 peak: {per_sm} blocks/SM x 8 warps, {ilp} independent mma: {rate:.3e} bit-MAC/s "
-              f"({2 * rate / 1e12:.0f} TOPS)", flush=True)
+        print(
+            f"  b1 peak: {per_sm} blocks/SM x 8 warps, {ilp} independent mma: {rate:.3e} bit-MAC/s "
+            f"({2 * rate / 1e12:.0f} TOPS)",
+            flush=True,
+        )
         if best is None or rate > best["bit_mac_per_s"]:
             best = row
     return best
@@ -195,8 +198,9 @@ def profile_select(args):
     """The device tile path of one metric on device-resident planes, twice (run under ncu)."""
     metric = METRICS[args.profile_select]
     if metric.encoding in ("nucleotide", "categorical"):
-        planes, enc = categorical_planes_for(NUCLEOTIDE if metric.encoding == "nucleotide" else CATEGORICAL,
-                                             2048, args.fields, args.rows, seed=2)
+        planes, enc = categorical_planes_for(
+            NUCLEOTIDE if metric.encoding == "nucleotide" else CATEGORICAL, 2048, args.fields, args.rows, seed=2
+        )
         layout = enc.layout
     else:
         planes, layout = genotype_planes_for(metric.encoding, 2048, args.fields, args.rows, 3, args.missing)
@@ -215,8 +219,12 @@ def all_counts(count_device, dl, dr, counts) -> None:
 
 def product_bit_macs(counts, m, n) -> int:
     """Sum over every plane product of every count of rows x cols x bits."""
-    return sum(m * n * 64 * (t.left[1] - t.left[0]) for terms in counts.values() for t in terms
-               if t.left is not None and t.right is not None)
+    return sum(
+        m * n * 64 * (t.left[1] - t.left[0])
+        for terms in counts.values()
+        for t in terms
+        if t.left is not None and t.right is not None
+    )
 
 
 def realistic_threshold(metric, counts_np):
@@ -232,8 +240,9 @@ def realistic_threshold(metric, counts_np):
     return float(np.quantile(v, 1e-4 if metric.keep == "le" else 1 - 1e-4))
 
 
-def tile_rows(metric, mobj, planes, layout, threshold, shape, comparisons, bit_macs, kernel_row, r_np, add, results,
-              args):
+def tile_rows(
+    metric, mobj, planes, layout, threshold, shape, comparisons, bit_macs, kernel_row, r_np, add, results, args
+):
     """The device tile path host -> host (both backends), the whole tile job, the upload alone."""
     m = planes.shape[0]
     left_host, right_host = planes, planes.copy()
@@ -242,8 +251,15 @@ def tile_rows(metric, mobj, planes, layout, threshold, shape, comparisons, bit_m
         call = functools.partial(module.tile_pairs, left_host, right_host, mobj, layout, threshold)
         res = call()  # warm-up: compile, self-check, pinned ring
         t = wall_time(call, reps=3)
-        out[name] = add(metric, name, f"tile_pairs host->host ({res.path}, {res.ri.size} pairs pass)", shape, t,
-                        comparisons, bit_macs)
+        out[name] = add(
+            metric,
+            name,
+            f"tile_pairs host->host ({res.path}, {res.ri.size} pairs pass)",
+            shape,
+            t,
+            comparisons,
+            bit_macs,
+        )
         out[name]["x_numpy"] = out[name]["comparisons_per_s"] / r_np["comparisons_per_s"]
     out["cupy-b1"]["x_int8"] = out["cupy-b1"]["comparisons_per_s"] / out["cupy-int8"]["comparisons_per_s"]
     print(f"  tile_pairs timings (last call): {res.timings}", flush=True)
@@ -252,8 +268,15 @@ def tile_rows(metric, mobj, planes, layout, threshold, shape, comparisons, bit_m
     call = functools.partial(cupy_b1.tile_pairs, dl, dr, mobj, layout, threshold)
     call()
     t = wall_time(call, reps=3)
-    r = add(metric, "cupy-b1", f"tile_pairs on device ({100 * kernel_row['seconds'] / t:.0f}% of kernel rate)",
-            shape, t, comparisons, bit_macs)
+    r = add(
+        metric,
+        "cupy-b1",
+        f"tile_pairs on device ({100 * kernel_row['seconds'] / t:.0f}% of kernel rate)",
+        shape,
+        t,
+        comparisons,
+        bit_macs,
+    )
     r["x_numpy"] = r["comparisons_per_s"] / r_np["comparisons_per_s"]
     stages = {}
     for stage in ("counts", "select"):  # where the device time goes: sub-tile counts, + select, + histograms
@@ -261,9 +284,12 @@ def tile_rows(metric, mobj, planes, layout, threshold, shape, comparisons, bit_m
         call()
         stages[stage] = wall_time(call, reps=3)
     stages["all"] = t
-    print(f"  {metric} device stages (ms): counts {stages['counts'] * 1e3:.1f}, + select/epilogue/threshold "
-          f"{(stages['select'] - stages['counts']) * 1e3:.1f}, + histograms {(t - stages['select']) * 1e3:.1f} "
-          f"(kernel alone {kernel_row['seconds'] * 1e3:.1f})", flush=True)
+    print(
+        f"  {metric} device stages (ms): counts {stages['counts'] * 1e3:.1f}, + select/epilogue/threshold "
+        f"{(stages['select'] - stages['counts']) * 1e3:.1f}, + histograms {(t - stages['select']) * 1e3:.1f} "
+        f"(kernel alone {kernel_row['seconds'] * 1e3:.1f})",
+        flush=True,
+    )
     results.setdefault("device_stages", {})[metric] = stages
     del dl, dr, call
     cp.get_default_memory_pool().free_all_blocks()
@@ -271,27 +297,62 @@ def tile_rows(metric, mobj, planes, layout, threshold, shape, comparisons, bit_m
     store = Path(args.tmp) / f"genotile_bench_{metric}"
     store.mkdir(parents=True, exist_ok=True)
     np.save(store / "planes.npy", np.concatenate([planes, planes]))
-    manifest = {"n_vectors": 2 * m, "layout": layout.to_json(),
-                "plan": {"n_vectors": 2 * m, "block_size": m, "seed": 1}}
+    manifest = {
+        "n_vectors": 2 * m,
+        "layout": layout.to_json(),
+        "plan": {"n_vectors": 2 * m, "block_size": m, "seed": 1},
+    }
     (store / "manifest.json").write_text(json.dumps(manifest))
     np.save(store / "perm.npy", np.arange(2 * m, dtype=np.int64))
-    job = functools.partial(steps.tile, store / "planes.npy", store / "manifest.json", store / "perm.npy", metric,
-                            0, 1, threshold=threshold, dense=False, backend="cupy-b1", tile_out=store / "tile.npz")
+    job = functools.partial(
+        steps.tile,
+        store / "planes.npy",
+        store / "manifest.json",
+        store / "perm.npy",
+        metric,
+        0,
+        1,
+        threshold=threshold,
+        dense=False,
+        backend="cupy-b1",
+        tile_out=store / "tile.npz",
+    )
     meta = job()
     t = wall_time(job, reps=3)
     ratio = kernel_row["seconds"] / t
-    row = add(metric, "cupy-b1", f"tile job memmap->tile file ({meta['pairs_passing']} pairs; "
-              f"{100 * ratio:.0f}% of kernel rate)", shape, t, comparisons, bit_macs)
+    row = add(
+        metric,
+        "cupy-b1",
+        f"tile job memmap->tile file ({meta['pairs_passing']} pairs; {100 * ratio:.0f}% of kernel rate)",
+        shape,
+        t,
+        comparisons,
+        bit_macs,
+    )
     row["x_numpy"] = row["comparisons_per_s"] / r_np["comparisons_per_s"]
     row["x_int8"] = row["comparisons_per_s"] / out["cupy-int8"]["comparisons_per_s"]
     t_up, nbytes = upload_alone(store / "planes.npy", m)
     results.setdefault("tile_jobs", {})[metric] = {
-        "threshold": threshold, "pairs_passing": meta["pairs_passing"], "job_s": t,
-        "kernel_s": kernel_row["seconds"], "ratio": ratio, "upload_s": t_up, "upload_bytes": nbytes,
-        "tile_pairs_b1_s": out["cupy-b1"]["seconds"], "tile_pairs_int8_s": out["cupy-int8"]["seconds"],
-        "device_s": results.get("device_stages", {}).get(metric, {}).get("all")}
-    add(metric, "cupy-b1", f"upload alone, 2 blocks memmap->device ({nbytes / t_up / 1e9:.1f} GB/s)", shape, t_up,
-        comparisons, 0)
+        "threshold": threshold,
+        "pairs_passing": meta["pairs_passing"],
+        "job_s": t,
+        "kernel_s": kernel_row["seconds"],
+        "ratio": ratio,
+        "upload_s": t_up,
+        "upload_bytes": nbytes,
+        "tile_pairs_b1_s": out["cupy-b1"]["seconds"],
+        "tile_pairs_int8_s": out["cupy-int8"]["seconds"],
+        "device_s": results.get("device_stages", {}).get(metric, {}).get("all"),
+    }
+    add(
+        metric,
+        "cupy-b1",
+        f"upload alone, 2 blocks memmap->device ({nbytes / t_up / 1e9:.1f} GB/s)",
+        shape,
+        t_up,
+        comparisons,
+        0,
+    )
     for f in ("planes.npy", "manifest.json", "perm.npy", "tile.npz"):
         (store / f).unlink(missing_ok=True)
     cp.get_default_memory_pool().free_all_blocks()
@@ -313,8 +374,11 @@ def upload_alone(path, m):
     t_up = wall_time(up, reps=3)
     nbytes = 2 * m * mm.shape[1] * 8
     info = up()
-    print(f"  upload: {nbytes / t_up / 1e9:.1f} GB/s memmap -> device ({nbytes / 1e9:.2f} GB; reader threads busy "
-          f"{info['read_busy_s'] * 1e3:.0f} ms in all)", flush=True)
+    print(
+        f"  upload: {nbytes / t_up / 1e9:.1f} GB/s memmap -> device ({nbytes / 1e9:.2f} GB; reader threads busy "
+        f"{info['read_busy_s'] * 1e3:.0f} ms in all)",
+        flush=True,
+    )
     return t_up, nbytes
 
 
@@ -328,10 +392,17 @@ def packing_rows(add, results, args):
     codes = rng.integers(0, 3, size=(args.pack_rows, args.fields), dtype=np.uint8)
     codes[rng.random(codes.shape, dtype=np.float32) < 0.02] = MISSING
     layout = genotype_layout(codes, "genotype")
-    cases.append(("pack genotype", codes, lambda c: genotype_planes(c, layout),
-                  cupy_pack.genotype_packer(layout, codes.shape[1])))
-    raw = np.frombuffer(b"ACGTN", np.uint8)[rng.choice(5, size=(args.pack_rows_cat, args.fields),
-                                                        p=[0.4, 0.3, 0.15, 0.13, 0.02])]
+    cases.append(
+        (
+            "pack genotype",
+            codes,
+            lambda c: genotype_planes(c, layout),
+            cupy_pack.genotype_packer(layout, codes.shape[1]),
+        )
+    )
+    raw = np.frombuffer(b"ACGTN", np.uint8)[
+        rng.choice(5, size=(args.pack_rows_cat, args.fields), p=[0.4, 0.3, 0.15, 0.13, 0.02])
+    ]
     ncodes = NUCLEOTIDE.encode(raw)
     enc = categorical_encoding(symbol_counts(ncodes), True)
     cases.append(("pack nucleotide", ncodes, lambda c: categorical_planes(c, enc), cupy_pack.categorical_packer(enc)))
@@ -370,10 +441,15 @@ def main():
     ap.add_argument("--pack-rows-cat", type=int, default=512, help="nucleotide codes packed (rows x --fields)")
     ap.add_argument("--missing", type=float, default=0.02, help="fraction of missing genotypes")
     ap.add_argument("--sweep", action="store_true", help="time the kernel variants of SWEEP on the product")
-    ap.add_argument("--profile-select", default=None, metavar="METRIC",
-                    help="run the device tile path of METRIC on the tile twice and exit (for ncu -k tile_select)")
-    ap.add_argument("--profile", action="store_true",
-                    help="run one cupy-b1 kernel launch on the product tile and exit (for ncu)")
+    ap.add_argument(
+        "--profile-select",
+        default=None,
+        metavar="METRIC",
+        help="run the device tile path of METRIC on the tile twice and exit (for ncu -k tile_select)",
+    )
+    ap.add_argument(
+        "--profile", action="store_true", help="run one cupy-b1 kernel launch on the product tile and exit (for ncu)"
+    )
     args = ap.parse_args()
     if args.profile:
         return profile_one(args)
@@ -389,12 +465,17 @@ def main():
     head = args.git
     if head is None:
         try:
-            head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
-                                  text=True).stdout.strip() or "?"
+            head = (
+                subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
+                or "?"
+            )
         except OSError:
             head = "?"
-    print(f"GPU {gpu}, cc {dev.compute_capability}, {sms} SMs; CuPy {cp.__version__}; "
-          f"CUDA runtime {cp.cuda.runtime.runtimeGetVersion()}; git {head}", flush=True)
+    print(
+        f"GPU {gpu}, cc {dev.compute_capability}, {sms} SMs; CuPy {cp.__version__}; "
+        f"CUDA runtime {cp.cuda.runtime.runtimeGetVersion()}; git {head}",
+        flush=True,
+    )
 
     print("ceilings:", flush=True)
     ceil_b1 = b1_ceiling(sms)
@@ -402,31 +483,56 @@ def main():
 
     m = n = args.rows
     rows_table = []
-    results = {"gpu": gpu, "sms": sms, "git": head, "date": datetime.date.today().isoformat(),
-               "ceiling_b1": ceil_b1, "ceiling_int8": ceil_i8, "rows": rows_table}
+    results = {
+        "gpu": gpu,
+        "sms": sms,
+        "git": head,
+        "date": datetime.date.today().isoformat(),
+        "ceiling_b1": ceil_b1,
+        "ceiling_int8": ceil_i8,
+        "rows": rows_table,
+    }
 
     def add(metric, backend, what, shape, seconds, comparisons, bit_macs):
         ceiling = ceil_b1["bit_mac_per_s"] if backend.startswith("cupy-b1") else ceil_i8["mac_per_s"]
-        row = {"metric": metric, "backend": backend, "what": what, "shape": shape, "seconds": seconds,
-               "comparisons_per_s": comparisons / seconds, "bit_mac_per_s": bit_macs / seconds,
-               "pct_ceiling": None if backend == "numpy" or not bit_macs else 100 * bit_macs / seconds / ceiling}
+        row = {
+            "metric": metric,
+            "backend": backend,
+            "what": what,
+            "shape": shape,
+            "seconds": seconds,
+            "comparisons_per_s": comparisons / seconds,
+            "bit_mac_per_s": bit_macs / seconds,
+            "pct_ceiling": None if backend == "numpy" or not bit_macs else 100 * bit_macs / seconds / ceiling,
+        }
         rows_table.append(row)
         pct = "" if row["pct_ceiling"] is None else f" {row['pct_ceiling']:.1f}% of ceiling"
-        print(f"  {metric:8s} {backend:24s} {what:34s} {shape:22s} {seconds * 1e3:10.2f} ms "
-              f"{row['comparisons_per_s']:.3e} cmp/s {row['bit_mac_per_s']:.3e} bit-MAC/s{pct}", flush=True)
+        print(
+            f"  {metric:8s} {backend:24s} {what:34s} {shape:22s} {seconds * 1e3:10.2f} ms "
+            f"{row['comparisons_per_s']:.3e} cmp/s {row['bit_mac_per_s']:.3e} bit-MAC/s{pct}",
+            flush=True,
+        )
         return row
 
     rng = np.random.default_rng(1)
     words = -(-args.fields // 64)
-    cases = {"product": (rng.integers(0, np.iinfo(np.uint64).max, size=(m, words), dtype=np.uint64, endpoint=True),
-                         None, {"product": [Term(1, (0, words), (0, words))]}, words * 64)}
+    cases = {
+        "product": (
+            rng.integers(0, np.iinfo(np.uint64).max, size=(m, words), dtype=np.uint64, endpoint=True),
+            None,
+            {"product": [Term(1, (0, words), (0, words))]},
+            words * 64,
+        )
+    }
     for metric, alphabet in [("snp", NUCLEOTIDE), ("hamming", CATEGORICAL)]:
         if metric not in args.cases.split(","):
             continue
         t0 = time.perf_counter()
         planes, enc = categorical_planes_for(alphabet, 2048, args.fields, m, seed=2)
-        print(f"{metric}: planes {planes.shape} built in {time.perf_counter() - t0:.1f} s; layout {enc.layout}",
-              flush=True)
+        print(
+            f"{metric}: planes {planes.shape} built in {time.perf_counter() - t0:.1f} s; layout {enc.layout}",
+            flush=True,
+        )
         cases[metric] = (planes, enc.layout, METRICS[metric].counts(enc.layout), enc.order.size)
 
     for metric in ("ibs", "king", "ccc2"):
@@ -434,8 +540,7 @@ def main():
             continue
         t0 = time.perf_counter()
         planes, layout = genotype_planes_for(METRICS[metric].encoding, 2048, args.fields, m, 3, args.missing)
-        print(f"{metric}: planes {planes.shape} built in {time.perf_counter() - t0:.1f} s; layout {layout}",
-              flush=True)
+        print(f"{metric}: planes {planes.shape} built in {time.perf_counter() - t0:.1f} s; layout {layout}", flush=True)
         cases[metric] = (planes, layout, METRICS[metric].counts(layout), args.fields)
 
     if "product" not in args.cases.split(","):
@@ -444,16 +549,21 @@ def main():
         bit_macs = product_bit_macs(counts, m, n)
         comparisons = m * n * fields
         shape = f"{m}x{n}x{fields}"
-        print(f"{metric}: {len(counts)} counts, {sum(len(t) for t in counts.values())} terms, "
-              f"{bit_macs / (m * n):.0f} product bits a pair", flush=True)
+        print(
+            f"{metric}: {len(counts)} counts, {sum(len(t) for t in counts.values())} terms, "
+            f"{bit_macs / (m * n):.0f} product bits a pair",
+            flush=True,
+        )
         left_host = planes
         right_host = planes.copy()  # an off-diagonal tile: two distinct operands
         dl, dr = cc.to_device(left_host), cc.to_device(right_host)
         # cupy-b1 kernel alone: every launch of every count (row sums and the int64 result excluded)
-        launches = [pieces for terms in counts.values()
-                    for pieces in cupy_b1.plan_launches(cc.split_terms(terms)[0])]
-        configs = dict(cupy_b1.CONFIGS) if metric == "product" else {
-            cupy_b1.default_config(): cupy_b1.CONFIGS[cupy_b1.default_config()]}
+        launches = [pieces for terms in counts.values() for pieces in cupy_b1.plan_launches(cc.split_terms(terms)[0])]
+        configs = (
+            dict(cupy_b1.CONFIGS)
+            if metric == "product"
+            else {cupy_b1.default_config(): cupy_b1.CONFIGS[cupy_b1.default_config()]}
+        )
         if args.sweep:
             configs.update(SWEEP)
         optin = int(cp.cuda.runtime.deviceGetAttribute(97, dev.id))
@@ -480,8 +590,10 @@ def main():
         r_b1 = add(metric, "cupy-b1", "counts on device", shape, t_b1, comparisons, bit_macs)
         t_i8 = gpu_time(functools.partial(all_counts, cupy_int8.count_device, dl, dr, counts), reps=3)
         r_i8 = add(metric, "cupy-int8", "counts on device", shape, t_i8, comparisons, bit_macs)
-        same = all(bool((cupy_b1.count_device(dl, dr, terms) == cupy_int8.count_device(dl, dr, terms)).all())
-                   for terms in counts.values())
+        same = all(
+            bool((cupy_b1.count_device(dl, dr, terms) == cupy_int8.count_device(dl, dr, terms)).all())
+            for terms in counts.values()
+        )
         print(f"  cupy-b1 == cupy-int8 on the full tile: {same}" + ("" if same else "   <<< MISMATCH"), flush=True)
         results.setdefault("b1_equals_int8", {})[metric] = same
         cp.get_default_memory_pool().free_all_blocks()
@@ -491,8 +603,15 @@ def main():
         t0 = time.perf_counter()
         counts_np = numpy_blas.count_matrices(sub_l, sub_r, counts)
         t = time.perf_counter() - t0
-        r_np = add(metric, "numpy", f"count_matrices ({k}x{k} tile)", f"{k}x{k}x{fields}", t,
-                   k * k * fields, product_bit_macs(counts, k, k))
+        r_np = add(
+            metric,
+            "numpy",
+            f"count_matrices ({k}x{k} tile)",
+            f"{k}x{k}x{fields}",
+            t,
+            k * k * fields,
+            product_bit_macs(counts, k, k),
+        )
         for r in (b1_kernel_best, r_b1, r_i8):
             r["x_numpy"] = r["comparisons_per_s"] / r_np["comparisons_per_s"]
         b1_kernel_best["x_int8"] = b1_kernel_best["comparisons_per_s"] / r_i8["comparisons_per_s"]
@@ -504,8 +623,21 @@ def main():
         mobj = METRICS[metric]
         threshold = realistic_threshold(mobj, counts_np)
         try:
-            tile_rows(metric, mobj, planes, layout, threshold, shape, comparisons, bit_macs, b1_kernel_best, r_np,
-                      add, results, args)
+            tile_rows(
+                metric,
+                mobj,
+                planes,
+                layout,
+                threshold,
+                shape,
+                comparisons,
+                bit_macs,
+                b1_kernel_best,
+                r_np,
+                add,
+                results,
+                args,
+            )
         except Exception:  # noqa: BLE001 -- report and go on with the other metrics
             traceback.print_exc()
             results.setdefault("errors", []).append(f"tile rows {metric}: {traceback.format_exc(limit=3)}")
@@ -538,24 +670,31 @@ def main():
         xn = f"{r['x_numpy']:.0f}" if "x_numpy" in r else ""
         xi = f"{r['x_int8']:.2f}" if "x_int8" in r else ""
         bm = f"{r['bit_mac_per_s']:.3e}" if r["bit_mac_per_s"] else ""
-        table.append(f"| {r['metric']} | {r['backend']} | {r['what']} | {r['shape']} | {r['seconds'] * 1e3:.2f} "
-                     f"| {r['comparisons_per_s']:.3e} | {bm} | {pct} | {xn} | {xi} |")
+        table.append(
+            f"| {r['metric']} | {r['backend']} | {r['what']} | {r['shape']} | {r['seconds'] * 1e3:.2f} "
+            f"| {r['comparisons_per_s']:.3e} | {bm} | {pct} | {xn} | {xi} |"
+        )
     jobs = results.get("tile_jobs", {})
     if jobs:
-        table += ["", "Tile jobs (cupy-b1, off-diagonal tile of 2 blocks): kernel alone = every count's kernel "
-                  "launches on prepared operands; tile job = steps.tile, store memmap -> tile file.", "",
-                  "| metric | threshold | pairs passing | kernel alone (ms) | device path: counts / + select / "
-                  "+ histograms (ms) | tile_pairs host->host (ms) | tile job (ms) | job rate / kernel rate "
-                  "| upload alone (ms, GB/s) |",
-                  "|---|---|---|---|---|---|---|---|---|"]
+        table += [
+            "",
+            "Tile jobs (cupy-b1, off-diagonal tile of 2 blocks): kernel alone = every count's kernel "
+            "launches on prepared operands; tile job = steps.tile, store memmap -> tile file.",
+            "",
+            "| metric | threshold | pairs passing | kernel alone (ms) | device path: counts / + select / "
+            "+ histograms (ms) | tile_pairs host->host (ms) | tile job (ms) | job rate / kernel rate "
+            "| upload alone (ms, GB/s) |",
+            "|---|---|---|---|---|---|---|---|---|",
+        ]
         for metric, j in jobs.items():
             st = results.get("device_stages", {}).get(metric, {})
-            dev = (f"{st['counts'] * 1e3:.1f} / {st['select'] * 1e3:.1f} / {st['all'] * 1e3:.1f}"
-                   if len(st) == 3 else "")
-            table.append(f"| {metric} | {j['threshold']:.6g} | {j['pairs_passing']} | {j['kernel_s'] * 1e3:.2f} "
-                         f"| {dev} | {j['tile_pairs_b1_s'] * 1e3:.2f} | {j['job_s'] * 1e3:.2f} | "
-                         f"{100 * j['ratio']:.0f}% | {j['upload_s'] * 1e3:.2f} "
-                         f"({j['upload_bytes'] / j['upload_s'] / 1e9:.1f}) |")
+            dev = f"{st['counts'] * 1e3:.1f} / {st['select'] * 1e3:.1f} / {st['all'] * 1e3:.1f}" if len(st) == 3 else ""
+            table.append(
+                f"| {metric} | {j['threshold']:.6g} | {j['pairs_passing']} | {j['kernel_s'] * 1e3:.2f} "
+                f"| {dev} | {j['tile_pairs_b1_s'] * 1e3:.2f} | {j['job_s'] * 1e3:.2f} | "
+                f"{100 * j['ratio']:.0f}% | {j['upload_s'] * 1e3:.2f} "
+                f"({j['upload_bytes'] / j['upload_s'] / 1e9:.1f}) |"
+            )
     if "pack_equal" in results:
         table += ["", f"GPU planes == numpy planes: {results['pack_equal']}"]
     text = "\n".join(table) + "\n"

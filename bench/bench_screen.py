@@ -62,8 +62,9 @@ def random_rows(rng, n, length, n_frac=(0.01, 0.2), chunk=128):
 def as_set(rows, qual=None):
     n, length = rows.shape
     offsets = np.arange(n + 1, dtype=np.int64) * length
-    return SequenceSet([f"r{k}" for k in range(n)], rows.reshape(-1), offsets,
-                       None if qual is None else qual.reshape(-1))
+    return SequenceSet(
+        [f"r{k}" for k in range(n)], rows.reshape(-1), offsets, None if qual is None else qual.reshape(-1)
+    )
 
 
 def quals(rng, n, length):
@@ -98,9 +99,15 @@ def gpu_case(name, S, G, repeats=3):
     t = time.perf_counter()
     cupy_backend.qual_sums(S, pos, G.lengths)
     stages["quality sums"] = time.perf_counter() - t
-    row = {"case": name, "samples": len(S), "signatures": len(G), "seconds": secs,
-           "matches": int((pos >= 0).sum()), "pairs_per_s": len(S) * len(G) / secs,
-           "stages": {k: round(v, 4) for k, v in stages.items()}}
+    row = {
+        "case": name,
+        "samples": len(S),
+        "signatures": len(G),
+        "seconds": secs,
+        "matches": int((pos >= 0).sum()),
+        "pairs_per_s": len(S) * len(G) / secs,
+        "stages": {k: round(v, 4) for k, v in stages.items()},
+    }
     print(json.dumps(row), flush=True)
     return row, pos, qs
 
@@ -118,10 +125,14 @@ def main():
     n_s, len_s, n_g, len_g = args.samples, args.sample_len, args.sigs, args.sig_len
     dev = cp.cuda.Device()
     props = cp.cuda.runtime.getDeviceProperties(dev.id)
-    info = {"gpu": props["name"].decode(), "sms": props["multiProcessorCount"], "cupy": cp.__version__,
-            "date": datetime.date.today().isoformat(),
-            "commit": subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
-                                     text=True).stdout.strip() or "unknown"}
+    info = {
+        "gpu": props["name"].decode(),
+        "sms": props["multiProcessorCount"],
+        "cupy": cp.__version__,
+        "date": datetime.date.today().isoformat(),
+        "commit": subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
+        or "unknown",
+    }
     print(json.dumps(info), flush=True)
     rows = []
 
@@ -154,8 +165,9 @@ def main():
         for k in (1, 15, 999):
             periodic = np.full((n_s, len_s), ord("A"), dtype=np.uint8)
             periodic[:, k :: k + 1] = ord("C")
-            rows.append(gpu_case(f"periodic samples (A^{k} C)* x poly-A signatures", as_set(periodic, qual),
-                                 as_set(sig_a))[0])
+            rows.append(
+                gpu_case(f"periodic samples (A^{k} C)* x poly-A signatures", as_set(periodic, qual), as_set(sig_a))[0]
+            )
         del periodic
         ac = np.tile(np.frombuffer(b"AC", dtype=np.uint8), (n_s, len_s // 2))
         sig_ac_aa = np.tile(np.frombuffer(b"AC", dtype=np.uint8), (n_g, len_g // 2))
@@ -167,8 +179,13 @@ def main():
             blk = ac_n[a : a + 128]
             blk[rng.random(blk.shape, dtype=np.float32) < frac[a : a + 128, None]] = ord("N")
         sig_ac = np.tile(np.frombuffer(b"AC", dtype=np.uint8), (n_g, len_g // 2))
-        rows.append(gpu_case("(AC)* samples (1-20% N, a defect every 5,000) x (AC)^5120 signatures",
-                             as_set(ac_n, qual), as_set(sig_ac))[0])
+        rows.append(
+            gpu_case(
+                "(AC)* samples (1-20% N, a defect every 5,000) x (AC)^5120 signatures",
+                as_set(ac_n, qual),
+                as_set(sig_ac),
+            )[0]
+        )
         del ac, ac_n
     del poly_a
 
@@ -181,9 +198,16 @@ def main():
     np_secs = time.perf_counter() - t
     gpu_secs, (pos_gpu, qs_gpu) = timed(lambda: backend.first_matches_and_sums(Ss, Gs, "cupy"), 3)
     equal = bool((pos_np == pos_gpu).all() and (qs_np == qs_gpu).all())
-    rows.append({"case": "CI-sized published (64 x 20,000 bases, 32 x 1,024)", "numpy_seconds": np_secs,
-                 "numpy_pairs_per_s": 64 * 32 / np_secs, "gpu_seconds": gpu_secs,
-                 "gpu_over_numpy": np_secs / gpu_secs, "numpy_equals_gpu": equal})
+    rows.append(
+        {
+            "case": "CI-sized published (64 x 20,000 bases, 32 x 1,024)",
+            "numpy_seconds": np_secs,
+            "numpy_pairs_per_s": 64 * 32 / np_secs,
+            "gpu_seconds": gpu_secs,
+            "gpu_over_numpy": np_secs / gpu_secs,
+            "numpy_equals_gpu": equal,
+        }
+    )
     print(json.dumps(rows[-1]), flush=True)
     Path(args.out).mkdir(parents=True, exist_ok=True)
     (Path(args.out) / "bench_screen.json").write_text(json.dumps({"info": info, "rows": rows}, indent=1))

@@ -104,25 +104,42 @@ def phase_pipeline(a) -> dict:
                 return fn(*args, **kwargs)
             finally:
                 stages[name] = stages.get(name, 0.0) + time.perf_counter() - t
+
         return wrapper
 
     for name in ("ingest", "plan", "pack", "tile", "matrix", "merge"):
         setattr(steps, name, timed(name, getattr(steps, name)))
     t0 = time.perf_counter()
-    summaries = steps.run_all(a.fasta, a.outdir, ["snp"], block_size=a.block_size, seed=a.seed,
-                              thresholds=thresholds, backend=a.pipeline_backend)
+    summaries = steps.run_all(
+        a.fasta,
+        a.outdir,
+        ["snp"],
+        block_size=a.block_size,
+        seed=a.seed,
+        thresholds=thresholds,
+        backend=a.pipeline_backend,
+    )
     seconds = time.perf_counter() - t0
     s = summaries["snp"]
-    return {"seconds": seconds, "n_vectors": s["n_vectors"], "n_fields": s["n_fields"],
-            "n_kept": s["n_fields_kept"], "pairs": s["pairs_computed"], "pairs_passing": s["pairs_passing"],
-            "stages": stages, "backends": s["backend"]}
+    return {
+        "seconds": seconds,
+        "n_vectors": s["n_vectors"],
+        "n_fields": s["n_fields"],
+        "n_kept": s["n_fields_kept"],
+        "pairs": s["pairs_computed"],
+        "pairs_passing": s["pairs_passing"],
+        "stages": stages,
+        "backends": s["backend"],
+    }
 
 
 def measure_ceilings(backend: str) -> dict:
     rng = np.random.default_rng(0)
     if backend == "numba":  # its own micro tile, operands in L1: word pairs x 64 = bit-MACs
-        return {"ceiling": ceilings.numba_popcount_words() * 64,
-                "ceiling_what": "numba AND + popcount bit/s (its 2 x 2 micro tile, L1)"}
+        return {
+            "ceiling": ceilings.numba_popcount_words() * 64,
+            "ceiling_what": "numba AND + popcount bit/s (its 2 x 2 micro tile, L1)",
+        }
     if backend == "numpy":  # float32 sgemm at a tile-like shape: one MAC = one bit-MAC here
         m, k = 2048, 16384
         x = rng.random((m, k), dtype=np.float32)
@@ -159,8 +176,9 @@ def phase_kernel(a) -> dict:
     bits_per_pair = sum((t.left[1] - t.left[0]) * 64 for t in terms)
     # warm-up on a small tile-shaped problem (thread pools, page faults)
     small = Plan(min(64, plan.n_vectors), plan.block_size, plan.seed)
-    compute_tile(planes[: small.n_vectors], layout, perm[: small.n_vectors], small, metric, 0, 0,
-                 a.threshold, False, a.backend)
+    compute_tile(
+        planes[: small.n_vectors], layout, perm[: small.n_vectors], small, metric, 0, 0, a.threshold, False, a.backend
+    )
     best = None
     for _ in range(a.repeats):  # the best of a few passes over every tile
         seconds = counts = bit_macs = 0.0
@@ -177,8 +195,15 @@ def phase_kernel(a) -> dict:
         if best is None or seconds < best[0]:
             best = (seconds, counts)
     seconds, counts = best
-    return {"seconds": seconds, "seconds_counts": counts, "pairs": pairs, "bit_macs": bit_macs,
-            "n_kept": manifest["n_kept"], "tiles": len(plan.tiles()), "words": layout.total_words}
+    return {
+        "seconds": seconds,
+        "seconds_counts": counts,
+        "pairs": pairs,
+        "bit_macs": bit_macs,
+        "n_kept": manifest["n_kept"],
+        "tiles": len(plan.tiles()),
+        "words": layout.total_words,
+    }
 
 
 def phase_ceiling(a) -> dict:
@@ -216,8 +241,14 @@ def phase_baseline(a) -> dict:
     seconds = time.perf_counter() - t0
     matrix = read_matrix(Path(a.outdir) / "snp" / "matrix.tsv")
     agree = int(np.count_nonzero(matrix[i, j] == out))
-    return {"seconds_sample": seconds, "pairs_sample": k, "pairs_total": total,
-            "seconds": seconds / k * total, "n_kept": codes.shape[1], "agree": agree}
+    return {
+        "seconds_sample": seconds,
+        "pairs_sample": k,
+        "pairs_total": total,
+        "seconds": seconds / k * total,
+        "n_kept": codes.shape[1],
+        "agree": agree,
+    }
 
 
 def phase_make(a) -> dict:
@@ -226,8 +257,13 @@ def phase_make(a) -> dict:
     return {"bytes": Path(a.fasta).stat().st_size}
 
 
-PHASES = {"make": phase_make, "pipeline": phase_pipeline, "kernel": phase_kernel, "ceiling": phase_ceiling,
-          "baseline": phase_baseline}
+PHASES = {
+    "make": phase_make,
+    "pipeline": phase_pipeline,
+    "kernel": phase_kernel,
+    "ceiling": phase_ceiling,
+    "baseline": phase_baseline,
+}
 
 
 def run_child(cmd, log_path, env=None) -> tuple[int, float, int]:
@@ -243,12 +279,36 @@ def run_child(cmd, log_path, env=None) -> tuple[int, float, int]:
 
 def phase(name, a, tmp: Path, env, **extra) -> dict:
     result = tmp / f"{name}-{extra.get('backend', '')}-{extra.get('tag', '')}.json"
-    cmd = [sys.executable, __file__, "--phase", name, "--result", str(result), "--fasta", str(a.fasta),
-           "--outdir", str(extra.get("outdir", a.outdir)), "--block-size", str(a.block_size),
-           "--seed", str(a.seed), "--baseline-pairs", str(a.baseline_pairs), "--n", str(a.n),
-           "--length", str(a.length), "--informative", str(a.informative),
-           "--backend", extra.get("backend", "numpy"), "--repeats", str(a.repeats),
-           "--pipeline-backend", a.pipeline_backend]
+    cmd = [
+        sys.executable,
+        __file__,
+        "--phase",
+        name,
+        "--result",
+        str(result),
+        "--fasta",
+        str(a.fasta),
+        "--outdir",
+        str(extra.get("outdir", a.outdir)),
+        "--block-size",
+        str(a.block_size),
+        "--seed",
+        str(a.seed),
+        "--baseline-pairs",
+        str(a.baseline_pairs),
+        "--n",
+        str(a.n),
+        "--length",
+        str(a.length),
+        "--informative",
+        str(a.informative),
+        "--backend",
+        extra.get("backend", "numpy"),
+        "--repeats",
+        str(a.repeats),
+        "--pipeline-backend",
+        a.pipeline_backend,
+    ]
     threshold = extra.get("threshold", a.threshold)
     cmd += ["--threshold", "none" if threshold is None else str(threshold)]
     log = result.with_suffix(".log")
@@ -288,8 +348,12 @@ def machine() -> str:
 
 def git_head() -> str:
     try:
-        return subprocess.run(["git", "-C", str(REPO), "rev-parse", "--short", "HEAD"], capture_output=True,
-                              text=True).stdout.strip() or "?"
+        return (
+            subprocess.run(
+                ["git", "-C", str(REPO), "rev-parse", "--short", "HEAD"], capture_output=True, text=True
+            ).stdout.strip()
+            or "?"
+        )
     except OSError:
         return "?"
 
@@ -301,8 +365,12 @@ def main():
     ap.add_argument("--informative", type=int, default=3000, help="about this many columns with 2-4 bases")
     ap.add_argument("--block-size", type=int, default=4096)
     ap.add_argument("--seed", type=int, default=1)
-    ap.add_argument("--threshold", type=_threshold, default=20,
-                    help="snp threshold of runs (1)-(3), 'none' keeps every pair (default: 20, the config's)")
+    ap.add_argument(
+        "--threshold",
+        type=_threshold,
+        default=20,
+        help="snp threshold of runs (1)-(3), 'none' keeps every pair (default: 20, the config's)",
+    )
     ap.add_argument("--baseline-pairs", type=int, default=50000, help="pairs timed for the baseline")
     ap.add_argument("--cores", type=int, default=2, help="snakemake --cores")
     ap.add_argument("--repeats", type=int, default=3, help="passes over the tiles in (1); the fastest counts")
@@ -314,8 +382,7 @@ def main():
     ap.add_argument("--fasta", help=argparse.SUPPRESS)
     ap.add_argument("--outdir", help=argparse.SUPPRESS)
     ap.add_argument("--backend", default="numpy", help=argparse.SUPPRESS)
-    ap.add_argument("--backends", default="numba,numpy,numpy-popcount",
-                    help="backends timed in (1), comma-separated")
+    ap.add_argument("--backends", default="numba,numpy,numpy-popcount", help="backends timed in (1), comma-separated")
     ap.add_argument("--pipeline-backend", default="auto", help="backend of (2) and (3)")
     a = ap.parse_args()
 
@@ -324,8 +391,7 @@ def main():
         return
 
     tmp = Path(tempfile.mkdtemp(prefix="bench_snp."))
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO / "src"),
-                                                                      os.environ.get("PYTHONPATH")]))}
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO / "src"), os.environ.get("PYTHONPATH")]))}
     try:
         report = run(a, tmp, env)
     finally:
@@ -377,28 +443,82 @@ def run(a, tmp: Path, env) -> str:
     rows = []  # (what, seconds, element comps/s, bit-MAC/s, % of ceiling, peak memory, note)
     for backend, k in kernels.items():
         rate = k["bit_macs"] / k["seconds"]
-        rows.append((f"(1) tile kernel, `{backend}` ({k['tiles']} tile(s), compute_tile, best of {a.repeats})",
-                     k["seconds"],
-                     k["pairs"] * k["n_kept"] / k["seconds"], rate, f"{100 * rate / k['ceiling']:.0f}%",
-                     k["maxrss_kib"]))
-    rows.append((f"(2) pipeline in-process (`steps.run_all`), threshold {a.threshold}", pipe["seconds"],
-                  elements / pipe["seconds"], None, None, pipe["maxrss_kib"]))
-    rows.append((f"(2) pipeline in-process, no threshold ({pipe_all['pairs_passing']:,} pairs written)",
-                 pipe_all["seconds"], elements / pipe_all["seconds"], None, None, pipe_all["maxrss_kib"]))
+        rows.append(
+            (
+                f"(1) tile kernel, `{backend}` ({k['tiles']} tile(s), compute_tile, best of {a.repeats})",
+                k["seconds"],
+                k["pairs"] * k["n_kept"] / k["seconds"],
+                rate,
+                f"{100 * rate / k['ceiling']:.0f}%",
+                k["maxrss_kib"],
+            )
+        )
+    rows.append(
+        (
+            f"(2) pipeline in-process (`steps.run_all`), threshold {a.threshold}",
+            pipe["seconds"],
+            elements / pipe["seconds"],
+            None,
+            None,
+            pipe["maxrss_kib"],
+        )
+    )
+    rows.append(
+        (
+            f"(2) pipeline in-process, no threshold ({pipe_all['pairs_passing']:,} pairs written)",
+            pipe_all["seconds"],
+            elements / pipe_all["seconds"],
+            None,
+            None,
+            pipe_all["maxrss_kib"],
+        )
+    )
     if smk.get("seconds") is not None:
-        rows.append((f"(3) Snakemake, `--cores {a.cores}`, threshold {a.threshold} (wall, incl. startup)",
-                     smk["seconds"], elements / smk["seconds"], None, None, smk["maxrss_kib"]))
+        rows.append(
+            (
+                f"(3) Snakemake, `--cores {a.cores}`, threshold {a.threshold} (wall, incl. startup)",
+                smk["seconds"],
+                elements / smk["seconds"],
+                None,
+                None,
+                smk["maxrss_kib"],
+            )
+        )
     else:
         rows.append((f"(3) Snakemake: pending ({smk['why']})", None, None, None, None, None))
-    rows.append((f"(4) baseline: Algorithm 1, numpy per pair (extrapolated from {base['pairs_sample']:,} pairs)",
-                 base["seconds"], elements / base["seconds"], None, None, base["maxrss_kib"]))
+    rows.append(
+        (
+            f"(4) baseline: Algorithm 1, numpy per pair (extrapolated from {base['pairs_sample']:,} pairs)",
+            base["seconds"],
+            elements / base["seconds"],
+            None,
+            None,
+            base["maxrss_kib"],
+        )
+    )
     if sd.get("measured"):
-        rows.append(("snp-dists 0.8.2 (measured, all columns)", sd["seconds"], elements / sd["seconds"], None, None,
-                     sd["maxrss_kib"]))
+        rows.append(
+            (
+                "snp-dists 0.8.2 (measured, all columns)",
+                sd["seconds"],
+                elements / sd["seconds"],
+                None,
+                None,
+                sd["maxrss_kib"],
+            )
+        )
     else:
-        rows.append((f"snp-dists 0.8.2: ESTIMATE, not a measurement ({pairs:,} pairs x {a.length:,} columns "
-                     f"/ assumed {ASSUMED_SNP_DISTS_RATE:.0e} char comparisons/s)", sd["seconds"],
-                     elements / sd["seconds"], None, None, None))
+        rows.append(
+            (
+                f"snp-dists 0.8.2: ESTIMATE, not a measurement ({pairs:,} pairs x {a.length:,} columns "
+                f"/ assumed {ASSUMED_SNP_DISTS_RATE:.0e} char comparisons/s)",
+                sd["seconds"],
+                elements / sd["seconds"],
+                None,
+                None,
+                None,
+            )
+        )
 
     lines = [
         f"Alignment: {a.n:,} sequences x {a.length:,} columns, {n_kept:,} informative (kept) columns, "
@@ -416,12 +536,15 @@ def run(a, tmp: Path, env) -> str:
         if sec is None:
             lines.append(f"| {what} | pending | – | – | – | – | – | – |")
             continue
-        lines.append(f"| {what} | {sec:.3g} | {fmt_rate(el)} | {fmt_rate(bm)} | {pct or '–'} | {fmt_mem(mem)} | "
-                     f"{base['seconds'] / sec:.3g}x | {sd['seconds'] / sec:.3g}x |")
+        lines.append(
+            f"| {what} | {sec:.3g} | {fmt_rate(el)} | {fmt_rate(bm)} | {pct or '–'} | {fmt_mem(mem)} | "
+            f"{base['seconds'] / sec:.3g}x | {sd['seconds'] / sec:.3g}x |"
+        )
     lines += [
         "",
         "Ceilings measured in this run (each in a child process, right after its kernel): "
-        + "; ".join(f"`{b}`: {fmt_rate(k['ceiling'])} {k['ceiling_what']}" for b, k in kernels.items()) + ".",
+        + "; ".join(f"`{b}`: {fmt_rate(k['ceiling'])} {k['ceiling_what']}" for b, k in kernels.items())
+        + ".",
         "Kernel counts alone (`count_matrices`, inside compute_tile): "
         + ", ".join(f"`{b}` {k['seconds_counts']:.3g} s" for b, k in kernels.items())
         + f"; planes: {kernels['numpy']['words']} words per sequence.",
@@ -430,20 +553,28 @@ def run(a, tmp: Path, env) -> str:
         f"the pipeline's matrix.tsv on {base['agree']:,} of {base['pairs_sample']:,} pairs.",
     ]
     for label, p in (("threshold", pipe), ("no threshold", pipe_all)):
-        lines.append(f"Pipeline stages ({label}): " + ", ".join(f"{k} {v:.3g} s" for k, v in p["stages"].items())
-                     + " (tile = compute_tile + writing the tile file; matrix = matrix.tsv; merge = pairs.tsv.gz "
-                     "+ summary.json).")
+        lines.append(
+            f"Pipeline stages ({label}): "
+            + ", ".join(f"{k} {v:.3g} s" for k, v in p["stages"].items())
+            + " (tile = compute_tile + writing the tile file; matrix = matrix.tsv; merge = pairs.tsv.gz "
+            "+ summary.json)."
+        )
     if smk.get("seconds") is not None:
-        lines.append(f"Snakemake: {smk['jobs']}; matrix.tsv and pairs.tsv.gz byte-identical to the in-process "
-                     f"run: {smk['identical']}. Peak RSS = largest single process (wait4).")
+        lines.append(
+            f"Snakemake: {smk['jobs']}; matrix.tsv and pairs.tsv.gz byte-identical to the in-process "
+            f"run: {smk['identical']}. Peak RSS = largest single process (wait4)."
+        )
     if not sd.get("measured"):
-        lines.append(f"snp-dists is not on PATH (no Debian package; no network to build it): its row is an "
-                     f"ESTIMATE, {pairs:,} x {a.length:,} / {ASSUMED_SNP_DISTS_RATE:.0e} = {sd['seconds']:.3g} s, "
-                     f"not a measurement.")
+        lines.append(
+            f"snp-dists is not on PATH (no Debian package; no network to build it): its row is an "
+            f"ESTIMATE, {pairs:,} x {a.length:,} / {ASSUMED_SNP_DISTS_RATE:.0e} = {sd['seconds']:.3g} s, "
+            f"not a measurement."
+        )
     lines.append("Peak RSS: ru_maxrss of the measuring child process (Python + numpy included).")
     if base["agree"] != base["pairs_sample"]:
-        lines.append(f"**MISMATCH: the baseline disagrees with the pipeline on "
-                     f"{base['pairs_sample'] - base['agree']} pairs.**")
+        lines.append(
+            f"**MISMATCH: the baseline disagrees with the pipeline on {base['pairs_sample'] - base['agree']} pairs.**"
+        )
     return "\n".join(lines) + "\n"
 
 
@@ -457,17 +588,20 @@ def snakemake_run(a, tmp: Path, env) -> dict:
     work = tmp / "smk"
     work.mkdir()
     cfg = work / "bench.yaml"
-    cfg.write_text(yaml.safe_dump({
-        "datasets": {"bench": {"input": str(a.fasta), "metrics": ["snp"]}},
-        "thresholds": {"snp": a.threshold},
-        "block_size": a.block_size,
-        "dense_max": 20000,
-        "seed": a.seed,
-        "backend": a.pipeline_backend,
-    }))
+    cfg.write_text(
+        yaml.safe_dump(
+            {
+                "datasets": {"bench": {"input": str(a.fasta), "metrics": ["snp"]}},
+                "thresholds": {"snp": a.threshold},
+                "block_size": a.block_size,
+                "dense_max": 20000,
+                "seed": a.seed,
+                "backend": a.pipeline_backend,
+            }
+        )
+    )
     say(f"(3) snakemake --cores {a.cores}")
-    cmd = [exe, "-s", str(snakefile), "--directory", str(work), "--configfile", str(cfg),
-           "--cores", str(a.cores), "-q"]
+    cmd = [exe, "-s", str(snakefile), "--directory", str(work), "--configfile", str(cfg), "--cores", str(a.cores), "-q"]
     code, wall, maxrss = run_child(cmd, tmp / "snakemake.log", env)
     if code != 0:
         log = (tmp / "snakemake.log").read_text()[-3000:]
@@ -475,8 +609,12 @@ def snakemake_run(a, tmp: Path, env) -> dict:
     res, ref = work / "results" / "bench" / "snp", Path(a.outdir) / "snp"
     identical = all((res / f).read_bytes() == (ref / f).read_bytes() for f in ("matrix.tsv", "pairs.tsv.gz"))
     n_tiles = len(list((res / "pairs").glob("tile_*.npz")))
-    return {"seconds": wall, "maxrss_kib": maxrss, "identical": identical,
-            "jobs": f"{n_tiles} tile job(s) plus ingest, plan, pack, matrix, merge"}
+    return {
+        "seconds": wall,
+        "maxrss_kib": maxrss,
+        "identical": identical,
+        "jobs": f"{n_tiles} tile job(s) plus ingest, plan, pack, matrix, merge",
+    }
 
 
 def snp_dists(a, tmp: Path, pairs: int) -> dict:

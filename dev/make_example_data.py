@@ -72,14 +72,14 @@ VCF_ANCESTRY_SEED = 20240201
 VCF_MUTATION_SEED = 20240202
 VCF_EDIT_SEED = 20240214
 
-ALN_N_SIM = 57          # simulated haploid sequences
+ALN_N_SIM = 57  # simulated haploid sequences
 ALN_LENGTH = 5_000
 ALN_MU = 4e-7
-CLUSTER_SOURCE = 14     # sample_14 is copied into the outbreak cluster
+CLUSTER_SOURCE = 14  # sample_14 is copied into the outbreak cluster
 CLUSTER_CHANGES = (0, 2, 5)
 LINE_WIDTH = 60
 
-VCF_N_FOUNDERS = 37     # simulated diploid individuals
+VCF_N_FOUNDERS = 37  # simulated diploid individuals
 VCF_LENGTH = 1_000_000
 VCF_MU = 5e-9
 VCF_MISSING = 0.02
@@ -90,7 +90,12 @@ NE = 10_000
 RECOMB = 1e-8
 ACGT = np.frombuffer(b"ACGT", dtype=np.uint8)
 IUPAC = {  # code -> the two bases it stands for
-    "R": "AG", "Y": "CT", "K": "GT", "M": "AC", "S": "CG", "W": "AT",
+    "R": "AG",
+    "Y": "CT",
+    "K": "GT",
+    "M": "AC",
+    "S": "CG",
+    "W": "AT",
 }
 
 
@@ -98,14 +103,16 @@ IUPAC = {  # code -> the two bases it stands for
 def simulate_alignment(rng: np.random.Generator) -> np.ndarray:
     """(ALN_N_SIM, ALN_LENGTH) uint8 matrix of upper-case ACGT from msprime."""
     ts = msprime.sim_ancestry(
-        samples=ALN_N_SIM, ploidy=1, population_size=NE, sequence_length=ALN_LENGTH,
-        recombination_rate=RECOMB, random_seed=ALN_ANCESTRY_SEED,
+        samples=ALN_N_SIM,
+        ploidy=1,
+        population_size=NE,
+        sequence_length=ALN_LENGTH,
+        recombination_rate=RECOMB,
+        random_seed=ALN_ANCESTRY_SEED,
     )
-    ts = msprime.sim_mutations(ts, rate=ALN_MU, model=msprime.JC69(),
-                               random_seed=ALN_MUTATION_SEED)
+    ts = msprime.sim_mutations(ts, rate=ALN_MU, model=msprime.JC69(), random_seed=ALN_MUTATION_SEED)
     reference = ACGT[rng.integers(0, 4, ALN_LENGTH)].tobytes().decode()
-    rows = [np.frombuffer(a.encode(), dtype=np.uint8)
-            for a in ts.alignments(reference_sequence=reference)]
+    rows = [np.frombuffer(a.encode(), dtype=np.uint8) for a in ts.alignments(reference_sequence=reference)]
     return np.array(rows, dtype=np.uint8)
 
 
@@ -133,10 +140,10 @@ def damage(mat: np.ndarray, rng: np.random.Generator) -> np.ndarray:
         if rng.random() < 0.25:
             mat[i, : rng.integers(5, 60)] = ord("N")
         if rng.random() < 0.25:
-            mat[i, m - rng.integers(5, 60):] = ord("N")
+            mat[i, m - rng.integers(5, 60) :] = ord("N")
         if rng.random() < 0.25:
             start = rng.integers(100, m - 300)
-            mat[i, start:start + rng.integers(20, 200)] = ord("N")
+            mat[i, start : start + rng.integers(20, 200)] = ord("N")
         singles = rng.choice(m, size=rng.poisson(12), replace=False)
         mat[i, singles] = ord("N")
 
@@ -146,12 +153,11 @@ def damage(mat: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     mat[np.ix_(shared_rows, np.arange(start, start + 3))] = ord("-")
     for length in (1, 2, 6, 9, 12):
         i, start = rng.integers(0, n), rng.integers(200, m - 200)
-        mat[i, start:start + length] = ord("-")
+        mat[i, start : start + length] = ord("-")
 
     # IUPAC: 12 ambiguity codes consistent with the base they replace, 9 at variable columns
     codes_for = {b: [c for c, pair in IUPAC.items() if b in pair] for b in "ACGT"}
-    cols = np.concatenate([rng.choice(var, size=9, replace=False),
-                           rng.choice(m, size=3, replace=False)])
+    cols = np.concatenate([rng.choice(var, size=9, replace=False), rng.choice(m, size=3, replace=False)])
     for col in cols:
         i = rng.integers(0, n)
         base = chr(mat[i, col])
@@ -190,7 +196,7 @@ def write_alignment(path: str) -> None:
             out.write(header + "\n")
             text = row.tobytes().decode()
             for s in range(0, len(text), LINE_WIDTH):
-                out.write(text[s:s + LINE_WIDTH] + "\n")
+                out.write(text[s : s + LINE_WIDTH] + "\n")
     os.replace(path + ".tmp", path)
 
 
@@ -205,11 +211,14 @@ def gamete(h0: np.ndarray, h1: np.ndarray, rng: np.random.Generator) -> np.ndarr
 def simulate_genotypes(rng: np.random.Generator):
     """Return positions (1-based), allele lists and haplotypes (sites x 2*n, allele index)."""
     ts = msprime.sim_ancestry(
-        samples=VCF_N_FOUNDERS, ploidy=2, population_size=NE, sequence_length=VCF_LENGTH,
-        recombination_rate=RECOMB, random_seed=VCF_ANCESTRY_SEED,
+        samples=VCF_N_FOUNDERS,
+        ploidy=2,
+        population_size=NE,
+        sequence_length=VCF_LENGTH,
+        recombination_rate=RECOMB,
+        random_seed=VCF_ANCESTRY_SEED,
     )
-    ts = msprime.sim_mutations(ts, rate=VCF_MU, model=msprime.JC69(),
-                               random_seed=VCF_MUTATION_SEED)
+    ts = msprime.sim_mutations(ts, rate=VCF_MU, model=msprime.JC69(), random_seed=VCF_MUTATION_SEED)
     positions, alleles, haps = [], [], []
     for var in ts.variants():
         positions.append(int(var.site.position) + 1)  # VCF is 1-based
@@ -274,8 +283,7 @@ def write_vcf(path: str) -> tuple[int, int]:
         rid = f"rs{1000 + 7 * s}" if rs_ids[s] else "."
         filt = "LowQual" if s == lowqual else "PASS"
         alt = ",".join(alleles[s][1:]) or "."
-        lines.append(f"1\t{positions[s]}\t{rid}\t{alleles[s][0]}\t{alt}\t.\t{filt}\t.\tGT\t"
-                     + "\t".join(gts))
+        lines.append(f"1\t{positions[s]}\t{rid}\t{alleles[s][0]}\t{alt}\t.\t{filt}\t.\tGT\t" + "\t".join(gts))
 
     plain = path[: -len(".gz")]
     with open(plain, "w") as out:
@@ -288,8 +296,7 @@ def write_vcf(path: str) -> tuple[int, int]:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--outdir", default="resources/example",
-                    help="output folder (default: resources/example)")
+    ap.add_argument("--outdir", default="resources/example", help="output folder (default: resources/example)")
     args = ap.parse_args(argv)
     os.makedirs(args.outdir, exist_ok=True)
     fa = os.path.join(args.outdir, "example.aln.fa")

@@ -24,8 +24,16 @@ PROTEIN_EXTRA = "X-*BZ"
 PRINTABLE = "".join(chr(c) for c in range(33, 127) if chr(c) != ">")
 
 
-def make_alignment(n: int, length: int, *, seed: int = 0, kind: str = "dna", p_missing: float = 0.1,
-                   p_lower: float = 0.2, prefix: str = "seq") -> list[tuple[str, str]]:
+def make_alignment(
+    n: int,
+    length: int,
+    *,
+    seed: int = 0,
+    kind: str = "dna",
+    p_missing: float = 0.1,
+    p_lower: float = 0.2,
+    prefix: str = "seq",
+) -> list[tuple[str, str]]:
     """A random alignment as [(id, sequence)], IDs `<prefix><i>`.
 
     kind "dna": every column is constant or holds 2, 3 or 4 distinct bases (when

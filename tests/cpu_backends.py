@@ -18,5 +18,8 @@ if not NUMBA and os.environ.get("GENOTILE_REQUIRE_NUMBA") == "1":
 # every CPU backend that runs here (for loops and hypothesis strategies)
 CPU_BACKENDS = ["numpy", "numpy-popcount", "numba"] if NUMBA else ["numpy", "numpy-popcount"]
 # for @pytest.mark.parametrize: numba's cases skip, with the reason, where it is missing
-CPU_BACKEND_PARAMS = ["numpy", "numpy-popcount",
-                      pytest.param("numba", marks=pytest.mark.skipif(not NUMBA, reason="numba is not installed"))]
+CPU_BACKEND_PARAMS = [
+    "numpy",
+    "numpy-popcount",
+    pytest.param("numba", marks=pytest.mark.skipif(not NUMBA, reason="numba is not installed")),
+]

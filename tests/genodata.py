@@ -15,8 +15,9 @@ HEADER = """##fileformat=VCFv4.2
 """
 
 
-def random_genotypes(n_samples: int, n_variants: int, *, p_missing: float = 0.1, seed: int = 0,
-                     special: bool = True) -> np.ndarray:
+def random_genotypes(
+    n_samples: int, n_variants: int, *, p_missing: float = 0.1, seed: int = 0, special: bool = True
+) -> np.ndarray:
     """(samples, variants) uint8 ALT counts, MISSING with probability p_missing.
 
     With `special`, the corner cases every metric must get right are planted:

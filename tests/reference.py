@@ -95,8 +95,12 @@ def ccc3_triple(gi, gj, gk, multiplier: float = 4.5, param: float = 2 / 3) -> di
     """CoMet 3-way CCC (DESIGN.md section 2), one triple, in (i, j, k) bit order, with its tallies."""
     rho = {1: lambda g: int(g), 0: lambda g: 2 - int(g)}
     sites = [(x, y, z) for x, y, z in zip(gi, gj, gk, strict=True) if MISSING not in (x, y, z)]
-    r = {(a, b, c): sum(rho[a](x) * rho[b](y) * rho[c](z) for x, y, z in sites)
-         for a in (0, 1) for b in (0, 1) for c in (0, 1)}
+    r = {
+        (a, b, c): sum(rho[a](x) * rho[b](y) * rho[c](z) for x, y, z in sites)
+        for a in (0, 1)
+        for b in (0, 1)
+        for c in (0, 1)
+    }
     c_ijk = sum(r.values())
     present = [[int(g) for g in v if g != MISSING] for v in (gi, gj, gk)]
     cs = [len(p) for p in present]
@@ -109,6 +113,7 @@ def ccc3_triple(gi, gj, gk, multiplier: float = 4.5, param: float = 2 / 3) -> di
                     out[f"ccc_{a}{b}{c}"] = 0.0
                     continue
                 f = sorted((s1[t] if bit else 2 * cs[t] - s1[t]) / (2 * cs[t]) for t, bit in enumerate((a, b, c)))
-                out[f"ccc_{a}{b}{c}"] = (multiplier * (r[a, b, c] / c_ijk) * (1 - param * f[0])
-                                         * (1 - param * f[1]) * (1 - param * f[2]))
+                out[f"ccc_{a}{b}{c}"] = (
+                    multiplier * (r[a, b, c] / c_ijk) * (1 - param * f[0]) * (1 - param * f[1]) * (1 - param * f[2])
+                )
     return out

@@ -143,10 +143,11 @@ def low_complexity_screen(rng, n_samples, sample_len, n_sigs, sig_len):
             at = int(rng.integers(0, max(1, len(src) - length + 1)))
             sig = src[at : at + length].upper()
         else:
-            sig = repeat_text(rng, units[int(rng.integers(len(units)))], length,
-                              int(kind == 2), 0.05 if kind == 3 else 0.0)
+            sig = repeat_text(
+                rng, units[int(rng.integers(len(units)))], length, int(kind == 2), 0.05 if kind == 3 else 0.0
+            )
         if g % 3 == 1 and sig:  # a mismatch at the end (or the start)
             k = len(sig) - 1 if g % 2 else 0
-            sig = sig[:k] + {"A": "C", "C": "A", "G": "T", "T": "G", "N": "A"}[sig[k]] + sig[k + 1:]
+            sig = sig[:k] + {"A": "C", "C": "A", "G": "T", "T": "G", "N": "A"}[sig[k]] + sig[k + 1 :]
         sigs.append((f"lcsig{g}", sig))
     return samples, sigs

@@ -63,22 +63,48 @@ def main(argv=None) -> int:
         if args.command == "run":
             from genotile.pairs.steps import run_all
 
-            summaries = run_all(args.input, args.outdir, args.metric, block_size=args.block_size, seed=args.seed,
-                                thresholds=dict(args.threshold), dense_max=args.dense_max, backend=args.backend)
+            summaries = run_all(
+                args.input,
+                args.outdir,
+                args.metric,
+                block_size=args.block_size,
+                seed=args.seed,
+                thresholds=dict(args.threshold),
+                dense_max=args.dense_max,
+                backend=args.backend,
+            )
             for name, s in summaries.items():
                 print(f"{name}: {s['pairs_passing']} of {s['pairs_computed']} pairs pass -> {args.outdir}/{name}/")
         elif args.command == "plan" and args.metric == "ccc3":
             from genotile.triples.estimate import describe
 
-            print(describe(args.vectors, args.fields, block_size=args.block_size, stages=args.stages,
-                           density=args.density, missing=not args.complete))
+            print(
+                describe(
+                    args.vectors,
+                    args.fields,
+                    block_size=args.block_size,
+                    stages=args.stages,
+                    density=args.density,
+                    missing=not args.complete,
+                )
+            )
         elif args.command == "plan":
             from genotile.pairs.estimate import estimate, load_rates
 
-            est = estimate(METRICS[args.metric], args.vectors, args.fields, block_size=args.block_size,
-                           density=args.density, devices=args.gpus, tiles_per_job=args.tiles_per_job,
-                           backend=args.backend, missing=not args.complete, dense_max=args.dense_max,
-                           rates=load_rates(args.rates), read_gbps=args.read_gbps)
+            est = estimate(
+                METRICS[args.metric],
+                args.vectors,
+                args.fields,
+                block_size=args.block_size,
+                density=args.density,
+                devices=args.gpus,
+                tiles_per_job=args.tiles_per_job,
+                backend=args.backend,
+                missing=not args.complete,
+                dense_max=args.dense_max,
+                rates=load_rates(args.rates),
+                read_gbps=args.read_gbps,
+            )
             print(est.describe())
             if args.tiles:
                 print(json.dumps(Plan(args.vectors, args.block_size, 0).tiles()))

@@ -76,8 +76,10 @@ def mismatches(backend, got, want) -> list[str]:
         bad = np.argwhere(got[name] != want[name])
         if bad.size:
             first = tuple(bad[0])
-            errors.append(f"{backend} {name}: {len(bad)} of {want[name].size} wrong, first at {list(first)}: "
-                          f"got {got[name][first]}, want {want[name][first]}")
+            errors.append(
+                f"{backend} {name}: {len(bad)} of {want[name].size} wrong, first at {list(first)}: "
+                f"got {got[name][first]}, want {want[name][first]}"
+            )
     return errors
 
 
@@ -189,8 +191,9 @@ def test_genotype_metric_terms(metric):
 
 def test_coefficient_chains_and_bounds():
     """Launch planning (pure Python): chains divide, bounds stay below 2**31."""
-    products = [cupy_common.Product(c, 0, 0, w) for c, w in
-                [(1, 5), (-2, 3), (3, 7), (4, 1), (-6, 2), (5, 4), (-1, 2**26)]]
+    products = [
+        cupy_common.Product(c, 0, 0, w) for c, w in [(1, 5), (-2, 3), (3, 7), (4, 1), (-6, 2), (5, 4), (-1, 2**26)]
+    ]
     launches = cupy_b1.plan_launches(products)
     for launch in launches:
         assert sum(p.bound for p in launch) <= cupy_common.INT32_MAX

@@ -16,8 +16,9 @@ from genotile.core import ccc3
 from genotile.io.tilefile import _digest
 from genotile.triples.tile import compute_triples
 
-needs_gpu = pytest.mark.skipif(not cupy_common.has_gpu(80),
-                               reason="no CUDA GPU (compute capability >= 8.0) / CuPy: ccc3 device path untestable")
+needs_gpu = pytest.mark.skipif(
+    not cupy_common.has_gpu(80), reason="no CUDA GPU (compute capability >= 8.0) / CuPy: ccc3 device path untestable"
+)
 
 
 @pytest.fixture(autouse=True)

@@ -95,8 +95,9 @@ def _pack(tmp_path, codes, manifest, gpu):
     out.mkdir()
     np.save(tmp_path / "codes.npy", codes)
     plan = Plan(codes.shape[0], 16, 3)
-    m = pack_store(tmp_path / "codes.npy", manifest, plan, plan.permutation(), out / "planes.npy",
-                   out / "manifest.json", gpu=gpu)
+    m = pack_store(
+        tmp_path / "codes.npy", manifest, plan, plan.permutation(), out / "planes.npy", out / "manifest.json", gpu=gpu
+    )
     return (out / "planes.npy").read_bytes(), json.dumps(m, sort_keys=True)
 
 
@@ -111,8 +112,13 @@ def test_pack_store_gpu_equals_cpu(tmp_path, monkeypatch):
     (tmp_path / "g").mkdir()
     assert _pack(tmp_path / "g", codes, manifest, True) == _pack(tmp_path / "g", codes, manifest, False)
     codes = categorical(NUCLEOTIDE, 40, 500, 2)
-    manifest = {**base, "alphabet": "nucleotide", "encoding": "nucleotide", "n_fields": 500,
-                "ids": [f"q{i}" for i in range(40)]}
+    manifest = {
+        **base,
+        "alphabet": "nucleotide",
+        "encoding": "nucleotide",
+        "n_fields": 500,
+        "ids": [f"q{i}" for i in range(40)],
+    }
     (tmp_path / "c").mkdir()
     assert _pack(tmp_path / "c", codes, manifest, True) == _pack(tmp_path / "c", codes, manifest, False)
     assert use_gpu_packing(None)

@@ -72,8 +72,14 @@ def test_adversarial():
         ("periodic", ("A" * 99 + "C") * 60, q(6000)),
         ("tiny", "AC", q(2)),
     ]
-    sigs = [("polya", "A" * 700), ("polya_c", "A" * 699 + "C"), ("n_only", "N" * 40), ("long", "A" * 7000),
-            ("ac", "AC"), ("mixed", R.random_bases(rng, 300))]
+    sigs = [
+        ("polya", "A" * 700),
+        ("polya_c", "A" * 699 + "C"),
+        ("n_only", "N" * 40),
+        ("long", "A" * 7000),
+        ("ac", "AC"),
+        ("mixed", R.random_bases(rng, 300)),
+    ]
     want = check(samples, sigs)
     assert want[0].tolist() == [0, 0, 0, -1, 0, 0]
     assert want[1, 1] == -1 and want[3, 0] == -1 and want[3, 4] == 98
@@ -138,12 +144,22 @@ def test_periodic_and_repeat_mismatches():
         n = 6000 // (k + 1) * (k + 1)
         samples.append((f"a{k}c", ("A" * k + "C") * (n // (k + 1)), q(n)))
     ac = "AC" * 3000
-    samples += [("ac", ac, q(6000)), ("ac_defect", ac[:3001] + "A" + ac[3002:], q(6000)),
-                ("ag_n", R.with_ns(rng, "AG" * 3000, 0.05), q(6000)),
-                ("a999c_n", R.with_ns(rng, ("A" * 999 + "C") * 6, 0.05), q(6000))]
-    sigs = [("polya", "A" * 1500), ("polya_short", "A" * 40), ("ac_aa", "AC" * 749 + "AA"),
-            ("cc_ac", "CC" + "AC" * 749), ("ac_mid", "AC" * 300 + "AA" + "AC" * 449), ("ag_gg", "AG" * 749 + "GG"),
-            ("ac", "AC" * 750), ("a999c", "A" * 999 + "C" + "A" * 500)]
+    samples += [
+        ("ac", ac, q(6000)),
+        ("ac_defect", ac[:3001] + "A" + ac[3002:], q(6000)),
+        ("ag_n", R.with_ns(rng, "AG" * 3000, 0.05), q(6000)),
+        ("a999c_n", R.with_ns(rng, ("A" * 999 + "C") * 6, 0.05), q(6000)),
+    ]
+    sigs = [
+        ("polya", "A" * 1500),
+        ("polya_short", "A" * 40),
+        ("ac_aa", "AC" * 749 + "AA"),
+        ("cc_ac", "CC" + "AC" * 749),
+        ("ac_mid", "AC" * 300 + "AA" + "AC" * 449),
+        ("ag_gg", "AG" * 749 + "GG"),
+        ("ac", "AC" * 750),
+        ("a999c", "A" * 999 + "C" + "A" * 500),
+    ]
     want = check(samples, sigs)
     assert want[:5, 0].tolist() == [-1] * 5 and want[4, 1] == 0 and want[5, 6] == 0 and want[6, 6] == 0
     assert want[5, 2] == -1 and want[5, 3] == -1 and want[5, 4] == -1 and want[4, 7] == 0

@@ -127,8 +127,10 @@ def differences(got: dict, want: dict) -> list[str]:
             wb = np.ascontiguousarray(w).reshape(-1).view(np.uint8).reshape(w.size, -1)
             bad = np.flatnonzero((gb != wb).any(axis=1))
             first = int(bad[0])
-            out.append(f"{name}: {bad.size} of {w.size} elements differ, first at {first}: "
-                       f"got {np.ravel(g)[first]!r}, want {np.ravel(w)[first]!r}")
+            out.append(
+                f"{name}: {bad.size} of {w.size} elements differ, first at {first}: "
+                f"got {np.ravel(g)[first]!r}, want {np.ravel(w)[first]!r}"
+            )
     return out
 
 
@@ -171,8 +173,10 @@ def test_tile_files_equal_numpy(case, monkeypatch, tmp_path):
                 for backend in GPU_VARIANTS:
                     got, meta = run_tile(backend, planes, layout, perm, plan, metric, bi, bj, thr, dense, monkeypatch)
                     errs = differences(got, want)
-                    if meta["pairs_passing"] != meta_np["pairs_passing"] or meta["pairs_computed"] != \
-                            meta_np["pairs_computed"]:
+                    if (
+                        meta["pairs_passing"] != meta_np["pairs_passing"]
+                        or meta["pairs_computed"] != meta_np["pairs_computed"]
+                    ):
                         errs.append(f"meta {meta} vs {meta_np}")
                     errors += [f"{backend} tile {bi},{bj} threshold {label}={thr} dense={dense}: {e}" for e in errs]
     assert not errors, "\n".join(errors[:20])

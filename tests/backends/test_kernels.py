@@ -150,9 +150,7 @@ def test_hamming_many_symbols(kind, backend):
 
 
 def test_snp_semantics_by_hand():
-    seqs = ["ACGTNRacgt-",
-            "AGGTAAacGt?",
-            "ncgYAAAcgtA"]
+    seqs = ["ACGTNRacgt-", "AGGTAAacGt?", "ncgYAAAcgtA"]
     # pair 0-1: C/G at col 1 (both ACGT); col 4 N/A ignored; col 5 R/A ignored; col 8 g vs G equal (case)
     # pair 0-2: col 0 A/n ignored; col 3 T/Y ignored; col 6 a/A same; -> 0
     # pair 1-2: G/c at col 1; A/n col 0 ignored; col 5 A/A; col 6 a/A; col 7 c/c -> 1
@@ -182,8 +180,13 @@ def alignments(draw):
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
-@given(seqs=alignments(), block_size=st.integers(1, 14), seed=st.integers(0, 2**32 - 1),
-       metric=st.sampled_from(METRICS), backend=st.sampled_from(BACKENDS))
+@given(
+    seqs=alignments(),
+    block_size=st.integers(1, 14),
+    seed=st.integers(0, 2**32 - 1),
+    metric=st.sampled_from(METRICS),
+    backend=st.sampled_from(BACKENDS),
+)
 def test_property_kernel_equals_brute_force(seqs, block_size, seed, metric, backend):
     matrix, pairs, _, _ = tiled_matrix(seqs, metric, backend, block_size, seed=seed)
     ref = pair_matrix(seqs, metric)
@@ -213,8 +216,7 @@ def test_pipeline_outputs_equal_reference(tmp_path, fasta_writer, matrix_reader,
     for bs in pipeline_block_sizes(n):
         for label, thr in (("all", {}), ("thr", thresholds)):
             out = tmp_path / f"out_{bs}_{label}"
-            summaries = steps.run_all(fasta, out, METRICS, block_size=bs, seed=bs, thresholds=thr,
-                                      backend=backend)
+            summaries = steps.run_all(fasta, out, METRICS, block_size=bs, seed=bs, thresholds=thr, backend=backend)
             for m in METRICS:
                 got_ids, matrix = matrix_reader(out / m / "matrix.tsv")
                 assert got_ids == ids
@@ -283,8 +285,10 @@ def term_sets(words):
     }
 
 
-@pytest.mark.parametrize(("chunk_words", "exact_limit"), [(1, 2**24), (2, 2**24), (3, 2**24), (7, 2**24),
-                                                          (256, 2**8), (256, 2**9), (256, 3 * 2**8 + 5), (5, 2**11)])
+@pytest.mark.parametrize(
+    ("chunk_words", "exact_limit"),
+    [(1, 2**24), (2, 2**24), (3, 2**24), (7, 2**24), (256, 2**8), (256, 2**9), (256, 3 * 2**8 + 5), (5, 2**11)],
+)
 def test_numpy_blas_chunking_is_exact(monkeypatch, chunk_words, exact_limit):
     rng = np.random.default_rng(chunk_words * 1000 + exact_limit)
     words = 13

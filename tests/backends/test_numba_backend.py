@@ -20,16 +20,26 @@ def _range(k: int, width: int = PLANE_WORDS):
     return (k * PLANE_WORDS, k * PLANE_WORDS + width)
 
 
-terms = st.lists(st.builds(Term, st.integers(-3, 3),
-                           st.one_of(st.none(), st.integers(0, 3).map(_range)),
-                           st.one_of(st.none(), st.integers(0, 3).map(_range))).filter(
-                               lambda t: t.left is not None or t.right is not None),  # no all-ones . all-ones
-                 min_size=1, max_size=6)
+terms = st.lists(
+    st.builds(
+        Term,
+        st.integers(-3, 3),
+        st.one_of(st.none(), st.integers(0, 3).map(_range)),
+        st.one_of(st.none(), st.integers(0, 3).map(_range)),
+    ).filter(lambda t: t.left is not None or t.right is not None),  # no all-ones . all-ones
+    min_size=1,
+    max_size=6,
+)
 
 
 @settings(max_examples=60, deadline=None)
-@given(counts=st.lists(terms, min_size=1, max_size=4), n_i=st.integers(0, 40), n_j=st.integers(1, 40),
-       diagonal=st.booleans(), seed=st.integers(0, 2**32 - 1))
+@given(
+    counts=st.lists(terms, min_size=1, max_size=4),
+    n_i=st.integers(0, 40),
+    n_j=st.integers(1, 40),
+    diagonal=st.booleans(),
+    seed=st.integers(0, 2**32 - 1),
+)
 def test_counts_equal_plain_popcount(counts, n_i, n_j, diagonal, seed):
     rng = np.random.default_rng(seed)
     words = rng.integers(0, 2**64, size=(n_i + n_j, 4 * PLANE_WORDS), dtype=np.uint64, endpoint=False)

@@ -126,8 +126,11 @@ def test_dense_planes_at_the_float32_limit():
     words = 4100  # 262,400 fields
     left = np.full((3, 2 * words), np.uint64(2**64 - 1), dtype=np.uint64)
     left[1, :3] = 0
-    counts = {"a": [Term(1, (0, words), (words, 2 * words))], "b": [Term(1, (0, words), (0, words))],
-              "c": [Term(64, (0, words), (0, words))]}
+    counts = {
+        "a": [Term(1, (0, words), (words, 2 * words))],
+        "b": [Term(1, (0, words), (0, words))],
+        "c": [Term(64, (0, words), (0, words))],
+    }
     assert_same(left, left, counts)
     assert_same(left, left[:2], counts)
 
@@ -136,8 +139,11 @@ def test_past_float32_integers():
     words = 2**18 + 3  # 2**24 + 192 set bits per row
     left = np.full((1, words), np.uint64(2**64 - 1), dtype=np.uint64)
     left[0, 0] = np.uint64(2**64 - 2)
-    counts = {"x": [Term(1, (0, words), (0, words))], "y": [Term(-2, (0, words), (0, words))],
-              "z": [Term(3, (0, words), (0, words))]}
+    counts = {
+        "x": [Term(1, (0, words), (0, words))],
+        "y": [Term(-2, (0, words), (0, words))],
+        "z": [Term(3, (0, words), (0, words))],
+    }
     got = numpy_blas.count_matrices(left, left, counts)
     assert int(got["x"][0, 0]) == 2**24 + 191
     assert int(got["y"][0, 0]) == -2 * (2**24 + 191)
@@ -147,8 +153,7 @@ def test_past_float32_integers():
 def test_huge_coefficients_fall_back_to_popcount():
     rng = np.random.default_rng(9)
     left, right = planes(rng, 5, 2), planes(rng, 6, 2)
-    counts = {"big": [Term(2**20, (0, 1), (1, 2)), Term(-(2**19), (1, 2), (0, 1))],
-              "small": [Term(1, (0, 1), (0, 1))]}
+    counts = {"big": [Term(2**20, (0, 1), (1, 2)), Term(-(2**19), (1, 2), (0, 1))], "small": [Term(1, (0, 1), (0, 1))]}
     assert_same(left, right, counts)
 
 
@@ -171,6 +176,7 @@ def test_genotype_metrics(name, p_missing, max_slots, monkeypatch):
 def test_metric_plans_cut_k():
     """The grouping the module docstring promises: ibs 7 products -> K of 3 planes in one GEMM
     (ibs_count and n share it), king 6 -> 4 planes, ccc2 9 -> 3 planes."""
+
     def plan_words(name):
         metric = get_metric(name)
         layout = genotype_layout(np.full((2, 640), 255, np.uint8), metric.encoding)

@@ -138,8 +138,26 @@ def test_null_threshold_refused_beyond_2000_vectors():
 def test_genotile_plan_for_ccc3(capsys):
     from genotile.cli import main
 
-    assert main(["plan", "--metric", "ccc3", "--vectors", "10000", "--fields", "2000", "--block-size", "4096",
-                 "--stages", "2", "--density", "1e-6"]) == 0
+    assert (
+        main(
+            [
+                "plan",
+                "--metric",
+                "ccc3",
+                "--vectors",
+                "10000",
+                "--fields",
+                "2000",
+                "--block-size",
+                "4096",
+                "--stages",
+                "2",
+                "--density",
+                "1e-6",
+            ]
+        )
+        == 0
+    )
     out = capsys.readouterr().out
     assert "20 triple jobs (10 block triples I <= J <= K x 2 stages); 166,616,670,000 unique triples" in out
     assert "27 plane products a triple" in out and "1.67e+05 passing triples" in out

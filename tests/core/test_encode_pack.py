@@ -105,9 +105,7 @@ def test_categorical_alphabet_case_insensitive_every_char_a_symbol():
 
 def test_column_scan_counts_only_present_symbols():
     m = MISSING
-    rows = np.array([[0, 0, m, m, 1, 2],
-                     [0, m, m, 1, 1, 3],
-                     [0, 0, m, m, 2, 2]], dtype=np.uint8)
+    rows = np.array([[0, 0, m, m, 1, 2], [0, m, m, 1, 1, 3], [0, 0, m, m, 2, 2]], dtype=np.uint8)
     scan = ColumnScan(rows.shape[1])
     for row in rows:
         scan.add(row)

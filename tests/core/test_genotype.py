@@ -49,15 +49,19 @@ def vectors_for(metric: str, g: np.ndarray) -> np.ndarray:
 @pytest.fixture(scope="module")
 def genotypes():
     # 70 samples x 150 variants: neither a multiple of 64; 10% missing plus the planted corner cases
-    return {False: random_genotypes(70, 150, p_missing=0.1, seed=3),
-            True: random_genotypes(70, 150, p_missing=0.0, seed=4, special=False)}
+    return {
+        False: random_genotypes(70, 150, p_missing=0.1, seed=3),
+        True: random_genotypes(70, 150, p_missing=0.0, seed=4, special=False),
+    }
 
 
 @pytest.fixture(scope="module")
 def references(genotypes):
-    return {(m, complete): brute_matrices(vectors_for(m, g), fn)
-            for complete, g in genotypes.items()
-            for m, fn in (("ibs", ibs_pair), ("king", king_pair), ("ccc2", ccc2_pair))}
+    return {
+        (m, complete): brute_matrices(vectors_for(m, g), fn)
+        for complete, g in genotypes.items()
+        for m, fn in (("ibs", ibs_pair), ("king", king_pair), ("ccc2", ccc2_pair))
+    }
 
 
 def tile_counts(metric, codes, backend):
@@ -114,10 +118,12 @@ def test_backends_give_identical_counts_on_unequal_blocks(name, genotypes):
 
 def test_plane_products_per_metric():
     """The algebra of DESIGN.md section 3: products per pair, and fewer on complete data."""
+
     def products(name, complete):
         metric = get_metric(name)
-        layout = genotype_layout(np.zeros((2, 70), np.uint8) if complete else np.full((2, 70), MISSING, np.uint8),
-                                 metric.encoding)
+        layout = genotype_layout(
+            np.zeros((2, 70), np.uint8) if complete else np.full((2, 70), MISSING, np.uint8), metric.encoding
+        )
         terms = [t for ts in metric.counts(layout).values() for t in ts]
         return sum(1 for t in terms if t.left is not None and t.right is not None)
 
@@ -135,8 +141,11 @@ def vcf_case(tmp_path_factory):
     ids = [f"rs{v}" if v % 3 else "." for v in range(83)]
     path = write_vcf(tmp_path_factory.mktemp("vcf") / "case.vcf.gz", vcf_text(g, ids=ids, seed=2))
     variant_ids = [vid if vid != "." else f"1:{10 * v + 5}:A:G" for v, vid in enumerate(ids)]
-    refs = {"ibs": brute_matrices(g, ibs_pair), "king": brute_matrices(g, king_pair),
-            "ccc2": brute_matrices(np.ascontiguousarray(g.T), ccc2_pair)}
+    refs = {
+        "ibs": brute_matrices(g, ibs_pair),
+        "king": brute_matrices(g, king_pair),
+        "ccc2": brute_matrices(np.ascontiguousarray(g.T), ccc2_pair),
+    }
     return path, g, variant_ids, refs
 
 
@@ -181,8 +190,7 @@ def test_thresholds_keep_the_brute_force_pairs(tmp_path, vcf_case, pairs_reader)
             passing = ref["kinship"] >= t
         else:  # ge_any: any of the four entries
             passing = np.logical_or.reduce([ref[c] >= t for c in get_metric(name).columns])
-        want = {(ids[a], ids[b]) for a, b in zip(*np.nonzero(passing & np.triu(np.ones((n, n), bool), 1)),
-                                                 strict=True)}
+        want = {(ids[a], ids[b]) for a, b in zip(*np.nonzero(passing & np.triu(np.ones((n, n), bool), 1)), strict=True)}
         _, rows = pairs_reader(tmp_path / name / "pairs.tsv.gz")
         assert {(r[0], r[1]) for r in rows} == want, name
         assert 0 < len(want) < n * (n - 1) // 2, f"{name}: threshold {t} should keep some pairs, not all"

@@ -229,8 +229,19 @@ def damage_tile(path, damage):
 
 
 @pytest.mark.parametrize("stage", ["matrix", "pairs"])
-@pytest.mark.parametrize("damage", ["truncated_half", "truncated_one_byte", "empty", "not_a_tile", "value_flip",
-                                    "index_flip", "meta_flip", "compression_method_flip"])
+@pytest.mark.parametrize(
+    "damage",
+    [
+        "truncated_half",
+        "truncated_one_byte",
+        "empty",
+        "not_a_tile",
+        "value_flip",
+        "index_flip",
+        "meta_flip",
+        "compression_method_flip",
+    ],
+)
 def test_damaged_tile_refused_by_merge(finished_run, tmp_path, list_files, damage, stage):
     out, plan = finished_run
     victim = out / "snp" / "pairs" / "tile_1_2.npz"
@@ -307,6 +318,7 @@ def test_foreign_and_repeated_tiles_refused(finished_run):
     assert str(ham_paths[0]) in str(info.value)
     with pytest.raises(GenotileError, match="given twice"):
         list(read_tiles([*snp_paths, snp_paths[2]], plan, get_metric("snp")))
+
 
 def test_tile_of_another_plan_refused(finished_run, tmp_path):
     """A tile computed with blocks of 2 (tile (3, 3)) does not belong to a plan with blocks of 3."""

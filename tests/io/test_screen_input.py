@@ -32,18 +32,21 @@ def test_reads_plain_and_gzip(tmp_path):
         assert all(r[1].dtype == np.uint8 and r[1].size == r[2].size for r in recs)
 
 
-@pytest.mark.parametrize("text, message", [
-    ("", "empty file, no FASTQ records"),
-    ("@r1\nACGT\n+\nIII\n", "line 4: record 1 ('r1') has 3 quality characters for 4 bases"),
-    ("@r1\nACGT\n+\nIIII\n@r1\nAC\n+\nII\n", "line 5: duplicate sample ID 'r1' (records 1 and 2)"),
-    (">r1\nACGT\n", "line 1: record 1 should start with '@', found '>r1' (it looks like FASTA)"),
-    ("@r1\nACGT\n+\nIIII\nACGT\n", "line 5: record 2 should start with '@'"),
-    ("@\nACGT\n+\nIIII\n", "line 1: record 1 has an empty ID"),
-    ("@r1\nACGT\n+\n", "record 1 ('r1') is cut short"),
-    ("@r1\nACGT\nIIII\n+\n", "line 3: record 1 ('r1') should have a '+' line here"),
-    ("@r1\nACGT\n+\nII I\n", "quality character ' ' at position 3, outside Phred+33"),
-    ("@r1\n\n+\n\n", "record 1 ('r1') has an empty sequence"),
-])
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("", "empty file, no FASTQ records"),
+        ("@r1\nACGT\n+\nIII\n", "line 4: record 1 ('r1') has 3 quality characters for 4 bases"),
+        ("@r1\nACGT\n+\nIIII\n@r1\nAC\n+\nII\n", "line 5: duplicate sample ID 'r1' (records 1 and 2)"),
+        (">r1\nACGT\n", "line 1: record 1 should start with '@', found '>r1' (it looks like FASTA)"),
+        ("@r1\nACGT\n+\nIIII\nACGT\n", "line 5: record 2 should start with '@'"),
+        ("@\nACGT\n+\nIIII\n", "line 1: record 1 has an empty ID"),
+        ("@r1\nACGT\n+\n", "record 1 ('r1') is cut short"),
+        ("@r1\nACGT\nIIII\n+\n", "line 3: record 1 ('r1') should have a '+' line here"),
+        ("@r1\nACGT\n+\nII I\n", "quality character ' ' at position 3, outside Phred+33"),
+        ("@r1\n\n+\n\n", "record 1 ('r1') has an empty sequence"),
+    ],
+)
 def test_fastq_errors(tmp_path, text, message):
     path = fastq(tmp_path, text)
     with pytest.raises(GenotileError) as err:
@@ -57,13 +60,16 @@ def test_fastq_missing_file(tmp_path):
         list(read_fastq(tmp_path / "nope.fq"))
 
 
-@pytest.mark.parametrize("text, message", [
-    ("", "empty file"),
-    (">a\nACGT\n>a\nAC\n", "duplicate signature ID 'a' (records 1 and 2)"),
-    (">a\nACGR\n", "signature 'a' (record 1) has 'R' at position 4: signatures may hold A, C, G, T and N only"),
-    (">a\nAC\n>b\n>c\nA\n", "signature 'b' (record 2) is empty"),
-    ("@r\nACGT\n", "not a FASTA file"),
-])
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("", "empty file"),
+        (">a\nACGT\n>a\nAC\n", "duplicate signature ID 'a' (records 1 and 2)"),
+        (">a\nACGR\n", "signature 'a' (record 1) has 'R' at position 4: signatures may hold A, C, G, T and N only"),
+        (">a\nAC\n>b\n>c\nA\n", "signature 'b' (record 2) is empty"),
+        ("@r\nACGT\n", "not a FASTA file"),
+    ],
+)
 def test_signature_errors(tmp_path, text, message):
     path = tmp_path / "sig.fa"
     path.write_text(text)
@@ -80,18 +86,38 @@ def test_signatures_wrapped_any_case(tmp_path):
 
 # IDs: the rules of genotile.ids.check_id, as for FASTA and VCF inputs
 
-@pytest.mark.parametrize("reader, data, message", [
-    (read_fastq, b"@r1\nACGT\n+\nIIII\n@s\xe4 x\nAC\n+\nII\n",
-     "line 5: record 2: ID b's\\xe4' is not UTF-8 text (byte 0xe4 at position 2)"),
-    (read_fastq, b"@r\x01b\nACGT\n+\nIIII\n",
-     "line 1: record 1: ID 'r\\x01b' holds a control character ('\\x01' at position 2)"),
-    (read_fastq, b"@r1\nACGT\n+\nIIII\n@\x7f\nAC\n+\nII\n", "line 5: record 2: ID '\\x7f' holds a control character"),
-    (read_signatures, b">a\nACGT\n>sig\xe4\nAC\n",
-     "line 3: record 2: ID b'sig\\xe4' is not UTF-8 text (byte 0xe4 at position 4)"),
-    (read_signatures, b">a\x1bb\nACGT\n",
-     "line 1: record 1: ID 'a\\x1bb' holds a control character ('\\x1b' at position 2)"),
-    (read_signatures, b">\nACGT\n", "line 1: record 1 has an empty ID"),
-])
+
+@pytest.mark.parametrize(
+    "reader, data, message",
+    [
+        (
+            read_fastq,
+            b"@r1\nACGT\n+\nIIII\n@s\xe4 x\nAC\n+\nII\n",
+            "line 5: record 2: ID b's\\xe4' is not UTF-8 text (byte 0xe4 at position 2)",
+        ),
+        (
+            read_fastq,
+            b"@r\x01b\nACGT\n+\nIIII\n",
+            "line 1: record 1: ID 'r\\x01b' holds a control character ('\\x01' at position 2)",
+        ),
+        (
+            read_fastq,
+            b"@r1\nACGT\n+\nIIII\n@\x7f\nAC\n+\nII\n",
+            "line 5: record 2: ID '\\x7f' holds a control character",
+        ),
+        (
+            read_signatures,
+            b">a\nACGT\n>sig\xe4\nAC\n",
+            "line 3: record 2: ID b'sig\\xe4' is not UTF-8 text (byte 0xe4 at position 4)",
+        ),
+        (
+            read_signatures,
+            b">a\x1bb\nACGT\n",
+            "line 1: record 1: ID 'a\\x1bb' holds a control character ('\\x1b' at position 2)",
+        ),
+        (read_signatures, b">\nACGT\n", "line 1: record 1 has an empty ID"),
+    ],
+)
 def test_id_rules(tmp_path, reader, data, message):
     path = tmp_path / "input"
     path.write_bytes(data)
@@ -113,11 +139,16 @@ def test_non_ascii_ids_are_distinct_and_written_verbatim(tmp_path):
     with gzip.open(out / "matches.tsv.gz", "rb") as fh:
         rows = fh.read().decode("utf-8").splitlines()
     # ACGT is at 1 in sä (score 40) and at 5 in sö (score 20); GGGG at 1 in sö only
-    assert rows == ["sample\tsignature\tposition\tscore", "sä\tsigä\t1\t40.00", "sö\tsigä\t5\t20.00",
-                    "sö\tsigö\t1\t20.00"]
+    assert rows == [
+        "sample\tsignature\tposition\tscore",
+        "sä\tsigä\t1\t40.00",
+        "sö\tsigä\t5\t20.00",
+        "sö\tsigö\t1\t20.00",
+    ]
 
 
 # the screening steps: a damaged store, tiles not of the plan or given twice
+
 
 def run_screen(tmp_path, reads, sigs, merge=True):
     """ingest (one sample x one signature per block), every tile, merge; the output folder."""
@@ -128,8 +159,14 @@ def run_screen(tmp_path, reads, sigs, merge=True):
         paths.append(out / f"tile_{i}_{j}.npz")
         steps.tile(out / "store", i, j, backend="numpy", tile_out=paths[-1])
     if merge:
-        steps.merge(paths, out / "store", min_score=None, matches_out=out / "matches.tsv.gz",
-                    summary_out=out / "summary.json", config={})
+        steps.merge(
+            paths,
+            out / "store",
+            min_score=None,
+            matches_out=out / "matches.tsv.gz",
+            summary_out=out / "summary.json",
+            config={},
+        )
     return out if merge else paths
 
 
@@ -149,26 +186,50 @@ DAMAGES = {
     "manifest truncated": ("manifest.json", lambda p: p.write_bytes(p.read_bytes()[:40]), "not valid JSON"),
     "manifest garbage": ("manifest.json", lambda p: p.write_bytes(b"\x00\xff garbage"), "not valid JSON"),
     "manifest a list": ("manifest.json", lambda p: p.write_text("[1, 2]"), "not a genotile screening store manifest"),
-    "manifest without IDs": ("manifest.json", lambda p: p.write_text(json.dumps(
-        {k: v for k, v in _manifest(p.parent).items() if k != "sample_ids"})), "no 'sample_ids'"),
-    "manifest counts edited": ("manifest.json", lambda p: p.write_text(json.dumps(
-        {**_manifest(p.parent), "n_samples": 3})), "sample IDs, count, block size and blocks do not agree"),
+    "manifest without IDs": (
+        "manifest.json",
+        lambda p: p.write_text(json.dumps({k: v for k, v in _manifest(p.parent).items() if k != "sample_ids"})),
+        "no 'sample_ids'",
+    ),
+    "manifest counts edited": (
+        "manifest.json",
+        lambda p: p.write_text(json.dumps({**_manifest(p.parent), "n_samples": 3})),
+        "sample IDs, count, block size and blocks do not agree",
+    ),
     "array truncated": ("seq.npy", lambda p: p.write_bytes(p.read_bytes()[:-3]), "unreadable .npy"),
     "array garbage": ("sig_seq.npy", lambda p: p.write_bytes(b"garbage, not numpy"), "unreadable .npy"),
     "array empty": ("qual.npy", lambda p: p.write_bytes(b""), "unreadable .npy"),
     "array missing": ("offsets.npy", lambda p: p.unlink(), "missing"),
-    "offsets of another dtype": ("offsets.npy", lambda p: np.save(p, np.array([0.0, 10.0, 20.0])),
-                                 "holds float64 of shape (3,)"),
-    "array of 2 dimensions": ("seq.npy", lambda p: np.save(p, np.zeros((4, 5), np.uint8)),
-                              "holds uint8 of shape (4, 5)"),
-    "offsets decreasing": ("offsets.npy", lambda p: np.save(p, np.array([0, 25, 20], np.int64)),
-                           "not 3 increasing offsets from 0 to 20"),
-    "offsets with an empty record": ("offsets.npy", lambda p: np.save(p, np.array([0, 0, 20], np.int64)),
-                                     "not 3 increasing offsets from 0 to 20"),
-    "offsets short of the end": ("sig_offsets.npy", lambda p: np.save(p, np.array([0, 4, 7], np.int64)),
-                                 "not 3 increasing offsets from 0 to 8"),
-    "offsets too few": ("sig_offsets.npy", lambda p: np.save(p, np.array([0, 8], np.int64)),
-                        "not 3 increasing offsets from 0 to 8"),
+    "offsets of another dtype": (
+        "offsets.npy",
+        lambda p: np.save(p, np.array([0.0, 10.0, 20.0])),
+        "holds float64 of shape (3,)",
+    ),
+    "array of 2 dimensions": (
+        "seq.npy",
+        lambda p: np.save(p, np.zeros((4, 5), np.uint8)),
+        "holds uint8 of shape (4, 5)",
+    ),
+    "offsets decreasing": (
+        "offsets.npy",
+        lambda p: np.save(p, np.array([0, 25, 20], np.int64)),
+        "not 3 increasing offsets from 0 to 20",
+    ),
+    "offsets with an empty record": (
+        "offsets.npy",
+        lambda p: np.save(p, np.array([0, 0, 20], np.int64)),
+        "not 3 increasing offsets from 0 to 20",
+    ),
+    "offsets short of the end": (
+        "sig_offsets.npy",
+        lambda p: np.save(p, np.array([0, 4, 7], np.int64)),
+        "not 3 increasing offsets from 0 to 8",
+    ),
+    "offsets too few": (
+        "sig_offsets.npy",
+        lambda p: np.save(p, np.array([0, 8], np.int64)),
+        "not 3 increasing offsets from 0 to 8",
+    ),
     "qualities short": ("qual.npy", lambda p: np.save(p, np.zeros(19, np.uint8)), "19 qualities for 20 bases"),
 }
 
@@ -180,10 +241,13 @@ def test_damaged_store_is_refused_naming_the_file(tmp_path, case):
     steps.load_store(store)  # sound before the damage
     name, damage, message = DAMAGES[case]
     damage(store / name)
-    for step in (lambda: steps.load_store(store),
-                 lambda: steps.tile(store, 0, 0, backend="numpy", tile_out=tmp_path / "t.npz"),
-                 lambda: steps.merge(paths, store, min_score=None, matches_out=tmp_path / "m.tsv.gz",
-                                     summary_out=tmp_path / "s.json", config={})):
+    for step in (
+        lambda: steps.load_store(store),
+        lambda: steps.tile(store, 0, 0, backend="numpy", tile_out=tmp_path / "t.npz"),
+        lambda: steps.merge(
+            paths, store, min_score=None, matches_out=tmp_path / "m.tsv.gz", summary_out=tmp_path / "s.json", config={}
+        ),
+    ):
         with pytest.raises(GenotileError) as err:
             step()
         assert str(store / name) in str(err.value) and message in str(err.value)
@@ -197,8 +261,9 @@ def test_merge_refuses_a_tile_not_in_the_plan_or_given_twice(tmp_path):
     assert len(paths) == 4
 
     def merge(tiles):
-        steps.merge(tiles, store, min_score=None, matches_out=tmp_path / "m.tsv.gz",
-                    summary_out=tmp_path / "s.json", config={})
+        steps.merge(
+            tiles, store, min_score=None, matches_out=tmp_path / "m.tsv.gz", summary_out=tmp_path / "s.json", config={}
+        )
 
     arrays, meta, _ = read_tile(paths[1])
     for k, bad in enumerate(([2, 0], [0, -1], None, [0, 1, 0])):

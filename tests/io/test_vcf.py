@@ -39,13 +39,15 @@ def vcf_file(tmp_path):
 
 
 def test_calls_become_alt_counts_and_missing(vcf_file):
-    path = vcf_file([
-        "1 10 rs1 A G . PASS . GT 0/0 0/1 1/1",
-        "1 20 . A G . PASS . GT 1|0 0|1 1|1",
-        "1 30 . A G . PASS . GT ./. . ./1",
-        "1 40 . A G . PASS . GT:DP 1/.:3 0/0:. 0/1:7",
-        "1 50 . A G . PASS . DP:GT 3:0/1 4:1/1 5:0/0",
-    ])
+    path = vcf_file(
+        [
+            "1 10 rs1 A G . PASS . GT 0/0 0/1 1/1",
+            "1 20 . A G . PASS . GT 1|0 0|1 1|1",
+            "1 30 . A G . PASS . GT ./. . ./1",
+            "1 40 . A G . PASS . GT:DP 1/.:3 0/0:. 0/1:7",
+            "1 50 . A G . PASS . DP:GT 3:0/1 4:1/1 5:0/0",
+        ]
+    )
     ids, codes, samples, stats = read_all(path)
     assert samples == ["a", "b", "c"]
     assert ids == ["rs1", "1:20:A:G", "1:30:A:G", "1:40:A:G", "1:50:A:G"]
@@ -55,17 +57,25 @@ def test_calls_become_alt_counts_and_missing(vcf_file):
 
 
 def test_monomorphic_sites_are_kept_and_counted(vcf_file):
-    path = vcf_file(["1 10 . A G . PASS . GT 0/0 0/0 ./.", "1 20 . A G . PASS . GT 1/1 1/1 1/1",
-                     "1 30 . A . . PASS . GT 0/0 0/0 0/0", "1 40 . A G . PASS . GT 0/1 0/1 0/1"])
+    path = vcf_file(
+        [
+            "1 10 . A G . PASS . GT 0/0 0/0 ./.",
+            "1 20 . A G . PASS . GT 1/1 1/1 1/1",
+            "1 30 . A . . PASS . GT 0/0 0/0 0/0",
+            "1 40 . A G . PASS . GT 0/1 0/1 0/1",
+        ]
+    )
     ids, codes, _, stats = read_all(path)
     assert len(ids) == 4 and ids[2] == "1:30:A:."
     assert stats["monomorphic"] == 3  # 0/1 everywhere carries both alleles
 
 
 def test_multiallelic_skip_and_split(vcf_file):
-    records = ["1 10 . A G . PASS . GT 0/1 1/1 0/0",
-               "1 20 rs2 A G,T . PASS . GT 0/2 1/2 2/2",
-               "1 30 . A G . PASS . GT 0/0 0/1 ./."]
+    records = [
+        "1 10 . A G . PASS . GT 0/1 1/1 0/0",
+        "1 20 rs2 A G,T . PASS . GT 0/2 1/2 2/2",
+        "1 30 . A G . PASS . GT 0/0 0/1 ./.",
+    ]
     ids, codes, _, stats = read_all(vcf_file(records))
     assert ids == ["1:10:A:G", "1:30:A:G"]
     assert stats["multiallelic_skipped"] == 1 and stats["records"] == 3
@@ -85,8 +95,9 @@ def test_records_without_gt_are_skipped_and_counted(vcf_file):
 
 
 def test_filter_is_counted_and_applied_on_request(vcf_file):
-    path = vcf_file(["1 10 . A G . PASS . GT 0/1 0/0 1/1", "1 20 . A G . q10 . GT 0/1 0/0 1/1",
-                     "1 30 . A G . . . GT 0/1 0/0 1/1"])
+    path = vcf_file(
+        ["1 10 . A G . PASS . GT 0/1 0/0 1/1", "1 20 . A G . q10 . GT 0/1 0/0 1/1", "1 30 . A G . . . GT 0/1 0/0 1/1"]
+    )
     ids, _, _, stats = read_all(path)
     assert len(ids) == 3 and stats["filter_failed"] == 1 and stats["filter_skipped"] == 0
     ids, _, _, stats = read_all(path, filter_pass=True)
@@ -94,8 +105,15 @@ def test_filter_is_counted_and_applied_on_request(vcf_file):
     assert stats["filter_failed"] == 1 and stats["filter_skipped"] == 1
 
 
-@pytest.mark.parametrize("call, what", [("0", "haploid call"), ("1", "haploid call"),
-                                        ("0/0/1", "a call of 3 alleles"), ("0/2", "allele index 2 but 1 ALT")])
+@pytest.mark.parametrize(
+    "call, what",
+    [
+        ("0", "haploid call"),
+        ("1", "haploid call"),
+        ("0/0/1", "a call of 3 alleles"),
+        ("0/2", "allele index 2 but 1 ALT"),
+    ],
+)
 def test_bad_calls_are_errors_naming_file_record_and_sample(vcf_file, call, what):
     path = vcf_file(["1 10 . A G . PASS . GT 0/1 0/0 1/1", f"1 20 . A G . PASS . GT 0/1 {call} 1/1"])
     with pytest.raises(GenotileError) as err:
@@ -133,9 +151,13 @@ def test_sample_selection_follows_the_list(vcf_file, tmp_path):
         GenotypeReader(path, samples=listing)
 
 
-REGION_RECORDS = ["1 10 . A G . PASS . GT 0/0 0/1 1/1", "1 20 . A G . PASS . GT 0/1 0/1 1/1",
-                  "1 30 . A G . PASS . GT 1/1 0/1 1/1", "2 15 . A G . PASS . GT 0/0 0/0 0/1",
-                  "2 25 . A G . PASS . GT 0/0 0/0 1/1"]
+REGION_RECORDS = [
+    "1 10 . A G . PASS . GT 0/0 0/1 1/1",
+    "1 20 . A G . PASS . GT 0/1 0/1 1/1",
+    "1 30 . A G . PASS . GT 1/1 0/1 1/1",
+    "2 15 . A G . PASS . GT 0/0 0/0 0/1",
+    "2 25 . A G . PASS . GT 0/0 0/0 1/1",
+]
 
 
 @pytest.mark.parametrize("suffix", [".vcf.gz", ".bcf"])
@@ -226,8 +248,16 @@ def test_ingest_writes_both_orientations(tmp_path, monkeypatch, suffix):
 
 def test_ingest_options_pass_through_and_are_checked(tmp_path, vcf_file):
     path = vcf_file(["1 10 . A G . q10 . GT 0/1 0/0 1/1", "1 20 . A G,T . PASS . GT 0/2 0/0 1/1"])
-    m = ingest(path, "genotype", tmp_path / "g.npy", tmp_path / "g.json", multiallelic="split",
-               filter_pass=True, samples=["c", "a"], regions=None)
+    m = ingest(
+        path,
+        "genotype",
+        tmp_path / "g.npy",
+        tmp_path / "g.json",
+        multiallelic="split",
+        filter_pass=True,
+        samples=["c", "a"],
+        regions=None,
+    )
     assert m["ids"] == ["c", "a"] and m["n_fields"] == 2
     assert m["options"] == {"multiallelic": "split", "filter_pass": True, "samples": ["c", "a"]}
     # the q10 record is dropped; 0/2 0/0 1/1 splits into G: a 0, c 2 and T: a 1, c 0

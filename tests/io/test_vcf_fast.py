@@ -32,8 +32,13 @@ HEADER = """##fileformat=VCFv4.2
 
 
 def header(n):
-    return HEADER + "\t".join(["#CHROM", "POS", "ID", "REF", "ALT", "QUAL", "FILTER", "INFO", "FORMAT",
-                               *[f"s{i}" for i in range(n)]]) + "\n"
+    return (
+        HEADER
+        + "\t".join(
+            ["#CHROM", "POS", "ID", "REF", "ALT", "QUAL", "FILTER", "INFO", "FORMAT", *[f"s{i}" for i in range(n)]]
+        )
+        + "\n"
+    )
 
 
 def write(tmp_path, name, text, how):
@@ -172,17 +177,20 @@ def test_rules(tmp_path, filter_pass, multiallelic, monkeypatch):
         assert st[f"multiallelic_{'skipped' if multiallelic == 'skip' else 'split'}"] >= 1
 
 
-@pytest.mark.parametrize("line", [
-    "1\t20\t.\tA\tG\t.\tPASS\t.\tDP:GT\t3:0/1\t4:1/1\t5:./.\t6:0|0",  # GT not the first key
-    "1\t20\t.\tA\tG\t.\tPASS\t.\tGT\t0/1\t1/1\t0\t0|0",  # a haploid call: an error
-    "1\t20\t.\tA\tG\t.\tPASS\t.\tGT\t0/1/1\t1/1\t0/0\t0|0",  # polyploid: an error
-    "1\t20\t.\tA\tG\t.\tPASS\t.\tGT\t0/2\t1/1\t0/0\t0|0",  # an allele past the ALTs: an error
-    "1\t20\t.\tA\tC,G,T,AA,AC,AG,AT,CA,CC,CG\t.\tPASS\t.\tGT\t0/10\t1/1\t0/0\t9|10",  # two digits
-    "1\t20\t.\tA\tG\t.\tPASS\t.\tGT\t0/1\t1/1\t0/0",  # a sample column short
-    "1\tabc\t.\tA\tG\t.\tPASS\t.\tGT\t0/1\t1/1\t0/0\t0|0",  # POS not a number
-    "1\t20\t.\tA\tG\t.\tPASS\t.\tGT\t0/1\t1/1\t0/0\t0|0\r",  # CRLF
-    "",  # an empty line
-])
+@pytest.mark.parametrize(
+    "line",
+    [
+        "1\t20\t.\tA\tG\t.\tPASS\t.\tDP:GT\t3:0/1\t4:1/1\t5:./.\t6:0|0",  # GT not the first key
+        "1\t20\t.\tA\tG\t.\tPASS\t.\tGT\t0/1\t1/1\t0\t0|0",  # a haploid call: an error
+        "1\t20\t.\tA\tG\t.\tPASS\t.\tGT\t0/1/1\t1/1\t0/0\t0|0",  # polyploid: an error
+        "1\t20\t.\tA\tG\t.\tPASS\t.\tGT\t0/2\t1/1\t0/0\t0|0",  # an allele past the ALTs: an error
+        "1\t20\t.\tA\tC,G,T,AA,AC,AG,AT,CA,CC,CG\t.\tPASS\t.\tGT\t0/10\t1/1\t0/0\t9|10",  # two digits
+        "1\t20\t.\tA\tG\t.\tPASS\t.\tGT\t0/1\t1/1\t0/0",  # a sample column short
+        "1\tabc\t.\tA\tG\t.\tPASS\t.\tGT\t0/1\t1/1\t0/0\t0|0",  # POS not a number
+        "1\t20\t.\tA\tG\t.\tPASS\t.\tGT\t0/1\t1/1\t0/0\t0|0\r",  # CRLF
+        "",  # an empty line
+    ],
+)
 @pytest.mark.parametrize("chunk", [80, 1 << 24])
 def test_hand_over(tmp_path, line, chunk, monkeypatch):
     """A record the fast path does not take: cyvcf2 reads on from its block, same result or error."""
@@ -196,24 +204,27 @@ def test_hand_over(tmp_path, line, chunk, monkeypatch):
                 assert out[4] < out[3]["records"]
 
 
-@pytest.mark.parametrize("line", [
-    "1\t5\t.\tA\tG\tabc\tPASS\t.\tGT\t0/1\t1/1",  # QUAL not a number
-    "1\t5\t.\tA\tG\t\tPASS\t.\tGT\t0/1\t1/1",  # empty QUAL
-    "1\t5\t.\tA\tG\t.\tPASS\t=x;;\tGT\t0/1\t1/1",  # odd INFO
-    "1\t5\t.\tA\tG\t.\tPASS\tFOO=1\tGT\t0/1\t1/1",  # INFO not in the header
-    "1\t5\t.\tA\tG\t.\tBAR\t.\tGT\t0/1\t1/1",  # FILTER not in the header
-    "1\t5\t.\tA\t\t.\tPASS\t.\tGT\t0/1\t1/1",  # empty ALT
-    "1\t5\t.\t\tG\t.\tPASS\t.\tGT\t0/1\t1/1",  # empty REF
-    "1\t5\t\tA\tG\t.\tPASS\t.\tGT\t0/1\t1/1",  # empty ID
-    "7\t5\t.\tA\tG\t.\tPASS\t.\tGT\t0/1\t1/1",  # contig not in the header
-    "1\t0\t.\tA\tG\t.\tPASS\t.\tGT\t0/1\t1/1",  # POS 0
-    "1\t5\t.\tA\tG\t.\tPASS\t.\tGT:XX\t0/1:3\t1/1:4",  # FORMAT key not in the header
-    "1\t5\t.\tA\tG\t.\tPASS\t.\tGT\t\t1/1",  # an empty call
-    "1\t5\t.\tA\tG,.\t.\tPASS\t.\tGT\t0/1\t1/1",  # '.' among ALTs
-    "1\t5\trs 1\tA\tG\t.\tPASS\t.\tGT\t0/1\t1/1",  # a space in the ID
-    "1\t5\t.\tA\tG\t.\t\t.\tGT\t0/1\t1/1",  # empty FILTER
-    "1\t5\t.\tA\tG\t.\tPASS\t.\t\t0/1\t1/1",  # empty FORMAT
-])
+@pytest.mark.parametrize(
+    "line",
+    [
+        "1\t5\t.\tA\tG\tabc\tPASS\t.\tGT\t0/1\t1/1",  # QUAL not a number
+        "1\t5\t.\tA\tG\t\tPASS\t.\tGT\t0/1\t1/1",  # empty QUAL
+        "1\t5\t.\tA\tG\t.\tPASS\t=x;;\tGT\t0/1\t1/1",  # odd INFO
+        "1\t5\t.\tA\tG\t.\tPASS\tFOO=1\tGT\t0/1\t1/1",  # INFO not in the header
+        "1\t5\t.\tA\tG\t.\tBAR\t.\tGT\t0/1\t1/1",  # FILTER not in the header
+        "1\t5\t.\tA\t\t.\tPASS\t.\tGT\t0/1\t1/1",  # empty ALT
+        "1\t5\t.\t\tG\t.\tPASS\t.\tGT\t0/1\t1/1",  # empty REF
+        "1\t5\t\tA\tG\t.\tPASS\t.\tGT\t0/1\t1/1",  # empty ID
+        "7\t5\t.\tA\tG\t.\tPASS\t.\tGT\t0/1\t1/1",  # contig not in the header
+        "1\t0\t.\tA\tG\t.\tPASS\t.\tGT\t0/1\t1/1",  # POS 0
+        "1\t5\t.\tA\tG\t.\tPASS\t.\tGT:XX\t0/1:3\t1/1:4",  # FORMAT key not in the header
+        "1\t5\t.\tA\tG\t.\tPASS\t.\tGT\t\t1/1",  # an empty call
+        "1\t5\t.\tA\tG,.\t.\tPASS\t.\tGT\t0/1\t1/1",  # '.' among ALTs
+        "1\t5\trs 1\tA\tG\t.\tPASS\t.\tGT\t0/1\t1/1",  # a space in the ID
+        "1\t5\t.\tA\tG\t.\t\t.\tGT\t0/1\t1/1",  # empty FILTER
+        "1\t5\t.\tA\tG\t.\tPASS\t.\t\t0/1\t1/1",  # empty FORMAT
+    ],
+)
 @pytest.mark.parametrize("multiallelic", ["skip", "split"])
 def test_odd_lines(tmp_path, line, multiallelic):
     """Lines htslib reads in its own way: the same IDs, codes, stats or error either way."""
@@ -362,8 +373,10 @@ def test_compiled_blocks_equal_the_numpy_path(tmp_path, geno, filter_pass, multi
     lines = records(geno, rng, filters=("PASS", ".", "q10", "PASSED"))
     k = 31  # one odd line, in the middle of the file
     if odd == "alt":  # several ALTs, and none
-        lines = [ln.replace("\tA\tG\t", "\tA\tG,T\t" if v % 7 == 3 else "\tA\t.\t" if v % 11 == 5 else "\tA\tG\t", 1)
-                 for v, ln in enumerate(lines)]
+        lines = [
+            ln.replace("\tA\tG\t", "\tA\tG,T\t" if v % 7 == 3 else "\tA\t.\t" if v % 11 == 5 else "\tA\tG\t", 1)
+            for v, ln in enumerate(lines)
+        ]
     elif odd == "spell":  # haploid and half-missing calls
         f = lines[k].split("\t")
         f[9], f[10] = "1", "./1"

@@ -26,14 +26,18 @@ msprime = pytest.importorskip("msprime", reason="msprime is needed to simulate t
 
 def simulate_vcf(path: Path, n: int, length: float, seed: int, p_missing: float) -> tuple[list[str], int]:
     """An msprime VCF of n diploid samples (biallelic sites), calls missing with p_missing."""
-    ts = msprime.sim_ancestry(n, sequence_length=length, recombination_rate=1e-8, population_size=10_000,
-                              random_seed=seed)
+    ts = msprime.sim_ancestry(
+        n, sequence_length=length, recombination_rate=1e-8, population_size=10_000, random_seed=seed
+    )
     ts = msprime.sim_mutations(ts, rate=1e-8, random_seed=seed, model=msprime.BinaryMutationModel())
     rng = np.random.default_rng(seed)
     samples = [f"s{i}" for i in range(n)]
-    lines = ["##fileformat=VCFv4.2", f"##contig=<ID=1,length={int(length)}>",
-             '##FORMAT=<ID=GT,Number=1,Type=String,Description="Genotype">',
-             "\t".join(["#CHROM", "POS", "ID", "REF", "ALT", "QUAL", "FILTER", "INFO", "FORMAT", *samples])]
+    lines = [
+        "##fileformat=VCFv4.2",
+        f"##contig=<ID=1,length={int(length)}>",
+        '##FORMAT=<ID=GT,Number=1,Type=String,Description="Genotype">',
+        "\t".join(["#CHROM", "POS", "ID", "REF", "ALT", "QUAL", "FILTER", "INFO", "FORMAT", *samples]),
+    ]
     for var in ts.variants():
         g = var.genotypes.reshape(n, 2)
         calls = np.array([f"{a}|{b}" for a, b in g], dtype=object)
@@ -46,8 +50,11 @@ def simulate_vcf(path: Path, n: int, length: float, seed: int, p_missing: float)
 def plink(binary: str, args: list[str], out: Path) -> str:
     if shutil.which(binary) is None:
         pytest.skip(f"{binary} is not installed (Debian: apt-get install -y {binary})")
-    subprocess.run([binary, *args, "--allow-extra-chr", "--double-id", "--threads", "1", "--out", str(out)],
-                   check=True, capture_output=True)
+    subprocess.run(
+        [binary, *args, "--allow-extra-chr", "--double-id", "--threads", "1", "--out", str(out)],
+        check=True,
+        capture_output=True,
+    )
     return Path(f"{out}.log").read_text()
 
 
@@ -77,8 +84,11 @@ def data(tmp_path_factory):
 
 def test_ibs_equals_plink19_mdist(data, tmp_path):
     root, samples, n_sites = data
-    log = plink("plink1.9", ["--vcf", str(root / "missing.vcf"), "--distance", "square", "1-ibs", "flat-missing"],
-                tmp_path / "p")
+    log = plink(
+        "plink1.9",
+        ["--vcf", str(root / "missing.vcf"), "--distance", "square", "1-ibs", "flat-missing"],
+        tmp_path / "p",
+    )
     assert f"{n_sites} variants and {len(samples)} people pass filters and QC" in log
     ids = [line.split("\t")[1] for line in (tmp_path / "p.mdist.id").read_text().splitlines()]
     assert ids == samples

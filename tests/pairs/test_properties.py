@@ -73,9 +73,13 @@ def assert_floats(ours, ref, what):
 
 
 @settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
-@given(codes=genotype_codes(), split=st.floats(0, 1), name=st.sampled_from(["ibs", "king", "ccc2"]),
-       backend=st.sampled_from(CPU_BACKENDS),
-       params=st.sampled_from([{}, {"multiplier": 1.0, "param": 0.5}]))
+@given(
+    codes=genotype_codes(),
+    split=st.floats(0, 1),
+    name=st.sampled_from(["ibs", "king", "ccc2"]),
+    backend=st.sampled_from(CPU_BACKENDS),
+    params=st.sampled_from([{}, {"multiplier": 1.0, "param": 0.5}]),
+)
 def test_property_genotype_metrics_equal_brute_force(codes, split, name, backend, params):
     params = params if name == "ccc2" else {}
     metric = get_metric(name, **params)
@@ -103,11 +107,13 @@ def alignment_codes(draw):
     metric = draw(st.sampled_from(["snp", "hamming"]))
     n, m = draw(st.integers(1, 300)), draw(st.integers(1, 700))
     rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
-    symbols = np.frombuffer(draw(st.sampled_from([b"ACGTN-", b"AC", b"ACGTRYKM-N", b"ACDEFGHIKLMNPQRSTVWY*"])),
-                            dtype=np.uint8)
+    symbols = np.frombuffer(
+        draw(st.sampled_from([b"ACGTN-", b"AC", b"ACGTRYKM-N", b"ACDEFGHIKLMNPQRSTVWY*"])), dtype=np.uint8
+    )
     base = rng.choice(symbols, size=m)
-    raw = np.where(rng.random((n, m)) < draw(st.sampled_from([0.0, 0.05, 0.5])), rng.choice(symbols, size=(n, m)),
-                   base[None, :])
+    raw = np.where(
+        rng.random((n, m)) < draw(st.sampled_from([0.0, 0.05, 0.5])), rng.choice(symbols, size=(n, m)), base[None, :]
+    )
     return ALPHABETS[get_metric(metric).encoding].encode(raw), metric
 
 
@@ -138,8 +144,11 @@ def gpu_case(codes, metric_name, block_size, seed, threshold_quantile):
             got, meta = compute_tile(planes, layout, perm, plan, metric, bi, bj, threshold, True, backend)
             assert meta["backend"] == backend and got.keys() == want.keys(), backend
             for key in want:
-                assert got[key].dtype == want[key].dtype and np.array_equal(got[key], want[key], equal_nan=True) \
-                    if want[key].dtype.kind == "f" else np.array_equal(got[key], want[key]), (backend, key, bi, bj)
+                assert (
+                    got[key].dtype == want[key].dtype and np.array_equal(got[key], want[key], equal_nan=True)
+                    if want[key].dtype.kind == "f"
+                    else np.array_equal(got[key], want[key])
+                ), (backend, key, bi, bj)
         left, right = planes[plan.block(bi)], planes[plan.block(bj)]
         ref = backends.get("numpy").count_matrices(left, right, metric.counts(layout))
         for backend in ("cupy-b1", "cupy-int8"):
@@ -150,8 +159,12 @@ def gpu_case(codes, metric_name, block_size, seed, threshold_quantile):
 
 @needs_gpu
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
-@given(case=alignment_codes(), block_size=st.integers(1, 400), seed=st.integers(0, 2**32 - 1),
-       quantile=st.sampled_from([None, 0.3]))
+@given(
+    case=alignment_codes(),
+    block_size=st.integers(1, 400),
+    seed=st.integers(0, 2**32 - 1),
+    quantile=st.sampled_from([None, 0.3]),
+)
 def test_property_gpu_alignment_tiles_equal_numpy(case, block_size, seed, quantile):
     codes, metric = case
     gpu_case(codes, metric, max(block_size, codes.shape[0] // 8 + 1), seed, quantile)
@@ -159,7 +172,12 @@ def test_property_gpu_alignment_tiles_equal_numpy(case, block_size, seed, quanti
 
 @needs_gpu
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
-@given(codes=genotype_codes(max_vectors=260, max_fields=600), name=st.sampled_from(["ibs", "king", "ccc2"]),
-       block_size=st.integers(1, 300), seed=st.integers(0, 2**32 - 1), quantile=st.sampled_from([None, 0.5]))
+@given(
+    codes=genotype_codes(max_vectors=260, max_fields=600),
+    name=st.sampled_from(["ibs", "king", "ccc2"]),
+    block_size=st.integers(1, 300),
+    seed=st.integers(0, 2**32 - 1),
+    quantile=st.sampled_from([None, 0.5]),
+)
 def test_property_gpu_genotype_tiles_equal_numpy(codes, name, block_size, seed, quantile):
     gpu_case(codes, name, max(block_size, codes.shape[0] // 8 + 1), seed, quantile)

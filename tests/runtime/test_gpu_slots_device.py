@@ -35,8 +35,10 @@ def test_concurrent_jobs_run_on_distinct_physical_gpus(tmp_path):
     src = os.path.join(os.path.dirname(__file__), "..", "..", "src")
     code = JOB.format(src=os.path.abspath(src), locks=str(tmp_path))
     env = {k: v for k, v in os.environ.items() if k != ENV}
-    jobs = [subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True, env=env)
-            for _ in range(N_GPUS + 1)]
+    jobs = [
+        subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True, env=env)
+        for _ in range(N_GPUS + 1)
+    ]
     t0 = time.time()
     results = [json.loads(p.communicate(timeout=120)[0]) for p in jobs]
     assert all(p.returncode == 0 for p in jobs)

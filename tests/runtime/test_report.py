@@ -21,9 +21,22 @@ def example_run(tmp_path_factory):
     assert config["report"] is True
     snakemake(work, config)
     proc = subprocess.run(
-        [sys.executable, "-m", "snakemake", "-s", str(REPO / "Snakefile"), "--directory", str(work),
-         "--configfile", str(work / "config.yaml"), "--report", str(work / "report.html")],
-        capture_output=True, text=True)
+        [
+            sys.executable,
+            "-m",
+            "snakemake",
+            "-s",
+            str(REPO / "Snakefile"),
+            "--directory",
+            str(work),
+            "--configfile",
+            str(work / "config.yaml"),
+            "--report",
+            str(work / "report.html"),
+        ],
+        capture_output=True,
+        text=True,
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     return work, config
 
@@ -63,7 +76,8 @@ def test_cluster_table_is_the_components_of_the_pairs(example_run):
     with open(work / "results/example_aln/snp/report/clusters.tsv") as fh:
         table = list(csv.DictReader(fh, delimiter="\t"))
     assert sorted(map(frozenset, comps), key=sorted) == sorted(
-        (frozenset(r["members"].split(",")) for r in table), key=sorted)
+        (frozenset(r["members"].split(",")) for r in table), key=sorted
+    )
     assert all(int(r["size"]) == len(r["members"].split(",")) for r in table)
     assert len(table) >= 2  # the example has an outbreak cluster and other near-identical sequences
 
@@ -86,5 +100,6 @@ def test_run_summary_has_a_row_per_dataset_and_metric(example_run):
     with open(work / "results/run_summary.tsv") as fh:
         rows = list(csv.DictReader(fh, delimiter="\t"))
     assert {(r["dataset"], r["metric"]) for r in rows} == {
-        (d, m) for d, spec in config["datasets"].items() for m in spec["metrics"]}
+        (d, m) for d, spec in config["datasets"].items() for m in spec["metrics"]
+    }
     assert all(float(r["tile_s"]) > 0 and float(r["ingest_s"]) > 0 for r in rows)

@@ -34,19 +34,29 @@ from genotile.triples.tile import compute_triples
 SLOW_OK = [HealthCheck.too_slow, HealthCheck.data_too_large]
 HAS_GPU = cupy_common.has_gpu()
 needs_gpu = pytest.mark.skipif(not HAS_GPU, reason="no CUDA GPU / CuPy: GPU property tests need a device")
-needs_gpu80 = pytest.mark.skipif(not cupy_common.has_gpu(80),
-                                 reason="no CUDA GPU (compute capability >= 8.0) / CuPy: ccc3 device path untestable")
+needs_gpu80 = pytest.mark.skipif(
+    not cupy_common.has_gpu(80), reason="no CUDA GPU (compute capability >= 8.0) / CuPy: ccc3 device path untestable"
+)
 
 # ---------------------------------------------------------------- ccc3
 
 finite = st.floats(-8, 8, allow_nan=False, allow_infinity=False)
-ccc3_params = st.one_of(st.just(ccc3.Params()), st.builds(ccc3.Params, finite, finite),
-                        st.sampled_from([ccc3.Params(1.0, 0.0), ccc3.Params(3.0, 0.5), ccc3.Params(-2.5, 1.0)]))
+ccc3_params = st.one_of(
+    st.just(ccc3.Params()),
+    st.builds(ccc3.Params, finite, finite),
+    st.sampled_from([ccc3.Params(1.0, 0.0), ccc3.Params(3.0, 0.5), ccc3.Params(-2.5, 1.0)]),
+)
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=SLOW_OK)
-@given(codes=genotype_codes(max_vectors=14, max_fields=150), block_size=st.integers(1, 16),
-       stages=st.integers(1, 5), seed=st.integers(0, 2**32 - 1), params=ccc3_params, quantile=st.floats(0, 1))
+@given(
+    codes=genotype_codes(max_vectors=14, max_fields=150),
+    block_size=st.integers(1, 16),
+    stages=st.integers(1, 5),
+    seed=st.integers(0, 2**32 - 1),
+    params=ccc3_params,
+    quantile=st.floats(0, 1),
+)
 def test_property_ccc3_every_triple_equals_brute_force(codes, block_size, stages, seed, params, quantile):
     g = codes  # genotype_codes' (vectors, fields): SNP vectors (rows) x samples
     n = g.shape[0]
@@ -67,11 +77,17 @@ def test_property_ccc3_every_triple_equals_brute_force(codes, block_size, stages
 
 @needs_gpu80
 @settings(max_examples=40, deadline=None, suppress_health_check=SLOW_OK)
-@given(codes=genotype_codes(max_vectors=48, max_fields=600), block_size=st.integers(1, 48), stages=st.integers(1, 3),
-       seed=st.integers(0, 2**32 - 1), params=ccc3_params, quantile=st.one_of(st.none(), st.floats(0, 1)),
-       batch_rows=st.integers(1, 200), capacity=st.integers(1, 64))
-def test_property_gpu_ccc3_triples_equal_numpy(codes, block_size, stages, seed, params, quantile, batch_rows,
-                                               capacity):
+@given(
+    codes=genotype_codes(max_vectors=48, max_fields=600),
+    block_size=st.integers(1, 48),
+    stages=st.integers(1, 3),
+    seed=st.integers(0, 2**32 - 1),
+    params=ccc3_params,
+    quantile=st.one_of(st.none(), st.floats(0, 1)),
+    batch_rows=st.integers(1, 200),
+    capacity=st.integers(1, 64),
+)
+def test_property_gpu_ccc3_triples_equal_numpy(codes, block_size, stages, seed, params, quantile, batch_rows, capacity):
     from genotile.backends.cuda import cupy_tile3
 
     g = codes  # genotype_codes' (vectors, fields): SNP vectors (rows) x samples
@@ -79,8 +95,12 @@ def test_property_gpu_ccc3_triples_equal_numpy(codes, block_size, stages, seed, 
     plan = ccc3.Plan3(g.shape[0], max(block_size, -(-g.shape[0] // 4)), seed, stages)  # <= 60 jobs
     threshold = None
     if quantile is not None:  # a threshold at a quantile of the triples' largest entries
-        best = [np.max([arrays[c] for c in ccc3.COLUMNS], axis=0) for arrays in
-                (compute_triples(planes, layout, perm, plan, params, *job, None, "numpy")[0] for job in plan.jobs())]
+        best = [
+            np.max([arrays[c] for c in ccc3.COLUMNS], axis=0)
+            for arrays in (
+                compute_triples(planes, layout, perm, plan, params, *job, None, "numpy")[0] for job in plan.jobs()
+            )
+        ]
         best = np.concatenate(best)
         threshold = float(np.quantile(best, quantile)) if best.size else None
     saved = cupy_common.POISON, cupy_tile3.BATCH_ROWS, cupy_tile3.INITIAL_CAPACITY
@@ -157,8 +177,9 @@ def screen_case(draw, max_samples=8, max_sigs=10, max_len=300, max_sig_len=80):
             if len(sig) > chars.size:
                 continue
             where = int(rng.choice([0, chars.size - len(sig), int(rng.integers(0, chars.size - len(sig) + 1))]))
-            chars[where : where + len(sig)] = [c if c not in "Nn" or rng.random() < 0.5 else rng.choice(list("ACGT"))
-                                               for c in sig]
+            chars[where : where + len(sig)] = [
+                c if c not in "Nn" or rng.random() < 0.5 else rng.choice(list("ACGT")) for c in sig
+            ]
     samples = []
     for s, chars in enumerate(seqs):
         text = "".join(chars)

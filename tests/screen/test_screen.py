@@ -35,9 +35,11 @@ def test_matches_at_the_end_and_several_per_pair():
     sig = R.with_ns(rng, R.random_bases(rng, 150), 0.1)
     copy = "".join(c if c != "N" else "G" for c in sig)
     body = R.random_bases(rng, 2000)
-    samples = [("end", body + copy, "I" * 2150),  # only at the very end
-               ("twice", body[:300] + copy + body[300:900] + copy, "5" * 1200),
-               ("short", copy[:-1], "5" * 149)]  # one base too short
+    samples = [
+        ("end", body + copy, "I" * 2150),  # only at the very end
+        ("twice", body[:300] + copy + body[300:900] + copy, "5" * 1200),
+        ("short", copy[:-1], "5" * 149),
+    ]  # one base too short
     want = check(samples, [("sig", sig), ("short_sig", "ACG"), ("longer", sig + "A" * 3000)])
     assert want[0, 0] == 2000 and want[1, 0] == 300 and want[2, 0] == -1 and (want[:, 2] == -1).all()
 
@@ -52,11 +54,22 @@ def test_short_signatures_many_matches():
 def test_adversarial():
     rng = np.random.default_rng(11)
     q = lambda n: "".join(chr(33 + int(v)) for v in rng.integers(0, 42, n))  # noqa: E731
-    samples = [("all_n", "N" * 3000, q(3000)), ("poly_a", "A" * 3000, q(3000)),
-               ("poly_a_n", R.with_ns(rng, "a" * 3000, 0.1), q(3000)), ("periodic", ("A" * 99 + "C") * 30, q(3000)),
-               ("iupac", "ACGTRYKM-.ACGT", q(14))]
-    sigs = [("polya", "A" * 400), ("polya_c", "A" * 399 + "C"), ("n_only", "N" * 40), ("long", "A" * 4000),
-            ("ac", "AC"), ("r", "ANNNNNA"), ("mixed", R.random_bases(rng, 200))]
+    samples = [
+        ("all_n", "N" * 3000, q(3000)),
+        ("poly_a", "A" * 3000, q(3000)),
+        ("poly_a_n", R.with_ns(rng, "a" * 3000, 0.1), q(3000)),
+        ("periodic", ("A" * 99 + "C") * 30, q(3000)),
+        ("iupac", "ACGTRYKM-.ACGT", q(14)),
+    ]
+    sigs = [
+        ("polya", "A" * 400),
+        ("polya_c", "A" * 399 + "C"),
+        ("n_only", "N" * 40),
+        ("long", "A" * 4000),
+        ("ac", "AC"),
+        ("r", "ANNNNNA"),
+        ("mixed", R.random_bases(rng, 200)),
+    ]
     want = check(samples, sigs)
     assert want[0].tolist() == [0, 0, 0, -1, 0, 0, 0]
     assert want[1, 1] == -1 and want[3, 0] == -1 and want[3, 4] == 98
@@ -77,8 +90,14 @@ def test_probes_order():
     _, G = R.as_sets([], [("s", "AAAAAAAAcAAGGNT")])
     prb, start, levels = encode.all_probes(G)
     assert [decode_probe(x) for x in prb] == [
-        (8, "C", 0, 0), (14, "T", 0, 0), (11, "G", 0, 0), (12, "G", 0, 0), (9, "A", 0, 0), (10, "A", 0, 0),
-        (0, "A", 1, 3)]
+        (8, "C", 0, 0),
+        (14, "T", 0, 0),
+        (11, "G", 0, 0),
+        (12, "G", 0, 0),
+        (9, "A", 0, 0),
+        (10, "A", 0, 0),
+        (0, "A", 1, 3),
+    ]
     assert start.tolist() == [0, 7] and levels == 3
     # the first FIRST_SINGLES singles go before the runs, the others after them
     _, G = R.as_sets([], [("s", "A" * 65 + "ACGT" * 3 + "N" + "G")])
@@ -93,8 +112,14 @@ def test_probes_cover_every_base_and_no_n(seed):
     # with its own base: AND over the probes = "every non-N base matches"
     rng = np.random.default_rng(seed)
     _, sigs = R.low_complexity_screen(rng, 6, 400, 60, 300)
-    sigs += [("poly_a", "A" * 1000), ("ac_aa", "AC" * 300 + "AA"), ("runs_n", ("A" * 20 + "N") * 30),
-             ("mixed", R.random_bases(rng, 500)), ("acgt", "ACGT" * 50), ("n", "NNN")]
+    sigs += [
+        ("poly_a", "A" * 1000),
+        ("ac_aa", "AC" * 300 + "AA"),
+        ("runs_n", ("A" * 20 + "N") * 30),
+        ("mixed", R.random_bases(rng, 500)),
+        ("acgt", "ACGT" * 50),
+        ("n", "NNN"),
+    ]
     _, G = R.as_sets([], sigs)
     prb, start, levels = encode.all_probes(G)
     assert levels == 9  # 1000 = 512 + 488: level 9 for the poly-A run
@@ -123,8 +148,10 @@ def test_run_masks(levels):
         for d in (1, 2):
             for b in "ACGT":
                 plane = encode.plane_index("ACGT".index(b), d, level)
-                want = [all(q + t * d < len(seq) and seq[q + t * d] in (b, "N") for t in range(1 << level))
-                        for q in range(bits.shape[1])]
+                want = [
+                    all(q + t * d < len(seq) and seq[q + t * d] in (b, "N") for t in range(1 << level))
+                    for q in range(bits.shape[1])
+                ]
                 assert bits[plane].tolist() == want, (level, d, b)
 
 
@@ -143,7 +170,12 @@ def test_low_complexity(seed):
 def test_score_rounding_is_exact_half_up():
     # 1/8 = 0.125 -> 0.13 (a float formatted with :.2f gives 0.12); 2/3 -> 0.67; 1/200 -> 0.01
     assert [score.format_score(int(h)) for h in score.hundredths([1, 2, 1, 0, 93 * 7], [8, 3, 200, 5, 7])] == [
-        "0.13", "0.67", "0.01", "0.00", "93.00"]
+        "0.13",
+        "0.67",
+        "0.01",
+        "0.00",
+        "93.00",
+    ]
     assert score.format_score(int(score.hundredths(100_001, 8))) == "12500.13"  # 12500.125
 
 

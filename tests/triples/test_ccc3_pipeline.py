@@ -113,12 +113,21 @@ def test_job_refuses_a_damaged_store_naming_the_file(tmp_path):
     bad_perm.write_bytes((store / "perm.npy").read_bytes()[:-9])  # truncated
     bad_manifest.write_text((store / "manifest.json").read_text()[:40])  # cut JSON
     with pytest.raises(GenotileError, match=rf"{bad_perm}.*unreadable"):
-        steps3.triple_job(store / "planes.npy", store / "manifest.json", bad_perm, 0, 0, 0, 0,
-                          out=tmp_path / "t.npz", **job)
+        steps3.triple_job(
+            store / "planes.npy", store / "manifest.json", bad_perm, 0, 0, 0, 0, out=tmp_path / "t.npz", **job
+        )
     with pytest.raises(GenotileError, match=str(bad_manifest)):
-        steps3.triple_job(store / "planes.npy", bad_manifest, store / "perm.npy", 0, 0, 0, 0,
-                          out=tmp_path / "t.npz", **job)
+        steps3.triple_job(
+            store / "planes.npy", bad_manifest, store / "perm.npy", 0, 0, 0, 0, out=tmp_path / "t.npz", **job
+        )
     with pytest.raises(GenotileError, match=str(bad_manifest)):
-        steps3.merge([], bad_manifest, block_size=11, stages=1, triples_out=tmp_path / "x.tsv.gz",
-                     summary_out=tmp_path / "x.json", config={})
+        steps3.merge(
+            [],
+            bad_manifest,
+            block_size=11,
+            stages=1,
+            triples_out=tmp_path / "x.tsv.gz",
+            summary_out=tmp_path / "x.json",
+            config={},
+        )
     assert not (tmp_path / "t.npz").exists() and not (tmp_path / "x.tsv.gz").exists()

@@ -65,8 +65,10 @@ def test_ordinary_names_and_closed_metric_names():
     from snakemake.utils import validate
 
     validate({"datasets": {"run_2024-01.v2": {"input": "in.fa", "metrics": ["snp"]}}}, str(SCHEMA))
-    for bad in ({"datasets": {"d": {"input": "in.fa", "metrics": ["../snp"]}}},
-                {"datasets": {"d": {"input": "in.fa", "metrics": ["snp"]}}, "thresholds": {"a/b": 1}}):
+    for bad in (
+        {"datasets": {"d": {"input": "in.fa", "metrics": ["../snp"]}}},
+        {"datasets": {"d": {"input": "in.fa", "metrics": ["snp"]}}, "thresholds": {"a/b": 1}},
+    ):
         with pytest.raises(WorkflowError):
             validate(bad, str(SCHEMA))
 
@@ -131,22 +133,41 @@ def finished(tmp_path):
 
 def rerun_tile(out, tmp_path):
     store = out / "store" / "nucleotide"
-    steps.tile(store / "planes.npy", store / "manifest.json", store / "perm.npy", "snp", 0, 1, threshold=None,
-               dense=True, backend="numpy", tile_out=tmp_path / "t.npz")
+    steps.tile(
+        store / "planes.npy",
+        store / "manifest.json",
+        store / "perm.npy",
+        "snp",
+        0,
+        1,
+        threshold=None,
+        dense=True,
+        backend="numpy",
+        tile_out=tmp_path / "t.npz",
+    )
 
 
 def rerun_merge(out, tmp_path):
     store = out / "store" / "nucleotide"
     plan = steps.read_plan(store / "plan.json")
-    steps.merge(steps.tile_paths(out / "snp" / "pairs", plan), store / "manifest.json", "snp",
-                tmp_path / "p.tsv.gz", tmp_path / "s.json", {})
+    steps.merge(
+        steps.tile_paths(out / "snp" / "pairs", plan),
+        store / "manifest.json",
+        "snp",
+        tmp_path / "p.tsv.gz",
+        tmp_path / "s.json",
+        {},
+    )
 
 
 DAMAGES = {
     "manifest_truncated": ("store/nucleotide/manifest.json", lambda b: b[: len(b) // 2], "not valid JSON"),
     "manifest_list": ("store/nucleotide/manifest.json", lambda b: b"[1, 2]", "not a genotile"),
-    "manifest_no_ids": ("store/nucleotide/manifest.json",
-                        lambda b: json.dumps({k: v for k, v in json.loads(b).items() if k != "ids"}).encode(), "'ids'"),
+    "manifest_no_ids": (
+        "store/nucleotide/manifest.json",
+        lambda b: json.dumps({k: v for k, v in json.loads(b).items() if k != "ids"}).encode(),
+        "'ids'",
+    ),
     "manifest_not_utf8": ("store/nucleotide/manifest.json", lambda b: b"\xff\xfe" + b, "not valid JSON"),
     "plan_truncated": ("store/nucleotide/plan.json", lambda b: b[:5], "not valid JSON"),
     "perm_truncated": ("store/nucleotide/perm.npy", lambda b: b[: len(b) - 9], "unreadable .npy"),
@@ -160,8 +181,9 @@ DAMAGES = {
 READ_BY = {"tile": ("manifest", "perm", "planes", "plan"), "merge": ("manifest", "plan")}
 
 
-@pytest.mark.parametrize(("damage", "stage"), [(d, s) for d in sorted(DAMAGES) for s in READ_BY
-                                               if d.split("_")[0] in READ_BY[s]])
+@pytest.mark.parametrize(
+    ("damage", "stage"), [(d, s) for d in sorted(DAMAGES) for s in READ_BY if d.split("_")[0] in READ_BY[s]]
+)
 def test_damaged_store_files_are_refused_by_name(finished, tmp_path, damage, stage):
     name, change, words = DAMAGES[damage]
     target = finished / name
@@ -204,10 +226,15 @@ PLAIN = b">a desc\nACGTAC\nGT\n>b\nACGAACGA\n>c\nTCGTACGT\n"
 def test_fasta_spellings_read_alike(tmp_path, variant):
     """A UTF-8 byte-order mark, CRLF line ends, blank lines and compression change nothing."""
     _, ref = run_fasta(tmp_path, PLAIN, "ref.fa")
-    data = {"bom": b"\xef\xbb\xbf" + PLAIN, "crlf": PLAIN.replace(b"\n", b"\r\n"),
-            "bom_crlf": b"\xef\xbb\xbf" + PLAIN.replace(b"\n", b"\r\n"),
-            "blank_lines": b"\n\n" + PLAIN.replace(b"\n>", b"\n\n\n>"), "no_final_newline": PLAIN[:-1],
-            "gzip": gzip.compress(PLAIN, mtime=0), "bgzf": None}[variant]
+    data = {
+        "bom": b"\xef\xbb\xbf" + PLAIN,
+        "crlf": PLAIN.replace(b"\n", b"\r\n"),
+        "bom_crlf": b"\xef\xbb\xbf" + PLAIN.replace(b"\n", b"\r\n"),
+        "blank_lines": b"\n\n" + PLAIN.replace(b"\n>", b"\n\n\n>"),
+        "no_final_newline": PLAIN[:-1],
+        "gzip": gzip.compress(PLAIN, mtime=0),
+        "bgzf": None,
+    }[variant]
     if variant == "bgzf":
         pysam = pytest.importorskip("pysam")
         (tmp_path / "plain.fa").write_bytes(PLAIN)
@@ -222,8 +249,7 @@ def test_fasta_spellings_read_alike(tmp_path, variant):
 def test_non_utf8_header_names_the_record(tmp_path):
     path = tmp_path / "latin1.fa"
     path.write_bytes(b">a\nACGT\n>b\xe9t\xe9\nACGA\n")
-    one_line_error(lambda: steps.run_all(path, tmp_path / "o", ["snp"]), "record 2", "not UTF-8", "0xe9",
-                   path=path)
+    one_line_error(lambda: steps.run_all(path, tmp_path / "o", ["snp"]), "record 2", "not UTF-8", "0xe9", path=path)
     # bytes past the ID (the description) are not read: a latin-1 description is fine
     _, out = run_fasta(tmp_path, b">a caf\xe9\nACGT\n>b\nACGA\n", "desc.fa")
     assert matrix_text(out) == "\ta\tb\na\t0\t1\nb\t1\t0\n"
@@ -242,8 +268,7 @@ def test_control_characters_in_ids_are_refused(tmp_path, header):
         _, out = run_fasta(tmp_path, path.read_bytes(), "vt.fa")
         assert matrix_text(out).splitlines()[0] == "\tok\tb"
         return
-    one_line_error(lambda: steps.run_all(path, tmp_path / "o", ["snp"]), "record 2", "control character",
-                   path=path)
+    one_line_error(lambda: steps.run_all(path, tmp_path / "o", ["snp"]), "record 2", "control character", path=path)
 
 
 def test_one_sequence_alignment(tmp_path):
@@ -279,8 +304,9 @@ def test_zero_length_sequences(tmp_path):
     assert matrix_text(out, "hamming") == "\ta\tb\tc\na\t0\t0\t0\nb\t0\t0\t0\nc\t0\t0\t0\n"
     path = tmp_path / "one_empty.fa"
     path.write_bytes(b">a\nACGT\n>b\n>c\nACGA\n")
-    one_line_error(lambda: steps.run_all(path, tmp_path / "o", ["snp"]), "'b'", "length 0", "not an alignment",
-                   path=path)
+    one_line_error(
+        lambda: steps.run_all(path, tmp_path / "o", ["snp"]), "'b'", "length 0", "not an alignment", path=path
+    )
 
 
 def bgzf_bytes(tmp_path, data: bytes) -> bytes:
@@ -336,8 +362,10 @@ def test_zero_padding_after_the_last_gzip_member_is_ignored(tmp_path):
     from genotile.io.fasta import raw_records
 
     text = b">a desc\nACGT\n>b\nAC\n"
-    for case, data in {"one": gzip.compress(text) + b"\0" * 5000,
-                       "two": gzip.compress(text[:12]) + gzip.compress(text[12:]) + b"\0"}.items():
+    for case, data in {
+        "one": gzip.compress(text) + b"\0" * 5000,
+        "two": gzip.compress(text[:12]) + gzip.compress(text[12:]) + b"\0",
+    }.items():
         path = tmp_path / f"{case}.fa.gz"
         path.write_bytes(data)
         assert list(raw_records(path)) == [(b"a desc", b"ACGT"), (b"b", b"AC")], case
@@ -381,8 +409,11 @@ def test_property_fasta_reader_streams_exactly(tmp_path, monkeypatch, case, chun
         data = b"".join(gzip.compress(data[i : i + 7], mtime=0) for i in range(0, len(data), 7))
     path = tmp_path / "prop.fa"
     path.write_bytes(data)
-    got = [(name, raw.tobytes().decode()) for name, raw in fasta.read_alignment(path)] \
-        if len({len(s) for _, s in records}) == 1 else None
+    got = (
+        [(name, raw.tobytes().decode()) for name, raw in fasta.read_alignment(path)]
+        if len({len(s) for _, s in records}) == 1
+        else None
+    )
     if got is not None:
         assert got == records
     raw = [(h.split(None, 1)[0].decode(), s.decode()) for h, s in fasta.raw_records(path)]
@@ -427,8 +458,12 @@ def test_small_gzip_expanding_to_1gb_streams_in_bounded_memory(tmp_path):
             fh.write(gzip.compress(header, mtime=0) + bodies[k % 4][0])
             expanded += len(header) + bodies[k % 4][1]
     assert expanded > 1e9 and path.stat().st_size < 5e6
-    proc = subprocess.run([sys.executable, "-c", BOMB, str(path), str(tmp_path / "c.npy"), str(tmp_path / "m.json")],
-                          capture_output=True, text=True, env={"PYTHONPATH": str(REPO / "src"), "PATH": "/usr/bin"})
+    proc = subprocess.run(
+        [sys.executable, "-c", BOMB, str(path), str(tmp_path / "c.npy"), str(tmp_path / "m.json")],
+        capture_output=True,
+        text=True,
+        env={"PYTHONPATH": str(REPO / "src"), "PATH": "/usr/bin"},
+    )
     assert proc.returncode == 0, proc.stderr[-2000:]
     n, fields, kept, peak_kib = map(int, proc.stdout.split())
     assert (n, fields, kept) == (1000, 1_000_000, 4)
@@ -451,22 +486,28 @@ def test_vcf_with_no_variants_or_no_samples(tmp_path):
     for m in ("ibs", "ccc2"):
         one_line_error(lambda m=m: steps.run_all(path, tmp_path / m, [m]), "no variants", path=path)
     sites = tmp_path / "sites.vcf"
-    sites.write_text("##fileformat=VCFv4.2\n##contig=<ID=1,length=100>\n"
-                     "#CHROM\tPOS\tID\tREF\tALT\tQUAL\tFILTER\tINFO\n1\t5\t.\tA\tG\t.\tPASS\t.\n")
+    sites.write_text(
+        "##fileformat=VCFv4.2\n##contig=<ID=1,length=100>\n"
+        "#CHROM\tPOS\tID\tREF\tALT\tQUAL\tFILTER\tINFO\n1\t5\t.\tA\tG\t.\tPASS\t.\n"
+    )
     one_line_error(lambda: steps.run_all(sites, tmp_path / "s", ["king"]), "no samples", path=sites)
 
 
 def test_sample_with_every_call_missing(tmp_path):
     """n = 0 pairs (README): ibs n 0, dist_1ibs nan; king nsnp 0, kinship nan; a SNP whose calls are
     all missing has every ccc2 value 0."""
-    recs = ["1\t10\t.\tA\tG\t.\tPASS\t.\tGT\t0/1\t1/1\t./.",
-            "1\t20\trs2\tC\tT\t.\tPASS\t.\tGT\t0/0\t0/1\t./.",
-            "1\t30\t.\tC\tT\t.\tPASS\t.\tGT\t./.\t./.\t./."]
+    recs = [
+        "1\t10\t.\tA\tG\t.\tPASS\t.\tGT\t0/1\t1/1\t./.",
+        "1\t20\trs2\tC\tT\t.\tPASS\t.\tGT\t0/0\t0/1\t./.",
+        "1\t30\t.\tC\tT\t.\tPASS\t.\tGT\t./.\t./.\t./.",
+    ]
     path = tmp_path / "miss.vcf"
     path.write_text(vcf(["s1", "s2", "gone"], recs))
     steps.run_all(path, tmp_path / "o", ["ibs", "king", "ccc2"], block_size=2)
-    rows = {m: gzip.decompress((tmp_path / "o" / m / "pairs.tsv.gz").read_bytes()).decode().splitlines()
-            for m in ("ibs", "king", "ccc2")}
+    rows = {
+        m: gzip.decompress((tmp_path / "o" / m / "pairs.tsv.gz").read_bytes()).decode().splitlines()
+        for m in ("ibs", "king", "ccc2")
+    }
     assert rows["ibs"][1:] == ["s1\ts2\t2\t2\t0.5", "s1\tgone\t0\t0\tnan", "s2\tgone\t0\t0\tnan"]
     assert rows["king"][2:] == ["s1\tgone\t0\t0\t0\tnan", "s2\tgone\t0\t0\t0\tnan"]
     assert [r.split("\t")[2:] for r in rows["ccc2"] if "1:30:C:T" in r] == [["0.0"] * 4] * 2
@@ -535,8 +576,14 @@ def test_broken_gzip_vcf_is_refused_and_htslib_is_quiet(tmp_path, capfd, monkeyp
 def test_null_threshold_past_pairs_max_stops_at_planning():
     limits.check_pairs_bound(20_001, ["snp"], 200_010_000)
     limits.check_pairs_bound(10**6, [], 10)  # every metric has a threshold: bounded by it
-    message = one_line_error(lambda: limits.check_pairs_bound(10**6, ["ibs", "king"], 200_000_000, "dataset big: "),
-                             "dataset big", "ibs, king", "499,999,500,000 pairs", "1,000,000 vectors", "pairs_max")
+    message = one_line_error(
+        lambda: limits.check_pairs_bound(10**6, ["ibs", "king"], 200_000_000, "dataset big: "),
+        "dataset big",
+        "ibs, king",
+        "499,999,500,000 pairs",
+        "1,000,000 vectors",
+        "pairs_max",
+    )
     assert "set a threshold" in message
 
 
@@ -544,12 +591,16 @@ def test_workflow_stops_at_the_plan_with_the_numbers(tmp_path):
     from snakerun import snakemake
 
     aln = write_fasta(tmp_path / "aln.fa", make_alignment(30, 50, seed=1))
-    config = {"datasets": {"d": {"input": str(aln), "metrics": ["snp", "hamming"]}},
-              "thresholds": {"snp": 5}, "pairs_max": 400}
+    config = {
+        "datasets": {"d": {"input": str(aln), "metrics": ["snp", "hamming"]}},
+        "thresholds": {"snp": 5},
+        "pairs_max": 400,
+    }
     proc = snakemake(tmp_path, config, check=False)
     assert proc.returncode != 0
-    assert "genotile error: dataset d: hamming with a null threshold would write every one of the 435 pairs" \
-        in proc.stderr, proc.stderr[-3000:]
+    assert (
+        "genotile error: dataset d: hamming with a null threshold would write every one of the 435 pairs" in proc.stderr
+    ), proc.stderr[-3000:]
     assert not list((tmp_path / "results" / "d").glob("*/pairs/*.npz")), "no tile ran"
     config["pairs_max"] = 435
     snakemake(tmp_path, config)
@@ -562,9 +613,12 @@ def test_diagnose_says_why_a_gzip_stream_breaks(tmp_path):
     from genotile.io.gzcheck import diagnose
 
     text = b"".join(b"line %d of some text\n" % k for k in range(5000))
-    whole = {"plain.txt": text, "one.gz": gzip.compress(text, mtime=0),
-             "many.gz": gzip.compress(text[:100], mtime=0) + gzip.compress(text[100:], mtime=0),
-             "bgzf.gz": bgzf_bytes(tmp_path, text)}
+    whole = {
+        "plain.txt": text,
+        "one.gz": gzip.compress(text, mtime=0),
+        "many.gz": gzip.compress(text[:100], mtime=0) + gzip.compress(text[100:], mtime=0),
+        "bgzf.gz": bgzf_bytes(tmp_path, text),
+    }
     for name, data in whole.items():
         (tmp_path / name).write_bytes(data)
         assert diagnose(tmp_path / name) is None, name

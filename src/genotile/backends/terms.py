@@ -9,8 +9,10 @@ from genotile.core.bits import popcount_rows
 def is_diagonal(left: np.ndarray, right: np.ndarray) -> bool:
     """right is left's rows: the same object, or a view of the same memory and layout."""
     return right is left or (
-        left.shape == right.shape and left.strides == right.strides
-        and left.__array_interface__["data"][0] == right.__array_interface__["data"][0])
+        left.shape == right.shape
+        and left.strides == right.strides
+        and left.__array_interface__["data"][0] == right.__array_interface__["data"][0]
+    )
 
 
 def add_row_sums(result: dict, left: np.ndarray, right: np.ndarray, counts: dict) -> dict:

@@ -37,8 +37,16 @@ PLANES = ("L", "H", "V")
 MASKED = tuple(x + y for x in PLANES for y in PLANES)  # segments of a masked row: "LL", "LH", ..., "VV"
 COUNTS = ("t", "s_i", "s_j", "s_k", "s_ij", "s_ik", "s_jk", "s_ijk")
 # which of (i, j, k) carry G in each count (the others carry V)
-COUNT_G = {"t": (0, 0, 0), "s_i": (1, 0, 0), "s_j": (0, 1, 0), "s_k": (0, 0, 1),
-           "s_ij": (1, 1, 0), "s_ik": (1, 0, 1), "s_jk": (0, 1, 1), "s_ijk": (1, 1, 1)}
+COUNT_G = {
+    "t": (0, 0, 0),
+    "s_i": (1, 0, 0),
+    "s_j": (0, 1, 0),
+    "s_k": (0, 0, 1),
+    "s_ij": (1, 1, 0),
+    "s_ik": (1, 0, 1),
+    "s_jk": (0, 1, 1),
+    "s_ijk": (1, 1, 1),
+}
 ALPHA, BETA = {0: 2, 1: 0}, {0: -1, 1: 1}  # rho(a) = ALPHA[a] V + BETA[a] G
 COLUMNS = tuple(f"ccc_{a}{b}{c}" for a, b, c in product((0, 1), repeat=3))  # bit order (id1, id2, id3)
 NULL_THRESHOLD_MAX = 2000  # vectors a null ccc3 threshold is allowed up to
@@ -100,8 +108,10 @@ def count_terms(layout: GenotypeLayout) -> dict[str, list[Term]]:
     def planes(has_g):
         return ("L", "H") if has_g else ("V",)
 
-    return {name: [term(x, y, z) for x in planes(gi) for y in planes(gj) for z in planes(gk)]
-            for name, (gi, gj, gk) in COUNT_G.items()}
+    return {
+        name: [term(x, y, z) for x in planes(gi) for y in planes(gj) for z in planes(gk)]
+        for name, (gi, gj, gk) in COUNT_G.items()
+    }
 
 
 def vector_stats(planes: np.ndarray, layout: GenotypeLayout) -> tuple[np.ndarray, np.ndarray]:
@@ -187,8 +197,9 @@ class Plan3(Plan):
 
     def __post_init__(self):
         if self.block_size < 1 or self.stages < 1:
-            raise GenotileError(f"ccc3: block_size ({self.block_size}) and stages ({self.stages}) "
-                                "must be positive integers")
+            raise GenotileError(
+                f"ccc3: block_size ({self.block_size}) and stages ({self.stages}) must be positive integers"
+            )
 
     def block_triples(self) -> list[tuple[int, int, int]]:
         n = self.n_blocks
@@ -209,9 +220,11 @@ class Plan3(Plan):
 
     def describe(self) -> str:
         n_bt = len(self.block_triples())
-        return (f"ccc3: {self.n_vectors} vectors in {self.n_blocks} block(s) of up to {self.block_size}: "
-                f"{n_bt} block triple(s) (I <= J <= K) x {self.stages} stage(s) = {n_bt * self.stages} "
-                f"triple job(s), {self.n_triples} unique triples")
+        return (
+            f"ccc3: {self.n_vectors} vectors in {self.n_blocks} block(s) of up to {self.block_size}: "
+            f"{n_bt} block triple(s) (I <= J <= K) x {self.stages} stage(s) = {n_bt * self.stages} "
+            f"triple job(s), {self.n_triples} unique triples"
+        )
 
     def to_json(self) -> dict:
         return {**asdict(self), "n_blocks": self.n_blocks, "n_jobs": len(self.jobs()), "n_triples": self.n_triples}
@@ -225,4 +238,5 @@ def check_null_threshold(n_vectors: int, threshold, where: str = "", max_vectors
         raise GenotileError(
             f"{where}ccc3 with a null threshold would write every one of the {rows:,} triples of "
             f"{n_vectors:,} vectors (about {rows * 120 / 1e9:,.0f} GB of text); a null ccc3 threshold is "
-            f"allowed up to {max_vectors:,} vectors (ccc3: null_threshold_max): set thresholds: ccc3: <value>")
+            f"allowed up to {max_vectors:,} vectors (ccc3: null_threshold_max): set thresholds: ccc3: <value>"
+        )

@@ -175,9 +175,7 @@ def categorical_planes(codes: np.ndarray, enc: CategoricalEncoding) -> np.ndarra
     lay, n_b = enc.layout, enc.n_b
 
     def base(bits):
-        return np.concatenate(
-            [pack_bits(bits[:, :n_b], lay.words_b), pack_bits(bits[:, n_b:], lay.words_m)], axis=1
-        )
+        return np.concatenate([pack_bits(bits[:, :n_b], lay.words_b), pack_bits(bits[:, n_b:], lay.words_m)], axis=1)
 
     parts = ([base(present)] if lay.has_valid else []) + [base(nonmajor)]
     rank_m = rank[:, n_b:]

@@ -68,8 +68,9 @@ def scan_codes(codes: np.ndarray) -> bool:
         if high.any():
             bad = high & (block != MISSING)
             if bad.any():
-                raise GenotileError(f"genotype code {int(block[bad].min())} in the codes matrix "
-                                    "is not 0, 1, 2 or missing")
+                raise GenotileError(
+                    f"genotype code {int(block[bad].min())} in the codes matrix is not 0, 1, 2 or missing"
+                )
             complete = False
     return bool(complete)
 

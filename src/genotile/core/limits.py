@@ -18,4 +18,5 @@ def check_pairs_bound(n_vectors: int, null_metrics: list[str], pairs_max: int, w
         raise GenotileError(
             f"{where}{', '.join(null_metrics)} with a null threshold would write every one of the {pairs:,} "
             f"pairs of {n_vectors:,} vectors (about {pairs * BYTES_PER_PAIR / 1e9:,.0f} GB of text, held in "
-            f"memory by the merge); pairs_max is {pairs_max:,}: set a threshold or raise pairs_max")
+            f"memory by the merge); pairs_max is {pairs_max:,}: set a threshold or raise pairs_max"
+        )

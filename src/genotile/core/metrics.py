@@ -112,8 +112,7 @@ def ibs_counts(layout: GenotypeLayout) -> dict[str, list[Term]]:
     return {
         # sum_both |g_i - g_j| = sum_both g_i + sum_both g_j - 2 sum_both min(g_i, g_j),
         # with g = L + H and min(g_i, g_j) = L_i L_j + H_i H_j: 6 products (2 if complete)
-        "ibs_count": [t(1, "L", "V"), t(1, "H", "V"), t(1, "V", "L"), t(1, "V", "H"),
-                      t(-2, "L", "L"), t(-2, "H", "H")],
+        "ibs_count": [t(1, "L", "V"), t(1, "H", "V"), t(1, "V", "L"), t(1, "V", "H"), t(-2, "L", "L"), t(-2, "H", "H")],
         "n": [t(1, "V", "V")],
     }
 
@@ -168,8 +167,7 @@ def ccc2_epilogue(c: dict, multiplier: float, param: float) -> dict:
     """CoMet's sparse 2-way CCC from exact tallies; 0 where c_i, c_j or c_ij is 0."""
     r11, sum_i, sum_j, both = c["r11"], c["sum_i"], c["sum_j"], c["both"]
     # rho(0) = 2 - g, so every other tally follows from r(1,1) and the sums, exactly
-    r = {(1, 1): r11, (1, 0): 2 * sum_i - r11, (0, 1): 2 * sum_j - r11,
-         (0, 0): 4 * both - 2 * sum_i - 2 * sum_j + r11}
+    r = {(1, 1): r11, (1, 0): 2 * sum_i - r11, (0, 1): 2 * sum_j - r11, (0, 0): 4 * both - 2 * sum_i - 2 * sum_j + r11}
     c_ij = 4 * both
     # per-vector frequencies: one column / one row is enough, they broadcast
     c_i, s_i = c["c_i"][:, :1], c["s_i"][:, :1]
@@ -254,8 +252,9 @@ def get_metric(name: str, **params) -> Metric:
             return FACTORIES[name](**params)
         except TypeError:
             known = ", ".join(FACTORIES[name].__code__.co_varnames[: FACTORIES[name].__code__.co_argcount])
-            raise GenotileError(f"metric {name}: unknown parameter(s) {', '.join(sorted(params))}; "
-                                f"known: {known}") from None
+            raise GenotileError(
+                f"metric {name}: unknown parameter(s) {', '.join(sorted(params))}; known: {known}"
+            ) from None
     if name not in METRICS:
         known = ", ".join(sorted([*METRICS, *FACTORIES]))
         raise GenotileError(f"unknown metric {name!r}; known: {known}")

@@ -94,8 +94,10 @@ def _inflate(fh, path) -> Iterator[bytes]:
                 # starts with 0x1f, so only zeros may follow to the end
                 while pending:
                     if pending.strip(b"\0"):
-                        raise GenotileError(f"{path}: damaged gzip data near byte {fh.tell()}: "
-                                            "bytes after the zero padding that ends the last member")
+                        raise GenotileError(
+                            f"{path}: damaged gzip data near byte {fh.tell()}: "
+                            "bytes after the zero padding that ends the last member"
+                        )
                     pending = fh.read(CHUNK)
                 return
 
@@ -188,7 +190,8 @@ def read_alignment(path) -> Iterator[tuple[str, np.ndarray]]:
         if high.size:
             raise GenotileError(
                 f"{path}: record {number} ({name!r}) has a non-ASCII character in its sequence "
-                f"(byte 0x{raw[high[0]]:02x} at position {high[0] + 1})")
+                f"(byte 0x{raw[high[0]]:02x} at position {high[0] + 1})"
+            )
         if length is None:
             length = raw.size
         elif raw.size != length:

@@ -51,9 +51,7 @@ def read_fastq(path) -> Iterator[tuple[str, np.ndarray, np.ndarray]]:
         if not header.startswith(b"@"):
             shown = header[:40].decode("utf-8", "replace")
             hint = " (it looks like FASTA)" if header.startswith(b">") else ""
-            raise GenotileError(
-                f"{path}: line {number}: record {record} should start with '@', found {shown!r}{hint}"
-            )
+            raise GenotileError(f"{path}: line {number}: record {record} should start with '@', found {shown!r}{hint}")
         fields = header[1:].split(None, 1)
         name = check_id(fields[0] if fields else b"", path, f"line {number}: record {record}")
         if name in seen:

@@ -36,8 +36,10 @@ def check_bgzf_end(path) -> None:
     except OSError:
         return  # not readable: the reader says so in its own words
     if tail != BGZF_EOF:
-        raise GenotileError(f"{path}: BGZF file without its end-of-file block: truncated? "
-                            "(bgzip always writes one; compress the complete file again)")
+        raise GenotileError(
+            f"{path}: BGZF file without its end-of-file block: truncated? "
+            "(bgzip always writes one; compress the complete file again)"
+        )
 
 
 def diagnose(path) -> str | None:

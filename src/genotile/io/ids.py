@@ -21,17 +21,21 @@ def check_id(name: bytes | str, path, where: str, what: str = "ID") -> str:
         try:
             text = name.decode("utf-8")
         except UnicodeDecodeError as exc:
-            raise GenotileError(f"{path}: {where}: {what} {name!r} is not UTF-8 text "
-                                f"(byte 0x{name[exc.start]:02x} at position {exc.start + 1})") from None
+            raise GenotileError(
+                f"{path}: {where}: {what} {name!r} is not UTF-8 text "
+                f"(byte 0x{name[exc.start]:02x} at position {exc.start + 1})"
+            ) from None
     else:
         text = name
     if not text:
         raise GenotileError(f"{path}: {where} has an empty {what}")
     bad = _CONTROL.search(text)
     if bad:
-        raise GenotileError(f"{path}: {where}: {what} {text!r} holds a control character "
-                            f"({bad.group()!r} at position {bad.start() + 1}); IDs are written to "
-                            "tab-separated outputs as they are")
+        raise GenotileError(
+            f"{path}: {where}: {what} {text!r} holds a control character "
+            f"({bad.group()!r} at position {bad.start() + 1}); IDs are written to "
+            "tab-separated outputs as they are"
+        )
     return text
 
 

@@ -43,8 +43,10 @@ def load_npy(path, what: str, *, dtype=None, ndim: int | None = None, mmap: bool
     if not isinstance(arr, np.ndarray):
         raise GenotileError(f"{what} {path}: not a single .npy array; {RERUN}")
     if (dtype is not None and arr.dtype != np.dtype(dtype)) or (ndim is not None and arr.ndim != ndim):
-        raise GenotileError(f"{what} {path}: holds {arr.dtype} of shape {arr.shape}, not the "
-                            f"{np.dtype(dtype) if dtype is not None else ''} {ndim}-d array expected; {RERUN}")
+        raise GenotileError(
+            f"{what} {path}: holds {arr.dtype} of shape {arr.shape}, not the "
+            f"{np.dtype(dtype) if dtype is not None else ''} {ndim}-d array expected; {RERUN}"
+        )
     return arr
 
 

@@ -46,12 +46,14 @@ def write_tsv_gz(out_path, header: Sequence[str], columns: Sequence[Sequence[str
     if any(len(c) != n for c in columns):
         raise ValueError(f"{out_path}: columns of unequal length {[len(c) for c in columns]}")
     with atomic_path(out_path) as tmp:
-        with open(tmp, "wb") as raw, gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0,
-                                                   compresslevel=COMPRESSLEVEL) as gz:
+        with (
+            open(tmp, "wb") as raw,
+            gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0, compresslevel=COMPRESSLEVEL) as gz,
+        ):
             text = io.TextIOWrapper(gz, encoding="utf-8", newline="\n")
             text.write("\t".join(header) + "\n")
             for start in range(0, n, ROWS_PER_WRITE):
-                chunk = (c[start:start + ROWS_PER_WRITE] for c in columns)
+                chunk = (c[start : start + ROWS_PER_WRITE] for c in columns)
                 text.write("".join("\t".join(row) + "\n" for row in zip(*chunk, strict=True)))
             text.flush()
             text.detach()

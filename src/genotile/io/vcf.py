@@ -50,9 +50,21 @@ from genotile.io.regions import merge_regions, parse_regions
 FAST_PATH = True  # text VCFs through vcf_fast.py first (same output; False: cyvcf2 only)
 BLOCK_BYTES = 1 << 26  # bound on the int16 allele buffer of one block (64 MiB)
 MULTIALLELIC = ("skip", "split")
-STATS = ("records", "variants", "no_gt_skipped", "filter_failed", "filter_skipped",
-         "multiallelic_skipped", "multiallelic_split", "split_variants", "missing_calls",
-         "half_missing_calls", "monomorphic", "all_missing", "regions_unknown_contig")
+STATS = (
+    "records",
+    "variants",
+    "no_gt_skipped",
+    "filter_failed",
+    "filter_skipped",
+    "multiallelic_skipped",
+    "multiallelic_split",
+    "split_variants",
+    "missing_calls",
+    "half_missing_calls",
+    "monomorphic",
+    "all_missing",
+    "regions_unknown_contig",
+)
 # cyvcf2's genotype.array(): allele index >= 0, -1 = missing allele, -2 = no such
 # allele (the call has fewer alleles than the widest call of the record)
 MISSING_ALLELE, NO_ALLELE = -1, -2
@@ -86,7 +98,7 @@ def _header_samples(path) -> list[str] | None:
     try:
         with open(path, "rb") as fh:
             gz = fh.read(2) == b"\x1f\x8b"
-        with (gzip.open(path, "rt", errors="replace") if gz else open(path, errors="replace")) as fh:
+        with gzip.open(path, "rt", errors="replace") if gz else open(path, errors="replace") as fh:
             for line in fh:
                 if line.startswith("#CHROM"):
                     return line.rstrip("\r\n").split("\t")[9:]
@@ -108,8 +120,9 @@ def _open_error(path, exc) -> GenotileError:
         seen: dict[str, int] = {}
         for col, name in enumerate(names, start=10):
             if not name.strip():
-                return GenotileError(f"{path}: empty sample ID in column {col} of the #CHROM line "
-                                     "(a doubled or trailing tab?)")
+                return GenotileError(
+                    f"{path}: empty sample ID in column {col} of the #CHROM line (a doubled or trailing tab?)"
+                )
             if name in seen:
                 return GenotileError(f"{path}: duplicate sample ID {name!r} (columns {seen[name]} and {col})")
             seen[name] = col
@@ -125,7 +138,7 @@ def _head(path, size: int) -> bytes:
     try:
         with open(path, "rb") as fh:
             gz = fh.read(2) == b"\x1f\x8b"
-        with (gzip.open(path, "rb") if gz else open(path, "rb")) as fh:
+        with gzip.open(path, "rb") if gz else open(path, "rb") as fh:
             return fh.read(size)
     except (OSError, EOFError):
         return b""
@@ -138,8 +151,15 @@ def _sniff_format(path) -> str:
 class GenotypeReader:
     """Diploid genotypes of a VCF/BCF, block by block; see the module docstring."""
 
-    def __init__(self, path, multiallelic: str = "skip", filter_pass: bool = False,
-                 samples=None, regions=None, fast: bool | None = None):
+    def __init__(
+        self,
+        path,
+        multiallelic: str = "skip",
+        filter_pass: bool = False,
+        samples=None,
+        regions=None,
+        fast: bool | None = None,
+    ):
         try:
             import cyvcf2
         except ImportError:
@@ -161,8 +181,10 @@ class GenotypeReader:
         try:
             all_samples = list(vcf.samples)
         except UnicodeDecodeError as exc:
-            raise GenotileError(f"{path}: a sample ID in the #CHROM line is not UTF-8 text ({exc.reason}, "
-                                f"byte 0x{exc.object[exc.start]:02x})") from None
+            raise GenotileError(
+                f"{path}: a sample ID in the #CHROM line is not UTF-8 text ({exc.reason}, "
+                f"byte 0x{exc.object[exc.start]:02x})"
+            ) from None
         check_ids(all_samples, path, "sample")
         if not all_samples:
             raise GenotileError(f"{path}: no samples (a sites-only VCF): genotype metrics need sample columns")
@@ -197,7 +219,8 @@ class GenotypeReader:
         if not chosen:
             raise GenotileError(
                 f"{self.path}: no region's contig is in the file (e.g. {self.regions[0].chrom!r}; "
-                f"the file has {sorted(known)[:5]})")
+                f"the file has {sorted(known)[:5]})"
+            )
         rank = {name: k for k, name in enumerate(self._vcf.seqnames)}
         for region in sorted(chosen, key=lambda r: (rank[r.chrom], r.start)):
             for rec in self._query(region):
@@ -214,7 +237,8 @@ class GenotypeReader:
         except AssertionError:  # cyvcf2's way of saying that no index could be loaded
             raise GenotileError(
                 f"{self.path}: regions need an index beside the file (.tbi or .csi): "
-                "bgzip it and run `bcftools index` or `tabix -p vcf`") from None
+                "bgzip it and run `bcftools index` or `tabix -p vcf`"
+            ) from None
         yield first
         yield from records
 
@@ -329,8 +353,9 @@ class GenotypeReader:
         width = gt.shape[1] - 1  # the last column is the phase flag
         if width > 2:
             poly = np.flatnonzero((gt[:, 2:width] != NO_ALLELE).any(axis=1))
-            self._fail(f"{rec.CHROM}:{rec.POS}", int(poly[0]),
-                       f"a call of {width} alleles (only diploid GT is supported)")
+            self._fail(
+                f"{rec.CHROM}:{rec.POS}", int(poly[0]), f"a call of {width} alleles (only diploid GT is supported)"
+            )
         if width == 1:  # every call of the record has one allele: haploid or '.'
             return np.column_stack([gt[:, 0], np.full(gt.shape[0], NO_ALLELE, dtype=gt.dtype)])
         return gt[:, :2]
@@ -373,4 +398,3 @@ class GenotypeReader:
 
     def __exit__(self, *exc):
         self.close()
-

@@ -195,9 +195,14 @@ class _Libdeflate:
         self.ct = ctypes
         lib.libdeflate_alloc_decompressor.restype = ctypes.c_void_p
         lib.libdeflate_deflate_decompress.restype = ctypes.c_int
-        lib.libdeflate_deflate_decompress.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t,
-                                                       ctypes.c_void_p, ctypes.c_size_t,
-                                                       ctypes.POINTER(ctypes.c_size_t)]
+        lib.libdeflate_deflate_decompress.argtypes = [
+            ctypes.c_void_p,
+            ctypes.c_void_p,
+            ctypes.c_size_t,
+            ctypes.c_void_p,
+            ctypes.c_size_t,
+            ctypes.POINTER(ctypes.c_size_t),
+        ]
         lib.libdeflate_crc32.restype = ctypes.c_uint32
         lib.libdeflate_crc32.argtypes = [ctypes.c_uint32, ctypes.c_void_p, ctypes.c_size_t]
         lib.libdeflate_free_decompressor.argtypes = [ctypes.c_void_p]
@@ -371,8 +376,18 @@ class _Lines:
         self.alts = []  # ALT count of each genotype record
         self.ids = []  # variant IDs, one per output row (several for a split record)
         self.records = 0
-        self.stats = dict.fromkeys(("records", "no_gt_skipped", "filter_failed", "filter_skipped",
-                                    "multiallelic_skipped", "multiallelic_split", "split_variants"), 0)
+        self.stats = dict.fromkeys(
+            (
+                "records",
+                "no_gt_skipped",
+                "filter_failed",
+                "filter_skipped",
+                "multiallelic_skipped",
+                "multiallelic_split",
+                "split_variants",
+            ),
+            0,
+        )
 
 
 class FastText:
@@ -517,10 +532,13 @@ class FastText:
         codes = np.empty(((end - start) // (4 * max(1, self.nf)) + 1, n), dtype=np.uint8)
         counts = np.zeros(6, dtype=np.int64)
         arr = np.frombuffer(buf, dtype=np.uint8)
-        halves = (arr[start : start + (end - start) // 2 * 2].view(np.uint16),
-                  arr[start + 1 : start + 1 + (end - start - 1) // 2 * 2].view(np.uint16))
-        records, n_rows = kernels.decode_block(arr, halves, FIRST, SECOND_FIXED, start, end, self.nf,
-                                               self.r.filter_pass, MISSING, codes, counts)
+        halves = (
+            arr[start : start + (end - start) // 2 * 2].view(np.uint16),
+            arr[start + 1 : start + 1 + (end - start - 1) // 2 * 2].view(np.uint16),
+        )
+        records, n_rows = kernels.decode_block(
+            arr, halves, FIRST, SECOND_FIXED, start, end, self.nf, self.r.filter_pass, MISSING, codes, counts
+        )
         if records < 0:
             lines = self._scan(buf, start, end)
             return (lines, *self._decode(buf, lines))
@@ -530,9 +548,13 @@ class FastText:
         lines.stats["filter_skipped"] = int(counts[kernels.FILTER_SKIPPED])
         lines.ids = [None] * n_rows
         missing = int(counts[kernels.MISSING_CALLS])
-        stats = {"variants": n_rows, "missing_calls": missing,
-                 "half_missing_calls": missing - int(counts[kernels.BOTH_MISSING]),
-                 "monomorphic": int(counts[kernels.MONOMORPHIC]), "all_missing": int(counts[kernels.ALL_MISSING])}
+        stats = {
+            "variants": n_rows,
+            "missing_calls": missing,
+            "half_missing_calls": missing - int(counts[kernels.BOTH_MISSING]),
+            "monomorphic": int(counts[kernels.MONOMORPHIC]),
+            "all_missing": int(counts[kernels.ALL_MISSING]),
+        }
         return lines, codes[:n_rows], stats, None
 
     def _scan(self, buf: bytes, start: int, end: int) -> _Lines:

@@ -71,7 +71,8 @@ def decode_block(buf, halves, first, second, start, end, nf, filter_pass, missin
                 return -1, 0  # several ALTs
         f0, f_len = tabs[5] + 1, tabs[6] - tabs[5] - 1
         passed = (f_len == 1 and buf[f0] == DOT) or (
-            f_len == 4 and buf[f0] == 80 and buf[f0 + 1] == 65 and buf[f0 + 2] == 83 and buf[f0 + 3] == 83)
+            f_len == 4 and buf[f0] == 80 and buf[f0 + 1] == 65 and buf[f0 + 2] == 83 and buf[f0 + 3] == 83
+        )
         if not passed:
             counts[FILTER_FAILED] += 1
             if filter_pass:

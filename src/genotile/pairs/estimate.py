@@ -101,9 +101,21 @@ class Estimate:
         return "\n".join(lines)
 
 
-def estimate(metric: Metric, n_vectors: int, n_fields: int, *, block_size: int = 4096, density: float = 1.0,
-             devices: int = 1, tiles_per_job: int = 1, backend: str = "cupy-b1", missing: bool = True,
-             dense_max: int = 20000, rates: dict | None = None, read_gbps: float = 2.0) -> Estimate:
+def estimate(
+    metric: Metric,
+    n_vectors: int,
+    n_fields: int,
+    *,
+    block_size: int = 4096,
+    density: float = 1.0,
+    devices: int = 1,
+    tiles_per_job: int = 1,
+    backend: str = "cupy-b1",
+    missing: bool = True,
+    dense_max: int = 20000,
+    rates: dict | None = None,
+    read_gbps: float = 2.0,
+) -> Estimate:
     if n_vectors < 0 or n_fields < 0 or block_size < 1 or devices < 1 or tiles_per_job < 1:
         raise GenotileError("vectors and fields must be >= 0; block size, devices and tiles per job >= 1")
     if not 0 <= density <= 1:
@@ -129,12 +141,25 @@ def estimate(metric: Metric, n_vectors: int, n_fields: int, *, block_size: int =
     io_bytes = float(tiles) * 2 * b * row_bytes
     io_seconds = io_bytes / (read_gbps * 1e9 * devices)
     return Estimate(
-        metric=metric.name, backend=backend, n_vectors=n_vectors, n_fields=n_fields, block_size=block_size,
-        tiles=tiles, jobs=jobs, devices=devices, pairs=pairs, element_comparisons=work,
-        bit_macs=float(pairs) * bit_macs_per_pair(metric, layout), seconds=seconds,
-        io_bytes=io_bytes, io_seconds=io_seconds,
-        job_seconds=(seconds + io_seconds) * devices / max(jobs, 1), job_memory_bytes=job_memory,
-        store_bytes=n_vectors * row_bytes, pairs_passing=passing,
-        tile_output_bytes=passing * (16 + 8 * len(metric.columns)), pairs_gz_bytes=passing * text_row / 3,
+        metric=metric.name,
+        backend=backend,
+        n_vectors=n_vectors,
+        n_fields=n_fields,
+        block_size=block_size,
+        tiles=tiles,
+        jobs=jobs,
+        devices=devices,
+        pairs=pairs,
+        element_comparisons=work,
+        bit_macs=float(pairs) * bit_macs_per_pair(metric, layout),
+        seconds=seconds,
+        io_bytes=io_bytes,
+        io_seconds=io_seconds,
+        job_seconds=(seconds + io_seconds) * devices / max(jobs, 1),
+        job_memory_bytes=job_memory,
+        store_bytes=n_vectors * row_bytes,
+        pairs_passing=passing,
+        tile_output_bytes=passing * (16 + 8 * len(metric.columns)),
+        pairs_gz_bytes=passing * text_row / 3,
         matrix_bytes=n_vectors * n_vectors * 10 if n_vectors <= dense_max else 0,
     )

@@ -33,8 +33,9 @@ def read_tiles(tile_paths, plan: Plan, metric: Metric, store: dict | None = None
         if meta["metric"] != metric.name or tile not in expected:
             raise GenotileError(f"tile {path}: holds {meta['metric']} tile {tile}, not one of this plan's")
         if store is not None and meta.get("store") != store:
-            raise GenotileError(f"tile {path}: computed from another input or plan than this store; "
-                                "delete it and rerun")
+            raise GenotileError(
+                f"tile {path}: computed from another input or plan than this store; delete it and rerun"
+            )
         if tile in seen:
             raise GenotileError(f"tile {path}: tile {tile} given twice")
         seen.add(tile)
@@ -44,8 +45,6 @@ def read_tiles(tile_paths, plan: Plan, metric: Metric, store: dict | None = None
     missing = sorted(expected - seen)
     if missing:
         raise GenotileError(f"{len(missing)} tile(s) missing, e.g. {missing[:5]}: rerun the tile jobs")
-
-
 
 
 def merge_pairs(tile_paths, ids: list[str], plan: Plan, metric: Metric, out_path, store: dict | None = None) -> dict:
@@ -71,8 +70,10 @@ def write_histograms(out_path, metric: Metric, histograms: dict, pairs_computed:
         if counts is None:
             raise GenotileError(f"{out_path}: the tiles carry no {column} histogram (computed by an older genotile?)")
         if int(counts.sum()) != pairs_computed:
-            raise GenotileError(f"{out_path}: the tiles' {column} histogram counts {int(counts.sum())} pairs, "
-                                f"but they computed {pairs_computed}")
+            raise GenotileError(
+                f"{out_path}: the tiles' {column} histogram counts {int(counts.sum())} pairs, "
+                f"but they computed {pairs_computed}"
+            )
         lines += ["\t".join(map(str, row)) for row in histogram.rows(column, counts)]
     write_text(out_path, "\n".join(lines) + "\n")
 
@@ -125,8 +126,17 @@ def versions() -> dict:
     return {"genotile": __version__, "numpy": np.__version__, "python": platform.python_version()}
 
 
-def write_summary(out_path, *, manifest: dict, plan: Plan, metric: Metric, merged: dict,
-                  outputs: dict, config: dict, started: float | None = None) -> dict:
+def write_summary(
+    out_path,
+    *,
+    manifest: dict,
+    plan: Plan,
+    metric: Metric,
+    merged: dict,
+    outputs: dict,
+    config: dict,
+    started: float | None = None,
+) -> dict:
     tiles = merged["tiles"]
     pairs_computed = sum(t["pairs_computed"] for t in tiles)
     seconds_counts = sum(t["seconds_counts"] for t in tiles)
@@ -145,8 +155,16 @@ def write_summary(out_path, *, manifest: dict, plan: Plan, metric: Metric, merge
         "plan": plan.to_json(),
         **input_provenance(manifest),
         "outputs": output_records(outputs),
-        "tiles": [{"tile": t["tile"], "file": t["file"], "sha256": t["sha256"],
-                   "pairs_passing": t["pairs_passing"], "seconds": t["seconds_total"]} for t in tiles],
+        "tiles": [
+            {
+                "tile": t["tile"],
+                "file": t["file"],
+                "sha256": t["sha256"],
+                "pairs_passing": t["pairs_passing"],
+                "seconds": t["seconds_total"],
+            }
+            for t in tiles
+        ],
         "timings": {
             "tile_seconds_total": sum(t["seconds_total"] for t in tiles),
             "tile_seconds_counts": seconds_counts,

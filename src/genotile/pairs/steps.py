@@ -29,8 +29,9 @@ def _load_json(path, keys=("n_vectors", "n_fields", "ids")) -> dict:
 
 def ingest(input_path, encoding, codes_out, manifest_out, **options) -> dict:
     m = ingest_input(input_path, encoding, codes_out, manifest_out, **options)
-    log.info("ingest: %d vectors x %d fields, %d informative (%s)",
-             m["n_vectors"], m["n_fields"], m["n_kept"], encoding)
+    log.info(
+        "ingest: %d vectors x %d fields, %d informative (%s)", m["n_vectors"], m["n_fields"], m["n_kept"], encoding
+    )
     return m
 
 
@@ -52,22 +53,54 @@ def pack(codes, ingest_manifest, plan_path, perm_path, planes_out, manifest_out)
     return m
 
 
-def tile(planes, manifest_path, perm_path, metric_name, bi, bj, *, threshold, dense: bool, backend, tile_out,
-         metric_params=None) -> dict:
+def tile(
+    planes,
+    manifest_path,
+    perm_path,
+    metric_name,
+    bi,
+    bj,
+    *,
+    threshold,
+    dense: bool,
+    backend,
+    tile_out,
+    metric_params=None,
+) -> dict:
     planes_mm, manifest, layout = open_store(planes, manifest_path)
     p = Plan(**{k: manifest["plan"][k] for k in ("n_vectors", "block_size", "seed")})
     perm = load_permutation(perm_path, p.n_vectors)
     metric = get_metric(metric_name, **(metric_params or {}))
     rows_i, rows_j = p.block(int(bi)), p.block(int(bj))
-    log.info("tile (%d, %d) of %s: %d x %d vectors, %d plane words each, counting...", bi, bj, metric_name,
-             rows_i.stop - rows_i.start, rows_j.stop - rows_j.start, layout.total_words)
+    log.info(
+        "tile (%d, %d) of %s: %d x %d vectors, %d plane words each, counting...",
+        bi,
+        bj,
+        metric_name,
+        rows_i.stop - rows_i.start,
+        rows_j.stop - rows_j.start,
+        layout.total_words,
+    )
     arrays, meta = compute_tile(planes_mm, layout, perm, p, metric, int(bi), int(bj), threshold, dense, backend)
-    log.info("tile (%d, %d): counts in %.3f s on %s; epilogue and threshold done, writing %s", bi, bj,
-             meta["seconds_counts"], meta["backend"], tile_out)
+    log.info(
+        "tile (%d, %d): counts in %.3f s on %s; epilogue and threshold done, writing %s",
+        bi,
+        bj,
+        meta["seconds_counts"],
+        meta["backend"],
+        tile_out,
+    )
     meta["store"] = store_identity(manifest)  # lets the merge refuse a tile of another input or plan
     write_tile(tile_out, arrays, meta)
-    log.info("tile (%d, %d) of %s: %d pairs, %d pass, %.3f s in all", bi, bj, metric_name,
-             meta["pairs_computed"], meta["pairs_passing"], meta["seconds_total"])
+    log.info(
+        "tile (%d, %d) of %s: %d pairs, %d pass, %.3f s in all",
+        bi,
+        bj,
+        metric_name,
+        meta["pairs_computed"],
+        meta["pairs_passing"],
+        meta["seconds_total"],
+    )
     return meta
 
 
@@ -87,8 +120,9 @@ def matrix(tiles, manifest_path, metric_name, matrix_out) -> None:
     log.info("matrix: %d x %d written to %s", len(manifest["ids"]), len(manifest["ids"]), matrix_out)
 
 
-def merge(tiles, manifest_path, metric_name, pairs_out, summary_out, config: dict, matrix_path=None,
-          histogram_out=None) -> dict:
+def merge(
+    tiles, manifest_path, metric_name, pairs_out, summary_out, config: dict, matrix_path=None, histogram_out=None
+) -> dict:
     started = time.perf_counter()
     manifest = _load_json(manifest_path, STORE_KEYS)
     p = Plan(**{k: manifest["plan"][k] for k in ("n_vectors", "block_size", "seed")})
@@ -99,14 +133,33 @@ def merge(tiles, manifest_path, metric_name, pairs_out, summary_out, config: dic
         pairs_computed = sum(t["pairs_computed"] for t in merged["tiles"])
         write_histograms(histogram_out, metric, merged["histograms"], pairs_computed)
         outputs["histogram"] = histogram_out
-    summary = write_summary(summary_out, manifest=manifest, plan=p, metric=metric, merged=merged,
-                            outputs=outputs, config=config, started=started)
+    summary = write_summary(
+        summary_out,
+        manifest=manifest,
+        plan=p,
+        metric=metric,
+        merged=merged,
+        outputs=outputs,
+        config=config,
+        started=started,
+    )
     log.info("merge: %d of %d pairs pass", summary["pairs_passing"], summary["pairs_computed"])
     return summary
 
 
-def run_all(input_path, outdir, metrics, *, block_size=4096, seed=1, thresholds=None, dense_max=20000,
-            backend="auto", vcf_options=None, metric_params=None) -> dict:
+def run_all(
+    input_path,
+    outdir,
+    metrics,
+    *,
+    block_size=4096,
+    seed=1,
+    thresholds=None,
+    dense_max=20000,
+    backend="auto",
+    vcf_options=None,
+    metric_params=None,
+) -> dict:
     """Every stage in this process, with the same file layout as the workflow.
 
     vcf_options: the VCF reader's options (multiallelic, filter_pass, samples, regions);
@@ -130,17 +183,41 @@ def run_all(input_path, outdir, metrics, *, block_size=4096, seed=1, thresholds=
         paths = tile_paths(mdir / "pairs", p)
         progress = Progress(f"{metric_name}: tiles", total=len(paths))
         for k, ((bi, bj), path) in enumerate(zip(p.tiles(), paths, strict=True), start=1):
-            tile(store / "planes.npy", store / "manifest.json", store / "perm.npy", metric_name, bi, bj,
-                 threshold=thresholds.get(metric_name), dense=p.n_vectors <= dense_max, backend=backend, tile_out=path,
-                 metric_params=metric_params.get(metric_name))
+            tile(
+                store / "planes.npy",
+                store / "manifest.json",
+                store / "perm.npy",
+                metric_name,
+                bi,
+                bj,
+                threshold=thresholds.get(metric_name),
+                dense=p.n_vectors <= dense_max,
+                backend=backend,
+                tile_out=path,
+                metric_params=metric_params.get(metric_name),
+            )
             progress.update(k)
         progress.finish(len(paths))
         matrix_path = None
         if p.n_vectors <= dense_max:
             matrix_path = mdir / "matrix.tsv"
             matrix(paths, store / "manifest.json", metric_name, matrix_path)
-        config = {"threshold": thresholds.get(metric_name), "block_size": block_size, "seed": seed,
-                  "dense_max": dense_max, "backend": backend, "params": metric.params}
-        summaries[metric_name] = merge(paths, store / "manifest.json", metric_name, mdir / "pairs.tsv.gz",
-                                       mdir / "summary.json", config, matrix_path, mdir / "histogram.tsv")
+        config = {
+            "threshold": thresholds.get(metric_name),
+            "block_size": block_size,
+            "seed": seed,
+            "dense_max": dense_max,
+            "backend": backend,
+            "params": metric.params,
+        }
+        summaries[metric_name] = merge(
+            paths,
+            store / "manifest.json",
+            metric_name,
+            mdir / "pairs.tsv.gz",
+            mdir / "summary.json",
+            config,
+            matrix_path,
+            mdir / "histogram.tsv",
+        )
     return summaries

@@ -15,8 +15,18 @@ from genotile.core.metrics import Metric
 from genotile.core.plan import Plan
 
 
-def compute_tile(planes, layout, perm: np.ndarray, plan: Plan, metric: Metric, bi: int, bj: int,
-                 threshold=None, dense: bool = False, backend: str = "auto") -> tuple[dict, dict]:
+def compute_tile(
+    planes,
+    layout,
+    perm: np.ndarray,
+    plan: Plan,
+    metric: Metric,
+    bi: int,
+    bj: int,
+    threshold=None,
+    dense: bool = False,
+    backend: str = "auto",
+) -> tuple[dict, dict]:
     """Returns (arrays, meta) ready for `tilefile.write_tile`."""
     t0 = time.perf_counter()
     rows_i, rows_j = plan.block(bi), plan.block(bj)
@@ -26,9 +36,16 @@ def compute_tile(planes, layout, perm: np.ndarray, plan: Plan, metric: Metric, b
     if hasattr(module, "tile_pairs"):
         # optional fast path (GPU backends): counts, epilogue, threshold and compaction on the
         # device, the blocks streamed from the store; the same arrays as the path below
-        res = module.tile_pairs(planes[rows_i], None if bi == bj else planes[rows_j], metric, layout,
-                                threshold=threshold, diagonal=bi == bj, dense=dense,
-                                perms=(perm[rows_i], perm[rows_j]))
+        res = module.tile_pairs(
+            planes[rows_i],
+            None if bi == bj else planes[rows_j],
+            metric,
+            layout,
+            threshold=threshold,
+            diagonal=bi == bj,
+            dense=dense,
+            perms=(perm[rows_i], perm[rows_j]),
+        )
         ri, rj, columns, dense_values = res.ri, res.rj, res.columns, res.dense
         hist = res.histograms
         t_counts = t0 + res.seconds_counts

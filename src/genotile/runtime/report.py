@@ -53,8 +53,11 @@ def plot_histogram(histogram_tsv, metric: str, out) -> None:
         used = np.flatnonzero(counts)
         if used.size:  # zoom on the occupied bins
             ax.set_xlim(lows[used[0]], lows[used[-1]] + widths[used[-1]])
-        outside = {lo if lo in ("-inf", "nan") else "above": c for lo, hi, c in bins
-                   if c and (lo in ("-inf", "nan") or hi == "inf")}
+        outside = {
+            lo if lo in ("-inf", "nan") else "above": c
+            for lo, hi, c in bins
+            if c and (lo in ("-inf", "nan") or hi == "inf")
+        }
         note = ", ".join(f"{k}: {v}" for k, v in outside.items())
         ax.set_title(f"{column}" + (f"\n(outside the axis: {note})" if note else ""), fontsize=9)
         ax.set_xlabel(column)
@@ -67,8 +70,9 @@ def read_matrix(path) -> tuple[list[str], np.ndarray]:
     with open(path, encoding="utf-8") as fh:
         ids = fh.readline().rstrip("\n").split("\t")[1:]
         # IDs are verbatim text (ids.py): no comment character, no quoting
-        values = np.loadtxt(fh, delimiter="\t", usecols=range(1, len(ids) + 1), dtype=np.float64, ndmin=2,
-                            comments=None)
+        values = np.loadtxt(
+            fh, delimiter="\t", usecols=range(1, len(ids) + 1), dtype=np.float64, ndmin=2, comments=None
+        )
     return ids, values
 
 
@@ -79,8 +83,9 @@ def plot_heatmap(matrix_tsv, metric: str, out, max_vectors: int) -> None:
     if len(ids) > max_vectors or len(ids) < 2:
         fig, ax = plt.subplots(figsize=(5, 1.5))
         ax.axis("off")
-        ax.text(0.5, 0.5, f"{len(ids)} vectors: no heatmap (report_heatmap_max = {max_vectors})",
-                ha="center", va="center")
+        ax.text(
+            0.5, 0.5, f"{len(ids)} vectors: no heatmap (report_heatmap_max = {max_vectors})", ha="center", va="center"
+        )
         _save(fig, out)
         return
     import seaborn as sns
@@ -88,8 +93,9 @@ def plot_heatmap(matrix_tsv, metric: str, out, max_vectors: int) -> None:
     finite = np.where(np.isfinite(values), values, np.nanmedian(np.where(np.isfinite(values), values, np.nan)))
     size = min(12.0, 4 + len(ids) * 0.08)
     labels = ids if len(ids) <= 80 else False
-    grid = sns.clustermap(finite, method="average", cmap="viridis", figsize=(size, size),
-                          xticklabels=labels, yticklabels=labels)
+    grid = sns.clustermap(
+        finite, method="average", cmap="viridis", figsize=(size, size), xticklabels=labels, yticklabels=labels
+    )
     grid.ax_heatmap.set_title(metric)
     _save(grid.figure, out)
 
@@ -166,8 +172,23 @@ def run_summary(summaries: list, benchmarks: list, out) -> None:
             row = next(csv.DictReader(fh, delimiter="\t"))
         key = (dataset, owner, stage)
         stage_seconds[key] = stage_seconds.get(key, 0.0) + float(row["s"])
-    header = ["dataset", "metric", "vectors", "fields", "fields_kept", "pairs", "passing", "threshold",
-              "backend", "element_comparisons_per_s", "ingest_s", "pack_s", "tile_s", "matrix_s", "merge_s"]
+    header = [
+        "dataset",
+        "metric",
+        "vectors",
+        "fields",
+        "fields_kept",
+        "pairs",
+        "passing",
+        "threshold",
+        "backend",
+        "element_comparisons_per_s",
+        "ingest_s",
+        "pack_s",
+        "tile_s",
+        "matrix_s",
+        "merge_s",
+    ]
     lines = ["\t".join(header)]
     for path in summaries:
         with open(path) as fh:
@@ -175,12 +196,31 @@ def run_summary(summaries: list, benchmarks: list, out) -> None:
         dataset = s["config"].get("dataset", Path(path).parts[-3])
         rate = s["timings"]["element_comparisons_per_s_counts"]
         encoding = METRICS[s["metric"]].encoding if s["metric"] in METRICS else "genotype_t"  # ccc3: triples
-        lines.append("\t".join(str(x) for x in [
-            dataset, s["metric"], s["n_vectors"], s["n_fields"], s["n_fields_kept"],
-            s.get("pairs_computed", s.get("triples_computed")), s.get("pairs_passing", s.get("triples_passing")),
-            s["threshold"], ",".join(s["backend"]), f"{rate:.3g}" if rate else "",
-            *(f"{stage_seconds.get((dataset, owner, st), 0.0):.2f}" for owner, st in (
-                (encoding, "ingest"), (encoding, "pack"), (s["metric"], "tile"), (s["metric"], "matrix"),
-                (s["metric"], "merge"))),
-        ]))
+        lines.append(
+            "\t".join(
+                str(x)
+                for x in [
+                    dataset,
+                    s["metric"],
+                    s["n_vectors"],
+                    s["n_fields"],
+                    s["n_fields_kept"],
+                    s.get("pairs_computed", s.get("triples_computed")),
+                    s.get("pairs_passing", s.get("triples_passing")),
+                    s["threshold"],
+                    ",".join(s["backend"]),
+                    f"{rate:.3g}" if rate else "",
+                    *(
+                        f"{stage_seconds.get((dataset, owner, st), 0.0):.2f}"
+                        for owner, st in (
+                            (encoding, "ingest"),
+                            (encoding, "pack"),
+                            (s["metric"], "tile"),
+                            (s["metric"], "matrix"),
+                            (s["metric"], "merge"),
+                        )
+                    ),
+                ]
+            )
+        )
     write_text(out, "\n".join(lines) + "\n")

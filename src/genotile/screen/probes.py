@@ -102,9 +102,7 @@ def plan(xp, code, offsets, plane_index):
     s_sig, s_pos, s_code = sig[single], pos[single], code[single]
     s_rank = rank[s_sig, s_code]
     s_group = (rarer[s_sig, s_rank] + nth[single] >= FIRST_SINGLES).astype(xp.int64) * 2
-    single_keys = (
-        (s_sig << 40) | (s_group << 38) | (s_rank << 32) | (s_pos << PLANE_BITS) | plane_index(s_code, 1, 0)
-    )
+    single_keys = (s_sig << 40) | (s_group << 38) | (s_rank << 32) | (s_pos << PLANE_BITS) | plane_index(s_code, 1, 0)
 
     # run and alternation probes: (signature, first offset, positions c, stride d, base)
     seg_at = xp.concatenate((run_at, alt_at, alt_at + 1))

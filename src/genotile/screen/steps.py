@@ -41,29 +41,53 @@ def ingest(samples_path, signatures_path, store_dir, *, sample_block: int, signa
     samples = from_records(read_fastq(samples_path), with_qual=True)
     sigs = from_records(read_signatures(signatures_path), with_qual=False)
     store = Path(store_dir)
-    arrays = {"seq": samples.seq, "qual": samples.qual, "offsets": samples.offsets,
-              "sig_seq": sigs.seq, "sig_offsets": sigs.offsets}
+    arrays = {
+        "seq": samples.seq,
+        "qual": samples.qual,
+        "offsets": samples.offsets,
+        "sig_seq": sigs.seq,
+        "sig_offsets": sigs.offsets,
+    }
     for name, arr in arrays.items():
         with atomic_path(store / f"{name}.npy") as tmp:
             with open(tmp, "wb") as fh:
                 np.save(fh, arr)
     manifest = {
-        "samples": str(samples_path), "samples_sha256": file_sha256(samples_path),
-        "signatures": str(signatures_path), "signatures_sha256": file_sha256(signatures_path),
-        "n_samples": len(samples), "n_signatures": len(sigs),
-        "sample_bases": int(samples.seq.size), "signature_bases": int(sigs.seq.size),
-        "sample_block": sample_block, "signature_block": signature_block,
+        "samples": str(samples_path),
+        "samples_sha256": file_sha256(samples_path),
+        "signatures": str(signatures_path),
+        "signatures_sha256": file_sha256(signatures_path),
+        "n_samples": len(samples),
+        "n_signatures": len(sigs),
+        "sample_bases": int(samples.seq.size),
+        "signature_bases": int(sigs.seq.size),
+        "sample_block": sample_block,
+        "signature_block": signature_block,
         "sample_blocks": _blocks(len(samples), sample_block),
         "signature_blocks": _blocks(len(sigs), signature_block),
-        "sample_ids": samples.names, "signature_ids": sigs.names,
+        "sample_ids": samples.names,
+        "signature_ids": sigs.names,
     }
     write_text(store / "manifest.json", json.dumps(manifest, indent=1) + "\n")
     return manifest
 
 
-MANIFEST_KEYS = ("samples", "samples_sha256", "signatures", "signatures_sha256", "n_samples", "n_signatures",
-                 "sample_bases", "signature_bases", "sample_block", "signature_block", "sample_blocks",
-                 "signature_blocks", "sample_ids", "signature_ids")
+MANIFEST_KEYS = (
+    "samples",
+    "samples_sha256",
+    "signatures",
+    "signatures_sha256",
+    "n_samples",
+    "n_signatures",
+    "sample_bases",
+    "signature_bases",
+    "sample_block",
+    "signature_block",
+    "sample_blocks",
+    "signature_blocks",
+    "sample_ids",
+    "signature_ids",
+)
 STORE_DTYPES = {"seq": np.uint8, "qual": np.uint8, "offsets": np.int64, "sig_seq": np.uint8, "sig_offsets": np.int64}
 
 
@@ -71,17 +95,28 @@ def _check_manifest(path, m: dict) -> None:
     """Counts, IDs and plan of a screening manifest agree with each other."""
     for kind, block in (("sample", "sample_block"), ("signature", "signature_block")):
         ids, n, size, blocks = m[f"{kind}_ids"], m[f"n_{kind}s"], m[block], m[f"{kind}_blocks"]
-        if not (isinstance(ids, list) and all(isinstance(x, str) for x in ids) and type(n) is int
-                and len(ids) == n > 0 and type(size) is int and size > 0 and blocks == _blocks(n, size)):
-            raise GenotileError(f"screening store manifest {path}: its {kind} IDs, count, block size and "
-                                f"blocks do not agree (damaged or edited); {RERUN}")
+        if not (
+            isinstance(ids, list)
+            and all(isinstance(x, str) for x in ids)
+            and type(n) is int
+            and len(ids) == n > 0
+            and type(size) is int
+            and size > 0
+            and blocks == _blocks(n, size)
+        ):
+            raise GenotileError(
+                f"screening store manifest {path}: its {kind} IDs, count, block size and "
+                f"blocks do not agree (damaged or edited); {RERUN}"
+            )
 
 
 def _check_offsets(path, offsets: np.ndarray, n: int, size: int) -> None:
     """offsets of n non-empty records back to back in an array of `size` bytes."""
     if offsets.shape != (n + 1,) or offsets[0] != 0 or offsets[-1] != size or (np.diff(offsets) <= 0).any():
-        raise GenotileError(f"screening store {path}: not {n + 1} increasing offsets from 0 to {size} "
-                            f"(the size of its sequence array); {RERUN}")
+        raise GenotileError(
+            f"screening store {path}: not {n + 1} increasing offsets from 0 to {size} "
+            f"(the size of its sequence array); {RERUN}"
+        )
 
 
 def load_store(store_dir) -> tuple[dict, SequenceSet, SequenceSet]:
@@ -89,11 +124,15 @@ def load_store(store_dir) -> tuple[dict, SequenceSet, SequenceSet]:
     store = Path(store_dir)
     manifest = load_json(store / "manifest.json", "screening store manifest", MANIFEST_KEYS)
     _check_manifest(store / "manifest.json", manifest)
-    a = {name: load_npy(store / f"{name}.npy", "screening store array", dtype=STORE_DTYPES[name], ndim=1, mmap=True)
-         for name in STORE_ARRAYS}
+    a = {
+        name: load_npy(store / f"{name}.npy", "screening store array", dtype=STORE_DTYPES[name], ndim=1, mmap=True)
+        for name in STORE_ARRAYS
+    }
     if a["qual"].size != a["seq"].size:
-        raise GenotileError(f"screening store {store / 'qual.npy'}: {a['qual'].size} qualities for "
-                            f"{a['seq'].size} bases in seq.npy; {RERUN}")
+        raise GenotileError(
+            f"screening store {store / 'qual.npy'}: {a['qual'].size} qualities for "
+            f"{a['seq'].size} bases in seq.npy; {RERUN}"
+        )
     offsets, sig_offsets = np.asarray(a["offsets"]), np.asarray(a["sig_offsets"])
     _check_offsets(store / "offsets.npy", offsets, manifest["n_samples"], a["seq"].size)
     _check_offsets(store / "sig_offsets.npy", sig_offsets, manifest["n_signatures"], a["sig_seq"].size)
@@ -127,9 +166,15 @@ def tile(store_dir, i: int, j: int, *, backend: str, tile_out) -> dict:
         "position": pos[rows, cols].astype(np.int64),
         "qual_sum": qsum[rows, cols].astype(np.int64),
     }
-    meta = {"tile": [i, j], "backend": chosen, "pairs_computed": (s1 - s0) * (g1 - g0),
-            "matches": int(rows.size), "seconds_search": seconds_search,
-            "seconds_total": time.perf_counter() - start, "store": _identity(manifest)}
+    meta = {
+        "tile": [i, j],
+        "backend": chosen,
+        "pairs_computed": (s1 - s0) * (g1 - g0),
+        "matches": int(rows.size),
+        "seconds_search": seconds_search,
+        "seconds_total": time.perf_counter() - start,
+        "store": _identity(manifest),
+    }
     write_tile(tile_out, arrays, meta)
     return meta
 
@@ -155,9 +200,17 @@ def merge(tile_paths, store_dir, *, min_score, matches_out, summary_out, config:
             raise GenotileError(f"tile {path}: tile {job} given twice")
         seen.add(job)
         parts.append(arrays)
-        tiles.append({"tile": meta["tile"], "file": str(path), "sha256": digest, "backend": meta["backend"],
-                      "matches": meta["matches"], "seconds": meta["seconds_total"],
-                      "seconds_search": meta["seconds_search"]})
+        tiles.append(
+            {
+                "tile": meta["tile"],
+                "file": str(path),
+                "sha256": digest,
+                "backend": meta["backend"],
+                "matches": meta["matches"],
+                "seconds": meta["seconds_total"],
+                "seconds_search": meta["seconds_search"],
+            }
+        )
     missing = sorted(want - seen)
     if missing:
         raise GenotileError(f"screen tiles missing from the merge: {missing}")
@@ -170,18 +223,33 @@ def merge(tile_paths, store_dir, *, min_score, matches_out, summary_out, config:
     sample_ids = np.asarray(manifest["sample_ids"], dtype=object)
     sig_ids = np.asarray(manifest["signature_ids"], dtype=object)
     kept = np.flatnonzero(keep)
-    write_tsv_gz(matches_out, HEADER, [
-        sample_ids[cols["sample"][kept]],
-        sig_ids[cols["signature"][kept]],
-        [str(p + 1) for p in cols["position"][kept].tolist()],
-        [format_score(v) for v in h[kept].tolist()],
-    ])
+    write_tsv_gz(
+        matches_out,
+        HEADER,
+        [
+            sample_ids[cols["sample"][kept]],
+            sig_ids[cols["signature"][kept]],
+            [str(p + 1) for p in cols["position"][kept].tolist()],
+            [format_score(v) for v in h[kept].tolist()],
+        ],
+    )
     search = sum(t["seconds_search"] for t in tiles)
     summary = {
         "kind": "screen",
         "columns": list(HEADER),
-        **{k: manifest[k] for k in ("samples", "samples_sha256", "signatures", "signatures_sha256", "n_samples",
-                                    "n_signatures", "sample_bases", "signature_bases")},
+        **{
+            k: manifest[k]
+            for k in (
+                "samples",
+                "samples_sha256",
+                "signatures",
+                "signatures_sha256",
+                "n_samples",
+                "n_signatures",
+                "sample_bases",
+                "signature_bases",
+            )
+        },
         "pairs_computed": manifest["n_samples"] * manifest["n_signatures"],
         "pairs_matching": int(h.size),
         "pairs_passing": int(keep.sum()),
@@ -190,9 +258,12 @@ def merge(tile_paths, store_dir, *, min_score, matches_out, summary_out, config:
         "plan": {k: manifest[k] for k in ("sample_block", "signature_block", "sample_blocks", "signature_blocks")},
         "outputs": output_records({"matches": matches_out}),
         "tiles": tiles,
-        "timings": {"tile_seconds_total": sum(t["seconds"] for t in tiles), "tile_seconds_search": search,
-                    "pairs_per_s_search": manifest["n_samples"] * manifest["n_signatures"] / search if search else None,
-                    "merge_seconds": time.perf_counter() - started},
+        "timings": {
+            "tile_seconds_total": sum(t["seconds"] for t in tiles),
+            "tile_seconds_search": search,
+            "pairs_per_s_search": manifest["n_samples"] * manifest["n_signatures"] / search if search else None,
+            "merge_seconds": time.perf_counter() - started,
+        },
         "config": config,
         "versions": versions(),
     }

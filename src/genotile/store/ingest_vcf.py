@@ -50,8 +50,13 @@ class RowAppender:
     def _header(self) -> int:
         self.fh.seek(0)
         np.lib.format.write_array_header_1_0(
-            self.fh, {"descr": np.lib.format.dtype_to_descr(self.dtype), "fortran_order": False,
-                      "shape": (self.rows, self.n_cols)})
+            self.fh,
+            {
+                "descr": np.lib.format.dtype_to_descr(self.dtype),
+                "fortran_order": False,
+                "shape": (self.rows, self.n_cols),
+            },
+        )
         return self.fh.tell()
 
     def append(self, block: np.ndarray) -> None:
@@ -166,8 +171,9 @@ def ingest_vcf(path, encoding: str, codes_out, manifest_out, **options) -> dict:
             ids_variants = _read_rows(reader, RowAppender(tmp, len(reader.samples)))
         else:
             reader.want_ids = False  # vectors are samples: variant IDs are not kept
-            fd, rows_tmp = tempfile.mkstemp(prefix=f".{Path(codes_out).name}.", suffix=".rows.npy",
-                                            dir=Path(tmp).parent)
+            fd, rows_tmp = tempfile.mkstemp(
+                prefix=f".{Path(codes_out).name}.", suffix=".rows.npy", dir=Path(tmp).parent
+            )
             os.close(fd)
             try:
                 rows = _Rows(rows_tmp, len(reader.samples))

@@ -30,8 +30,12 @@ def _categorical(codes, ingest_manifest: dict, gpu: bool = False):
     """(layout, rows -> planes, manifest keys) of an alphabet's store."""
     alphabet = ALPHABETS[ingest_manifest["alphabet"]]
     enc = categorical_encoding(symbol_counts(codes), alphabet.has_missing)
-    extra = {"alphabet": alphabet.name, "n_kept": int(enc.order.size), "n_two_symbol": enc.n_b,
-             "s_lengths": list(enc.s_lengths)}
+    extra = {
+        "alphabet": alphabet.name,
+        "n_kept": int(enc.order.size),
+        "n_two_symbol": enc.n_b,
+        "s_lengths": list(enc.s_lengths),
+    }
     if gpu:
         from genotile.backends.cuda import cupy_pack
 
@@ -43,8 +47,7 @@ def _genotype(codes, ingest_manifest: dict, gpu: bool = False):
     """(layout, rows -> planes, manifest keys) of a genotype store (see genotype.py)."""
     encoding = ingest_manifest["encoding"]
     layout = genotype_layout(codes, encoding)
-    extra = {"encoding": encoding, "n_kept": int(codes.shape[1]),
-             "ingest_counts": ingest_manifest.get("counts", {})}
+    extra = {"encoding": encoding, "n_kept": int(codes.shape[1]), "ingest_counts": ingest_manifest.get("counts", {})}
     if gpu:
         from genotile.backends.cuda import cupy_pack
 
@@ -71,8 +74,9 @@ def use_gpu_packing(gpu: bool | None = None) -> bool:
     return False
 
 
-def pack_store(codes_path, ingest_manifest: dict, plan: Plan, perm: np.ndarray, planes_out, manifest_out,
-               gpu: bool | None = None) -> dict:
+def pack_store(
+    codes_path, ingest_manifest: dict, plan: Plan, perm: np.ndarray, planes_out, manifest_out, gpu: bool | None = None
+) -> dict:
     codes = load_npy(codes_path, "codes", dtype=np.uint8, ndim=2, mmap=True)
     n = codes.shape[0]
     if n != plan.n_vectors or perm.shape != (n,):

@@ -21,8 +21,17 @@ def _size(b: float) -> str:
         b /= 1000
     return ""
 
-def describe(n_vectors: int, n_fields: int, *, block_size: int = 4096, stages: int = 1, density: float = 1.0,
-             missing: bool = True, batch_rows: int = 4096) -> str:
+
+def describe(
+    n_vectors: int,
+    n_fields: int,
+    *,
+    block_size: int = 4096,
+    stages: int = 1,
+    density: float = 1.0,
+    missing: bool = True,
+    batch_rows: int = 4096,
+) -> str:
     if not 0 <= density <= 1:
         raise GenotileError(f"density must be between 0 and 1, not {density}")
     if density >= 1:
@@ -31,20 +40,23 @@ def describe(n_vectors: int, n_fields: int, *, block_size: int = 4096, stages: i
     blocks = plan.n_blocks
     jobs = blocks * (blocks + 1) * (blocks + 2) // 6 * stages
     layout = GenotypeLayout(n_words(n_fields), PLANES["genotype_t"], complete=not missing)
-    products = sum(1 for terms in ccc3.count_terms(layout).values() for t in terms
-                   if t.left is not None and t.right is not None)
+    products = sum(
+        1 for terms in ccc3.count_terms(layout).values() for t in terms if t.left is not None and t.right is not None
+    )
     triples = plan.n_triples
     b = min(block_size, max(n_vectors, 1))
     row_bytes = layout.total_words * 8
     job_memory = 3 * b * row_bytes + batch_rows * (3 * row_bytes + b * (8 * 8 + 8 * 8 + 1))
     passing = density * triples
-    return "\n".join([
-        f"ccc3 on {n_vectors:,} SNPs x {n_fields:,} samples, blocks of {block_size:,}, {stages} stage(s):",
-        f"  {jobs:,} triple jobs ({jobs // stages:,} block triples I <= J <= K x {stages} stages); "
-        f"{triples:,} unique triples",
-        f"  work: {float(triples) * n_fields:.3g} element comparisons, "
-        f"{float(triples) * products * layout.words * WORD_BITS:.3g} bit-MACs ({products} plane products a triple)",
-        f"  memory per job: {_size(job_memory)} (masked batches of {batch_rows:,} rows)",
-        f"  output: {passing:.3g} passing triples: triple files {_size(passing * 88)}, "
-        f"triples.tsv.gz ~{_size(passing * (3 * 12 + 8 * 20) / 3)}",
-    ])
+    return "\n".join(
+        [
+            f"ccc3 on {n_vectors:,} SNPs x {n_fields:,} samples, blocks of {block_size:,}, {stages} stage(s):",
+            f"  {jobs:,} triple jobs ({jobs // stages:,} block triples I <= J <= K x {stages} stages); "
+            f"{triples:,} unique triples",
+            f"  work: {float(triples) * n_fields:.3g} element comparisons, "
+            f"{float(triples) * products * layout.words * WORD_BITS:.3g} bit-MACs ({products} plane products a triple)",
+            f"  memory per job: {_size(job_memory)} (masked batches of {batch_rows:,} rows)",
+            f"  output: {passing:.3g} passing triples: triple files {_size(passing * 88)}, "
+            f"triples.tsv.gz ~{_size(passing * (3 * 12 + 8 * 20) / 3)}",
+        ]
+    )

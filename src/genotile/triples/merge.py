@@ -29,14 +29,19 @@ def read_triple_files(paths, plan: ccc3.Plan3, store: dict | None = None, params
         if meta.get("metric") != ccc3.NAME or job not in expected:
             raise GenotileError(f"triple file {path}: holds {meta.get('metric')} job {job}, not one of this plan's")
         if meta.get("plan3") != {"block_size": plan.block_size, "stages": plan.stages}:
-            raise GenotileError(f"triple file {path}: computed with {meta.get('plan3')}, not this plan's block size "
-                                f"{plan.block_size} and {plan.stages} stage(s); delete it and rerun")
+            raise GenotileError(
+                f"triple file {path}: computed with {meta.get('plan3')}, not this plan's block size "
+                f"{plan.block_size} and {plan.stages} stage(s); delete it and rerun"
+            )
         if store is not None and meta.get("store") != store:
-            raise GenotileError(f"triple file {path}: computed from another input or plan than this store; "
-                                "delete it and rerun")
+            raise GenotileError(
+                f"triple file {path}: computed from another input or plan than this store; delete it and rerun"
+            )
         if params is not None and meta.get("params") != params:
-            raise GenotileError(f"triple file {path}: computed with ccc parameters {meta.get('params')}, "
-                                f"not {params}; delete it and rerun")
+            raise GenotileError(
+                f"triple file {path}: computed with ccc parameters {meta.get('params')}, "
+                f"not {params}; delete it and rerun"
+            )
         if job in seen:
             raise GenotileError(f"triple file {path}: job {job} given twice")
         seen.add(job)
@@ -48,8 +53,9 @@ def read_triple_files(paths, plan: ccc3.Plan3, store: dict | None = None, params
         raise GenotileError(f"{len(missing)} triple file(s) missing, e.g. {missing[:5]}: rerun the triple jobs")
 
 
-def merge_triples(paths, ids: list[str], plan: ccc3.Plan3, out_path, store: dict | None = None,
-                  params: dict | None = None) -> dict:
+def merge_triples(
+    paths, ids: list[str], plan: ccc3.Plan3, out_path, store: dict | None = None, params: dict | None = None
+) -> dict:
     parts, jobs = [], []
     for path, arrays, meta, digest in read_triple_files(paths, plan, store, params):
         parts.append({k: arrays[k] for k in ("a", "b", "c", *ccc3.COLUMNS)})
@@ -63,8 +69,16 @@ def merge_triples(paths, ids: list[str], plan: ccc3.Plan3, out_path, store: dict
     return {"triples_passing": int(order.size), "jobs": jobs}
 
 
-def write_summary(out_path, *, manifest: dict, plan: ccc3.Plan3, merged: dict, outputs: dict, config: dict,
-                  started: float | None = None) -> dict:
+def write_summary(
+    out_path,
+    *,
+    manifest: dict,
+    plan: ccc3.Plan3,
+    merged: dict,
+    outputs: dict,
+    config: dict,
+    started: float | None = None,
+) -> dict:
     jobs = merged["jobs"]
     computed = sum(j["triples_computed"] for j in jobs)
     seconds_counts = sum(j["seconds_counts"] for j in jobs)
@@ -85,8 +99,16 @@ def write_summary(out_path, *, manifest: dict, plan: ccc3.Plan3, merged: dict, o
         "plan": plan.to_json(),
         **input_provenance(manifest),
         "outputs": output_records(outputs),
-        "jobs": [{"job": [*j["tile"], j["stage"]], "file": j["file"], "sha256": j["sha256"],
-                  "triples_passing": j["triples_passing"], "seconds": j["seconds_total"]} for j in jobs],
+        "jobs": [
+            {
+                "job": [*j["tile"], j["stage"]],
+                "file": j["file"],
+                "sha256": j["sha256"],
+                "triples_passing": j["triples_passing"],
+                "seconds": j["seconds_total"],
+            }
+            for j in jobs
+        ],
         "timings": {
             "job_seconds_total": sum(j["seconds_total"] for j in jobs),
             "job_seconds_counts": seconds_counts,

@@ -33,22 +33,55 @@ def triple_paths(triples_dir, plan: ccc3.Plan3) -> list[Path]:
     return [triple_path(triples_dir, job) for job in plan.jobs()]
 
 
-def triple_job(planes, manifest_path, perm_path, bi, bj, bk, stage, *, block_size, stages, threshold, params=None,
-               backend="auto", out, null_max: int = ccc3.NULL_THRESHOLD_MAX) -> dict:
+def triple_job(
+    planes,
+    manifest_path,
+    perm_path,
+    bi,
+    bj,
+    bk,
+    stage,
+    *,
+    block_size,
+    stages,
+    threshold,
+    params=None,
+    backend="auto",
+    out,
+    null_max: int = ccc3.NULL_THRESHOLD_MAX,
+) -> dict:
     planes_mm, manifest, layout = open_store(planes, manifest_path)
     plan = plan3(manifest, block_size, stages)
     ccc3.check_null_threshold(plan.n_vectors, threshold, max_vectors=null_max)
     prm = ccc3.Params.make(**(params or {}))
     perm = load_permutation(perm_path, plan.n_vectors)
-    log.info("ccc3 job (%d, %d, %d) stage %d of %d: %d middle vectors, %d fields, counting...", bi, bj, bk, stage,
-             stages, len(plan.stage_rows(int(bj), int(stage))), manifest["n_kept"])
-    arrays, meta = compute_triples(planes_mm, layout, perm, plan, prm, int(bi), int(bj), int(bk), int(stage),
-                                   threshold, backend)
+    log.info(
+        "ccc3 job (%d, %d, %d) stage %d of %d: %d middle vectors, %d fields, counting...",
+        bi,
+        bj,
+        bk,
+        stage,
+        stages,
+        len(plan.stage_rows(int(bj), int(stage))),
+        manifest["n_kept"],
+    )
+    arrays, meta = compute_triples(
+        planes_mm, layout, perm, plan, prm, int(bi), int(bj), int(bk), int(stage), threshold, backend
+    )
     meta["store"] = store_identity(manifest)
     write_tile(out, arrays, meta)
-    log.info("ccc3 job (%d, %d, %d) stage %d: %d triples, %d pass, counts %.3f s on %s, %.3f s in all", bi, bj, bk,
-             stage, meta["triples_computed"], meta["triples_passing"], meta["seconds_counts"], meta["backend"],
-             meta["seconds_total"])
+    log.info(
+        "ccc3 job (%d, %d, %d) stage %d: %d triples, %d pass, counts %.3f s on %s, %.3f s in all",
+        bi,
+        bj,
+        bk,
+        stage,
+        meta["triples_computed"],
+        meta["triples_passing"],
+        meta["seconds_counts"],
+        meta["backend"],
+        meta["seconds_total"],
+    )
     return meta
 
 
@@ -57,16 +90,38 @@ def merge(paths, manifest_path, *, block_size, stages, triples_out, summary_out,
     manifest = load_json(manifest_path, "store manifest", STORE_KEYS)
     plan = plan3(manifest, block_size, stages)
     prm = ccc3.Params.make(**(params or {}))
-    merged = merge_triples(paths, manifest["ids"], plan, triples_out, store_identity(manifest),
-                           {"multiplier": prm.multiplier, "param": prm.param})
-    summary = write_summary(summary_out, manifest=manifest, plan=plan, merged=merged,
-                            outputs={"triples": triples_out}, config=config, started=started)
+    merged = merge_triples(
+        paths,
+        manifest["ids"],
+        plan,
+        triples_out,
+        store_identity(manifest),
+        {"multiplier": prm.multiplier, "param": prm.param},
+    )
+    summary = write_summary(
+        summary_out,
+        manifest=manifest,
+        plan=plan,
+        merged=merged,
+        outputs={"triples": triples_out},
+        config=config,
+        started=started,
+    )
     log.info("ccc3 merge: %d of %d triples pass", summary["triples_passing"], summary["triples_computed"])
     return summary
 
 
-def run_ccc3(store_dir, outdir, *, block_size, stages=1, threshold=None, params=None, backend="auto",
-             null_max: int = ccc3.NULL_THRESHOLD_MAX) -> dict:
+def run_ccc3(
+    store_dir,
+    outdir,
+    *,
+    block_size,
+    stages=1,
+    threshold=None,
+    params=None,
+    backend="auto",
+    null_max: int = ccc3.NULL_THRESHOLD_MAX,
+) -> dict:
     """Every ccc3 job of a packed store, then the merge, in this process (files as the workflow's)."""
     store_dir, outdir = Path(store_dir), Path(outdir)
     plan = plan3(load_json(store_dir / "manifest.json", "store manifest", STORE_KEYS), block_size, stages)
@@ -74,12 +129,34 @@ def run_ccc3(store_dir, outdir, *, block_size, stages=1, threshold=None, params=
     paths = triple_paths(outdir / "triples", plan)
     progress = Progress("ccc3: jobs", total=len(paths))
     for n, (job, path) in enumerate(zip(plan.jobs(), paths, strict=True), start=1):
-        triple_job(store_dir / "planes.npy", store_dir / "manifest.json", store_dir / "perm.npy", *job,
-                   block_size=block_size, stages=stages, threshold=threshold, params=params, backend=backend, out=path)
+        triple_job(
+            store_dir / "planes.npy",
+            store_dir / "manifest.json",
+            store_dir / "perm.npy",
+            *job,
+            block_size=block_size,
+            stages=stages,
+            threshold=threshold,
+            params=params,
+            backend=backend,
+            out=path,
+        )
         progress.update(n)
     progress.finish(len(paths))
-    config = {"threshold": threshold, "block_size": block_size, "stages": stages, "backend": backend,
-              "params": dict(params or {})}
-    return merge(paths, store_dir / "manifest.json", block_size=block_size, stages=stages,
-                 triples_out=outdir / "triples.tsv.gz", summary_out=outdir / "summary.json", config=config,
-                 params=params)
+    config = {
+        "threshold": threshold,
+        "block_size": block_size,
+        "stages": stages,
+        "backend": backend,
+        "params": dict(params or {}),
+    }
+    return merge(
+        paths,
+        store_dir / "manifest.json",
+        block_size=block_size,
+        stages=stages,
+        triples_out=outdir / "triples.tsv.gz",
+        summary_out=outdir / "summary.json",
+        config=config,
+        params=params,
+    )

@@ -44,8 +44,19 @@ def _middle_batches(plan, bi, bj, bk, stage, n_i, n_k, batch_rows):
         yield batch
 
 
-def compute_triples(planes, layout, perm: np.ndarray, plan: ccc3.Plan3, params: ccc3.Params, bi: int, bj: int,
-                    bk: int, stage: int, threshold=None, backend: str = "auto") -> tuple[dict, dict]:
+def compute_triples(
+    planes,
+    layout,
+    perm: np.ndarray,
+    plan: ccc3.Plan3,
+    params: ccc3.Params,
+    bi: int,
+    bj: int,
+    bk: int,
+    stage: int,
+    threshold=None,
+    backend: str = "auto",
+) -> tuple[dict, dict]:
     """(arrays, meta) for tilefile.write_tile: a, b, c (original indices) and ccc_000 .. ccc_111."""
     t0 = time.perf_counter()
     ccc3.check_layout(layout)
@@ -73,9 +84,13 @@ def compute_triples(planes, layout, perm: np.ndarray, plan: ccc3.Plan3, params: 
             row_i = np.concatenate([np.arange(n) for n in per_j])
             row_j = np.repeat(np.asarray(batch), per_j)
             col_k = np.arange(k0, n_k)
-            vals = ccc3.epilogue(counts, (stats[0][0][row_i, None], stats[0][1][row_i, None]),
-                                 (stats[1][0][row_j, None], stats[1][1][row_j, None]),
-                                 (stats[2][0][None, k0:], stats[2][1][None, k0:]), params)
+            vals = ccc3.epilogue(
+                counts,
+                (stats[0][0][row_i, None], stats[0][1][row_i, None]),
+                (stats[1][0][row_j, None], stats[1][1][row_j, None]),
+                (stats[2][0][None, k0:], stats[2][1][None, k0:]),
+                params,
+            )
             keep = ccc3.passes(vals, threshold)
             if bj == bk:
                 keep &= col_k[None, :] > row_j[:, None]

@@ -92,11 +92,18 @@ def count_matrices(left: np.ndarray, right: np.ndarray, counts: dict) -> dict[st
         else:
             pairs = [(bi, bj) for bi in range(blocks_i) for bj in range(blocks_j)]
         out = np.empty((len(names), blocks_i * b, blocks_j * b), np.int64)
-        kernel.tile_counts(left_p, right_p,
-                           np.array([le[0] for le, _ in products], np.int64),
-                           np.array([r[0] for _, r in products], np.int64),
-                           np.array([le[1] - le[0] for le, _ in products], np.int64),
-                           np.array(pairs, np.int64).reshape(-1, 2), upper, lower, diagonal, out)
+        kernel.tile_counts(
+            left_p,
+            right_p,
+            np.array([le[0] for le, _ in products], np.int64),
+            np.array([r[0] for _, r in products], np.int64),
+            np.array([le[1] - le[0] for le, _ in products], np.int64),
+            np.array(pairs, np.int64).reshape(-1, 2),
+            upper,
+            lower,
+            diagonal,
+            out,
+        )
         for c, name in enumerate(names):
             result[name] = np.ascontiguousarray(out[c, :n_i, :n_j])
     return add_row_sums(result, left, right, counts)

@@ -340,20 +340,24 @@ def _run_job(job: _Job, left, right, diagonal: bool, upper: bool, pops: _Popcoun
         def fill(words, buf, side, r0, r1, cache, pieces=pieces):
             rows = words[r0:r1]
             for k0_, k1_, s0, s1, rs in pieces:
+
                 def bits(start, width=s1 - s0):
                     if (start, width) not in cache:
                         cache[start, width] = _unpack(rows, start, start + width)
                     return cache[start, width]
+
                 if side == "x":
                     np.copyto(buf[r0:r1, k0_:k1_], bits(s0))
                 else:
                     _combine(buf[r0:r1, k0_:k1_], [(bits(r), c) for r, c in rs])
 
         if diagonal:
+
             def fill_both(r0, r1):
                 cache: dict = {}
                 fill(left, x_buf, "x", r0, r1, cache)
                 fill(left, y_buf, "y", r0, r1, cache)
+
             _by_rows(fill_both, n_i)
         else:
             _by_rows(lambda r0, r1: fill(left, x_buf, "x", r0, r1, {}), n_i)
@@ -384,9 +388,17 @@ def _run_job(job: _Job, left, right, diagonal: bool, upper: bool, pops: _Popcoun
 
 def _singles(job: _Job) -> list[_Job]:
     """The job as one job per count."""
-    return [_Job((name,), tuple((lr, tuple((0, c, r0) for k, c, r0 in ts if k == slot))
-                                for lr, ts in job.groups if any(k == slot for k, _, _ in ts)))
-            for slot, name in enumerate(job.names)]
+    return [
+        _Job(
+            (name,),
+            tuple(
+                (lr, tuple((0, c, r0) for k, c, r0 in ts if k == slot))
+                for lr, ts in job.groups
+                if any(k == slot for k, _, _ in ts)
+            ),
+        )
+        for slot, name in enumerate(job.names)
+    ]
 
 
 def _popcount_job(job: _Job, left, right) -> np.ndarray:

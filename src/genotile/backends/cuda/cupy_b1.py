@@ -58,11 +58,16 @@ class TileConfig:
     @property
     def options(self) -> tuple[str, ...]:
         return (
-            f"-DGT_BLOCK_M={self.block_m}", f"-DGT_BLOCK_N={self.block_n}",
-            f"-DGT_WARP_M={self.warp_m}", f"-DGT_WARP_N={self.warp_n}",
-            f"-DGT_STAGES={self.stages}", f"-DGT_MIN_BLOCKS={self.min_blocks}",
-            f"-DGT_GROUP_M={self.group_m}", f"-DGT_DOUBLE_BUFFER={int(self.double_buffer)}",
-            f"-DGT_MMA_VOLATILE={int(self.mma_volatile)}", f"-DGT_LOAD_LATE={int(self.load_late)}",
+            f"-DGT_BLOCK_M={self.block_m}",
+            f"-DGT_BLOCK_N={self.block_n}",
+            f"-DGT_WARP_M={self.warp_m}",
+            f"-DGT_WARP_N={self.warp_n}",
+            f"-DGT_STAGES={self.stages}",
+            f"-DGT_MIN_BLOCKS={self.min_blocks}",
+            f"-DGT_GROUP_M={self.group_m}",
+            f"-DGT_DOUBLE_BUFFER={int(self.double_buffer)}",
+            f"-DGT_MMA_VOLATILE={int(self.mma_volatile)}",
+            f"-DGT_LOAD_LATE={int(self.load_late)}",
         )
 
 
@@ -176,8 +181,14 @@ def prepare_launch(dl, dr, pieces: list[cc.Product], cfg: TileConfig, a=None, b=
     b = repack(dr, pieces, "right", cfg) if b is None else b
     term_kt, term_mult = tables
     return Launch(
-        a=a, b=b, term_kt=term_kt, term_mult=term_mult,
-        n_terms=len(pieces), final_mult=int(pieces[-1].coef), rows=m, cols=n,
+        a=a,
+        b=b,
+        term_kt=term_kt,
+        term_mult=term_mult,
+        n_terms=len(pieces),
+        final_mult=int(pieces[-1].coef),
+        rows=m,
+        cols=n,
         bit_macs=m * n * cc.WORD_BITS * sum(p.width for p in pieces),
     )
 
@@ -197,10 +208,22 @@ def run_launch(launch: Launch, cfg: TileConfig, out, row_add, col_add) -> None:
     kernel = _kernel(cfg)
     grid = (-(-launch.a.shape[0] // cfg.block_m)) * (-(-launch.b.shape[0] // cfg.block_n))
     kernel(
-        (grid,), (cfg.threads,),
-        (launch.a, launch.b, out, np.int32(launch.rows), np.int32(launch.cols),
-         np.int64(launch.a.shape[1]), launch.term_kt, launch.term_mult, np.int32(launch.n_terms),
-         np.int32(launch.final_mult), row_add, col_add),
+        (grid,),
+        (cfg.threads,),
+        (
+            launch.a,
+            launch.b,
+            out,
+            np.int32(launch.rows),
+            np.int32(launch.cols),
+            np.int64(launch.a.shape[1]),
+            launch.term_kt,
+            launch.term_mult,
+            np.int32(launch.n_terms),
+            np.int32(launch.final_mult),
+            row_add,
+            col_add,
+        ),
         shared_mem=cfg.smem_bytes,
     )
 
@@ -212,8 +235,9 @@ def fits_int32(terms) -> bool:
     return len(plan_launches(products)) == 1 and total <= cc.INT32_MAX
 
 
-def count_device(dl, dr, terms, config: str | None = None, int32: bool = False, cache: dict | None = None,
-                 keys: tuple | None = None):
+def count_device(
+    dl, dr, terms, config: str | None = None, int32: bool = False, cache: dict | None = None, keys: tuple | None = None
+):
     """Device array (rows_left, rows_right) of one count (see metrics.Term): int64, or the
     kernel's int32 output itself when `int32` and the count fits (`fits_int32`).
 
@@ -240,10 +264,14 @@ def count_device(dl, dr, terms, config: str | None = None, int32: bool = False, 
 
     def launch(i, pieces):
         return prepare_launch(
-            dl, dr, pieces, cfg,
+            dl,
+            dr,
+            pieces,
+            cfg,
             a=cached((lk, "a", i, config), lambda: repack(dl, pieces, "left", cfg)),
             b=cached((rk, "b", i, config), lambda: repack(dr, pieces, "right", cfg)),
-            tables=cached(("tables", tuple(pieces)), lambda: term_tables(pieces)))
+            tables=cached(("tables", tuple(pieces)), lambda: term_tables(pieces)),
+        )
 
     def sums(d, key, side_sums):
         return cached((key, "sums", tuple(side_sums)), lambda: cc.row_sums(d, side_sums))

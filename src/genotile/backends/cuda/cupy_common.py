@@ -162,9 +162,19 @@ def row_sums(words, sums: list[RowSum]):
     for s in sums:
         for piece in _split_sum(s):
             part.fill(0)
-            kernel(((rows + warps - 1) // warps,), (32 * warps,),
-                   (words, np.int64(words.shape[1]), np.int32(rows), np.int64(piece.start),
-                    np.int64(piece.width), np.int32(piece.coef), part))
+            kernel(
+                ((rows + warps - 1) // warps,),
+                (32 * warps,),
+                (
+                    words,
+                    np.int64(words.shape[1]),
+                    np.int32(rows),
+                    np.int64(piece.start),
+                    np.int64(piece.width),
+                    np.int32(piece.coef),
+                    part,
+                ),
+            )
             total += part
     return total
 

@@ -57,11 +57,25 @@ def gemm_s8(lhs, rhs, out, k: int, accumulate: bool) -> None:
     cublas.setPointerMode(handle, CUBLAS_POINTER_MODE_HOST)
     try:
         cublas.gemmEx(
-            handle, CUBLAS_OP_T, CUBLAS_OP_N, n, m, k,
-            _ONE.ctypes.data, rhs.data.ptr, CUDA_R_8I, rhs.shape[1],
-            lhs.data.ptr, CUDA_R_8I, lhs.shape[1],
-            (_ONE if accumulate else _ZERO).ctypes.data, out.data.ptr, CUDA_R_32I, n,
-            CUBLAS_COMPUTE_32I, CUBLAS_GEMM_DEFAULT,
+            handle,
+            CUBLAS_OP_T,
+            CUBLAS_OP_N,
+            n,
+            m,
+            k,
+            _ONE.ctypes.data,
+            rhs.data.ptr,
+            CUDA_R_8I,
+            rhs.shape[1],
+            lhs.data.ptr,
+            CUDA_R_8I,
+            lhs.shape[1],
+            (_ONE if accumulate else _ZERO).ctypes.data,
+            out.data.ptr,
+            CUDA_R_32I,
+            n,
+            CUBLAS_COMPUTE_32I,
+            CUBLAS_GEMM_DEFAULT,
         )
     finally:
         cublas.setPointerMode(handle, mode)
@@ -75,9 +89,21 @@ def unpack_into(words, w0: int, width: int, coef: int, dest, d0_words: int) -> N
     kernel = cc.load_kernel("bitplane_utils.cu", "unpack_int8")
     total = rows * width
     threads = 256
-    kernel(((total + threads - 1) // threads,), (threads,),
-           (words, np.int64(words.shape[1]), np.int32(rows), np.int64(w0), np.int64(width),
-            np.int32(coef), dest, np.int64(dest.shape[1]), np.int64(64 * d0_words)))
+    kernel(
+        ((total + threads - 1) // threads,),
+        (threads,),
+        (
+            words,
+            np.int64(words.shape[1]),
+            np.int32(rows),
+            np.int64(w0),
+            np.int64(width),
+            np.int32(coef),
+            dest,
+            np.int64(dest.shape[1]),
+            np.int64(64 * d0_words),
+        ),
+    )
 
 
 def _groups(products: list[cc.Product]) -> list[tuple[int, list[cc.Product]]]:
@@ -101,8 +127,9 @@ def count_device(dl, dr, terms):
     mp, np4 = _round4(m), _round4(n)
     chunk_words = max(1, CHUNK_BYTES // (cc.WORD_BITS * max(mp, np4)))
     for scale, group in _groups(products):
-        pieces = [q for p in group for piece in cc.split_product(p, cc.INT32_MAX)
-                  for q in _split_width(piece, chunk_words)]
+        pieces = [
+            q for p in group for piece in cc.split_product(p, cc.INT32_MAX) for q in _split_width(piece, chunk_words)
+        ]
         width_max = min(chunk_words, sum(p.width for p in pieces))
         lhs = cp.zeros((mp, cc.WORD_BITS * width_max), dtype=cp.int8)  # padded rows stay 0
         rhs = cp.zeros((np4, cc.WORD_BITS * width_max), dtype=cp.int8)
@@ -140,8 +167,9 @@ def _batches(pieces: list[cc.Product], max_words: int) -> list[list[cc.Product]]
 
 
 def _split_width(p: cc.Product, max_words: int) -> list[cc.Product]:
-    return [cc.Product(p.coef, p.left + o, p.right + o, min(max_words, p.width - o))
-            for o in range(0, p.width, max_words)]
+    return [
+        cc.Product(p.coef, p.left + o, p.right + o, min(max_words, p.width - o)) for o in range(0, p.width, max_words)
+    ]
 
 
 def count_matrices(left, right, counts: dict) -> dict[str, np.ndarray]:

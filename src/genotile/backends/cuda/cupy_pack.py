@@ -83,11 +83,25 @@ class Packer:
         for s in self.segments:
             warps = rows * s.n_words
             blocks = max(1, min(-(-warps // (THREADS // 32)), 1 << 16))
-            kernel((blocks,), (THREADS,), (
-                dcodes, np.int64(dcodes.shape[1]), np.int32(rows),
-                null if self.order is None else self.order, null if self.ranks is None else self.ranks,
-                np.int32(s.kind), np.int32(s.t), np.int64(s.src0), np.int64(s.n_fields),
-                out, np.int64(self.total_words), np.int64(s.dst0), np.int64(s.n_words)))
+            kernel(
+                (blocks,),
+                (THREADS,),
+                (
+                    dcodes,
+                    np.int64(dcodes.shape[1]),
+                    np.int32(rows),
+                    null if self.order is None else self.order,
+                    null if self.ranks is None else self.ranks,
+                    np.int32(s.kind),
+                    np.int32(s.t),
+                    np.int64(s.src0),
+                    np.int64(s.n_fields),
+                    out,
+                    np.int64(self.total_words),
+                    np.int64(s.dst0),
+                    np.int64(s.n_words),
+                ),
+            )
         return out
 
     def __call__(self, codes) -> np.ndarray:

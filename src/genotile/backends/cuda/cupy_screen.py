@@ -96,14 +96,27 @@ def first_matches(samples: SequenceSet, sigs: SequenceSet, force_global: bool = 
         grid_x = -(-words * WORD_BITS // ENCODE_THREADS)
         encode((grid_x, n), (ENCODE_THREADS,), (d_seq, d_off[s0:], np.int32(words), np.int32(planes), masks))
         for m in range(1, levels + 1):
-            run_masks((-(-words // RUN_THREADS), 8, n), (RUN_THREADS,),
-                      (masks, np.int32(words), np.int32(planes), np.int32(m)))
+            run_masks(
+                (-(-words // RUN_THREADS), 8, n),
+                (RUN_THREADS,),
+                (masks, np.int32(words), np.int32(planes), np.int32(m)),
+            )
         clock("encode")
         kernel(
             (n, -(-n_g // SIGS_PER_BLOCK)),
             (WARPS * 32,),
-            (masks, np.int32(words), np.int32(planes), d_len[s0:], d_prb, d_starts, d_siglen, np.int32(n_g),
-             np.int32(SIGS_PER_BLOCK), d_out[s0:]),
+            (
+                masks,
+                np.int32(words),
+                np.int32(planes),
+                d_len[s0:],
+                d_prb,
+                d_starts,
+                d_siglen,
+                np.int32(n_g),
+                np.int32(SIGS_PER_BLOCK),
+                d_out[s0:],
+            ),
             shared_mem=smem if use_smem else 0,
         )
         clock("search")

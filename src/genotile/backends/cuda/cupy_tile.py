@@ -105,10 +105,20 @@ FUSED = {
     "snp": FusedSpec(0, ("snp",), ("snp",), "le", ("i",)),
     "hamming": FusedSpec(0, ("hamming",), ("hamming",), "le", ("i",)),
     "ibs": FusedSpec(1, ("ibs_count", "n"), ("ibs_count", "n", "dist_1ibs"), "le", ("i", "i", "f")),
-    "king": FusedSpec(2, ("nsnp", "hethet", "ibs0", "het_i", "het_j"), ("nsnp", "hethet", "ibs0", "kinship"),
-                      "ge", ("i", "i", "i", "f")),
-    "ccc2": FusedSpec(3, ("r11", "sum_i", "sum_j", "both", "c_i", "c_j", "s_i", "s_j"),
-                      ("ccc_00", "ccc_01", "ccc_10", "ccc_11"), "ge_any", ("f", "f", "f", "f")),
+    "king": FusedSpec(
+        2,
+        ("nsnp", "hethet", "ibs0", "het_i", "het_j"),
+        ("nsnp", "hethet", "ibs0", "kinship"),
+        "ge",
+        ("i", "i", "i", "f"),
+    ),
+    "ccc2": FusedSpec(
+        3,
+        ("r11", "sum_i", "sum_j", "both", "c_i", "c_j", "s_i", "s_j"),
+        ("ccc_00", "ccc_01", "ccc_10", "ccc_11"),
+        "ge_any",
+        ("f", "f", "f", "f"),
+    ),
 }
 MAX_COUNTS = 8  # pointer arguments of tile_select
 
@@ -191,9 +201,16 @@ def hist_plan(metric, spec: FusedSpec, plans: dict, int_size: int | None = None)
             if spec.kinds[k] != "i" or col not in plans:
                 return None
             # the count is at most its positive terms' coef x bits
-            bound = int_size - 1 if int_size else sum(
-                t.coef * 64 * (r[1] - r[0])
-                for t in plans[col].terms if t.coef > 0 for r in [t.left if t.left is not None else t.right])
+            bound = (
+                int_size - 1
+                if int_size
+                else sum(
+                    t.coef * 64 * (r[1] - r[0])
+                    for t in plans[col].terms
+                    if t.coef > 0
+                    for r in [t.left if t.left is not None else t.right]
+                )
+            )
             h = HistColumn(col, k, 1, 0.0, 0.0, 0.0, 0, bound + 1, offset)
         out.append(h)
         offset += h.size
@@ -217,8 +234,9 @@ class DeviceHist:
         self.counts = cp.zeros(self.total + 1, dtype=cp.uint64)  # + the out-of-range counter
         self.base = cp.zeros(ncols, dtype=cp.int64)  # each bincount's shared window starts here
         self.win = HIST_WINDOW if any(h.kind == 1 for h in columns) else 0
-        self.shared_bytes = 4 * (sum(h.size for h in columns if h.kind == 2) +
-                                 self.win * sum(h.kind == 1 for h in columns))
+        self.shared_bytes = 4 * (
+            sum(h.size for h in columns if h.kind == 2) + self.win * sum(h.kind == 1 for h in columns)
+        )
 
     def result(self) -> dict:
         """{'hist_<column>': int64 counts}, as histogram.tile_histograms gives them."""
@@ -291,8 +309,11 @@ def _parallel_copy(dst: np.ndarray, src, r0: int, r1: int) -> None:
     rows = r1 - r0
     parts = max(1, min(READ_THREADS, rows))
     bounds = np.linspace(0, rows, parts + 1).astype(np.int64)
-    futures = [_read_pool().submit(np.copyto, dst[lo:hi], src[r0 + lo : r0 + hi])
-               for lo, hi in zip(bounds[:-1], bounds[1:], strict=True) if hi > lo]
+    futures = [
+        _read_pool().submit(np.copyto, dst[lo:hi], src[r0 + lo : r0 + hi])
+        for lo, hi in zip(bounds[:-1], bounds[1:], strict=True)
+        if hi > lo
+    ]
     for f in futures:
         f.result()
 
@@ -431,14 +452,35 @@ def upload(sources: dict, targets: dict, pieces: list[Piece], copy_stream, on_ch
 
 
 def _select_kernel(metric_id: int, count64: bool):
-    return cc.load_kernel("tile_select.cu", "tile_select",
-                          (f"-DGT_METRIC={metric_id}", f"-DGT_COUNT64={int(count64)}", "--fmad=false",
-                           *SELECT_OPTIONS))
+    return cc.load_kernel(
+        "tile_select.cu",
+        "tile_select",
+        (f"-DGT_METRIC={metric_id}", f"-DGT_COUNT64={int(count64)}", "--fmad=false", *SELECT_OPTIONS),
+    )
 
 
-def _launch_select(kernel, ms, ns, i0, j0, n_total, diag, mode, threshold, params, dense_col,
-                   counter, idx, cols, cap, dense, ptrs, hist: DeviceHist | None = None, perm_l=None,
-                   perm_r=None) -> None:
+def _launch_select(
+    kernel,
+    ms,
+    ns,
+    i0,
+    j0,
+    n_total,
+    diag,
+    mode,
+    threshold,
+    params,
+    dense_col,
+    counter,
+    idx,
+    cols,
+    cap,
+    dense,
+    ptrs,
+    hist: DeviceHist | None = None,
+    perm_l=None,
+    perm_r=None,
+) -> None:
     if ms == 0 or ns == 0:
         return
     gx = max(1, min(-(-ns // SELECT_THREADS), 1024))
@@ -449,16 +491,40 @@ def _launch_select(kernel, ms, ns, i0, j0, n_total, diag, mode, threshold, param
     def ptr(a):
         return np.uint64(0) if a is None else np.uint64(a.data.ptr)
 
-    kernel((gx, gy), (SELECT_THREADS,), (
-        np.int32(ms), np.int32(ns), np.int64(i0), np.int64(j0), np.int64(n_total), np.int32(bool(diag)),
-        np.int32(mode), np.int32(threshold is not None), np.float64(0.0 if threshold is None else threshold),
-        np.float64(params[0]), np.float64(params[1]), np.int32(dense_col),
-        ptr(counter), ptr(idx), ptr(cols), np.int64(cap), ptr(dense),
-        ptr(None if hist is None else hist.counts), np.int32(0 if hist is None else hist.mask),
-        ptr(None if hist is None else hist.spec), ptr(None if hist is None else hist.off),
-        np.int64(0 if hist is None else hist.total), ptr(None if hist is None else hist.base),
-        np.int32(0 if hist is None else hist.win), ptr(perm_l), ptr(perm_r), *ptr_args),
-        shared_mem=0 if hist is None else hist.shared_bytes)
+    kernel(
+        (gx, gy),
+        (SELECT_THREADS,),
+        (
+            np.int32(ms),
+            np.int32(ns),
+            np.int64(i0),
+            np.int64(j0),
+            np.int64(n_total),
+            np.int32(bool(diag)),
+            np.int32(mode),
+            np.int32(threshold is not None),
+            np.float64(0.0 if threshold is None else threshold),
+            np.float64(params[0]),
+            np.float64(params[1]),
+            np.int32(dense_col),
+            ptr(counter),
+            ptr(idx),
+            ptr(cols),
+            np.int64(cap),
+            ptr(dense),
+            ptr(None if hist is None else hist.counts),
+            np.int32(0 if hist is None else hist.mask),
+            ptr(None if hist is None else hist.spec),
+            ptr(None if hist is None else hist.off),
+            np.int64(0 if hist is None else hist.total),
+            ptr(None if hist is None else hist.base),
+            np.int32(0 if hist is None else hist.win),
+            ptr(perm_l),
+            ptr(perm_r),
+            *ptr_args,
+        ),
+        shared_mem=0 if hist is None else hist.shared_bytes,
+    )
 
 
 @functools.cache
@@ -479,16 +545,25 @@ def self_check(spec: FusedSpec, metric, plans: dict, count64: bool) -> bool:
     row-sum counts constant along rows / columns, 20% zeros: nan / inf cases included) and
     compare every value column's bits, the pass set and the dense column with
     metric.epilogue / metric.passes on the host. Cached per process."""
-    key = (metric.name, tuple(metric.columns), metric.keep, tuple(sorted(metric.params.items())), count64,
-           tuple((n, plans[n].kind, bool(plans[n].left_sums), bool(plans[n].right_sums)) for n in spec.counts))
+    key = (
+        metric.name,
+        tuple(metric.columns),
+        metric.keep,
+        tuple(sorted(metric.params.items())),
+        count64,
+        tuple((n, plans[n].kind, bool(plans[n].left_sums), bool(plans[n].right_sums)) for n in spec.counts),
+    )
     if key not in _CHECKED:
         try:
             problem = _self_check(spec, metric, plans, count64)
         except Exception as exc:  # noqa: BLE001 -- a kernel that cannot run is a failed check
             problem = f"{type(exc).__name__}: {exc}"
         if problem:
-            log.warning("fused %s tile kernel disagrees with metrics.py (%s); using the generic device path",
-                        metric.name, problem)
+            log.warning(
+                "fused %s tile kernel disagrees with metrics.py (%s); using the generic device path",
+                metric.name,
+                problem,
+            )
         _CHECKED[key] = not problem
     return _CHECKED[key]
 
@@ -541,8 +616,10 @@ def _self_check(spec: FusedSpec, metric, plans: dict, count64: bool) -> str:
     dperm_l, dperm_r = cp.asarray(perm_l.astype(np.int64)), cp.asarray(perm_r.astype(np.int64))
 
     kernel = _select_kernel(spec.metric_id, count64)
-    mats = [cp.ascontiguousarray(cp.asarray(np.ascontiguousarray(full[name], dtype=np.int64 if count64 else np.int32)))
-            for name in spec.counts]
+    mats = [
+        cp.ascontiguousarray(cp.asarray(np.ascontiguousarray(full[name], dtype=np.int64 if count64 else np.int32)))
+        for name in spec.counts
+    ]
     ptrs = [(m.data.ptr, 0, 0) for m in mats]
     ncols = len(spec.columns)
     dense_col = spec.columns.index(metric.dense_column)
@@ -553,8 +630,28 @@ def _self_check(spec: FusedSpec, metric, plans: dict, count64: bool) -> str:
     counter = cp.zeros(1, dtype=cp.uint64)
     hist = DeviceHist(cp, hcols, ncols)
     hist.base.fill(2500)  # bincounts: values below 2500 or past the window go to global memory
-    _launch_select(kernel, q, q, 0, 0, q, False, 1, None, params, dense_col, counter, None, cols, q * q, dense, ptrs,
-                   hist, dperm_l, dperm_r)
+    _launch_select(
+        kernel,
+        q,
+        q,
+        0,
+        0,
+        q,
+        False,
+        1,
+        None,
+        params,
+        dense_col,
+        counter,
+        None,
+        cols,
+        q * q,
+        dense,
+        ptrs,
+        hist,
+        dperm_l,
+        dperm_r,
+    )
     got = cols.get()
     for k, (col, kind) in enumerate(zip(spec.columns, spec.kinds, strict=True)):
         w = np.ascontiguousarray(np.broadcast_to(want[col], (q, q))).ravel()
@@ -563,8 +660,10 @@ def _self_check(spec: FusedSpec, metric, plans: dict, count64: bool) -> str:
         if g.dtype != w.dtype or g.tobytes() != w.tobytes():
             bad = np.flatnonzero(g.view(np.uint64) != w.view(np.uint64)) if g.dtype == w.dtype else [0]
             e = int(bad[0])
-            return (f"column {col} differs at {len(bad)} of {w.size} pairs, first {e}: got {g[e]!r} want {w[e]!r} "
-                    f"from counts {[int(full[n].flat[e]) for n in spec.counts]}")
+            return (
+                f"column {col} differs at {len(bad)} of {w.size} pairs, first {e}: got {g[e]!r} want {w[e]!r} "
+                f"from counts {[int(full[n].flat[e]) for n in spec.counts]}"
+            )
     problem = _hist_problem(hist.result(), want_hist)
     if problem:
         return f"histograms differ: {problem}"
@@ -576,8 +675,28 @@ def _self_check(spec: FusedSpec, metric, plans: dict, count64: bool) -> str:
     # (as a diagonal tile: pairs i < j only, in the pass set and the histograms)
     idx = cp.full(q * q, cc.POISON_VALUE, dtype=cp.int64)
     hist = DeviceHist(cp, hcols, ncols)
-    _launch_select(kernel, q, q, 0, 0, q, True, 0, thr, params, dense_col, counter, idx, cols, q * q, None, ptrs,
-                   hist, dperm_l, dperm_r)
+    _launch_select(
+        kernel,
+        q,
+        q,
+        0,
+        0,
+        q,
+        True,
+        0,
+        thr,
+        params,
+        dense_col,
+        counter,
+        idx,
+        cols,
+        q * q,
+        None,
+        ptrs,
+        hist,
+        dperm_l,
+        dperm_r,
+    )
     total = int(counter.get()[0])
     got_idx = np.sort(idx[:total].get())
     if not np.array_equal(got_idx, np.flatnonzero(want_keep & upper)):
@@ -597,8 +716,11 @@ def _hist_problem(got: dict, want: dict) -> str:
             return f"{name}: {g.size} counters, want {w.size}"
         bad = np.flatnonzero(g != w)
         if bad.size:
-            return f"{name}: {bad.size} bins differ, (bin, got, want): " + ", ".join(
-                f"({int(b)}, {int(g[b])}, {int(w[b])})" for b in bad[:6]) + f"; totals {int(g.sum())} {int(w.sum())}"
+            return (
+                f"{name}: {bad.size} bins differ, (bin, got, want): "
+                + ", ".join(f"({int(b)}, {int(g[b])}, {int(w[b])})" for b in bad[:6])
+                + f"; totals {int(g.sum())} {int(w.sum())}"
+            )
     return ""
 
 
@@ -620,9 +742,21 @@ def _empty_result(metric, counts, m, n, dense) -> TileResult:
     return TileResult(np.zeros(0, np.int64), np.zeros(0, np.int64), cols, d, (m, n), 0.0, "empty", hist)
 
 
-def tile_pairs(engine: Engine, left, right, metric, layout, threshold=None, diagonal=False, dense=False,
-               *, perms=None, path: str | None = None, chunk_rows: int | None = None,
-               stages: str = "all") -> TileResult:
+def tile_pairs(
+    engine: Engine,
+    left,
+    right,
+    metric,
+    layout,
+    threshold=None,
+    diagonal=False,
+    dense=False,
+    *,
+    perms=None,
+    path: str | None = None,
+    chunk_rows: int | None = None,
+    stages: str = "all",
+) -> TileResult:
     """One tile on the device. left: block I's plane words (rows, words), a host array or a
     memmap slice; right: block J's, or None on a diagonal tile (then it is left). Pairs (ri, rj)
     in row-major order; on a diagonal tile only ri < rj. perms: (input index of each row of I,
@@ -656,11 +790,28 @@ def tile_pairs(engine: Engine, left, right, metric, layout, threshold=None, diag
     with compute:
         copy.wait_event(compute.record())  # memory the pool hands out may still be in use on `compute`
         if spec is not None:
-            result = _fused(engine, spec, count64, left, right, metric, plans, threshold, diagonal, dense,
-                            chunk_rows or CHUNK_ROWS, compute, copy, t0, perms, stages)
+            result = _fused(
+                engine,
+                spec,
+                count64,
+                left,
+                right,
+                metric,
+                plans,
+                threshold,
+                diagonal,
+                dense,
+                chunk_rows or CHUNK_ROWS,
+                compute,
+                copy,
+                t0,
+                perms,
+                stages,
+            )
         else:
-            result = _generic(engine, left, right, metric, counts, plans, threshold, diagonal, dense,
-                              compute, copy, t0, perms)
+            result = _generic(
+                engine, left, right, metric, counts, plans, threshold, diagonal, dense, compute, copy, t0, perms
+            )
     return result
 
 
@@ -676,8 +827,24 @@ def _device_blocks(cp, left, right, diagonal):
     return blocks[0], blocks[-1]
 
 
-def _fused(engine, spec, count64, left, right, metric, plans, threshold, diagonal, dense, chunk_rows,
-           compute, copy, t0, perms, stages="all") -> TileResult:
+def _fused(
+    engine,
+    spec,
+    count64,
+    left,
+    right,
+    metric,
+    plans,
+    threshold,
+    diagonal,
+    dense,
+    chunk_rows,
+    compute,
+    copy,
+    t0,
+    perms,
+    stages="all",
+) -> TileResult:
     cp = cc.cupy_module()
     m, n = left.shape[0], right.shape[0]
     on_device = isinstance(left, cp.ndarray)  # device-resident blocks (benchmark): no copies
@@ -722,8 +889,9 @@ def _fused(engine, spec, count64, left, right, metric, plans, threshold, diagona
     int_hist = {h.column: h.k for h in hist.columns if h.kind == 1 and h.column in plans}
     perm_l = cp.asarray(np.ascontiguousarray(perms[0], dtype=np.int64))
     perm_r = perm_l if diagonal else cp.asarray(np.ascontiguousarray(perms[1], dtype=np.int64))
-    subtiles = [(a, b) for a in range(len(row_chunks)) for b in range(len(col_chunks))
-                if not diagonal or dense or a <= b]
+    subtiles = [
+        (a, b) for a in range(len(row_chunks)) for b in range(len(col_chunks)) if not diagonal or dense or a <= b
+    ]
     arrived = {"L": set(), "R": set()}
     done: set = set()
     operands: dict = {}  # the engine's per-chunk repacked operands (cupy-b1), kept for the tile
@@ -734,8 +902,14 @@ def _fused(engine, spec, count64, left, right, metric, plans, threshold, diagona
         for name in spec.counts:
             pl = plans[name]
             if pl.kind == "pair":
-                mat = engine.count(dl[r0:r1], dr[c0:c1], list(pl.terms), int32=not count64, cache=operands,
-                                   keys=(("L", a, name), ("R", b, name)))
+                mat = engine.count(
+                    dl[r0:r1],
+                    dr[c0:c1],
+                    list(pl.terms),
+                    int32=not count64,
+                    cache=operands,
+                    keys=(("L", a, name), ("R", b, name)),
+                )
                 want = cp.int64 if count64 else cp.int32
                 if mat.dtype != want or not mat.flags.c_contiguous:  # the kernel reads it row-major
                     mat = cp.ascontiguousarray(mat, dtype=want)
@@ -748,8 +922,28 @@ def _fused(engine, spec, count64, left, right, metric, plans, threshold, diagona
                 ptrs.append((0, 0 if lv is None else lv.data.ptr, 0 if rv is None else rv.data.ptr))
         if stages == "counts":
             return
-        _launch_select(kernel, r1 - r0, c1 - c0, r0, c0, n, diagonal, mode, threshold, params, dense_col,
-                       counter, idx, cols, cap, dense_out, ptrs, None if stages == "select" else hist, perm_l, perm_r)
+        _launch_select(
+            kernel,
+            r1 - r0,
+            c1 - c0,
+            r0,
+            c0,
+            n,
+            diagonal,
+            mode,
+            threshold,
+            params,
+            dense_col,
+            counter,
+            idx,
+            cols,
+            cap,
+            dense_out,
+            ptrs,
+            None if stages == "select" else hist,
+            perm_l,
+            perm_r,
+        )
         del keep_alive  # freed in stream order: CuPy's pool reuses the memory on this stream only
 
     def on_chunk(side, a, event):
@@ -807,8 +1001,17 @@ def _fused(engine, spec, count64, left, right, metric, plans, threshold, diagona
     d = None
     if dense:
         d = canonical_nans(dense_out.get().view(np.float64 if spec.kinds[dense_col] == "f" else np.int64))
-    return TileResult(ri.astype(np.int64, copy=False), rj.astype(np.int64, copy=False), columns, d, (m, n),
-                      t_counts, "fused", hist.result(), timings)
+    return TileResult(
+        ri.astype(np.int64, copy=False),
+        rj.astype(np.int64, copy=False),
+        columns,
+        d,
+        (m, n),
+        t_counts,
+        "fused",
+        hist.result(),
+        timings,
+    )
 
 
 def passes(metric, values: dict, threshold):
@@ -832,8 +1035,9 @@ def _generic(engine, left, right, metric, counts, plans, threshold, diagonal, de
         dl, dr = _device_blocks(cp, left, right, diagonal)
         order = [("L", 0)] + ([] if diagonal else [("R", 0)])
         pieces = _pieces(order, {"L": [(0, m)], "R": [(0, n)]}, left.shape[1] * 8)
-        timings = upload({"L": left, "R": right}, {"L": dl, "R": dr}, pieces, copy,
-                         lambda side, a, event: compute.wait_event(event))
+        timings = upload(
+            {"L": left, "R": right}, {"L": dl, "R": dr}, pieces, copy, lambda side, a, event: compute.wait_event(event)
+        )
     dev = {}
     for name, terms in counts.items():
         pl = plans[name]
@@ -860,19 +1064,24 @@ def _generic(engine, left, right, metric, counts, plans, threshold, diagonal, de
 
     unique = upper if diagonal else cp.ones((m, n), dtype=bool)
     flipped = cp.asarray(np.asarray(perms[0]))[:, None] > cp.asarray(np.asarray(perms[1]))[None, :]
-    hist = histogram.tile_histograms(metric, histogram.in_input_order(values, metric.transposed, flipped, cp),
-                                     unique, cp)
+    hist = histogram.tile_histograms(
+        metric, histogram.in_input_order(values, metric.transposed, flipped, cp), unique, cp
+    )
     hist = {k: np.asarray(v.get(), dtype=np.int64) for k, v in hist.items()}
     if keep is None:
         keep = cp.ones((m, n), dtype=bool)
     ri_d, rj_d = cp.nonzero(cp.broadcast_to(keep, (m, n)))
     dtypes = expected_dtypes(metric, counts)
-    columns = {c: canonical_nans(np.ascontiguousarray(values[c][ri_d, rj_d].get(), dtype=dtypes[c]))
-               for c in metric.columns}
+    columns = {
+        c: canonical_nans(np.ascontiguousarray(values[c][ri_d, rj_d].get(), dtype=dtypes[c])) for c in metric.columns
+    }
     d = None
     if dense:
-        d = canonical_nans(np.ascontiguousarray(cp.ascontiguousarray(values[metric.dense_column]).get(),
-                                                dtype=dtypes[metric.dense_column]))
+        d = canonical_nans(
+            np.ascontiguousarray(
+                cp.ascontiguousarray(values[metric.dense_column]).get(), dtype=dtypes[metric.dense_column]
+            )
+        )
     ri, rj = ri_d.get().astype(np.int64), rj_d.get().astype(np.int64)
     compute.synchronize()
     return TileResult(ri, rj, columns, d, (m, n), time.perf_counter() - t0, "generic", hist, timings)

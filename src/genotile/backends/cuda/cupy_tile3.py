@@ -53,8 +53,7 @@ def triples_device(engine, blocks, stats, layout, plan, params, block_ids, stage
     terms = ccc3.count_terms(layout)
     mask_kernel = cc.load_kernel("ccc3_select.cu", "ccc3_mask", OPTIONS)
     select_kernel = cc.load_kernel("ccc3_select.cu", "ccc3_select", OPTIONS)
-    middle = [j for j in plan.stage_rows(bj, stage)
-              if not (bi == bj and j == 0) and not (bj == bk and j >= n_k - 1)]
+    middle = [j for j in plan.stage_rows(bj, stage) if not (bi == bj and j == 0) and not (bj == bk and j >= n_k - 1)]
     per_batch = max(1, BATCH_ROWS // max(n_i, 1))
     cap = INITIAL_CAPACITY
     out_row, out_k = cp.empty(cap, cp.int32), cp.empty(cap, cp.int32)
@@ -67,8 +66,11 @@ def triples_device(engine, blocks, stats, layout, plan, params, block_ids, stage
         js = cp.asarray(js_host)
         rows = js_host.size * n_i
         masked = cp.empty((rows, 9 * words), dtype=cp.uint64)
-        mask_kernel((_grid(masked.size),), (THREADS,),
-                    (d_i, d_j, js, np.int32(n_i), np.int32(js_host.size), np.int64(words), masked))
+        mask_kernel(
+            (_grid(masked.size),),
+            (THREADS,),
+            (d_i, d_j, js, np.int32(n_i), np.int32(js_host.size), np.int64(words), masked),
+        )
         counts = []
         for name in ccc3.COUNTS:
             c = engine.count(masked, d_k, terms[name], int32=engine.fits_int32(terms[name]))
@@ -76,11 +78,31 @@ def triples_device(engine, blocks, stats, layout, plan, params, block_ids, stage
         del masked
         while True:
             counter.fill(0)
-            select_kernel((_grid(rows * n_k),), (THREADS,),
-                          (*counts, np.int32(rows), np.int32(n_i), np.int32(n_k), js, st[0], st[1], st[2],
-                           np.int32(bi == bj), np.int32(bj == bk), np.float64(params.multiplier),
-                           np.float64(params.param), np.float64(thr), np.int32(threshold is None), counter,
-                           np.int64(cap), out_row, out_k, vals))
+            select_kernel(
+                (_grid(rows * n_k),),
+                (THREADS,),
+                (
+                    *counts,
+                    np.int32(rows),
+                    np.int32(n_i),
+                    np.int32(n_k),
+                    js,
+                    st[0],
+                    st[1],
+                    st[2],
+                    np.int32(bi == bj),
+                    np.int32(bj == bk),
+                    np.float64(params.multiplier),
+                    np.float64(params.param),
+                    np.float64(thr),
+                    np.int32(threshold is None),
+                    counter,
+                    np.int64(cap),
+                    out_row,
+                    out_k,
+                    vals,
+                ),
+            )
             n = int(counter.get()[0])
             if n <= cap:
                 break
