@@ -51,7 +51,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 import cupy as cp  # noqa: E402
 
 from genotile.backends.cpu import numpy_blas  # noqa: E402
-from genotile.backends.cuda import cupy_b1, cupy_int8, cupy_pack, cupy_tile  # noqa: E402
+from genotile.backends.cuda import cupy_b1, cupy_int8, cupy_pack, transfers  # noqa: E402
 from genotile.backends.cuda import cupy_common as cc  # noqa: E402
 from genotile.core.encode import CATEGORICAL, NUCLEOTIDE, categorical_encoding, categorical_planes, symbol_counts  # noqa: E402
 from genotile.core.metrics import METRICS, Term  # noqa: E402
@@ -362,11 +362,11 @@ def upload_alone(path, m):
     """Seconds to bring both blocks of a 2-block store to the device (memmap -> pinned -> device)."""
     mm = np.load(path, mmap_mode="r")
     dl, dr = cp.empty((m, mm.shape[1]), dtype=cp.uint64), cp.empty((m, mm.shape[1]), dtype=cp.uint64)
-    pieces = cupy_tile._pieces([("L", 0), ("R", 0)], {"L": [(0, m)], "R": [(0, m)]}, mm.shape[1] * 8)
-    _, copy = cupy_tile._streams(cp.cuda.Device().id)
+    pieces = transfers.copy_pieces([("L", 0), ("R", 0)], {"L": [(0, m)], "R": [(0, m)]}, mm.shape[1] * 8)
+    _, copy = transfers.streams(cp.cuda.Device().id)
 
     def up():
-        info = cupy_tile.upload({"L": mm[:m], "R": mm[m:]}, {"L": dl, "R": dr}, pieces, copy)
+        info = transfers.upload({"L": mm[:m], "R": mm[m:]}, {"L": dl, "R": dr}, pieces, copy)
         copy.synchronize()
         return info
 

@@ -13,7 +13,7 @@ nan / inf cases: ibs with n = 0 (an all-missing vector), king with no hets, ccc2
 import numpy as np
 import pytest
 
-from genotile.backends.cuda import cupy_common, cupy_tile
+from genotile.backends.cuda import cupy_common, cupy_tile, tile_select, transfers
 from genotile.core.encode import (
     CATEGORICAL,
     MISSING,
@@ -38,8 +38,8 @@ def small_device_pieces(monkeypatch):
     """Poisoned outputs; sub-tiles, copy pieces and the pairs buffer far smaller than a tile."""
     monkeypatch.setattr(cupy_common, "POISON", True)
     monkeypatch.setattr(cupy_tile, "CHUNK_ROWS", 24)
-    monkeypatch.setattr(cupy_tile, "PIECE_BYTES", 2048)
-    monkeypatch.setattr(cupy_tile, "STAGING_BUFFERS", 3)
+    monkeypatch.setattr(transfers, "PIECE_BYTES", 2048)
+    monkeypatch.setattr(transfers, "STAGING_BUFFERS", 3)
     monkeypatch.setattr(cupy_tile, "INITIAL_CAPACITY", 37)
 
 
@@ -109,7 +109,7 @@ def thresholds(metric, planes, layout, perm, plan) -> dict:
 def run_tile(backend, planes, layout, perm, plan, metric, bi, bj, threshold, dense, monkeypatch):
     if backend == "cupy-b1-generic":
         with monkeypatch.context() as m:
-            m.setattr(cupy_tile, "FUSED", {})
+            m.setattr(tile_select, "FUSED", {})
             return compute_tile(planes, layout, perm, plan, metric, bi, bj, threshold, dense, "cupy-b1")
     return compute_tile(planes, layout, perm, plan, metric, bi, bj, threshold, dense, backend)
 
@@ -180,7 +180,7 @@ def test_tile_files_equal_numpy(case, monkeypatch, tmp_path):
                         errs.append(f"meta {meta} vs {meta_np}")
                     errors += [f"{backend} tile {bi},{bj} threshold {label}={thr} dense={dense}: {e}" for e in errs]
     assert not errors, "\n".join(errors[:20])
-    failed = [key[0] for key, ok in cupy_tile._CHECKED.items() if not ok]
+    failed = [key[0] for key, ok in tile_select._CHECKED.items() if not ok]
     assert not failed, f"fused kernels fell back to the generic path: {failed}"
 
 
@@ -192,11 +192,11 @@ def test_fused_kernels_pass_self_check(name, missing):
     metric = get_metric(name)
     _, layout = store(metric, 20, 100, 1, missing)
     counts = metric.counts(layout)
-    spec = cupy_tile.fused_spec(metric, counts)
+    spec = tile_select.fused_spec(metric, counts)
     assert spec is not None
-    plans = cupy_tile.plan_counts(counts)
+    plans = tile_select.plan_counts(counts)
     for count64 in (False, True):
-        assert cupy_tile._self_check(spec, metric, plans, count64) == ""
+        assert tile_select._self_check(spec, metric, plans, count64) == ""
 
 
 @needs_gpu
@@ -220,8 +220,8 @@ def test_large_chunks_default_settings(monkeypatch):
     """The default sub-tile / piece sizes (one sub-tile, one piece) on a bigger diagonal and
     off-diagonal tile, snp with a threshold."""
     monkeypatch.setattr(cupy_tile, "CHUNK_ROWS", 4096)
-    monkeypatch.setattr(cupy_tile, "PIECE_BYTES", 32 << 20)
-    monkeypatch.setattr(cupy_tile, "STAGING_BUFFERS", 4)
+    monkeypatch.setattr(transfers, "PIECE_BYTES", 32 << 20)
+    monkeypatch.setattr(transfers, "STAGING_BUFFERS", 4)
     monkeypatch.setattr(cupy_tile, "INITIAL_CAPACITY", 1 << 22)
     metric = get_metric("snp")
     planes, layout = store(metric, 1300, 2000, 4, 0.0)
@@ -238,11 +238,11 @@ def test_nan_canonicalization_and_specs():
     """Host-side helpers (no GPU needed): nan bits and the fused specs' agreement with metrics.py."""
     a = np.array([1.0, np.nan, -np.inf, 0.0])
     a.view(np.uint64)[1] = 0x7FF800000000BEEF  # some other nan
-    cupy_tile.canonical_nans(a)
+    tile_select.canonical_nans(a)
     with np.errstate(invalid="ignore"):
         host = (np.zeros(1) / np.zeros(1)).view(np.uint64)[0]
     assert a.view(np.uint64)[1] == host and a[0] == 1.0 and a[2] == -np.inf
     for name in ("snp", "hamming", "ibs", "king", "ccc2"):
         metric = get_metric(name)
         _, layout = store(metric, 6, 70, 1, 0.1)
-        assert cupy_tile.fused_spec(metric, metric.counts(layout)) is not None, name
+        assert tile_select.fused_spec(metric, metric.counts(layout)) is not None, name

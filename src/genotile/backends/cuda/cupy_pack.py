@@ -108,7 +108,7 @@ class Packer:
         """Planes of host codes, as a numpy array. Pipelined in pieces of about SUB_BYTES over two
         streams: the host copies of one piece (into / out of pinned buffers, several threads)
         overlap the other piece's transfers and kernels."""
-        from genotile.backends.cuda.cupy_tile import _parallel_copy, _streams
+        from genotile.backends.cuda import transfers
 
         cp = cc.cupy_module()
         codes = np.asarray(codes)
@@ -120,7 +120,7 @@ class Packer:
         if rows == 0 or tw == 0:
             return out
         step = max(1, SUB_BYTES // max(1, cols, 8 * tw))
-        streams = _streams(cp.cuda.Device().id)
+        streams = transfers.streams(cp.cuda.Device().id)
         pin_in = [_pinned(("in", s), step * cols) for s in range(2)]
         pin_out = [_pinned(("out", s), step * tw * 8) for s in range(2)]
         pending: list = [None, None]
@@ -129,7 +129,7 @@ class Packer:
             r0, r1 = pending[s]
             streams[s].synchronize()
             done = pin_out[s][: (r1 - r0) * tw * 8].view(np.uint64).reshape(r1 - r0, tw)
-            _parallel_copy(out[r0:r1], done, 0, r1 - r0)
+            transfers.parallel_copy(out[r0:r1], done, 0, r1 - r0)
             pending[s] = None
 
         for k, r0 in enumerate(range(0, rows, step)):
@@ -138,7 +138,7 @@ class Packer:
             if pending[s] is not None:
                 finish(s)
             vin = pin_in[s][: n * cols].reshape(n, cols)
-            _parallel_copy(vin, codes, r0, r1)
+            transfers.parallel_copy(vin, codes, r0, r1)
             with streams[s]:
                 d = cp.empty((n, cols), dtype=cp.uint8)
                 d.set(vin, stream=streams[s])

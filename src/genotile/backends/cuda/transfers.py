@@ -1,0 +1,211 @@
+"""Host -> device transfers of plane rows for the CuPy tile paths (cupy_tile, cupy_pack).
+
+The host rows (a slice of the store's np.memmap, or any array) are read by up to READ_THREADS
+threads at once, a piece each, into a ring of STAGING_BUFFERS pinned buffers, and copied to the
+device on a copy stream; the compute stream waits for each chunk's copy event only (`upload`,
+`on_chunk`). The pinned ring, the reader threads and each device's (compute, copy) streams are
+kept for the process.
+"""
+
+from __future__ import annotations
+
+import functools
+import mmap
+import os
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+
+import numpy as np
+
+from genotile.backends.cuda import cupy_common as cc
+
+PIECE_BYTES = 16 << 20  # host -> device copy piece (one pinned staging buffer)
+STAGING_BUFFERS = 16
+READ_THREADS = min(8, os.cpu_count() or 8)  # pieces read at once (host copies: ~34 GB/s at 4-8 threads)
+USE_PREAD = False  # read memmap slices of a file with pread instead of copying from the mapping
+
+
+@functools.cache
+def streams(device_id: int):
+    """(compute stream, copy stream) of a device, kept for the process (CuPy's memory pool
+    keeps freed blocks per stream: new streams per tile would strand them)."""
+    cp = cc.cupy_module()
+    return cp.cuda.Stream(non_blocking=True), cp.cuda.Stream(non_blocking=True)
+
+
+_RING: list = []
+_RING_LOCK = threading.Lock()
+
+
+def _staging(nbytes: int, count: int) -> list:
+    """A ring of pinned host buffers, kept for the process (pinning memory is slow)."""
+    global _RING
+    with _RING_LOCK:
+        if len(_RING) < count or _RING[0].nbytes < nbytes:
+            import cupyx
+
+            _RING = [cupyx.empty_pinned((max(nbytes, PIECE_BYTES),), dtype=np.uint8) for _ in range(count)]
+        return _RING[:count]
+
+
+@functools.cache
+def _read_pool() -> ThreadPoolExecutor:
+    return ThreadPoolExecutor(READ_THREADS, thread_name_prefix="genotile-read")
+
+
+def parallel_copy(dst: np.ndarray, src, r0: int, r1: int) -> None:
+    """dst[:] = src[r0:r1] (host rows, e.g. of a memmap) with READ_THREADS threads."""
+    rows = r1 - r0
+    parts = max(1, min(READ_THREADS, rows))
+    bounds = np.linspace(0, rows, parts + 1).astype(np.int64)
+    futures = [
+        _read_pool().submit(np.copyto, dst[lo:hi], src[r0 + lo : r0 + hi])
+        for lo, hi in zip(bounds[:-1], bounds[1:], strict=True)
+        if hi > lo
+    ]
+    for f in futures:
+        f.result()
+
+
+def file_range(src) -> tuple[str, int] | None:
+    """(path, byte offset) of a C-contiguous slice of a file-backed np.memmap, else None."""
+    try:
+        if not isinstance(src, np.memmap) or not src.flags.c_contiguous or src.size == 0:
+            return None
+        filename, mm = getattr(src, "filename", None), getattr(src, "_mmap", None)
+        if filename is None or mm is None:
+            return None
+        base = np.frombuffer(mm, dtype=np.uint8)
+        start = src.offset - src.offset % mmap.ALLOCATIONGRANULARITY  # where np.memmap mapped from
+        offset = start + (src.ctypes.data - base.ctypes.data)
+        del base
+        if offset < 0 or offset + src.nbytes > os.path.getsize(filename):
+            return None
+        with open(filename, "rb") as fh:  # the first bytes must be the slice's
+            fh.seek(offset)
+            head = fh.read(min(64, src.nbytes))
+        if head != src.reshape(-1).view(np.uint8)[: len(head)].tobytes():
+            return None
+        return str(filename), int(offset)
+    except Exception:  # noqa: BLE001 -- any doubt: copy from the mapping instead
+        return None
+
+
+def _pread_all(fd: int, buf: np.ndarray, offset: int) -> None:
+    view = memoryview(buf)
+    done = 0
+    while done < len(view):
+        got = os.preadv(fd, [view[done:]], offset + done)
+        if got <= 0:
+            raise OSError(f"short read at byte {offset + done}")
+        done += got
+
+
+@dataclass(frozen=True)
+class Piece:
+    side: str  # "L" (block I) or "R" (block J)
+    chunk: int
+    r0: int
+    r1: int
+    last: bool  # the chunk's last piece
+
+
+def copy_pieces(order, chunks: dict, row_bytes: int) -> list[Piece]:
+    rows_per_piece = max(1, PIECE_BYTES // max(1, row_bytes))
+    out = []
+    for side, a in order:
+        c0, c1 = chunks[side][a]
+        for p0 in range(c0, c1, rows_per_piece):
+            p1 = min(p0 + rows_per_piece, c1)
+            out.append(Piece(side, a, p0, p1, p1 == c1))
+    return out
+
+
+def upload(sources: dict, targets: dict, pieces: list[Piece], copy_stream, on_chunk=None) -> dict:
+    """Copy host rows to the device, piece by piece through the pinned ring.
+
+    sources / targets: {"L": host array, "R": ...} / {"L": device array, ...} of equal shapes.
+    Up to READ_THREADS pieces are read at once (each by one thread: host copies run at a few
+    GB/s a thread) into the ring of STAGING_BUFFERS pinned buffers; this thread queues each
+    piece's copy to the device on copy_stream in order, and a buffer is read into again once
+    its copy is done. on_chunk(side, chunk, event) is called once a chunk's last copy is queued
+    (event: recorded after it). Returns timings.
+    """
+    cp = cc.cupy_module()
+    if not pieces:
+        return {"read_s": 0.0}
+    words = next(iter(targets.values())).shape[1]
+    row_bytes = words * 8
+    max_rows = max(p.r1 - p.r0 for p in pieces)
+    ring = _staging(max_rows * row_bytes, STAGING_BUFFERS)
+    nbuf = len(ring)
+    device_id = cp.cuda.Device().id
+    busy = [0.0]
+    lock = threading.Lock()
+
+    def view(b: int, rows: int) -> np.ndarray:
+        return ring[b][: rows * row_bytes].view(np.uint64).reshape(rows, words)
+
+    files, fds = {}, {}
+    if USE_PREAD:
+        for side, src in sources.items():
+            rng = file_range(src)
+            if rng is not None:
+                files[side] = rng
+                if rng[0] not in fds:
+                    fds[rng[0]] = os.open(rng[0], os.O_RDONLY)
+
+    def read(k: int, b: int, free_event) -> None:
+        if free_event is not None:  # the buffer's previous copy to the device must be done
+            cp.cuda.Device(device_id).use()
+            while not free_event.done:
+                time.sleep(2e-5)
+        p = pieces[k]
+        t0 = time.perf_counter()
+        dst = view(b, p.r1 - p.r0)
+        if p.side in files:
+            path, offset = files[p.side]
+            _pread_all(fds[path], dst.reshape(-1).view(np.uint8), offset + p.r0 * row_bytes)
+        else:
+            np.copyto(dst, sources[p.side][p.r0 : p.r1])
+        with lock:
+            busy[0] += time.perf_counter() - t0
+
+    pool = _read_pool()
+    futures = {k: pool.submit(read, k, k % nbuf, None) for k in range(min(nbuf, len(pieces)))}
+    try:
+        for k, p in enumerate(pieces):
+            futures.pop(k).result()
+            b = k % nbuf
+            targets[p.side][p.r0 : p.r1].set(view(b, p.r1 - p.r0), stream=copy_stream)
+            event = copy_stream.record()
+            if k + nbuf < len(pieces):
+                futures[k + nbuf] = pool.submit(read, k + nbuf, b, event)
+            if p.last and on_chunk is not None:
+                on_chunk(p.side, p.chunk, event)
+    finally:
+        for f in futures.values():  # (only after an error) let the readers finish with the ring
+            f.cancel()
+        for f in futures.values():
+            if not f.cancelled():
+                try:
+                    f.result()
+                except Exception:  # noqa: BLE001, S110 -- the first error is the one raised
+                    pass
+        for fd in fds.values():
+            os.close(fd)
+    return {"read_busy_s": busy[0], "pread": sorted(files)}
+
+
+def device_blocks(cp, left, right, diagonal):
+    """Device arrays for the two blocks (poisoned under test: a row never copied shows)."""
+    words = left.shape[1]
+    blocks = [cp.empty((left.shape[0], words), dtype=cp.uint64)]
+    if not diagonal:
+        blocks.append(cp.empty((right.shape[0], words), dtype=cp.uint64))
+    if cc.POISON:
+        for b in blocks:
+            b.fill(np.uint64(0xA5A5A5A5A5A5A5A5))
+    return blocks[0], blocks[-1]
