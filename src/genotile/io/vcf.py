@@ -213,6 +213,7 @@ class GenotypeReader:
         if self.regions is None:
             yield from self._vcf
             return
+        self._check_index()
         known = set(self._vcf.seqnames)
         chosen = [r for r in self.regions if r.chrom in known]
         self.stats["regions_unknown_contig"] = len(self.regions) - len(chosen)
@@ -227,6 +228,17 @@ class GenotypeReader:
                 # a record is selected by its POS, so no record is read twice
                 if region.start <= rec.POS <= region.end:
                     yield rec
+
+    def _check_index(self) -> None:
+        """Refuse an index older than the data, which htslib only warns about (silenced here): a
+        VCF rewritten beside its old index would be read at the old offsets, records lost."""
+        data = os.stat(self.path).st_mtime_ns
+        for index in (f"{self.path}.tbi", f"{self.path}.csi"):
+            if os.path.isfile(index) and os.stat(index).st_mtime_ns < data:
+                raise GenotileError(
+                    f"{index}: index older than the data file {self.path} (was the file rewritten?): "
+                    "index it again (`bcftools index -f` or `tabix -f -p vcf`)"
+                )
 
     def _query(self, region):
         records = self._vcf(region.htslib())  # a generator: the index loads at the first next()

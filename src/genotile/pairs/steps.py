@@ -1,6 +1,7 @@
 """The pipeline's stages as plain functions over paths: what each Snakemake rule
 runs, and what `genotile run` chains in one process."""
 
+import json
 import logging
 import time
 from pathlib import Path
@@ -15,6 +16,7 @@ from genotile.pairs.tile import compute_tile
 from genotile.runtime.progress import Progress
 from genotile.store.ingest import ingest as ingest_input
 from genotile.store.pack import layout_from_json, open_store, pack_store
+from genotile.store.sources import differences, sources
 
 log = logging.getLogger("genotile")
 
@@ -147,6 +149,48 @@ def merge(
     return summary
 
 
+def _recorded(path) -> dict | None:
+    """A JSON record of an earlier run, or None where it is missing or damaged (then recomputed)."""
+    try:
+        d = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return d if isinstance(d, dict) else None
+
+
+def current_store(input_path, encoding, outdir, block_size, seed, vcf_options=None) -> None:
+    """Ingest, plan and pack into `outdir`, reusing each stage's files only where they were made
+    from the same input content, options, option files and settings (store/sources.py); what
+    changed is logged, and the stage and all after it are recomputed."""
+    outdir = Path(outdir)
+    codes, imani = outdir / "ingest" / f"{encoding}.codes.npy", outdir / "ingest" / f"{encoding}.json"
+    store = outdir / "store" / encoding
+    recorded = _recorded(imani)
+    changed = []
+    if recorded is not None and codes.exists():
+        changed = differences(recorded.get("sources"), sources(input_path, vcf_options))
+        if changed:
+            log.info("ingest (%s): recomputing, changed since the last run: %s", encoding, "; ".join(changed))
+    if recorded is None or not codes.exists() or changed:
+        recorded = ingest(input_path, encoding, codes, imani, **(vcf_options or {}))
+        changed = changed or ["the ingest"]
+    files = ("plan.json", "perm.npy", "planes.npy", "manifest.json")
+    built = _recorded(store / "manifest.json")
+    if built is not None and not changed and all((store / f).exists() for f in files):
+        want = Plan(recorded["n_vectors"], int(block_size), int(seed)).to_json()
+        have = built.get("plan") or {}
+        changed = [
+            f"{k} ({have.get(k)} -> {want[k]})" for k in ("n_vectors", "block_size", "seed") if have.get(k) != want[k]
+        ]
+        if (built.get("input_sha256"), built.get("sources")) != (recorded["input_sha256"], recorded.get("sources")):
+            changed.append("the ingest it was packed from")
+        if not changed:
+            return
+        log.info("plan and pack (%s): recomputing, changed since the last run: %s", encoding, "; ".join(changed))
+    plan(imani, block_size, seed, store / "plan.json", store / "perm.npy")
+    pack(codes, imani, store / "plan.json", store / "perm.npy", store / "planes.npy", store / "manifest.json")
+
+
 def run_all(
     input_path,
     outdir,
@@ -171,13 +215,8 @@ def run_all(
     for metric_name in metrics:
         metric = get_metric(metric_name, **metric_params.get(metric_name, {}))
         enc = metric.encoding
-        codes, imani = outdir / "ingest" / f"{enc}.codes.npy", outdir / "ingest" / f"{enc}.json"
         store = outdir / "store" / enc
-        if not imani.exists():
-            ingest(input_path, enc, codes, imani, **(vcf_options or {}))
-        if not (store / "manifest.json").exists():
-            plan(imani, block_size, seed, store / "plan.json", store / "perm.npy")
-            pack(codes, imani, store / "plan.json", store / "perm.npy", store / "planes.npy", store / "manifest.json")
+        current_store(input_path, enc, outdir, block_size, seed, vcf_options)
         p = read_plan(store / "plan.json")
         mdir = outdir / metric_name
         paths = tile_paths(mdir / "pairs", p)

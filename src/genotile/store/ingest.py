@@ -22,6 +22,7 @@ from genotile.io.fasta import read_alignment
 from genotile.runtime.progress import Progress
 from genotile.store.ingest_vcf import ENCODINGS as VCF_ENCODINGS
 from genotile.store.ingest_vcf import ingest_vcf
+from genotile.store.sources import sources
 
 
 def file_sha256(path) -> str:
@@ -42,10 +43,15 @@ def ingest(path, encoding: str, codes_out, manifest_out, **options) -> dict:
         given = sorted(k for k, v in options.items() if v is not None)
         if given:
             raise GenotileError(f"option(s) {', '.join(given)} apply to VCF input, not to {path}")
-        return ingest_alignment(path, encoding, codes_out, manifest_out)
-    if encoding in VCF_ENCODINGS:
-        return ingest_vcf(path, encoding, codes_out, manifest_out, **options)
-    raise GenotileError(f"unknown encoding {encoding!r}")
+        m = ingest_alignment(path, encoding, codes_out, manifest_out)
+    elif encoding in VCF_ENCODINGS:
+        m = ingest_vcf(path, encoding, codes_out, manifest_out, **options)
+    else:
+        raise GenotileError(f"unknown encoding {encoding!r}")
+    # what the codes were computed from (input, options, option files, index), for reruns to compare
+    m["sources"] = sources(path, options, input_sha256=m["input_sha256"])
+    write_text(manifest_out, json.dumps(m, indent=1) + "\n")
+    return m
 
 
 def ingest_alignment(path, alphabet: str, codes_out, manifest_out) -> dict:

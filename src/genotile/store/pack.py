@@ -115,6 +115,7 @@ def pack_store(
         "plan": plan.to_json(),
         "input": ingest_manifest["input"],
         "input_sha256": ingest_manifest["input_sha256"],
+        "sources": ingest_manifest.get("sources"),  # what the store was computed from (store/sources.py)
         "ids": ingest_manifest["ids"],
     }
     write_text(manifest_out, json.dumps(manifest, indent=1) + "\n")

@@ -1,0 +1,129 @@
+"""What a store is computed from: the input's content, the reader's options and the content of
+the option files (`samples:` and `regions:` files, a VCF's .tbi/.csi index).
+
+`sources(input, options)` describes them (SHA-256 and size of every file, the options as
+given); the ingest records it in its manifest and the pack copies it into the store's, so a
+later run can tell what changed (`differences`) whatever the files' modification times say:
+`genotile run` recomputes a store whose recorded sources differ, and the workflow keeps a
+small fingerprint file per dataset (`write_fingerprint`) whose modification time moves only
+when the content does, as an input of the ingest rule.
+"""
+
+import hashlib
+import json
+import os
+from pathlib import Path
+
+from genotile.io.atomic import write_text
+
+READ = 1 << 22
+
+
+def file_sha256(path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for chunk in iter(lambda: fh.read(READ), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def index_files(path) -> list[Path]:
+    """The tabix / CSI indexes beside a VCF/BCF (htslib looks for these names)."""
+    return [p for p in (Path(f"{path}.tbi"), Path(f"{path}.csi")) if p.is_file()]
+
+
+def option_files(options: dict | None) -> dict[str, Path]:
+    """{option: path} of the options that name a file (`samples:` list file, `regions:` file)."""
+    out = {}
+    for key in ("samples", "regions"):
+        value = (options or {}).get(key)
+        if isinstance(value, (str, os.PathLike)) and os.path.isfile(value):
+            out[key] = Path(value)
+    return out
+
+
+def _plain(value):
+    """An option as JSON: paths as strings, tuples as lists."""
+    if isinstance(value, os.PathLike):
+        return str(value)
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    return value
+
+
+def _file(path, sha256: str | None = None) -> dict:
+    return {"size": os.path.getsize(path), "sha256": sha256 or file_sha256(path)}
+
+
+def sources(input_path, options: dict | None = None, input_sha256: str | None = None) -> dict:
+    """{"input": {path, size, sha256}, "options": {...}, "files": {name: {size, sha256}}}.
+
+    `files` holds the option files and, where `regions:` is given (the only case the index
+    is read), the VCF's index files. `input_sha256`: the input's checksum when already known.
+    """
+    options = {k: _plain(v) for k, v in sorted((options or {}).items()) if v is not None}
+    files = {key: _file(p) for key, p in option_files(options).items()}
+    if options.get("regions") is not None:
+        files.update({f"index {p.suffix[1:]}": _file(p) for p in index_files(input_path)})
+    return {
+        "input": {"path": str(input_path), **_file(input_path, input_sha256)},
+        "options": options,
+        "files": files,
+    }
+
+
+def differences(recorded, current: dict) -> list[str]:
+    """What differs between two `sources` records, in words ([] when they agree)."""
+    if not isinstance(recorded, dict):
+        return ["the record of the inputs (none)"]
+    out = []
+    old, new = recorded.get("input") or {}, current["input"]
+    if old.get("path") != new["path"]:
+        out.append(f"input path ({old.get('path')} -> {new['path']})")
+    if (old.get("sha256"), old.get("size")) != (new["sha256"], new["size"]):
+        out.append(f"input content of {new['path']} (sha256 {str(old.get('sha256'))[:12]} -> {new['sha256'][:12]})")
+    old_opts, new_opts = recorded.get("options") or {}, current["options"]
+    for key in sorted(set(old_opts) | set(new_opts)):
+        if old_opts.get(key) != new_opts.get(key):
+            out.append(f"option {key} ({old_opts.get(key)!r} -> {new_opts.get(key)!r})")
+    old_files, new_files = recorded.get("files") or {}, current["files"]
+    for key in sorted(set(old_files) | set(new_files)):
+        if old_files.get(key) != new_files.get(key):
+            out.append(f"content of the {key} file")
+    return out
+
+
+def _stat_key(path) -> list:
+    st = os.stat(path)
+    # ctime moves on every write and on `cp -p`/`touch -d` (which set mtime back): the cache
+    # below is trusted only while all of these stay the same
+    return [st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns]
+
+
+def write_fingerprint(out, input_path, options: dict | None = None) -> Path:
+    """Keep `out` (a JSON of `sources`) current; rewrite it (new mtime) only when content changed.
+
+    The files are hashed only when their stat (device, inode, size, mtime, ctime) differs from
+    the one recorded with the last hashes; when only the stat moved, the record is refreshed
+    with `out`'s old modification time kept, so nothing downstream reruns.
+    """
+    out = Path(out)
+    watched = [Path(input_path), *option_files(options).values()]
+    if options and options.get("regions") is not None:
+        watched += index_files(input_path)
+    stats = {str(p): _stat_key(p) for p in watched}
+    try:
+        old = json.loads(out.read_text())
+    except (OSError, ValueError):
+        old = None
+    if isinstance(old, dict) and old.get("stat") == stats:
+        return out
+    current = sources(input_path, options)
+    record = {"sources": current, "stat": stats}
+    if isinstance(old, dict) and not differences(old.get("sources"), current):
+        mtime = out.stat().st_mtime_ns
+        write_text(out, json.dumps(record, indent=1) + "\n")
+        os.utime(out, ns=(mtime, mtime))
+    else:
+        write_text(out, json.dumps(record, indent=1) + "\n")
+    return out
