@@ -10,7 +10,7 @@ Makes the data once (cached in --data, default a temporary folder): msprime dipl
 (or random genotypes, allele frequencies ~ Beta(0.5, 0.5)), the first `variants` biallelic
 sites, calls missing ('./.') with probability p_missing, written as bgzip VCF. Then, in this
 one run, every measurement repeated `repeats` times, interleaved with the peer's, medians
-reported (the machine is shared; DESIGN.md section 6: ratios in the same run):
+reported (the machine is shared; docs/ceilings.md: ratios in the same run):
 
   tiles  (samples x variants): genotile `compute_tile` over every tile of the plan (one block
          when samples <= 4096), numpy backend, from the packed store (in memory), for ibs and

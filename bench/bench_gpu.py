@@ -26,7 +26,7 @@
 3. GPU packing (backends/cupy_pack.py) against numpy packing of the same codes: genotype
    codes (rows x fields, 2% missing) and nucleotide codes; host to host (codes in, planes
    out, pinned pipelined copies) and device only.
-Rates (DESIGN.md section 6): element comparisons/s = pairs x fields / s; bit-MAC/s = sum over
+Rates (docs/ceilings.md): element comparisons/s = pairs x fields / s; bit-MAC/s = sum over
 plane products of rows x cols x bits / s; % of ceiling against the ceiling measured above
 (b1 instruction ceiling for cupy-b1, cuBLAS int8 for cupy-int8, in bit-MACs = int8 MACs).
 Packing rows: the comparisons/s column holds codes packed per second.

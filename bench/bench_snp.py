@@ -26,7 +26,7 @@ small because a child's ru_maxrss starts from its parent's size at the fork):
 snp-dists 0.8.2 is run if it is on PATH; otherwise an ESTIMATE (pairs x length / an assumed
 1e9 character comparisons/s) is printed, clearly marked as not a measurement.
 
-Rates (DESIGN.md section 6): element comparisons/s = unique pairs x informative fields / s;
+Rates (docs/ceilings.md): element comparisons/s = unique pairs x informative fields / s;
 bit-MAC/s = sum over the plane products of rows x cols x bits / s (bits = the product's word
 range x 64, padding included; a diagonal tile's kernel computes its whole square block).
 """

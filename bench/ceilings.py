@@ -1,4 +1,4 @@
-"""CPU ceilings the benchmarks measure in their own run (DESIGN.md section 6: ratios, same run)."""
+"""CPU ceilings the benchmarks measure in their own run (docs/ceilings.md: ratios, same run)."""
 
 import time
 

@@ -1,4 +1,4 @@
-"""Brute-force definitions, straight from DESIGN.md section 2, one pair at a time."""
+"""Brute-force definitions, straight from docs/metrics.md, one pair at a time."""
 
 import math
 
@@ -66,7 +66,7 @@ def king_pair(gi, gj) -> dict:
 
 
 def ccc2_pair(gi, gj, multiplier: float = 4.5, param: float = 2 / 3) -> dict:
-    """CoMet 2-way CCC, sparse (DESIGN.md section 2), with its tallies."""
+    """CoMet 2-way CCC, sparse (docs/metrics.md), with its tallies."""
     rho = {1: lambda g: g, 0: lambda g: 2 - g}
     both = _both_sites(gi, gj)
     r = {(a, b): sum(rho[a](x) * rho[b](y) for x, y in both) for a in (0, 1) for b in (0, 1)}
@@ -92,7 +92,7 @@ GENOTYPE_REFERENCES = {"ibs": ibs_pair, "king": king_pair, "ccc2": ccc2_pair}
 
 
 def ccc3_triple(gi, gj, gk, multiplier: float = 4.5, param: float = 2 / 3) -> dict:
-    """CoMet 3-way CCC (DESIGN.md section 2), one triple, in (i, j, k) bit order, with its tallies."""
+    """CoMet 3-way CCC (docs/metrics.md), one triple, in (i, j, k) bit order, with its tallies."""
     rho = {1: lambda g: int(g), 0: lambda g: 2 - int(g)}
     sites = [(x, y, z) for x, y, z in zip(gi, gj, gk, strict=True) if MISSING not in (x, y, z)]
     r = {

@@ -117,7 +117,7 @@ def test_backends_give_identical_counts_on_unequal_blocks(name, genotypes):
 
 
 def test_plane_products_per_metric():
-    """The algebra of DESIGN.md section 3: products per pair, and fewer on complete data."""
+    """The algebra of docs/bitplanes.md: products per pair, and fewer on complete data."""
 
     def products(name, complete):
         metric = get_metric(name)

@@ -1,6 +1,6 @@
 """Genotype codes (0, 1, 2 ALT alleles or MISSING) and their bit planes (numpy only).
 
-Planes, one bit per field (DESIGN.md section 3):
+Planes, one bit per field (docs/bitplanes.md):
   L = [g >= 1], H = [g == 2], V = [non-missing]   (g = L + H),
 and two derived planes that save products (see metrics.py):
   Het = [g == 1] = L and not H,   Hom0 = [g == 0] = V and not L.
