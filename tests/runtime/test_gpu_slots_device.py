@@ -15,7 +15,7 @@ pytestmark = pytest.mark.skipif(N_GPUS < 2, reason=f"needs 2+ GPUs visible to nv
 JOB = """
 import json, sys, time
 sys.path.insert(0, {src!r})
-from genotile.gpu_slots import gpu_slot
+from genotile.runtime.gpu_slots import gpu_slot
 with gpu_slot(lock_dir={locks!r}, poll=0.05) as slot:
     import cupy
     start = time.time()

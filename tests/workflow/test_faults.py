@@ -38,7 +38,7 @@ KILL_MID_WRITE = """
 import os, signal, sys
 import numpy as np
 sys.path.insert(0, {src!r})
-from genotile import steps
+from genotile.pairs import steps
 
 def savez_then_die(fh, **arrays):  # half a file reaches the disk, then the job is killed
     fh.write(b"PK\\x03\\x04" + bytes(1000))

@@ -434,7 +434,7 @@ def test_reader_agrees_with_pysam(tmp_path):
 # peak RSS from VmHWM: ru_maxrss would carry the forking pytest process's peak across exec
 BOMB = """
 import re, sys
-from genotile import steps
+from genotile.pairs import steps
 m = steps.ingest(sys.argv[1], "nucleotide", sys.argv[2], sys.argv[3])
 peak = re.search(r"VmHWM:\\s+(\\d+) kB", open("/proc/self/status").read()).group(1)
 print(m["n_vectors"], m["n_fields"], m["n_kept"], peak)
