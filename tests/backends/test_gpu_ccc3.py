@@ -8,8 +8,8 @@ buffer that overflows, so the batching and the regrow-and-rerun path run.
 
 import numpy as np
 import pytest
+from ccc3ref import store
 from genodata import random_genotypes
-from test_ccc3 import store
 
 from genotile.backends.cuda import cupy_common
 from genotile.core import ccc3

@@ -14,10 +14,11 @@ from cpu_backends import CPU_BACKENDS
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from reference import GENOTYPE_REFERENCES
+from strategies import genotype_codes
 
 from genotile import backends
 from genotile.backends.cuda import cupy_common
-from genotile.core.encode import ALPHABETS, MISSING, categorical_encoding, categorical_planes, symbol_counts
+from genotile.core.encode import ALPHABETS, categorical_encoding, categorical_planes, symbol_counts
 from genotile.core.genotype import genotype_layout, genotype_planes
 from genotile.core.metrics import get_metric
 from genotile.core.plan import Plan
@@ -26,28 +27,6 @@ from genotile.pairs.tile import compute_tile
 FLOAT_TOL = 1e-12
 HAS_GPU = cupy_common.has_gpu()
 needs_gpu = pytest.mark.skipif(not HAS_GPU, reason="no CUDA GPU / CuPy: GPU property tests need a device")
-MISSING_PATTERNS = ["none", "random", "dense", "whole_vectors", "whole_fields"]
-
-
-@st.composite
-def genotype_codes(draw, max_vectors=12, max_fields=150):
-    """(vectors, fields) uint8 codes 0/1/2/MISSING under one of several missing patterns."""
-    n = draw(st.integers(1, max_vectors))
-    m = draw(st.integers(1, max_fields))
-    seed = draw(st.integers(0, 2**32 - 1))
-    rng = np.random.default_rng(seed)
-    freq = rng.uniform(0, 1, size=m) if draw(st.booleans()) else np.full(m, draw(st.sampled_from([0.0, 0.5, 1.0])))
-    codes = rng.binomial(2, freq[None, :], size=(n, m)).astype(np.uint8)
-    pattern = draw(st.sampled_from(MISSING_PATTERNS))
-    if pattern == "random":
-        codes[rng.random((n, m)) < 0.1] = MISSING
-    elif pattern == "dense":
-        codes[rng.random((n, m)) < 0.7] = MISSING
-    elif pattern == "whole_vectors":
-        codes[rng.random(n) < 0.3] = MISSING
-    elif pattern == "whole_fields":
-        codes[:, rng.random(m) < 0.3] = MISSING
-    return codes
 
 
 def brute(name, left, right, params):

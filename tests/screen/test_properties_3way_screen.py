@@ -19,11 +19,11 @@ import math
 import numpy as np
 import pytest
 import screenref as R
+from ccc3ref import reference, run_jobs, store
 from cpu_backends import CPU_BACKENDS
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from test_ccc3 import reference, run_jobs, store
-from test_properties import genotype_codes
+from strategies import genotype_codes
 
 from genotile.backends.cuda import cupy_common
 from genotile.core import ccc3
