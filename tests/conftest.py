@@ -147,3 +147,17 @@ def pairs_reader():
 @pytest.fixture(scope="session")
 def list_files():
     return files_under
+
+
+def pytest_collection_modifyitems(config, items):
+    """Mark `gpu` every test that the GPU skip helpers guard.
+
+    The helpers (`needs_gpu` and the like in tests/*/test_gpu_*.py and the property tests, the
+    module-level `pytestmark` of tests/runtime/test_gpu_slots_device.py) are `skipif` marks
+    whose reason names the GPU; a test in a GPU file that runs without one (say, the CPU
+    fallback of GPU packing) carries none and stays unmarked. `pytest -m gpu` on a device
+    machine then runs exactly the GPU tests, `pytest -m "not gpu"` the rest.
+    """
+    for item in items:
+        if any("GPU" in str(mark.kwargs.get("reason", "")) for mark in item.iter_markers("skipif")):
+            item.add_marker(pytest.mark.gpu)

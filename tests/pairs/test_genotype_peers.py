@@ -23,6 +23,8 @@ from genotile.pairs import steps
 
 msprime = pytest.importorskip("msprime", reason="msprime is needed to simulate the peer-test data")
 
+pytestmark = pytest.mark.peers  # PLINK 1.9 / 2 and scikit-allel: `pytest -m peers`
+
 
 def simulate_vcf(path: Path, n: int, length: float, seed: int, p_missing: float) -> tuple[list[str], int]:
     """An msprime VCF of n diploid samples (biallelic sites), calls missing with p_missing."""

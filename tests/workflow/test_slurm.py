@@ -24,6 +24,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+pytestmark = pytest.mark.slurm  # `pytest -m "not slurm"` leaves it out
+
 REPO = Path(__file__).resolve().parents[2]
 PROFILE = REPO / "profiles" / "slurm"
 # The example data has 60 sequences (snp, hamming), 40 samples (ibs, king) and about 900 SNPs
