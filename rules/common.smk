@@ -14,6 +14,7 @@ from genotile.store.ingest import VCF_ENCODINGS  # noqa: E402
 from genotile.core import ccc3 as _ccc3  # noqa: E402
 from genotile.core.metrics import METRICS  # noqa: E402
 from genotile.core.plan import Plan  # noqa: E402
+from genotile.store import sources as _sources  # noqa: E402
 
 validate(config, schema="../config/schema/config.schema.yaml")
 
@@ -139,6 +140,72 @@ def ingest_options(wildcards):
         return {}
     spec = config["datasets"][wildcards.dataset]
     return {key: spec[key] for key in VCF_OPTIONS if key in spec}
+
+
+def dataset_options(dataset) -> dict:
+    """The VCF reader's options of a dataset as written in the config."""
+    spec = config["datasets"][dataset]
+    return {key: spec[key] for key in VCF_OPTIONS if key in spec}
+
+
+def ingest_option_files(wildcards):
+    """Files besides the input that the ingest reads: the `samples:` list, a `regions:` file and,
+    with regions, the VCF's index; inputs of the rule, so an edit (newer mtime) reruns it.
+    """
+    options = dataset_options(wildcards.dataset)
+    files = [str(p) for p in _sources.option_files(options).values()]
+    if isinstance(options.get("samples"), str) and options["samples"] not in files:
+        # missing: Snakemake names it before any job runs
+        files.append(options["samples"])
+    if options.get("regions") is not None:
+        files += [str(p) for p in _sources.index_files(dataset_input(wildcards))]
+    return files
+
+
+def fingerprint(out, path, options=None):
+    """`out`, a record of the content (SHA-256) of `path` and its option files, rewritten (new
+    mtime) only when that content changes (store/sources.py); as an input of the rule that reads
+    them, it reruns the rule on a change of content that no mtime shows (a file restored with
+    `cp -p`). Written when the workflow is parsed (`write_fingerprints`, below), before Snakemake
+    takes stock of the files; [] while `path` is missing (Snakemake then names it)."""
+    return out if Path(path).is_file() else []
+
+
+def dataset_sources(wildcards):
+    return fingerprint(
+        f"results/{wildcards.dataset}/sources.json", dataset_input(wildcards)
+    )
+
+
+def screen_sources(wildcards):
+    spec = config["screens"][wildcards.screen]
+    return [
+        fingerprint(
+            f"results/{wildcards.screen}/screen/{kind}.sources.json", spec[kind]
+        )
+        for kind in ("samples", "signatures")
+    ]
+
+
+def write_fingerprints():
+    """Bring every dataset's and screen's fingerprint up to date (files are hashed again only
+    when their stat changed since the last hashes: cheap when nothing changed)."""
+    for dataset, spec in config["datasets"].items():
+        if Path(spec["input"]).is_file():
+            _sources.write_fingerprint(
+                f"results/{dataset}/sources.json",
+                spec["input"],
+                dataset_options(dataset),
+            )
+    for screen, spec in (config.get("screens") or {}).items():
+        for kind in ("samples", "signatures"):
+            if Path(spec[kind]).is_file():
+                _sources.write_fingerprint(
+                    f"results/{screen}/screen/{kind}.sources.json", spec[kind]
+                )
+
+
+write_fingerprints()
 
 
 def metric_params(wildcards):

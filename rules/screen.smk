@@ -10,6 +10,8 @@ checkpoint screen_ingest:
     input:
         samples=lambda wildcards: screen_spec(wildcards)["samples"],
         signatures=lambda wildcards: screen_spec(wildcards)["signatures"],
+        # content of both files, whatever their mtimes (rules/common.smk)
+        sources=screen_sources,
     output:
         manifest="results/{screen}/screen/store/manifest.json",
         arrays=expand("results/{{screen}}/screen/store/{name}.npy", name=SCREEN_ARRAYS),

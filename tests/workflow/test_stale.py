@@ -8,7 +8,7 @@ import shutil
 import numpy as np
 import pytest
 from genodata import random_genotypes, vcf_text, write_vcf
-from snakerun import random_alignment, write_fasta
+from snakerun import jobs_run, random_alignment, snakemake, write_fasta
 
 from genotile.cli import main
 from genotile.pairs.steps import run_all
@@ -124,3 +124,71 @@ def test_vcf_rewritten_beside_its_old_index_is_refused_by_name(tmp_path):
     os.utime(index, ns=(st.st_atime_ns, st.st_mtime_ns - 10**9))
     with pytest.raises(GenotileError, match=r"in.vcf.gz.tbi: index older than the data file"):
         run_all(vcf, tmp_path / "out", ["ibs"], vcf_options={"regions": "1"})
+
+
+# -- the Snakemake workflow --
+
+
+def _snakemake_outputs(work, dataset, metric) -> dict:
+    folder = work / "results" / dataset / metric
+    return {p.name: p.read_bytes() for p in sorted(folder.glob("*.tsv*"))}
+
+
+def _set_back(path, like):
+    st = os.stat(like)
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
+
+
+def test_snakemake_reruns_on_content_changed_with_an_older_mtime(tmp_path):
+    path = fasta(tmp_path / "in.fa", 12, n=11)
+    config = {"datasets": {"d": {"input": str(path), "metrics": ["snp"]}}, "thresholds": {"snp": 40}, "block_size": 5}
+    work = tmp_path / "work"
+    work.mkdir()
+    snakemake(work, config)
+    fasta(path, 13, n=11)  # new content, same shape...
+    _set_back(path, tmp_path / "in.fa")
+    os.utime(path, (1_000_000_000, 1_000_000_000))  # ...and an mtime older than every output
+    proc = snakemake(work, config)
+    assert jobs_run(proc.stderr).get("ingest") == 1
+    fresh = tmp_path / "fresh"
+    fresh.mkdir()
+    snakemake(fresh, config)
+    assert _snakemake_outputs(work, "d", "snp") == _snakemake_outputs(fresh, "d", "snp")
+    again = snakemake(work, config, "-n")
+    assert "Nothing to be done" in again.stdout + again.stderr
+
+
+@pytest.mark.parametrize("option", ["samples", "regions"])
+def test_snakemake_reruns_on_an_option_file_edit(tmp_path, option):
+    g = random_genotypes(12, 50, seed=14)
+    vcf = write_vcf(tmp_path / "in.vcf.gz", vcf_text(g), index=True)
+    samples, regions = tmp_path / "samples.txt", tmp_path / "regions.txt"
+    samples.write_text("s3\ns1\ns0\ns7\ns9\n")
+    regions.write_text("1:1-300\n")
+    spec = {"input": str(vcf), "metrics": ["ibs"], "samples": str(samples), "regions": str(regions)}
+    config = {"datasets": {"v": spec}, "thresholds": {"ibs": None}}
+    work = tmp_path / "work"
+    work.mkdir()
+    snakemake(work, config)
+    edited = samples if option == "samples" else regions
+    old = os.stat(edited)
+    edited.write_text("s3\ns1\ns0\ns7\ns10\n" if option == "samples" else "1:200-480\n")
+    os.utime(edited, ns=(old.st_atime_ns, old.st_mtime_ns))  # content only
+    snakemake(work, config)
+    fresh = tmp_path / "fresh"
+    fresh.mkdir()
+    snakemake(fresh, config)
+    assert _snakemake_outputs(work, "v", "ibs") == _snakemake_outputs(fresh, "v", "ibs")
+
+
+def test_matrix_and_tiles_the_new_config_does_not_write_are_removed(tmp_path):
+    out = tmp_path / "out"
+    run_all(fasta(tmp_path / "a.fa", 15, n=10), out, ["snp"], block_size=3)
+    assert (out / "snp" / "matrix.tsv").exists() and (out / "snp" / "pairs" / "tile_3_3.npz").exists()
+    b = fasta(tmp_path / "b.fa", 16, n=10)
+    run_all(b, out, ["snp"], block_size=4, dense_max=5)  # now 10 > dense_max: no matrix
+    got = outputs(out)
+    assert "matrix.tsv" not in got and got["listed"] == ["histogram", "pairs"]
+    assert got == clean(tmp_path, b, None, ["snp"], block_size=4, dense_max=5)
+    tiles = sorted(p.name for p in (out / "snp" / "pairs").iterdir())
+    assert tiles == ["tile_0_0.npz", "tile_0_1.npz", "tile_0_2.npz", "tile_1_1.npz", "tile_1_2.npz", "tile_2_2.npz"]
