@@ -10,6 +10,7 @@ from genotile.core.metrics import get_metric
 from genotile.core.plan import Plan, read_plan, write_plan
 from genotile.errors import GenotileError
 from genotile.io.readback import load_json, load_permutation
+from genotile.io.stale import remove_stale_files, remove_stale_matrix
 from genotile.io.tilefile import write_tile
 from genotile.pairs.merge import merge_matrix, merge_pairs, write_histograms, write_summary
 from genotile.pairs.tile import compute_tile
@@ -129,6 +130,8 @@ def merge(
     manifest = _load_json(manifest_path, STORE_KEYS)
     p = Plan(**{k: manifest["plan"][k] for k in ("n_vectors", "block_size", "seed")})
     metric = get_metric(metric_name)
+    if matrix_path is None:  # a matrix.tsv of an earlier, larger dense_max must not look current
+        remove_stale_matrix(Path(pairs_out).parent)
     merged = merge_pairs(tiles, manifest["ids"], p, metric, pairs_out, store_identity(manifest))
     outputs = {"pairs": pairs_out, **({"matrix": matrix_path} if matrix_path else {})}
     if histogram_out is not None:
@@ -146,6 +149,8 @@ def merge(
         started=started,
     )
     log.info("merge: %d of %d pairs pass", summary["pairs_passing"], summary["pairs_computed"])
+    if tiles:  # tiles of an earlier plan (another block size or input)
+        remove_stale_files(Path(tiles[0]).parent, r"tile_\d+_\d+\.npz", tiles)
     return summary
 
 

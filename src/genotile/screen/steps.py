@@ -16,6 +16,7 @@ from genotile.errors import GenotileError
 from genotile.io.atomic import atomic_path, write_text
 from genotile.io.fastq import read_fastq
 from genotile.io.readback import RERUN, load_json, load_npy
+from genotile.io.stale import remove_stale_files
 from genotile.io.tilefile import read_tile, write_tile
 from genotile.io.tsvgz import write_tsv_gz
 from genotile.pairs.merge import file_sha256, output_records, versions
@@ -268,4 +269,6 @@ def merge(tile_paths, store_dir, *, min_score, matches_out, summary_out, config:
         "versions": versions(),
     }
     write_text(summary_out, json.dumps(summary, indent=1) + "\n")
+    if tile_paths:  # tiles of an earlier plan (other block sizes or inputs)
+        remove_stale_files(Path(tile_paths[0]).parent, r"tile_\d+_\d+\.npz", tile_paths)
     return summary

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from genotile.core import ccc3
 from genotile.io.readback import load_json, load_permutation
+from genotile.io.stale import remove_stale_files
 from genotile.io.tilefile import write_tile
 from genotile.pairs.steps import STORE_KEYS, store_identity
 from genotile.runtime.progress import Progress
@@ -108,6 +109,8 @@ def merge(paths, manifest_path, *, block_size, stages, triples_out, summary_out,
         started=started,
     )
     log.info("ccc3 merge: %d of %d triples pass", summary["triples_passing"], summary["triples_computed"])
+    if paths:  # job files of an earlier plan (another block size, stages or input)
+        remove_stale_files(Path(paths[0]).parent, r"triples_\d+_\d+_\d+_\d+\.npz", paths)
     return summary
 
 
