@@ -197,7 +197,7 @@ class GenotypeReader:
             vcf = cyvcf2.VCF(self.path, lazy=True, samples=wanted)
             # htslib keeps the file's order; put the columns in the list's order, as bcftools -S does
             col = {s: k for k, s in enumerate(vcf.samples)}
-            self._order = np.array([col[s] for s in wanted], dtype=np.int64)
+            self._order: np.ndarray | None = np.array([col[s] for s in wanted], dtype=np.int64)
             self.samples = wanted
         else:
             self._order, self.samples = None, all_samples

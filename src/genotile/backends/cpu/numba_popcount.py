@@ -24,7 +24,7 @@ from genotile.backends.terms import add_row_sums, is_diagonal
 from genotile.runtime.cpus import usable_cpus
 
 _KERNEL = None
-MAX_THREADS = None  # at most this many threads (backends.limit_threads), else every usable CPU
+MAX_THREADS: int | None = None  # at most this many threads (backends.limit_threads), else every usable CPU
 
 
 def is_available() -> bool:

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -125,9 +126,10 @@ def coefficient_chains(products: list[cc.Product]) -> list[list[cc.Product]]:
 
 def plan_launches(products: list[cc.Product]) -> list[list[cc.Product]]:
     """Products per launch: one coefficient chain, total bound <= 2**31 - 1."""
-    launches = []
+    launches: list[list[cc.Product]] = []
     for chain in coefficient_chains(products):
-        current, bound = [], 0
+        current: list[cc.Product] = []
+        bound = 0
         for piece in (q for p in chain for q in cc.split_product(p, cc.INT32_MAX)):
             if current and bound + piece.bound > cc.INT32_MAX:
                 launches.append(current)
@@ -143,10 +145,10 @@ def plan_launches(products: list[cc.Product]) -> list[list[cc.Product]]:
 class Launch:
     """Repacked operands and the term table of one kernel launch."""
 
-    a: object  # cupy uint64 (Mp, KW)
-    b: object  # cupy uint64 (Np, KW)
-    term_kt: object  # cupy int32 (n_terms,)
-    term_mult: object  # cupy int32 (n_terms,)
+    a: Any  # cupy uint64 (Mp, KW)
+    b: Any  # cupy uint64 (Np, KW)
+    term_kt: Any  # cupy int32 (n_terms,)
+    term_mult: Any  # cupy int32 (n_terms,)
     n_terms: int
     final_mult: int
     rows: int

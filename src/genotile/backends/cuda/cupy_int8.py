@@ -153,7 +153,9 @@ def count_device(dl, dr, terms):
 
 def _batches(pieces: list[cc.Product], max_words: int) -> list[list[cc.Product]]:
     """Consecutive pieces per GEMM: at most max_words words and a bound below 2**31."""
-    batches, current, words, bound = [], [], 0, 0
+    batches: list[list[cc.Product]] = []
+    current: list[cc.Product] = []
+    words = bound = 0
     for p in pieces:
         if current and (words + p.width > max_words or bound + p.bound > cc.INT32_MAX):
             batches.append(current)

@@ -117,4 +117,5 @@ def triples_device(engine, blocks, stats, layout, plan, params, block_ids, stage
     if not found:
         empty = np.zeros(0, dtype=np.int64)
         return Triples(empty, empty, empty, np.zeros((0, 8)), seconds)
-    return Triples(*(np.concatenate([f[x] for f in found]) for x in range(4)), seconds)
+    ti, tj, tk, values = (np.concatenate([f[x] for f in found]) for x in range(4))
+    return Triples(ti, tj, tk, values, seconds)
