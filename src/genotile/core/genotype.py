@@ -57,7 +57,28 @@ class GenotypeLayout:
 
 
 def scan_codes(codes: np.ndarray) -> bool:
-    """Check every code is 0, 1, 2 or MISSING; True when none is MISSING."""
+    """Check every code is 0, 1, 2 or MISSING, a block of rows at a time.
+
+    Parameters
+    ----------
+    codes : array_like of uint8, shape (vectors, fields)
+        Genotype codes (a memory map is read in blocks of about 64 MiB).
+
+    Returns
+    -------
+    bool
+        True when no code is MISSING (the layout is `complete`).
+
+    Raises
+    ------
+    GenotileError
+        A code other than 0, 1, 2 or MISSING.
+
+    Examples
+    --------
+    >>> scan_codes(np.array([[0, 1, 2]], dtype=np.uint8)), scan_codes(np.array([[0, MISSING]], dtype=np.uint8))
+    (True, False)
+    """
     n, m = codes.shape
     step = max(1, SCAN_BYTES // max(1, m))
     complete = True
@@ -76,11 +97,54 @@ def scan_codes(codes: np.ndarray) -> bool:
 
 
 def genotype_layout(codes: np.ndarray, encoding: str) -> GenotypeLayout:
+    """The plane layout of a genotype store.
+
+    Parameters
+    ----------
+    codes : array_like of uint8, shape (vectors, fields)
+        Genotype codes, checked by `scan_codes`.
+    encoding : {"genotype", "genotype_t"}
+        Store kind: samples x variants with planes L H V Het Hom0 (ibs, king), or variants x
+        samples with L H V (ccc2, ccc3).
+
+    Returns
+    -------
+    GenotypeLayout
+        ceil(fields / 64) words per plane, the planes in order, and `complete`.
+
+    Examples
+    --------
+    >>> g = np.array([[0, 1, 2, MISSING], [2, 2, 0, 1]], dtype=np.uint8)
+    >>> lay = genotype_layout(g, "genotype_t")
+    >>> lay.planes, lay.complete, lay.segments()["V"], lay.total_words
+    (('L', 'H', 'V'), False, (2, 3), 3)
+    """
     return GenotypeLayout(n_words(codes.shape[1]), PLANES[encoding], scan_codes(codes))
 
 
 def genotype_planes(codes: np.ndarray, layout: GenotypeLayout) -> np.ndarray:
-    """Pack rows of codes (rows, fields) into plane words (rows, layout.total_words)."""
+    """Pack rows of genotype codes into their bit planes.
+
+    Parameters
+    ----------
+    codes : array_like of uint8, shape (rows, fields)
+        Codes 0, 1, 2 or MISSING.
+    layout : GenotypeLayout
+        Which planes, and `words` per plane (>= ceil(fields / 64)).
+
+    Returns
+    -------
+    numpy.ndarray of uint64, shape (rows, layout.total_words)
+        The planes of each row one after another (`layout.segments()` gives their words).
+
+    Examples
+    --------
+    Row [0, 1, 2, missing]: L = 0b0110, H = 0b0100, V = 0b0111.
+
+    >>> g = np.array([[0, 1, 2, MISSING], [2, 2, 0, 1]], dtype=np.uint8)
+    >>> genotype_planes(g, genotype_layout(g, "genotype_t")).tolist()
+    [[6, 4, 7], [11, 3, 15]]
+    """
     g = np.asarray(codes)
     if not layout.planes:
         return np.zeros((g.shape[0], 0), np.uint64)

@@ -15,6 +15,28 @@ from genotile.io.atomic import atomic_path, write_text
 
 @dataclass(frozen=True)
 class Plan:
+    """The tile plan of a dataset: n vectors, blocks of `block_size` permuted rows, tiles I <= J.
+
+    Parameters
+    ----------
+    n_vectors : int
+        Vectors of the dataset (rows of the store).
+    block_size : int
+        Vectors per block (the last block may be shorter).
+    seed : int
+        Seed of the permutation; it changes no output byte.
+
+    Examples
+    --------
+    >>> p = Plan(n_vectors=10, block_size=4, seed=1)
+    >>> p.n_blocks, p.block(2), p.n_pairs
+    (3, slice(8, 10, None), 45)
+    >>> p.tiles()
+    [(0, 0), (0, 1), (0, 2), (1, 1), (1, 2), (2, 2)]
+    >>> sorted(p.permutation().tolist()) == list(range(10))
+    True
+    """
+
     n_vectors: int
     block_size: int
     seed: int
@@ -24,17 +46,21 @@ class Plan:
         return max(1, -(-self.n_vectors // self.block_size))
 
     def block(self, index: int) -> slice:
+        """Permuted rows of block `index`: [index * block_size, min((index + 1) * block_size, n))."""
         start = index * self.block_size
         return slice(start, min(start + self.block_size, self.n_vectors))
 
     def tiles(self) -> list[tuple[int, int]]:
+        """Every tile (I, J) with I <= J, row-major: one tile job each."""
         return [(i, j) for i in range(self.n_blocks) for j in range(i, self.n_blocks)]
 
     def permutation(self) -> np.ndarray:
+        """int64 (n_vectors,): row r of the store holds vector permutation()[r] (numpy's default_rng(seed))."""
         return np.random.default_rng(self.seed).permutation(self.n_vectors)
 
     @property
     def n_pairs(self) -> int:
+        """Unique pairs n (n - 1) / 2: each computed by exactly one tile."""
         return self.n_vectors * (self.n_vectors - 1) // 2
 
     def describe(self) -> str:
@@ -45,10 +71,20 @@ class Plan:
         )
 
     def to_json(self) -> dict:
+        """plan.json: the three fields and the derived n_blocks, n_tiles, n_pairs."""
         return {**asdict(self), "n_blocks": self.n_blocks, "n_tiles": len(self.tiles()), "n_pairs": self.n_pairs}
 
 
 def write_plan(plan: Plan, plan_out, perm_out) -> None:
+    """Write plan.json and perm.npy (int64, shape (n_vectors,)), each atomically.
+
+    Parameters
+    ----------
+    plan : Plan
+        The plan to record.
+    plan_out, perm_out : str or os.PathLike
+        Paths of plan.json and perm.npy.
+    """
     with atomic_path(perm_out) as tmp:
         with open(tmp, "wb") as fh:
             np.save(fh, plan.permutation(), allow_pickle=False)
@@ -56,6 +92,17 @@ def write_plan(plan: Plan, plan_out, perm_out) -> None:
 
 
 def read_plan(plan_path) -> Plan:
+    """The Plan of a plan.json, refused by name (GenotileError) when damaged or incomplete.
+
+    Parameters
+    ----------
+    plan_path : str or os.PathLike
+        A plan.json written by `write_plan`.
+
+    Returns
+    -------
+    Plan
+    """
     from genotile.io.readback import load_json
 
     d = load_json(plan_path, "plan", ("n_vectors", "block_size", "seed"))
