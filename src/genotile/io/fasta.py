@@ -174,17 +174,24 @@ def raw_records(path) -> Iterator[tuple[bytes, bytes]]:
         yield header, b"".join(pieces).translate(None, b"\r\n")
 
 
+def record_id(header: bytes, path, number: int, seen: dict[str, int]) -> str:
+    """The ID of record `number` (header without '>' and line end): the header up to the first
+    whitespace, checked (ids.py) and refused when `seen` (ID -> record number) holds it already."""
+    fields = header.split(None, 1)
+    name = check_id(fields[0] if fields else b"", path, f"record {number}")
+    if name in seen:
+        raise GenotileError(f"{path}: duplicate sequence ID {name!r} (records {seen[name]} and {number})")
+    seen[name] = number
+    return name
+
+
 def read_alignment(path) -> Iterator[tuple[str, np.ndarray]]:
     """Yield (id, bytes as uint8 array) per record; check IDs and equal lengths."""
     check_fasta(path)
     seen: dict[str, int] = {}
     length = None
     for number, (header, seq) in enumerate(raw_records(path), start=1):
-        fields = header.split(None, 1)
-        name = check_id(fields[0] if fields else b"", path, f"record {number}")
-        if name in seen:
-            raise GenotileError(f"{path}: duplicate sequence ID {name!r} (records {seen[name]} and {number})")
-        seen[name] = number
+        name = record_id(header, path, number, seen)
         raw = np.frombuffer(seq, dtype=np.uint8)
         high = np.flatnonzero(raw >= 0x80)
         if high.size:

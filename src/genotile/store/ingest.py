@@ -3,26 +3,34 @@
 `ingest` dispatches on the encoding: alphabets read an alignment (below),
 genotype encodings a VCF/BCF (ingest_vcf.py).
 
-Alignments: two streaming passes over the file: the first finds the columns that hold two
-or more distinct symbols (the only ones that can make two vectors differ), the
-second writes those columns' codes, one row per vector, into a memory-mapped
-uint8 matrix (vectors x kept fields) in input order.
+Alignments: the columns that hold two or more distinct symbols (the only ones that can make
+two vectors differ) are found, then those columns' codes written, one row per vector, into a
+memory-mapped uint8 matrix (vectors x kept fields) in input order. A regular uncompressed
+alignment (fasta_mmap) is read in one pass over a memory map, with numpy; any other file
+(gzip, BGZF, odd layouts, bytes the fast path does not take) in two streaming passes
+(fasta.read_alignment, the reference). Both give the same IDs, codes and errors.
 """
 
 import hashlib
 import json
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
 from genotile import __version__
-from genotile.core.encode import ALPHABETS, ColumnScan
+from genotile.core.columns import ColumnSpan, categorical_codes
+from genotile.core.encode import ALPHABETS, CATEGORICAL, ColumnScan
 from genotile.errors import GenotileError
+from genotile.io import fasta_mmap
 from genotile.io.atomic import atomic_path, write_text
-from genotile.io.fasta import read_alignment
+from genotile.io.fasta import check_fasta, read_alignment
 from genotile.runtime.progress import Progress
 from genotile.store.ingest_vcf import ENCODINGS as VCF_ENCODINGS
 from genotile.store.ingest_vcf import ingest_vcf
 from genotile.store.sources import sources
+
+CHUNK_BYTES = 1 << 25  # sequence bytes gathered per block of rows
+HOLD_BYTES = 1 << 30  # alignments up to this many sequence bytes are gathered once and held
 
 
 def file_sha256(path) -> str:
@@ -55,8 +63,66 @@ def ingest(path, encoding: str, codes_out, manifest_out, **options) -> dict:
 
 
 def ingest_alignment(path, alphabet: str, codes_out, manifest_out) -> dict:
-    """Pass 1: informative columns; pass 2: their codes. Returns the manifest."""
-    alpha = ALPHABETS[alphabet]
+    """The codes of the informative columns, and the manifest (returned)."""
+    check_fasta(path)
+    with ThreadPoolExecutor(1, thread_name_prefix="genotile-sha256") as pool:
+        digest = pool.submit(file_sha256, path)  # hashlib releases the GIL: alongside the reading
+        layout = fasta_mmap.open_regular(path)
+        read = None if layout is None else read_regular(layout, ALPHABETS[alphabet], codes_out)
+        ids, n_fields, n_kept = read or read_streaming(path, ALPHABETS[alphabet], codes_out)
+        manifest = {
+            "genotile": __version__,
+            "input": str(path),
+            "input_sha256": digest.result(),
+            "format": "fasta",
+            "alphabet": alphabet,
+            "n_vectors": len(ids),
+            "n_fields": int(n_fields),
+            "n_kept": n_kept,
+            "ids": ids,
+        }
+    write_text(manifest_out, json.dumps(manifest, indent=1) + "\n")
+    return manifest
+
+
+def read_regular(layout: fasta_mmap.RegularFasta, alpha, codes_out) -> tuple[list[str], int, int] | None:
+    """(IDs, fields, kept fields) of a regular alignment, read in one pass over its memory map
+    (fasta_mmap): blocks of rows are gathered, their columns' symbol ranges kept (ColumnSpan),
+    then the informative columns' codes written (from the bytes held in memory when they fit,
+    else gathered again from the page cache). None, and nothing written, when a sequence holds
+    a byte the fast path does not take: the streaming reader then reads the file."""
+    n, length = layout.n, layout.length
+    chunk = max(1, CHUNK_BYTES // max(1, length))
+    held = n * length <= HOLD_BYTES  # small enough: gather once, keep the bytes for the codes
+    whole = np.empty((n, length), dtype=np.uint8) if held else None
+    span = ColumnSpan(alpha, length)
+    progress = Progress("ingest (columns)", total=n)
+    for r0 in range(0, n, chunk):
+        r1 = min(n, r0 + chunk)
+        raw = layout.rows(r0, r1, None if whole is None else whole[r0:r1])
+        if not fasta_mmap.clean(raw):
+            return None
+        span.add(raw)
+        progress.update(r1)
+    progress.finish(n)
+    keep = np.flatnonzero(span.informative)
+    with atomic_path(codes_out) as tmp:
+        codes = np.lib.format.open_memmap(tmp, mode="w+", dtype=np.uint8, shape=(n, keep.size))
+        for r0 in range(0, n, chunk):
+            r1 = min(n, r0 + chunk)
+            raw = whole[r0:r1] if held else layout.rows(r0, r1)
+            kept = raw[:, keep]
+            codes[r0:r1] = categorical_codes(kept) if alpha is CATEGORICAL else alpha.encode(kept)
+        codes.flush()
+        del codes
+    return layout.ids, length, int(keep.size)
+
+
+def read_streaming(path, alpha, codes_out) -> tuple[list[str], int, int]:
+    """(IDs, fields, kept fields), read in two streaming passes (fasta.read_alignment): the first
+    finds the informative columns, the second writes their codes. Memory: one record and one
+    chunk of the file, whatever it expands to."""
+    alphabet = alpha.name
     ids: list[str] = []
     scan = None
     progress = Progress(f"ingest pass 1 ({alphabet} columns)")
@@ -84,17 +150,4 @@ def ingest_alignment(path, alphabet: str, codes_out, manifest_out) -> dict:
         codes.flush()
         del codes
     progress.finish(n)
-
-    manifest = {
-        "genotile": __version__,
-        "input": str(path),
-        "input_sha256": file_sha256(path),
-        "format": "fasta",
-        "alphabet": alphabet,
-        "n_vectors": n,
-        "n_fields": int(length),
-        "n_kept": int(keep.size),
-        "ids": ids,
-    }
-    write_text(manifest_out, json.dumps(manifest, indent=1) + "\n")
-    return manifest
+    return ids, int(length), int(keep.size)
