@@ -192,3 +192,18 @@ def test_matrix_and_tiles_the_new_config_does_not_write_are_removed(tmp_path):
     assert got == clean(tmp_path, b, None, ["snp"], block_size=4, dense_max=5)
     tiles = sorted(p.name for p in (out / "snp" / "pairs").iterdir())
     assert tiles == ["tile_0_0.npz", "tile_0_1.npz", "tile_0_2.npz", "tile_1_1.npz", "tile_1_2.npz", "tile_2_2.npz"]
+
+
+def test_snakemake_merge_refuses_tiles_of_another_threshold(tmp_path):
+    path = fasta(tmp_path / "in.fa", 17, n=11)
+    config = {"datasets": {"d": {"input": str(path), "metrics": ["snp"]}}, "thresholds": {"snp": 100}, "block_size": 5}
+    work = tmp_path / "work"
+    work.mkdir()
+    snakemake(work, config)
+    (work / "results/d/snp/pairs/tile_1_2.npz").unlink()
+    config["thresholds"]["snp"] = 2
+    proc = snakemake(work, config, "--rerun-triggers", "mtime", check=False)
+    assert proc.returncode != 0
+    assert "results/d/snp/pairs/tile_0_0.npz: computed with threshold 100, not the current 2" in proc.stderr
+    snakemake(work, config)  # the default triggers: the params changed, every tile reruns
+    assert json.loads((work / "results/d/snp/summary.json").read_text())["threshold"] == 2

@@ -19,12 +19,16 @@ from genotile.errors import GenotileError
 from genotile.io.atomic import atomic_path, write_text
 from genotile.io.tilefile import read_tile
 from genotile.io.tsvgz import format_column, format_rows, write_tsv_gz
+from genotile.pairs import tilecheck
 from genotile.runtime.progress import Progress
 
 
-def read_tiles(tile_paths, plan: Plan, metric: Metric, store: dict | None = None):
-    """Yield (path, arrays, meta, sha256) for every tile; refuse a missing, foreign or repeated one."""
+def read_tiles(tile_paths, plan: Plan, metric: Metric, store: dict | None = None, perm=None, expect=None):
+    """Yield (path, arrays, meta, sha256) for every tile; refuse a missing, foreign or repeated one,
+    one of other settings (`expect`: threshold, params) and, given the permutation, one whose
+    indices or dense block are not its blocks' (pairs/tilecheck.py)."""
     expected = set(plan.tiles())
+    blocks = None if perm is None else tilecheck.block_of(plan, perm)
     seen = set()
     progress = Progress(f"{metric.name}: tiles read", total=len(expected))
     for path in tile_paths:
@@ -38,6 +42,9 @@ def read_tiles(tile_paths, plan: Plan, metric: Metric, store: dict | None = None
             )
         if tile in seen:
             raise GenotileError(f"tile {path}: tile {tile} given twice")
+        tilecheck.check_settings(path, meta, expect or {})
+        if blocks is not None:
+            tilecheck.check_pair_tile(path, arrays, meta, plan, metric, blocks, perm)
         seen.add(tile)
         progress.update(len(seen))
         yield path, arrays, meta, digest
@@ -47,9 +54,11 @@ def read_tiles(tile_paths, plan: Plan, metric: Metric, store: dict | None = None
         raise GenotileError(f"{len(missing)} tile(s) missing, e.g. {missing[:5]}: rerun the tile jobs")
 
 
-def merge_pairs(tile_paths, ids: list[str], plan: Plan, metric: Metric, out_path, store: dict | None = None) -> dict:
+def merge_pairs(
+    tile_paths, ids: list[str], plan: Plan, metric: Metric, out_path, store: dict | None = None, perm=None, expect=None
+) -> dict:
     parts, tiles, hist = [], [], {}
-    for path, arrays, meta, digest in read_tiles(tile_paths, plan, metric, store):
+    for path, arrays, meta, digest in read_tiles(tile_paths, plan, metric, store, perm, expect):
         parts.append({k: arrays[k] for k in ("a", "b", *metric.columns)})
         histogram.add(hist, arrays)
         tiles.append({"tile": meta["tile"], "file": str(path), "sha256": digest, **meta})
@@ -78,12 +87,14 @@ def write_histograms(out_path, metric: Metric, histograms: dict, pairs_computed:
     write_text(out_path, "\n".join(lines) + "\n")
 
 
-def merge_matrix(tile_paths, ids: list[str], plan: Plan, metric: Metric, out_path, store: dict | None = None) -> None:
+def merge_matrix(
+    tile_paths, ids: list[str], plan: Plan, metric: Metric, out_path, store: dict | None = None, perm=None
+) -> None:
     n = len(ids)
     matrix = None
     # which cells a tile wrote: no value can serve as the marker (nan is a real ibs/king value)
     filled = np.eye(n, dtype=bool)
-    for path, arrays, _meta, _digest in read_tiles(tile_paths, plan, metric, store):
+    for path, arrays, _meta, _digest in read_tiles(tile_paths, plan, metric, store, perm):
         if "dense" not in arrays:
             raise GenotileError(f"tile {path}: has no dense block (was it computed with a larger dense_max?)")
         dense = arrays["dense"]

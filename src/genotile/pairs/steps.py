@@ -12,6 +12,7 @@ from genotile.errors import GenotileError
 from genotile.io.readback import load_json, load_permutation
 from genotile.io.stale import remove_stale_files, remove_stale_matrix
 from genotile.io.tilefile import write_tile
+from genotile.pairs import tilecheck
 from genotile.pairs.merge import merge_matrix, merge_pairs, write_histograms, write_summary
 from genotile.pairs.tile import compute_tile
 from genotile.runtime.progress import Progress
@@ -94,6 +95,7 @@ def tile(
         tile_out,
     )
     meta["store"] = store_identity(manifest)  # lets the merge refuse a tile of another input or plan
+    meta["params"] = metric.params  # ... or of other metric parameters (pairs/tilecheck.py)
     write_tile(tile_out, arrays, meta)
     log.info(
         "tile (%d, %d) of %s: %d pairs, %d pass, %.3f s in all",
@@ -119,7 +121,8 @@ def tile_paths(pairs_dir, plan: Plan) -> list[Path]:
 def matrix(tiles, manifest_path, metric_name, matrix_out) -> None:
     manifest = _load_json(manifest_path, STORE_KEYS)
     p = Plan(**{k: manifest["plan"][k] for k in ("n_vectors", "block_size", "seed")})
-    merge_matrix(tiles, manifest["ids"], p, get_metric(metric_name), matrix_out, store_identity(manifest))
+    perm = load_permutation(Path(manifest_path).parent / "perm.npy", p.n_vectors)
+    merge_matrix(tiles, manifest["ids"], p, get_metric(metric_name), matrix_out, store_identity(manifest), perm)
     log.info("matrix: %d x %d written to %s", len(manifest["ids"]), len(manifest["ids"]), matrix_out)
 
 
@@ -132,7 +135,9 @@ def merge(
     metric = get_metric(metric_name)
     if matrix_path is None:  # a matrix.tsv of an earlier, larger dense_max must not look current
         remove_stale_matrix(Path(pairs_out).parent)
-    merged = merge_pairs(tiles, manifest["ids"], p, metric, pairs_out, store_identity(manifest))
+    perm = load_permutation(Path(manifest_path).parent / "perm.npy", p.n_vectors)
+    expect = tilecheck.expected_settings(metric_name, config)
+    merged = merge_pairs(tiles, manifest["ids"], p, metric, pairs_out, store_identity(manifest), perm, expect)
     outputs = {"pairs": pairs_out, **({"matrix": matrix_path} if matrix_path else {})}
     if histogram_out is not None:
         pairs_computed = sum(t["pairs_computed"] for t in merged["tiles"])

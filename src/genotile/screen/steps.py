@@ -7,6 +7,7 @@ the IDs, the inputs' SHA-256 and the plan: blocks of `sample_block` samples x
 """
 
 import json
+import math
 import time
 from pathlib import Path
 
@@ -14,7 +15,7 @@ import numpy as np
 
 from genotile.errors import GenotileError
 from genotile.io.atomic import atomic_path, write_text
-from genotile.io.fastq import read_fastq
+from genotile.io.fastq import PHRED_OFFSET, QUAL_MAX, read_fastq
 from genotile.io.readback import RERUN, load_json, load_npy
 from genotile.io.stale import remove_stale_files
 from genotile.io.tilefile import read_tile, write_tile
@@ -27,6 +28,14 @@ from genotile.screen.signatures import read_signatures
 
 STORE_ARRAYS = ("seq", "qual", "offsets", "sig_seq", "sig_offsets")
 HEADER = ("sample", "signature", "position", "score")
+
+
+def check_min_score(min_score) -> None:
+    """min_score: None or a finite number (NaN would keep nothing, infinity all or nothing)."""
+    if min_score is None:
+        return
+    if isinstance(min_score, bool) or not isinstance(min_score, (int, float)) or not math.isfinite(min_score):
+        raise GenotileError(f"min_score must be a finite number or null, not {min_score!r}")
 
 
 def _blocks(n: int, size: int) -> int:
@@ -180,10 +189,39 @@ def tile(store_dir, i: int, j: int, *, backend: str, tile_out) -> dict:
     return meta
 
 
+def check_tile(path, arrays: dict, meta: dict, manifest: dict, samples: SequenceSet, sigs: SequenceSet) -> None:
+    """A screen tile's matches lie in its blocks: sample in block I, signature in block J, the
+    match inside the sample, a quality sum a Phred+33 sum can be, no pair twice, as many as it says."""
+    i, j = meta["tile"]
+    names = ("sample", "signature", "position", "qual_sum")
+    size = meta.get("matches")
+    if any(k not in arrays or arrays[k].ndim != 1 or arrays[k].shape != (size,) for k in names) or any(
+        arrays[k].dtype.kind not in "iu" for k in names
+    ):
+        raise GenotileError(f"tile {path}: its arrays do not all hold its {size} matches as integers; {RERUN}")
+    s, g, pos, q = (arrays[k] for k in names)
+    s0, g0 = i * manifest["sample_block"], j * manifest["signature_block"]
+    s1 = min(manifest["n_samples"], s0 + manifest["sample_block"])
+    g1 = min(manifest["n_signatures"], g0 + manifest["signature_block"])
+    bad = (s < s0) | (s >= s1) | (g < g0) | (g >= g1)
+    if not bad.any():
+        sig_len = sigs.lengths[g]
+        bad = (pos < 0) | (pos + sig_len > samples.lengths[s]) | (q < 0) | (q > (QUAL_MAX - PHRED_OFFSET) * sig_len)
+    if bad.any():
+        k = int(np.flatnonzero(bad)[0])
+        raise GenotileError(
+            f"tile {path}: match (sample {s[k]}, signature {g[k]}, position {pos[k]}, quality sum {q[k]}) "
+            f"is not in sample block {i} x signature block {j} or not inside its sample; {RERUN}"
+        )
+    if np.unique(s * manifest["n_signatures"] + g).size != s.size:
+        raise GenotileError(f"tile {path}: a sample-signature pair is listed twice; {RERUN}")
+
+
 def merge(tile_paths, store_dir, *, min_score, matches_out, summary_out, config: dict) -> dict:
     """matches.tsv.gz (sample and signature order, min_score applied) and summary.json."""
     started = time.perf_counter()
-    manifest, _, sigs = load_store(store_dir)
+    check_min_score(min_score)
+    manifest, samples, sigs = load_store(store_dir)
     want = set(tiles_of(manifest))
     seen = set()
     parts, tiles = [], []
@@ -199,6 +237,7 @@ def merge(tile_paths, store_dir, *, min_score, matches_out, summary_out, config:
             raise GenotileError(f"tile {path}: holds tile {t}, not one of the plan of {store_dir}")
         if job in seen:
             raise GenotileError(f"tile {path}: tile {job} given twice")
+        check_tile(path, arrays, meta, manifest, samples, sigs)
         seen.add(job)
         parts.append(arrays)
         tiles.append(

@@ -14,13 +14,19 @@ from genotile.errors import GenotileError
 from genotile.io.atomic import write_text
 from genotile.io.tilefile import read_tile
 from genotile.io.tsvgz import format_column, write_tsv_gz
+from genotile.pairs import tilecheck
 from genotile.pairs.merge import input_provenance, output_records, versions
 from genotile.runtime.progress import Progress
 
 
-def read_triple_files(paths, plan: ccc3.Plan3, store: dict | None = None, params: dict | None = None):
-    """Yield (path, arrays, meta, sha256) per job file; refuse a missing, foreign or repeated one."""
+def read_triple_files(
+    paths, plan: ccc3.Plan3, store: dict | None = None, params: dict | None = None, perm=None, expect=None
+):
+    """Yield (path, arrays, meta, sha256) per job file; refuse a missing, foreign or repeated one,
+    one of another threshold (`expect`) and, given the permutation, one whose triples are not
+    its blocks' (`check_triples`)."""
     expected = set(plan.jobs())
+    blocks = None if perm is None else tilecheck.block_of(plan, perm)
     seen = set()
     progress = Progress("ccc3: triple files read", total=len(expected))
     for path in paths:
@@ -44,6 +50,9 @@ def read_triple_files(paths, plan: ccc3.Plan3, store: dict | None = None, params
             )
         if job in seen:
             raise GenotileError(f"triple file {path}: job {job} given twice")
+        tilecheck.check_settings(path, meta, expect or {}, what="triple file")
+        if blocks is not None:
+            check_triples(path, arrays, meta, plan, blocks)
         seen.add(job)
         progress.update(len(seen))
         yield path, arrays, meta, digest
@@ -53,11 +62,53 @@ def read_triple_files(paths, plan: ccc3.Plan3, store: dict | None = None, params
         raise GenotileError(f"{len(missing)} triple file(s) missing, e.g. {missing[:5]}: rerun the triple jobs")
 
 
+def check_triples(path, arrays: dict, meta: dict, plan: ccc3.Plan3, blocks: np.ndarray) -> None:
+    """0 <= a < b < c < n, the blocks of each triple those of the job, no triple twice, as many as
+    the file says, every one passing its threshold."""
+    names = ("a", "b", "c", *ccc3.COLUMNS)
+    absent = [k for k in names if k not in arrays]
+    size = meta.get("triples_passing")
+    if absent or any(arrays[k].ndim != 1 or arrays[k].shape != (size,) for k in names):
+        raise GenotileError(f"triple file {path}: its arrays do not all hold its {size} triples; delete it and rerun")
+    a, b, c = arrays["a"], arrays["b"], arrays["c"]
+    if any(x.dtype.kind not in "iu" for x in (a, b, c)):
+        raise GenotileError(f"triple file {path}: indices are not integers; delete it and rerun")
+    bad = (a < 0) | (a >= b) | (b >= c) | (c >= plan.n_vectors)
+    if bad.any():
+        k = int(np.flatnonzero(bad)[0])
+        raise GenotileError(
+            f"triple file {path}: triple ({a[k]}, {b[k]}, {c[k]}) is not 0 <= a < b < c < {plan.n_vectors}; "
+            "delete it and rerun"
+        )
+    got = np.sort(np.stack([blocks[a], blocks[b], blocks[c]], axis=1), axis=1)
+    wrong = (got != np.asarray(meta["tile"])).any(axis=1)
+    if wrong.any():
+        k = int(np.flatnonzero(wrong)[0])
+        raise GenotileError(
+            f"triple file {path}: triple ({a[k]}, {b[k]}, {c[k]}) lies in blocks {tuple(got[k].tolist())}, "
+            f"not this job's {tuple(meta['tile'])}; delete it and rerun"
+        )
+    if a.size and np.unique(np.stack([a, b, c], axis=1), axis=0).shape[0] != a.size:
+        raise GenotileError(f"triple file {path}: a triple is listed twice; delete it and rerun")
+    threshold = meta.get("threshold")
+    if threshold is not None and a.size and not ccc3.passes(arrays, threshold).all():
+        raise GenotileError(
+            f"triple file {path}: holds triples that do not pass its threshold {threshold}; delete it and rerun"
+        )
+
+
 def merge_triples(
-    paths, ids: list[str], plan: ccc3.Plan3, out_path, store: dict | None = None, params: dict | None = None
+    paths,
+    ids: list[str],
+    plan: ccc3.Plan3,
+    out_path,
+    store: dict | None = None,
+    params: dict | None = None,
+    perm=None,
+    expect=None,
 ) -> dict:
     parts, jobs = [], []
-    for path, arrays, meta, digest in read_triple_files(paths, plan, store, params):
+    for path, arrays, meta, digest in read_triple_files(paths, plan, store, params, perm, expect):
         parts.append({k: arrays[k] for k in ("a", "b", "c", *ccc3.COLUMNS)})
         jobs.append({"file": str(path), "sha256": digest, **meta})
     merged = {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}

@@ -98,6 +98,8 @@ def merge(paths, manifest_path, *, block_size, stages, triples_out, summary_out,
         triples_out,
         store_identity(manifest),
         {"multiplier": prm.multiplier, "param": prm.param},
+        load_permutation(Path(manifest_path).parent / "perm.npy", plan.n_vectors),
+        {"threshold": config["threshold"]} if "threshold" in config else {},
     )
     summary = write_summary(
         summary_out,

@@ -1,0 +1,105 @@
+"""What a merge checks in each tile before trusting it, beyond its checksum (tilefile.py).
+
+A tile's SHA-256 proves it was read whole, not that it belongs here: a tile computed under
+another threshold or other metric parameters, or one whose indices lie outside its blocks
+(edited, or written by a buggy backend), would be merged into results that state the current
+settings. Each check names the tile file and what differs.
+"""
+
+import numpy as np
+
+from genotile.core.metrics import Metric, get_metric
+from genotile.core.plan import Plan
+from genotile.errors import GenotileError
+
+RERUN = "delete it and rerun"
+
+
+def same_number(a, b) -> bool:
+    """Thresholds as recorded: None, or numbers equal as numbers (20 == 20.0)."""
+    if a is None or b is None:
+        return a is None and b is None
+    try:
+        return float(a) == float(b)
+    except (TypeError, ValueError):
+        return False
+
+
+def expected_settings(metric_name: str, config: dict) -> dict:
+    """{threshold, params} a merge expects its tiles to carry, from its config (keys present only)."""
+    out = {}
+    if "threshold" in config:
+        out["threshold"] = config["threshold"]
+    if "params" in config:
+        out["params"] = get_metric(metric_name, **(config["params"] or {})).params
+    return out
+
+
+def block_of(plan: Plan, perm: np.ndarray) -> np.ndarray:
+    """(n,) block number of each original vector index."""
+    out = np.empty(plan.n_vectors, dtype=np.int64)
+    for k in range(plan.n_blocks):
+        out[perm[plan.block(k)]] = k
+    return out
+
+
+def check_settings(path, meta: dict, expect: dict, what: str = "tile") -> None:
+    """The threshold and metric parameters the tile was computed with are the current ones."""
+    if "threshold" in expect and not same_number(meta.get("threshold"), expect["threshold"]):
+        raise GenotileError(
+            f"{what} {path}: computed with threshold {meta.get('threshold')}, not the current "
+            f"{expect['threshold']}; {RERUN}"
+        )
+    if "params" in expect and (meta.get("params") or {}) != expect["params"]:
+        raise GenotileError(
+            f"{what} {path}: computed with metric parameters {meta.get('params') or {}}, not the current "
+            f"{expect['params']}; {RERUN}"
+        )
+
+
+def check_pair_tile(path, arrays: dict, meta: dict, plan: Plan, metric: Metric, blocks: np.ndarray, perm) -> None:
+    """Index ranges of a pairs tile: 0 <= a < b < n, one of each pair in block I and the other in
+    block J, no pair twice, as many pairs as the tile says, every one passing its threshold; its
+    dense block (if any) over exactly the vectors of blocks I and J."""
+    bi, bj = meta["tile"]
+    names = ("a", "b", *metric.columns)
+    absent = [k for k in names if k not in arrays]
+    if absent:
+        raise GenotileError(f"tile {path}: no {', '.join(absent)} array(s); {RERUN}")
+    a, b = arrays["a"], arrays["b"]
+    size = meta.get("pairs_passing")
+    if any(arrays[k].ndim != 1 or arrays[k].shape != a.shape for k in names) or a.shape != (size,):
+        raise GenotileError(f"tile {path}: its arrays do not all hold its {size} pairs; {RERUN}")
+    if a.dtype.kind not in "iu" or b.dtype.kind not in "iu":
+        raise GenotileError(f"tile {path}: indices of type {a.dtype}/{b.dtype}, not integers; {RERUN}")
+    n = plan.n_vectors
+    bad = (a < 0) | (b >= n) | (a >= b)
+    if bad.any():
+        k = int(np.flatnonzero(bad)[0])
+        raise GenotileError(
+            f"tile {path}: pair ({a[k]}, {b[k]}) is not 0 <= a < b < {n} (indices out of range); {RERUN}"
+        )
+    ka, kb = blocks[a], blocks[b]
+    wrong = ~(((ka == bi) & (kb == bj)) | ((ka == bj) & (kb == bi)))
+    if wrong.any():
+        k = int(np.flatnonzero(wrong)[0])
+        raise GenotileError(
+            f"tile {path}: pair ({a[k]}, {b[k]}) lies in blocks ({ka[k]}, {kb[k]}), not in this tile's "
+            f"blocks ({bi}, {bj}); {RERUN}"
+        )
+    if np.unique(a * n + b).size != a.size:
+        raise GenotileError(f"tile {path}: a pair is listed twice; {RERUN}")
+    threshold = meta.get("threshold")
+    if threshold is not None and a.size and not metric.passes({c: arrays[c] for c in metric.columns}, threshold).all():
+        raise GenotileError(f"tile {path}: holds pairs that do not pass its threshold {threshold}; {RERUN}")
+    if "dense" in arrays:
+        rows, cols = arrays.get("dense_rows"), arrays.get("dense_cols")
+        want_rows, want_cols = perm[plan.block(bi)], perm[plan.block(bj)]
+        if (
+            rows is None
+            or cols is None
+            or not np.array_equal(rows, want_rows)
+            or not np.array_equal(cols, want_cols)
+            or arrays["dense"].shape != (want_rows.size, want_cols.size)
+        ):
+            raise GenotileError(f"tile {path}: its dense block is not over blocks ({bi}, {bj}) of this plan; {RERUN}")

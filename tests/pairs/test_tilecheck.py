@@ -1,0 +1,103 @@
+"""The merge trusts no tile it reads (issue 15): a tile of another threshold or metric parameters,
+or one with a valid checksum whose indices lie outside its blocks, is refused by name."""
+
+import numpy as np
+import pytest
+from genodata import random_genotypes, vcf_text, write_vcf
+from snakerun import random_alignment, write_fasta
+
+from genotile.errors import GenotileError
+from genotile.io.tilefile import read_tile, write_tile
+from genotile.pairs import steps
+from genotile.pairs.steps import run_all
+
+
+@pytest.fixture()
+def snp_run(tmp_path):
+    """A finished `genotile run` of 13 sequences in blocks of 5 (tiles (0,0) .. (2,2)), threshold 100."""
+    path = tmp_path / "in.fa"
+    write_fasta(path, random_alignment(np.random.default_rng(21), 13, 90))
+    out = tmp_path / "out"
+    run_all(path, out, ["snp"], thresholds={"snp": 100}, block_size=5)
+    return out
+
+
+def merge(out, threshold=100, metric="snp", params=None):
+    store = out / "store" / ("nucleotide" if metric == "snp" else "genotype_t")
+    mdir = out / metric
+    plan = steps.read_plan(store / "plan.json")
+    return steps.merge(
+        steps.tile_paths(mdir / "pairs", plan),
+        store / "manifest.json",
+        metric,
+        mdir / "pairs.tsv.gz",
+        mdir / "summary.json",
+        {"threshold": threshold, "params": params or {}},
+        histogram_out=mdir / "histogram.tsv",
+    )
+
+
+def rewrite(path, change):
+    """The tile with `change(arrays, meta)` applied, written with a valid checksum."""
+    arrays, meta, _ = read_tile(path)
+    change(arrays, meta)
+    write_tile(path, arrays, meta)
+
+
+def test_an_intact_run_merges(snp_run):
+    assert merge(snp_run)["pairs_passing"] == 13 * 12 // 2
+
+
+def test_tiles_of_another_threshold_are_refused(snp_run):
+    with pytest.raises(GenotileError, match=r"tile .*tile_0_0.npz: computed with threshold 100, not the current 2;"):
+        merge(snp_run, threshold=2)
+
+
+def test_tile_claiming_the_current_threshold_but_holding_failing_pairs_is_refused(snp_run):
+    tile = snp_run / "snp" / "pairs" / "tile_0_0.npz"
+    rewrite(tile, lambda arrays, meta: meta.update(threshold=2))  # the first tile the merge reads
+    with pytest.raises(GenotileError, match=rf"tile {tile}: holds pairs that do not pass its threshold 2"):
+        merge(snp_run, threshold=2)
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        (lambda a: a["a"].__setitem__(0, -3), r"pair \(-3, \d+\) is not 0 <= a < b < 13"),
+        (lambda a: a["b"].__setitem__(0, a["a"][0]), r"pair \(\d+, \d+\) is not 0 <= a < b < 13"),
+        (lambda a: a["b"].__setitem__(0, 13), r"pair \(\d+, \d+\) is not 0 <= a < b < 13"),
+        (lambda a: a["a"].__setitem__(1, a["a"][0]) or a["b"].__setitem__(1, a["b"][0]), r"a pair is listed twice"),
+        (lambda a: a.update(a=a["a"][1:]), r"its arrays do not all hold its \d+ pairs"),
+        (lambda a: a.update(dense_rows=a["dense_rows"][::-1].copy()), r"its dense block is not over blocks \(1, 2\)"),
+    ],
+)
+def test_tile_with_a_valid_checksum_and_bad_indices_is_refused_by_name(snp_run, change, message):
+    tile = snp_run / "snp" / "pairs" / "tile_1_2.npz"
+    rewrite(tile, lambda arrays, meta: change(arrays))
+    with pytest.raises(GenotileError, match=rf"tile {tile}: " + message):
+        merge(snp_run)
+
+
+def test_pair_outside_the_tiles_blocks_is_refused(snp_run):
+    pairs = snp_run / "snp" / "pairs"
+    a_other = read_tile(pairs / "tile_0_0.npz")[0]  # a pair of block 0 alone
+    tile = pairs / "tile_1_2.npz"
+
+    def move(arrays):
+        arrays["a"][0], arrays["b"][0] = a_other["a"][0], a_other["b"][0]
+
+    rewrite(tile, lambda arrays, meta: move(arrays))
+    with pytest.raises(
+        GenotileError, match=rf"tile {tile}: pair .* lies in blocks \(0, 0\), not in this tile's blocks"
+    ):
+        merge(snp_run)
+
+
+def test_ccc2_tiles_of_other_parameters_are_refused(tmp_path):
+    g = random_genotypes(8, 20, seed=22)
+    vcf = write_vcf(tmp_path / "in.vcf", vcf_text(g))
+    out = tmp_path / "out"
+    run_all(vcf, out, ["ccc2"], metric_params={"ccc2": {"multiplier": 4.0}}, block_size=8)
+    assert merge(out, threshold=None, metric="ccc2", params={"multiplier": 4.0})["pairs_passing"] == 190
+    with pytest.raises(GenotileError, match=r"tile_0_0.npz: computed with metric parameters \{'multiplier': 4.0"):
+        merge(out, threshold=None, metric="ccc2", params={"multiplier": 4.5})
