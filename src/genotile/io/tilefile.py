@@ -8,6 +8,7 @@ under a temporary name and renamed, so a killed job leaves no tile behind.
 import hashlib
 import json
 import zipfile
+from typing import Any
 
 import numpy as np
 
@@ -32,7 +33,8 @@ def write_tile(path, arrays: dict[str, np.ndarray], meta: dict) -> str:
     digest = _digest(arrays)
     with atomic_path(path) as tmp:
         with open(tmp, "wb") as fh:
-            np.savez(fh, **arrays, **{SHA: np.frombuffer(bytes.fromhex(digest), dtype=np.uint8)})
+            members: dict[str, Any] = {**arrays, SHA: np.frombuffer(bytes.fromhex(digest), dtype=np.uint8)}
+            np.savez(fh, **members)
     return digest
 
 

@@ -17,6 +17,7 @@ from genotile.screen.encode import SequenceSet
 
 def qual_sums(samples: SequenceSet, positions: np.ndarray, sig_lens: np.ndarray) -> np.ndarray:
     """(n_samples, n_signatures) int64: sum of (quality - 33) over each match, 0 where none."""
+    assert samples.qual is not None, "samples carry their qualities (from_records(..., with_qual=True))"
     out = np.zeros(positions.shape, dtype=np.int64)
     for s in np.flatnonzero((positions >= 0).any(axis=1)):
         q = samples.qual[samples.offsets[s] : samples.offsets[s + 1]]

@@ -133,6 +133,7 @@ def qual_sums(samples: SequenceSet, positions: np.ndarray, sig_lens: np.ndarray)
     if rows.size == 0:
         return out
     matched = np.unique(rows)
+    assert samples.qual is not None, "samples carry their qualities (from_records(..., with_qual=True))"
     if 2 * matched.size > len(samples):
         qual, base = samples.qual, samples.offsets[:-1]
     else:  # only the samples with a match travel

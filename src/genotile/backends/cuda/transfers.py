@@ -94,7 +94,7 @@ def file_range(src) -> tuple[str, int] | None:
 
 
 def _pread_all(fd: int, buf: np.ndarray, offset: int) -> None:
-    view = memoryview(buf)
+    view = buf.data  # a memoryview of the buffer's bytes
     done = 0
     while done < len(view):
         got = os.preadv(fd, [view[done:]], offset + done)
