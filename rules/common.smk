@@ -15,8 +15,11 @@ from genotile.core import ccc3 as _ccc3  # noqa: E402
 from genotile.core.metrics import METRICS  # noqa: E402
 from genotile.core.plan import Plan  # noqa: E402
 from genotile.store import sources as _sources  # noqa: E402
+from genotile.core import limits as _limits  # noqa: E402
 
 validate(config, schema="../config/schema/config.schema.yaml")
+# NaN passes a JSON schema's number type (YAML `.nan`): refused here, with infinity
+_limits.check_config_thresholds(config)
 
 
 wildcard_constraints:

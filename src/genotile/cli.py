@@ -3,6 +3,7 @@
 import argparse
 import json
 import logging
+import math
 import sys
 
 from genotile import __version__, backends
@@ -17,7 +18,12 @@ def _threshold(text: str) -> tuple[str, float | None]:
         raise argparse.ArgumentTypeError(f"expected METRIC=VALUE with METRIC one of {', '.join(METRICS)}: {text!r}")
     if value.lower() in ("null", "none", ""):
         return metric, None
-    number = float(value)
+    try:
+        number = float(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r}: the value is not a number") from None
+    if not math.isfinite(number):
+        raise argparse.ArgumentTypeError(f"{text!r}: a threshold must be a finite number (or null)")
     return metric, int(number) if number.is_integer() else number
 
 

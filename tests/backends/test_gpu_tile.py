@@ -109,7 +109,7 @@ def thresholds(metric, planes, layout, perm, plan) -> dict:
 def run_tile(backend, planes, layout, perm, plan, metric, bi, bj, threshold, dense, monkeypatch):
     if backend == "cupy-b1-generic":
         with monkeypatch.context() as m:
-            m.setattr(tile_select, "FUSED", {})
+            m.setattr(cupy_tile, "fused_spec", lambda metric, counts: None)
             return compute_tile(planes, layout, perm, plan, metric, bi, bj, threshold, dense, "cupy-b1")
     return compute_tile(planes, layout, perm, plan, metric, bi, bj, threshold, dense, backend)
 

@@ -223,6 +223,10 @@ def test_hand_over(tmp_path, line, chunk, monkeypatch):
         "1\t5\trs 1\tA\tG\t.\tPASS\t.\tGT\t0/1\t1/1",  # a space in the ID
         "1\t5\t.\tA\tG\t.\t\t.\tGT\t0/1\t1/1",  # empty FILTER
         "1\t5\t.\tA\tG\t.\tPASS\t.\t\t0/1\t1/1",  # empty FORMAT
+        "1\t5\t.\tA\tG\t.\tPASS\t.\tGT\t0/1:5\t1/1",  # a subfield more than FORMAT's keys (issue 15)
+        "1\t5\t.\tA\tG\t.\tPASS\t.\tGT:DP\t0/1:5:6\t1/1:3",  # the same after two keys
+        "1\t3000000000\t.\tA\tG\t.\tPASS\t.\tGT\t0/1\t1/1",  # POS past 2^31 (issue 15)
+        "1\t5000000000\trs5\tA\tG,T\t.\tPASS\t.\tGT\t0/1\t1/2",  # ... and past 2^32, split
     ],
 )
 @pytest.mark.parametrize("multiallelic", ["skip", "split"])

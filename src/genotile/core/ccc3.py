@@ -28,7 +28,7 @@ import numpy as np
 
 from genotile.core.bits import popcount_rows
 from genotile.core.genotype import GenotypeLayout
-from genotile.core.metrics import Term
+from genotile.core.metrics import MetricFacts, Term
 from genotile.core.plan import Plan
 from genotile.errors import GenotileError
 
@@ -50,6 +50,9 @@ COUNT_G = {
 ALPHA, BETA = {0: 2, 1: 0}, {0: -1, 1: 1}  # rho(a) = ALPHA[a] V + BETA[a] G
 COLUMNS = tuple(f"ccc_{a}{b}{c}" for a, b, c in product((0, 1), repeat=3))  # bit order (id1, id2, id3)
 NULL_THRESHOLD_MAX = 2000  # vectors a null ccc3 threshold is allowed up to
+# what the workflow knows of ccc3 (core/registry.py): no fused 2-way kernel, measured rate,
+# histogram or report plot of its own
+FACTS = MetricFacts(name=NAME, workload="triples", encoding="genotype_t", columns=COLUMNS, params_section="ccc")
 
 
 @dataclass(frozen=True)

@@ -5,7 +5,7 @@ tiles' histograms is the histogram of the metric over all unique pairs -- the
 distribution a report should show, not that of the thresholded subset.
 
 Integer columns (counts: snp, hamming) get one bin per value (a bincount).
-Float columns get fixed bins over the metric's natural range, plus three
+Float columns get fixed bins over the metric's natural range (Metric.float_bins), plus three
 counters: below the range (-inf included), above it (+inf included) and nan.
 Functions take the array module (`xp`: numpy or cupy), so a GPU tile can count
 on the device.
@@ -13,26 +13,43 @@ on the device.
 
 import numpy as np
 
-# (low, high, bins) per float column; values equal to `high` go to the last bin
-FLOAT_BINS = {
-    "dist_1ibs": (0.0, 1.0, 200),
-    "kinship": (-1.0, 0.5, 300),
-    **{f"ccc_{a}{b}": (0.0, 4.5, 450) for a in "01" for b in "01"},
-}
 EXTRA = ("below", "above", "nan")
 
 
-def histogram_columns(metric) -> tuple[str, ...]:
-    """The columns a report plots: the matrix column, and every CCC entry for ccc2."""
-    return metric.columns if metric.name == "ccc2" else (metric.dense_column,)
+def column_histogram(values, metric, column: str, xp=np):
+    """int64 counts of the values (any shape) of one column of `metric` (metrics.Metric: its
+    `float_bins` bin a float column; any other column gets a bincount).
 
+    Parameters
+    ----------
+    values : numpy.ndarray or cupy.ndarray, any shape
+        Values of `column` (non-negative integers, or floats).
+    metric : metrics.Metric
+        The metric the column belongs to.
+    column : str
+        One of `metric.histogram_columns`.
+    xp : module, optional
+        numpy, or cupy to count on the device.
 
-def column_histogram(values, column: str, xp=np):
-    """int64 counts of the values (any shape) of one column."""
+    Returns
+    -------
+    ndarray of int64, shape (max + 1,) or (bins + 3,)
+        Integers: one count per value 0..max. Floats: one count per bin over [low, high] (a
+        value equal to high in the last bin), then below, above (infinities included) and nan.
+
+    Examples
+    --------
+    >>> from genotile.core.metrics import get_metric
+    >>> column_histogram(np.array([[0, 2], [2, 3]]), get_metric("snp"), "snp").tolist()
+    [1, 0, 2, 1]
+    >>> h = column_histogram(np.array([0.0, 0.5, 1.0, np.nan, 2.0]), get_metric("ibs"), "dist_1ibs")
+    >>> h.size, h[[0, 100, 199]].tolist(), h[200:].tolist()
+    (203, [1, 1, 1], [0, 1, 1])
+    """
     v = values.ravel()
-    if column not in FLOAT_BINS:
+    if column not in metric.float_bins:
         return xp.bincount(v.astype(xp.int64), minlength=1).astype(xp.int64)
-    low, high, bins = FLOAT_BINS[column]
+    low, high, bins = metric.float_bins[column]
     nan = xp.isnan(v)
     below = (v < low) & ~nan
     above = (v > high) & ~nan
@@ -45,12 +62,48 @@ def column_histogram(values, column: str, xp=np):
 
 
 def tile_histograms(metric, values: dict, unique, xp=np) -> dict:
-    """{'hist_<column>': counts} over the pairs where `unique` is true."""
-    return {f"hist_{c}": column_histogram(values[c][unique], c, xp) for c in histogram_columns(metric)}
+    """{'hist_<column>': counts} over the pairs where `unique` is true, for each of the metric's
+    `histogram_columns` (the matrix column; every CCC entry for ccc2).
+
+    Parameters
+    ----------
+    metric : metrics.Metric
+    values : dict of str to ndarray, each shape (rows I, rows J)
+        The tile's value columns (asymmetric ones in input order: `in_input_order`).
+    unique : ndarray of bool, shape (rows I, rows J)
+        The unique pairs of the tile (row < column on a diagonal tile, all elsewhere).
+    xp : module, optional
+        numpy or cupy.
+
+    Returns
+    -------
+    dict of str to ndarray of int64
+        One `column_histogram` per histogram column.
+    """
+    return {f"hist_{c}": column_histogram(values[c][unique], metric, c, xp) for c in metric.histogram_columns}
 
 
 def add(total: dict, tile: dict) -> dict:
-    """Sum tile histograms (bincounts of different lengths are padded)."""
+    """Sum tile histograms (bincounts of different lengths are padded).
+
+    Parameters
+    ----------
+    total : dict of str to numpy.ndarray of int64
+        The running sums, updated in place.
+    tile : dict of str to numpy.ndarray
+        A tile's arrays; only the `hist_<column>` ones, shape (bins,), are added.
+
+    Returns
+    -------
+    dict
+        `total`.
+
+    Examples
+    --------
+    >>> total = add({}, {"hist_snp": np.array([1, 2]), "a": np.array([7])})
+    >>> add(total, {"hist_snp": np.array([0, 0, 5])})["hist_snp"].tolist()
+    [1, 2, 5]
+    """
     for name, counts in tile.items():
         if not name.startswith("hist_"):
             continue
@@ -63,13 +116,28 @@ def add(total: dict, tile: dict) -> dict:
     return total
 
 
-def rows(column: str, counts: np.ndarray):
-    """(column, low, high, count) rows: integers as [v, v], floats as [low, high)."""
-    if column not in FLOAT_BINS:
+def rows(metric, column: str, counts: np.ndarray):
+    """The rows of histogram.tsv for one column.
+
+    Parameters
+    ----------
+    metric : metrics.Metric
+    column : str
+        One of `metric.histogram_columns`.
+    counts : numpy.ndarray of int64, shape (max + 1,) or (bins + 3,)
+        The column's summed histogram (`column_histogram`, `add`).
+
+    Yields
+    ------
+    tuple of (str, str, str, int)
+        (column, low, high, count): integers as [v, v]; floats as [low, high) per bin, then
+        the below (-inf, low), above (high, inf) and nan rows.
+    """
+    if column not in metric.float_bins:
         for value, count in enumerate(counts.tolist()):
             yield column, str(value), str(value), count
         return
-    low, high, bins = FLOAT_BINS[column]
+    low, high, bins = metric.float_bins[column]
     edges = np.linspace(low, high, bins + 1)
     for k in range(bins):
         yield column, repr(float(edges[k])), repr(float(edges[k + 1])), int(counts[k])
@@ -80,7 +148,24 @@ def rows(column: str, counts: np.ndarray):
 
 
 def in_input_order(values: dict, transposed, flipped, xp=np) -> dict:
-    """Values with the asymmetric columns (ccc2's 01/10) read as (a, b), a before b in input order."""
+    """Values with the asymmetric columns (ccc2's 01/10) read as (a, b), a before b in input order.
+
+    Parameters
+    ----------
+    values : dict of str to ndarray, each shape (rows I, rows J)
+        A tile's value columns as computed (row i of block I, column j of block J).
+    transposed : sequence of (str, str)
+        Column pairs that trade places when the pair does (`Metric.transposed`).
+    flipped : ndarray of bool, shape (rows I, rows J)
+        Where vector i comes after vector j in input order.
+    xp : module, optional
+        numpy or cupy.
+
+    Returns
+    -------
+    dict of str to ndarray
+        The same columns, the transposed pairs swapped where `flipped`.
+    """
     out = dict(values)
     for c1, c2 in transposed:
         out[c1], out[c2] = xp.where(flipped, values[c2], values[c1]), xp.where(flipped, values[c1], values[c2])

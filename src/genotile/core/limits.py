@@ -6,6 +6,8 @@ plan refuses it with the numbers, before a tile job is scheduled. (matrix.tsv is
 by `dense_max`; ccc3 by ccc3.check_null_threshold.)
 """
 
+import math
+
 from genotile.errors import GenotileError
 
 BYTES_PER_PAIR = 40  # about a row of pairs.tsv.gz text, uncompressed
@@ -20,3 +22,20 @@ def check_pairs_bound(n_vectors: int, null_metrics: list[str], pairs_max: int, w
             f"pairs of {n_vectors:,} vectors (about {pairs * BYTES_PER_PAIR / 1e9:,.0f} GB of text, held in "
             f"memory by the merge); pairs_max is {pairs_max:,}: set a threshold or raise pairs_max"
         )
+
+
+def check_threshold(value, what: str) -> None:
+    """A threshold or min_score: null or a finite number. NaN would keep nothing (every
+    comparison false) and infinity everything or nothing, each silently: refused by name."""
+    if value is None:
+        return
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise GenotileError(f"{what} must be a finite number or null, not {value!r}")
+
+
+def check_config_thresholds(config: dict) -> None:
+    """Every threshold and screen min_score of a workflow config (after schema validation)."""
+    for metric, value in (config.get("thresholds") or {}).items():
+        check_threshold(value, f"thresholds: {metric}")
+    for screen, spec in (config.get("screens") or {}).items():
+        check_threshold(spec.get("min_score"), f"screens: {screen}: min_score")

@@ -41,11 +41,36 @@ class Term:
     right: Range | None
 
 
-@dataclass(frozen=True)
-class Metric:
+@dataclass(frozen=True, kw_only=True)
+class MetricFacts:
+    """What the code around a metric needs to know of it, kept in one place (2-way metrics and
+    ccc3 alike; core/registry.py lists them all, config/schema's metric enum is checked against
+    it by a test).
+
+    `params_section` names the config section holding the epilogue's parameters (ccc2, ccc3:
+    "ccc"); `rate_key` its key in data/rates.json (None: no measured rate); `fused_id` the
+    GT_METRIC epilogue of kernels/tile_select.cu that computes it on the GPU (None: no fused
+    kernel); `histogram_columns` the columns histogram.tsv holds, `float_bins` their
+    (low, high, bins) when they are floats (an integer column is a bincount); `report_files`
+    the report pieces of the metric besides report/histogram.png and report/heatmap.png.
+    """
+
     name: str
+    workload: str = "pairs"  # "pairs" (2-way tiles, rules/tiles.smk) or "triples" (rules/triples.smk)
     encoding: str  # which packed store it reads
-    columns: tuple[str, ...]  # value columns of pairs.tsv.gz, in order
+    columns: tuple[str, ...]  # value columns of pairs.tsv.gz (triples.tsv.gz), in order
+    params_section: str | None = None
+    rate_key: str | None = None
+    fused_id: int | None = None
+    histogram_columns: tuple[str, ...] = ()
+    float_bins: dict[str, tuple[float, float, int]] = field(default_factory=dict)
+    report_files: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, kw_only=True)
+class Metric(MetricFacts):
+    """A 2-way metric: the counts it needs and the epilogue that turns them into its columns."""
+
     dense_column: str  # the column matrix.tsv holds
     keep: str  # "le": distances keep pairs <= threshold; "ge": similarities >= threshold
     counts: Callable[[PlaneLayout | GenotypeLayout], dict[str, list[Term]]]
@@ -199,6 +224,11 @@ def ccc2_metric(multiplier: float = 4.5, param: float = 2 / 3) -> Metric:
         epilogue=partial(ccc2_epilogue, multiplier=multiplier, param=param),
         params={"multiplier": multiplier, "param": param},
         transposed=(("ccc_01", "ccc_10"),),
+        params_section="ccc",
+        rate_key="ccc2",
+        fused_id=3,
+        histogram_columns=("ccc_00", "ccc_01", "ccc_10", "ccc_11"),  # every CCC entry
+        float_bins={f"ccc_{a}{b}": (0.0, 4.5, 450) for a in "01" for b in "01"},
     )
 
 
@@ -211,6 +241,10 @@ METRICS = {
         keep="le",
         counts=lambda layout: {"snp": mismatch_terms(layout)},
         epilogue=_identity("snp"),
+        rate_key="snp",
+        fused_id=0,
+        histogram_columns=("snp",),
+        report_files=("clusters.tsv",),
     ),
     "hamming": Metric(
         name="hamming",
@@ -220,6 +254,9 @@ METRICS = {
         keep="le",
         counts=lambda layout: {"hamming": mismatch_terms(layout)},
         epilogue=_identity("hamming"),
+        rate_key="hamming",
+        fused_id=0,
+        histogram_columns=("hamming",),
     ),
     "ibs": Metric(
         name="ibs",
@@ -229,6 +266,10 @@ METRICS = {
         keep="le",
         counts=ibs_counts,
         epilogue=ibs_epilogue,
+        rate_key="ibs",
+        fused_id=1,
+        histogram_columns=("dist_1ibs",),
+        float_bins={"dist_1ibs": (0.0, 1.0, 200)},
     ),
     "king": Metric(
         name="king",
@@ -238,6 +279,11 @@ METRICS = {
         keep="ge",
         counts=king_counts,
         epilogue=king_epilogue,
+        rate_key="king",
+        fused_id=2,
+        histogram_columns=("kinship",),
+        float_bins={"kinship": (-1.0, 0.5, 300)},
+        report_files=("kinship_ibs0.png",),
     ),
     "ccc2": ccc2_metric(),  # the defaults; get_metric("ccc2", multiplier=..., param=...) for others
 }

@@ -17,6 +17,7 @@ cannot notice), unequal lengths, duplicate IDs.
 
 import gzip
 import os
+import re
 import zlib
 from collections.abc import Iterator
 
@@ -29,6 +30,12 @@ from genotile.io.ids import check_id
 CHUNK = 1 << 22  # bytes read at a time
 MAX_HEADER = 1 << 20  # a header line longer than this is refused (it is held in memory)
 BOM = b"\xef\xbb\xbf"
+_WHITESPACE = re.compile(rb"[ \t\n\r\v\f]")
+
+
+def header_id(header: bytes) -> bytes:
+    """The ID of a header line (without its '>' or '@'): the bytes up to the first whitespace."""
+    return _WHITESPACE.split(header, maxsplit=1)[0]
 
 
 def open_maybe_gzip(path):
@@ -55,6 +62,10 @@ def check_fasta(path) -> None:
     text = head.removeprefix(BOM).lstrip()
     if not text:
         raise GenotileError(f"{path}: empty file, no sequences")
+    if b"\r" in head and b"\n" not in head:
+        raise GenotileError(
+            f"{path}: CR-only line ends (classic Mac OS text): convert them to LF, e.g. `tr '\\r' '\\n'`"
+        )
     if not text.startswith(b">"):
         first = text.splitlines()[0][:40].decode("ascii", "replace")
         hint = " (it looks like a VCF)" if first.startswith("##fileformat=VCF") else ""
@@ -176,9 +187,14 @@ def raw_records(path) -> Iterator[tuple[bytes, bytes]]:
 
 def record_id(header: bytes, path, number: int, seen: dict[str, int]) -> str:
     """The ID of record `number` (header without '>' and line end): the header up to the first
-    whitespace, checked (ids.py) and refused when `seen` (ID -> record number) holds it already."""
-    fields = header.split(None, 1)
-    name = check_id(fields[0] if fields else b"", path, f"record {number}")
+    whitespace, checked (ids.py) and refused when `seen` (ID -> record number) holds it already.
+    `> a` has an empty ID (as pysam's kseq and snp-dists read it), refused by check_id."""
+    if b"\r" in header:  # a CR that ends no line: the file's lines end in CR alone
+        raise GenotileError(
+            f"{path}: record {number}: a carriage return inside the header line (CR-only line ends?): "
+            "convert them to LF"
+        )
+    name = check_id(header_id(header), path, f"record {number}")
     if name in seen:
         raise GenotileError(f"{path}: duplicate sequence ID {name!r} (records {seen[name]} and {number})")
     seen[name] = number

@@ -13,6 +13,8 @@ from collections.abc import Iterator
 import numpy as np
 
 from genotile.errors import GenotileError
+from genotile.io.fasta import header_id
+from genotile.io.gzcheck import check_bgzf_end
 from genotile.io.ids import check_id
 
 PHRED_OFFSET = 33
@@ -25,6 +27,7 @@ def open_maybe_gzip(path):
         raise GenotileError(f"{path}: is a directory, not a file")
     with open(path, "rb") as fh:
         magic = fh.read(2)
+    check_bgzf_end(path)  # a bgzip file cut at a block boundary is otherwise a valid, shorter file
     return gzip.open(path, "rb") if magic == b"\x1f\x8b" else open(path, "rb")
 
 
@@ -32,7 +35,13 @@ def _lines(path):
     try:
         with open_maybe_gzip(path) as fh:
             for number, raw in enumerate(fh, start=1):
-                yield number, raw.rstrip(b"\r\n")
+                line = raw.rstrip(b"\r\n")
+                if b"\r" in line:
+                    raise GenotileError(
+                        f"{path}: line {number}: a carriage return inside the line (CR-only line ends?): "
+                        "convert them to LF"
+                    )
+                yield number, line
     except FileNotFoundError:
         raise GenotileError(f"{path}: no such file") from None
     except (OSError, EOFError) as exc:
@@ -52,8 +61,7 @@ def read_fastq(path) -> Iterator[tuple[str, np.ndarray, np.ndarray]]:
             shown = header[:40].decode("utf-8", "replace")
             hint = " (it looks like FASTA)" if header.startswith(b">") else ""
             raise GenotileError(f"{path}: line {number}: record {record} should start with '@', found {shown!r}{hint}")
-        fields = header[1:].split(None, 1)
-        name = check_id(fields[0] if fields else b"", path, f"line {number}: record {record}")
+        name = check_id(header_id(header[1:]), path, f"line {number}: record {record}")
         if name in seen:
             raise GenotileError(
                 f"{path}: line {number}: duplicate sample ID {name!r} (records {seen[name]} and {record})"

@@ -45,3 +45,15 @@ def check_ids(names, path, what: str) -> None:
         return
     for k, name in enumerate(names, start=1):
         check_id(name, path, f"{what} {k}", what=f"{what} ID")
+
+
+def check_unique(names, path, what: str, order: str = "", hint: str = "") -> None:
+    """No name twice: the first repeat is refused, naming both positions (1-based; `order` says
+    in what order they count) and then `hint`."""
+    if len(set(names)) == len(names):  # the common case, at C speed
+        return
+    first: dict[str, int] = {}
+    for k, name in enumerate(names, start=1):
+        if name in first:
+            raise GenotileError(f"{path}: duplicate {what} ID {name!r} ({what}s {first[name]} and {k}{order}){hint}")
+        first[name] = k

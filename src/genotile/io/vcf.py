@@ -144,6 +144,12 @@ def _head(path, size: int) -> bytes:
         return b""
 
 
+def _pos(rec) -> int:
+    """A record's 1-based POS. cyvcf2's `POS` is a 32-bit int (a POS past 2^31 wraps, negative);
+    `start` is htslib's 64-bit 0-based position, as the fast path reads POS from the text."""
+    return rec.start + 1
+
+
 def _sniff_format(path) -> str:
     return "bcf" if _head(path, 3) == b"BCF" else "vcf"
 
@@ -226,7 +232,7 @@ class GenotypeReader:
         for region in sorted(chosen, key=lambda r: (rank[r.chrom], r.start)):
             for rec in self._query(region):
                 # a record is selected by its POS, so no record is read twice
-                if region.start <= rec.POS <= region.end:
+                if region.start <= _pos(rec) <= region.end:
                     yield rec
 
     def _check_index(self) -> None:
@@ -267,7 +273,7 @@ class GenotypeReader:
             except Exception as exc:
                 why = diagnose(self.path) or exc
                 raise GenotileError(f"{self.path}: cannot read the record after {last}: {why}") from None
-            last = f"{rec.CHROM}:{rec.POS}"
+            last = f"{rec.CHROM}:{_pos(rec)}"
             yield rec
 
     # -- blocks --------------------------------------------------------------------
@@ -329,7 +335,7 @@ class GenotypeReader:
                 st["multiallelic_split"] += 1
                 st["split_variants"] += len(alts)
             gt = self._diploid(rec, gt)
-            name = f"{rec.CHROM}:{rec.POS}"
+            name = f"{rec.CHROM}:{_pos(rec)}"
             for k in range(1, len(alts) + 1) if len(alts) > 1 else (1,):
                 row = len(ids)
                 alleles[row] = gt
@@ -356,7 +362,7 @@ class GenotypeReader:
         except Exception as exc:
             if "GT" not in rec.FORMAT:
                 return None
-            raise GenotileError(f"{self.path}: record {rec.CHROM}:{rec.POS}: unreadable GT: {exc}") from None
+            raise GenotileError(f"{self.path}: record {rec.CHROM}:{_pos(rec)}: unreadable GT: {exc}") from None
 
     def _diploid(self, rec, gt: np.ndarray) -> np.ndarray:
         """The record's two allele slots per sample (n, 2); polyploid calls are an error."""
@@ -366,7 +372,7 @@ class GenotypeReader:
         if width > 2:
             poly = np.flatnonzero((gt[:, 2:width] != NO_ALLELE).any(axis=1))
             self._fail(
-                f"{rec.CHROM}:{rec.POS}", int(poly[0]), f"a call of {width} alleles (only diploid GT is supported)"
+                f"{rec.CHROM}:{_pos(rec)}", int(poly[0]), f"a call of {width} alleles (only diploid GT is supported)"
             )
         if width == 1:  # every call of the record has one allele: haploid or '.'
             return np.column_stack([gt[:, 0], np.full(gt.shape[0], NO_ALLELE, dtype=gt.dtype)])

@@ -563,7 +563,8 @@ class FastText:
         st = lines.stats
         multi_skip, filter_pass, want_ids = self.r.multiallelic == "skip", self.r.filter_pass, self.want_ids
         ss_l, le_l, fixed_l, alts_l, ids = lines.ss, lines.le, lines.fixed, lines.alts, lines.ids
-        calls_len = 4 * self.nf  # a GT-only line of 3-character calls: its calls and the newline
+        nf = self.nf
+        calls_len = 4 * nf  # a GT-only line of 3-character calls: its calls and the newline
         find, pos, n_rec = buf.find, start, 0
         while pos < end:
             le = find(b"\n", pos, end)
@@ -588,6 +589,11 @@ class FastText:
                     raise _Stop  # GT not the first key
                 st["no_gt_skipped"] += 1
                 continue
+            if not fixed and buf.count(b":", ss, le) > fmt.count(b":") * nf:
+                # more subfields than FORMAT has keys (e.g. `0/1:5` under GT): htslib refuses the
+                # record. (Counted per line: one call's extra field offset by another's missing
+                # one is not seen here.)
+                raise _Stop
             if filt != b"PASS" and filt != b".":
                 st["filter_failed"] += 1
                 if filter_pass:

@@ -5,7 +5,7 @@ The model, per 2-way metric, n vectors of m fields, blocks of b:
 - work   = n (n - 1) / 2 pairs x m fields ("element comparisons"); the kernel's bit-MACs
   per pair are exact, read off the metric's own plane-product terms;
 - time   = work / (rate x devices), rate = measured element comparisons/s of the backend for
-  that metric (data/rates.json, from bench/RESULTS.md), assuming tiles spread evenly, plus
+  that metric (data/rates.json under Metric.rate_key, from bench/RESULTS.md), assuming tiles spread evenly, plus
   reading both blocks' planes for every tile at `read_gbps` per device (not overlapped: an
   upper bound when I/O and compute overlap);
 - memory per tile job = both blocks' packed planes + the metric's count matrices (int64) and
@@ -122,7 +122,7 @@ def estimate(
         raise GenotileError(f"density must be between 0 and 1, not {density}")
     rates = rates or load_rates()
     try:
-        rate = rates[backend][metric.name]
+        rate = rates[backend][metric.rate_key]
     except KeyError:
         raise GenotileError(f"no measured rate for {metric.name} on {backend}") from None
     plan = Plan(n_vectors, block_size, 0)

@@ -74,7 +74,7 @@ def merge_pairs(
 def write_histograms(out_path, metric: Metric, histograms: dict, pairs_computed: int) -> None:
     """histogram.tsv: column, low, high, count; every column's counts add up to all pairs."""
     lines = ["column\tlow\thigh\tcount"]
-    for column in histogram.histogram_columns(metric):
+    for column in metric.histogram_columns:
         counts = histograms.get(f"hist_{column}")
         if counts is None:
             raise GenotileError(f"{out_path}: the tiles carry no {column} histogram (computed by an older genotile?)")
@@ -83,7 +83,7 @@ def write_histograms(out_path, metric: Metric, histograms: dict, pairs_computed:
                 f"{out_path}: the tiles' {column} histogram counts {int(counts.sum())} pairs, "
                 f"but they computed {pairs_computed}"
             )
-        lines += ["\t".join(map(str, row)) for row in histogram.rows(column, counts)]
+        lines += ["\t".join(map(str, row)) for row in histogram.rows(metric, column, counts)]
     write_text(out_path, "\n".join(lines) + "\n")
 
 

@@ -6,6 +6,7 @@ import logging
 import time
 from pathlib import Path
 
+from genotile.core.limits import check_threshold
 from genotile.core.metrics import get_metric
 from genotile.core.plan import Plan, read_plan, write_plan
 from genotile.errors import GenotileError
@@ -71,6 +72,7 @@ def tile(
     tile_out,
     metric_params=None,
 ) -> dict:
+    check_threshold(threshold, f"threshold of {metric_name}")
     planes_mm, manifest, layout = open_store(planes, manifest_path)
     p = Plan(**{k: manifest["plan"][k] for k in ("n_vectors", "block_size", "seed")})
     perm = load_permutation(perm_path, p.n_vectors)

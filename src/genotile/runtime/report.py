@@ -155,7 +155,7 @@ def clusters(pairs_tsv, ids: list[str], out) -> list[list[str]]:
 
 def run_summary(summaries: list, benchmarks: list, out) -> None:
     """One row per dataset and metric: sizes, pairs, backend, rate, and time per stage."""
-    from genotile.core.metrics import METRICS
+    from genotile.core.registry import REGISTRY
 
     # benchmarks/<dataset>/<stage>.<encoding>.tsv (ingest, pack) and
     # benchmarks/<dataset>/<metric>/<stage>[_I_J].tsv (tile, matrix, merge)
@@ -195,7 +195,7 @@ def run_summary(summaries: list, benchmarks: list, out) -> None:
             s = json.load(fh)
         dataset = s["config"].get("dataset", Path(path).parts[-3])
         rate = s["timings"]["element_comparisons_per_s_counts"]
-        encoding = METRICS[s["metric"]].encoding if s["metric"] in METRICS else "genotype_t"  # ccc3: triples
+        encoding = REGISTRY[s["metric"]].encoding
         lines.append(
             "\t".join(
                 str(x)

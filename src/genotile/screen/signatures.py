@@ -10,6 +10,7 @@ from collections.abc import Iterator
 import numpy as np
 
 from genotile.errors import GenotileError
+from genotile.io.fasta import header_id
 from genotile.io.fastq import open_maybe_gzip
 from genotile.io.ids import check_id
 from genotile.screen.encode import check_signature
@@ -29,15 +30,19 @@ def read_signatures(path) -> Iterator[tuple[str, np.ndarray]]:
         with open_maybe_gzip(path) as fh:
             for line_no, raw in enumerate(fh, start=1):
                 line = raw.strip()
+                if b"\r" in line:
+                    raise GenotileError(
+                        f"{path}: line {line_no}: a carriage return inside the line (CR-only line ends?): "
+                        "convert them to LF"
+                    )
                 if name is None and line and not line.startswith(b">"):
                     shown = line[:40].decode("utf-8", "replace")
                     raise GenotileError(f"{path}: line {line_no}: not a FASTA file: it starts with {shown!r}")
                 if line.startswith(b">"):
                     if name is not None:
                         yield finish()
-                    fields = line[1:].split(None, 1)
                     number += 1
-                    name = check_id(fields[0] if fields else b"", path, f"line {line_no}: record {number}")
+                    name = check_id(header_id(line[1:]), path, f"line {line_no}: record {number}")
                     if name in seen:
                         raise GenotileError(
                             f"{path}: line {line_no}: duplicate signature ID {name!r} "

@@ -24,7 +24,7 @@ from genotile import __version__
 from genotile.errors import GenotileError
 from genotile.io import vcf_fast
 from genotile.io.atomic import atomic_path, write_text
-from genotile.io.ids import check_ids
+from genotile.io.ids import check_ids, check_unique
 from genotile.io.vcf import GenotypeReader
 from genotile.runtime.progress import Progress
 
@@ -192,10 +192,17 @@ def ingest_vcf(path, encoding: str, codes_out, manifest_out, **options) -> dict:
         samples, stats = list(reader.samples), dict(reader.stats)
         if encoding == "genotype_t":  # variant IDs are vector IDs: they go to the TSV outputs
             check_ids(ids_variants, path, "variant")
+            check_unique(
+                ids_variants,
+                path,
+                "variant",
+                " in file order, after the VCF rules",
+                ": variant IDs name the rows and columns of the outputs; give each its own "
+                "(bcftools annotate --set-id) or drop repeated records (bcftools norm -d exact)",
+            )
     n_variants, n_samples = len(ids_variants), len(samples)
     if encoding == "genotype_t":
         ids, n_fields = ids_variants, n_samples
-        stats["duplicate_variant_ids"] = n_variants - len(set(ids_variants))
     else:
         ids, n_fields = samples, n_variants
     manifest = {

@@ -8,7 +8,7 @@ path builds from count_matrices: the same pairs in the same (row-major) order, t
 columns in the same dtypes, the same dense block.
 
 Two paths:
-- fused (snp, hamming, ibs, king, ccc2; tile_select.FUSED): the select kernel (tile_select.py)
+- fused (metrics with a fused_id: snp, hamming, ibs, king, ccc2): the select kernel (tile_select.py)
   computes, thresholds and compacts each sub-tile's values and histograms on the device; the
   host sorts the few passing pairs by index.
 - generic (any other metric): every count on the device as int64 (row-sum-only counts as
@@ -218,7 +218,7 @@ def _fused(
     ncols = len(spec.columns)
     dense_col = spec.columns.index(metric.dense_column)
     params = epilogue_params(metric)
-    kernel = select_kernel(spec.metric_id, count64)
+    kernel = select_kernel(spec, count64)
     counter = cp.zeros(1, dtype=cp.uint64)
     dense_out = cc.new_output((m, n), cp.int64) if dense else None
 

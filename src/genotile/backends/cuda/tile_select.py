@@ -1,7 +1,7 @@
 """The fused select kernel (kernels/tile_select.cu) of the CuPy device tile path: its specs,
 launches, histogram buffers and per-process self-check.
 
-For snp, hamming, ibs, king and ccc2 (`FUSED`) the kernel reads the counts of a sub-tile (int32
+For the metrics with a `fused_id` (snp, hamming, ibs, king, ccc2) the kernel reads the counts of a sub-tile (int32
 straight from cupy-b1's kernel where exact, else int64), computes every value column as
 metrics.py does (IEEE doubles, explicitly rounded, no FMA contraction), applies the threshold and
 the diagonal mask (i < j), and appends the passing pairs (index i * n + j and values) to a buffer
@@ -38,33 +38,15 @@ HIST_WINDOW = 10240  # bincount values counted in shared memory a block (40 KB),
 
 @dataclass(frozen=True)
 class FusedSpec:
-    metric_id: int  # GT_METRIC of tile_select.cu
-    counts: tuple[str, ...]  # in the kernel's order
+    metric_id: int  # GT_METRIC of tile_select.cu: the metric's fused_id
+    counts: tuple[str, ...]  # in the kernel's order = the metric's counts(layout) order
     columns: tuple[str, ...]  # in the kernel's order = metric.columns
     keep: str
     kinds: tuple[str, ...]  # per column: "i" int64, "f" float64
 
 
-FUSED = {
-    "snp": FusedSpec(0, ("snp",), ("snp",), "le", ("i",)),
-    "hamming": FusedSpec(0, ("hamming",), ("hamming",), "le", ("i",)),
-    "ibs": FusedSpec(1, ("ibs_count", "n"), ("ibs_count", "n", "dist_1ibs"), "le", ("i", "i", "f")),
-    "king": FusedSpec(
-        2,
-        ("nsnp", "hethet", "ibs0", "het_i", "het_j"),
-        ("nsnp", "hethet", "ibs0", "kinship"),
-        "ge",
-        ("i", "i", "i", "f"),
-    ),
-    "ccc2": FusedSpec(
-        3,
-        ("r11", "sum_i", "sum_j", "both", "c_i", "c_j", "s_i", "s_j"),
-        ("ccc_00", "ccc_01", "ccc_10", "ccc_11"),
-        "ge_any",
-        ("f", "f", "f", "f"),
-    ),
-}
 MAX_COUNTS = 8  # pointer arguments of tile_select
+KEEP_IDS = {"le": 0, "ge": 1, "ge_any": 2}  # GT_KEEP: the keep rule each GT_METRIC epilogue applies
 
 
 @dataclass(frozen=True)
@@ -98,17 +80,25 @@ def expected_dtypes(metric, counts) -> dict[str, np.dtype]:
 
 
 def fused_spec(metric, counts) -> FusedSpec | None:
-    """The fused kernel that computes this metric, if one does (names, keep rule and dtypes match)."""
-    spec = FUSED.get(metric.name)
-    if spec is None or set(counts) != set(spec.counts) or tuple(metric.columns) != spec.columns:
+    """The fused kernel that computes this metric, if one does: its epilogue `metric.fused_id`,
+    reading the counts in the metric's order (tile_select.cu refuses to compile when the
+    number of counts, of columns or the keep rule are not its epilogue's; `self_check` compares
+    the values). None: no fused epilogue, or a column that is neither int64 nor float64."""
+    if metric.fused_id is None or metric.keep not in KEEP_IDS or len(counts) > MAX_COUNTS:
         return None
-    if metric.keep != spec.keep or metric.dense_column not in spec.columns:
+    if metric.dense_column not in metric.columns:
         return None
     dtypes = expected_dtypes(metric, counts)
-    want = {"i": np.dtype(np.int64), "f": np.dtype(np.float64)}
-    if any(dtypes[c] != want[k] for c, k in zip(spec.columns, spec.kinds, strict=True)):
+    kinds = {np.dtype(np.int64): "i", np.dtype(np.float64): "f"}
+    if any(dtypes[c] not in kinds for c in metric.columns):
         return None
-    return spec
+    return FusedSpec(
+        metric.fused_id,
+        tuple(counts),
+        tuple(metric.columns),
+        metric.keep,
+        tuple(kinds[dtypes[c]] for c in metric.columns),
+    )
 
 
 def epilogue_params(metric) -> tuple[float, float]:
@@ -133,13 +123,11 @@ class HistColumn:
 def hist_plan(metric, spec: FusedSpec, plans: dict, int_size: int | None = None) -> list[HistColumn] | None:
     """The histograms tile.py writes for this metric, as tile_select computes them (None: a
     column the kernel cannot bin: an integer column that is not a count)."""
-    from genotile.core import histogram
-
     out, offset = [], 0
-    for col in histogram.histogram_columns(metric):
+    for col in metric.histogram_columns:
         k = spec.columns.index(col)
-        if col in histogram.FLOAT_BINS:
-            low, high, bins = histogram.FLOAT_BINS[col]
+        if col in metric.float_bins:
+            low, high, bins = metric.float_bins[col]
             h = HistColumn(col, k, 2, float(low), float(high), bins / (high - low), int(bins), int(bins) + 3, offset)
         else:
             if spec.kinds[k] != "i" or col not in plans:
@@ -220,11 +208,22 @@ def canonical_nans(a: np.ndarray) -> np.ndarray:
 # -- the select kernel ------------------------------------------------------------------------
 
 
-def select_kernel(metric_id: int, count64: bool):
+def kernel_defines(spec: FusedSpec, count64: bool) -> tuple[str, ...]:
+    """The NVRTC defines of one tile_select build: the epilogue (GT_METRIC) and what the metric
+    says it reads and writes (GT_N_COUNTS, GT_N_COLS, GT_KEEP), which the kernel checks against
+    the epilogue's own (#error on a mismatch)."""
+    return (
+        f"-DGT_METRIC={spec.metric_id}",
+        f"-DGT_N_COUNTS={len(spec.counts)}",
+        f"-DGT_N_COLS={len(spec.columns)}",
+        f"-DGT_KEEP={KEEP_IDS[spec.keep]}",
+        f"-DGT_COUNT64={int(count64)}",
+    )
+
+
+def select_kernel(spec: FusedSpec, count64: bool):
     return cc.load_kernel(
-        "tile_select.cu",
-        "tile_select",
-        (f"-DGT_METRIC={metric_id}", f"-DGT_COUNT64={int(count64)}", "--fmad=false", *SELECT_OPTIONS),
+        "tile_select.cu", "tile_select", (*kernel_defines(spec, count64), "--fmad=false", *SELECT_OPTIONS)
     )
 
 
@@ -384,7 +383,7 @@ def _self_check(spec: FusedSpec, metric, plans: dict, count64: bool) -> str:
     want_hist_diag = histogram.tile_histograms(metric, in_order, upper)
     dperm_l, dperm_r = cp.asarray(perm_l.astype(np.int64)), cp.asarray(perm_r.astype(np.int64))
 
-    kernel = select_kernel(spec.metric_id, count64)
+    kernel = select_kernel(spec, count64)
     mats = [
         cp.ascontiguousarray(cp.asarray(np.ascontiguousarray(full[name], dtype=np.int64 if count64 else np.int32)))
         for name in spec.counts

@@ -18,7 +18,7 @@
 // row-major, ld = ns), lvec_k / rvec_k are int64 row sums over the whole tile's rows / columns
 // (the all-ones-plane terms of metrics.Term). Pointers arrive as 3 x 8 integer arguments.
 //
-// GT_METRIC selects the epilogue (metrics.py):
+// GT_METRIC selects the epilogue (metrics.py: Metric.fused_id; counts in the metric's order):
 //   0 snp / hamming: counts (d)                         -> columns (d), keep d <= thr
 //   1 ibs:  counts (ibs_count, n)                       -> (ibs_count, n, dist_1ibs), keep dist <= thr
 //   2 king: counts (nsnp, hethet, ibs0, het_i, het_j)   -> (nsnp, hethet, ibs0, kinship), keep kinship >= thr
@@ -63,20 +63,38 @@ typedef int count_t;  // ... or int32 (cupy-b1's kernel output, when exact)
 typedef long long i64;
 typedef unsigned long long u64;
 
+// each epilogue's counts, columns and keep rule (0: dense <= thr, 1: dense >= thr, 2: any >= thr)
 #if GT_METRIC == 0
 #define K_COUNTS 1
 #define K_COLS 1
+#define K_KEEP 0
 #elif GT_METRIC == 1
 #define K_COUNTS 2
 #define K_COLS 3
+#define K_KEEP 0
 #elif GT_METRIC == 2
 #define K_COUNTS 5
 #define K_COLS 4
+#define K_KEEP 1
 #elif GT_METRIC == 3
 #define K_COUNTS 8
 #define K_COLS 4
+#define K_KEEP 2
 #else
 #error "unknown GT_METRIC"
+#endif
+
+// The host passes what the metric (metrics.py: fused_id, counts, columns, keep) says this
+// epilogue reads and writes; a metric that no longer matches its epilogue does not compile
+// (its self-check fails and it takes the generic path).
+#if defined(GT_N_COUNTS) && GT_N_COUNTS != K_COUNTS
+#error "GT_N_COUNTS: the metric's number of counts is not this GT_METRIC epilogue's"
+#endif
+#if defined(GT_N_COLS) && GT_N_COLS != K_COLS
+#error "GT_N_COLS: the metric's number of columns is not this GT_METRIC epilogue's"
+#endif
+#if defined(GT_KEEP) && GT_KEEP != K_KEEP
+#error "GT_KEEP: the metric's keep rule is not this GT_METRIC epilogue's"
 #endif
 
 #ifndef GT_HOST_TEST
