@@ -20,6 +20,8 @@ rule plot_histogram:
 rule plot_heatmap:
     input:
         "results/{dataset}/{metric}/matrix.tsv",
+        # after the merge: no plot runs before the metric's outputs are written
+        pairs="results/{dataset}/{metric}/pairs.tsv.gz",
     output:
         report(
             "results/{dataset}/{metric}/report/heatmap.png",

@@ -2,17 +2,27 @@
 
 Every function reads finished outputs (histogram.tsv, matrix.tsv, pairs.tsv.gz,
 summary.json) and writes one file atomically; Snakemake's report() collects them.
+IDs are drawn as plain text (a `$...$` in an ID is not matplotlib math text), and a plot
+that fails for any reason leaves a placeholder image saying why and a warning in the
+rule's log, never a failed run: a picture must not cost the user the results.
 """
 
 import csv
+import functools
 import gzip
+import inspect
 import json
+import logging
+import struct
+import zlib
 from pathlib import Path
 
 import numpy as np
 
+from genotile.errors import GenotileError
 from genotile.io.atomic import atomic_path, write_text
 
+log = logging.getLogger("genotile")
 KING_DEGREES = {"1st degree": 0.177, "2nd degree": 0.0884, "3rd degree": 0.0442}
 
 
@@ -23,6 +33,59 @@ def _pyplot():
     import matplotlib.pyplot as plt
 
     return plt
+
+
+def _placeholder(out, why: str) -> None:
+    """A small image saying that the plot could not be drawn, and why."""
+    try:
+        plt = _pyplot()
+        fig, ax = plt.subplots(figsize=(6, 1.5))
+        ax.axis("off")
+        ax.text(0.5, 0.5, f"plot not drawn: {why}"[:300], ha="center", va="center", wrap=True, parse_math=False)
+        _save(fig, out)
+    except Exception:  # noqa: BLE001 - the last resort must not fail either
+        with atomic_path(out) as tmp:
+            tmp.write_bytes(_blank_png())
+
+
+def _blank_png() -> bytes:
+    """A 1 x 1 white PNG, for when even the placeholder cannot be drawn (no matplotlib)."""
+
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+
+    header = struct.pack(">IIBBBBB", 1, 1, 8, 0, 0, 0, 0)  # 1 x 1, 8-bit grey
+    return (
+        b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", zlib.compress(b"\x00\xff")) + chunk(b"IEND", b"")
+    )
+
+
+def never_fails(plot):
+    """A plot function that writes a placeholder and logs a warning instead of raising.
+
+    Errors of the output file itself (disk full, read-only folder) still end the job.
+    """
+
+    @functools.wraps(plot)
+    def wrapper(*args, **kwargs):
+        out = inspect.signature(plot).bind(*args, **kwargs).arguments["out"]
+        try:
+            return plot(*args, **kwargs)
+        except GenotileError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - any plotting failure
+            why = f"{type(exc).__name__}: {' '.join(str(exc).split())}"  # one line
+            log.warning("%s failed (%s); writing a placeholder image to %s", plot.__name__, why, out)
+            _placeholder(out, why)
+            return None
+
+    return wrapper
+
+
+def plain_labels(ids: list[str]) -> list[str]:
+    """IDs as matplotlib draws them verbatim: every `$` escaped, so that no `$...$` in an ID is
+    read as math text (matplotlib shows `\\$` as `$` and parses nothing without a bare `$`)."""
+    return [name.replace("$", r"\$") for name in ids]
 
 
 def _save(fig, out) -> None:
@@ -39,6 +102,7 @@ def read_histogram(path) -> dict[str, list[tuple[str, str, int]]]:
     return table
 
 
+@never_fails
 def plot_histogram(histogram_tsv, metric: str, out) -> None:
     """One panel per histogram column, over every pair (not only those passing the threshold)."""
     plt = _pyplot()
@@ -76,6 +140,7 @@ def read_matrix(path) -> tuple[list[str], np.ndarray]:
     return ids, values
 
 
+@never_fails
 def plot_heatmap(matrix_tsv, metric: str, out, max_vectors: int) -> None:
     """Clustered heatmap with dendrograms (average linkage), or a note when too large."""
     plt = _pyplot()
@@ -92,7 +157,7 @@ def plot_heatmap(matrix_tsv, metric: str, out, max_vectors: int) -> None:
 
     finite = np.where(np.isfinite(values), values, np.nanmedian(np.where(np.isfinite(values), values, np.nan)))
     size = min(12.0, 4 + len(ids) * 0.08)
-    labels = ids if len(ids) <= 80 else False
+    labels = plain_labels(ids) if len(ids) <= 80 else False
     grid = sns.clustermap(
         finite, method="average", cmap="viridis", figsize=(size, size), xticklabels=labels, yticklabels=labels
     )
@@ -107,6 +172,7 @@ def read_pairs(path) -> tuple[list[str], list[list[str]]]:
         return header, list(reader)
 
 
+@never_fails
 def plot_king(pairs_tsv, out) -> None:
     """Kinship against the IBS0 proportion, with the usual degree thresholds."""
     plt = _pyplot()
