@@ -10,6 +10,7 @@ from genotile import __version__, backends
 from genotile.core.metrics import METRICS
 from genotile.core.plan import Plan
 from genotile.errors import GenotileError
+from genotile.io.atomic import DISK_ERRORS, disk_error
 
 
 def _threshold(text: str) -> tuple[str, float | None]:
@@ -118,6 +119,11 @@ def main(argv=None) -> int:
             print("\n".join(backends.available()))
     except GenotileError as exc:
         print(f"genotile error: {exc}", file=sys.stderr)
+        return 1
+    except OSError as exc:
+        if exc.errno not in DISK_ERRORS:
+            raise
+        print(f"genotile error: {disk_error(exc)}", file=sys.stderr)  # disk full, quota, read-only
         return 1
     return 0
 

@@ -1,32 +1,53 @@
 """Atomic writes: write to a temporary name in the same folder, then rename.
 
 A reader (or a rerun) never sees a half-written file: either the old state or
-the complete new file exists under the final name.
+the complete new file exists under the final name. A full disk, an exceeded quota or a
+read-only file system while writing ends in one GenotileError naming the file that could
+not be written (`DISK_ERRORS`), its temporary file removed.
 """
 
 import contextlib
+import errno
 import os
 import tempfile
 from pathlib import Path
+
+from genotile.errors import GenotileError
+
+# write failures that are the storage's, not the program's: said in one line, no traceback
+DISK_ERRORS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EFBIG})
+
+
+def disk_error(exc: OSError, path=None) -> GenotileError:
+    """One line for a write that the storage refused: the file and the system's reason."""
+    where = path if path is not None else (exc.filename or "a file")
+    return GenotileError(f"{where}: could not be written: {exc.strerror or os.strerror(exc.errno)}")
 
 
 @contextlib.contextmanager
 def atomic_path(path):
     """Yield a temporary path beside `path`; rename it onto `path` on success."""
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    for stale in path.parent.glob(f".{path.name}.*.tmp"):  # left by a killed writer of this file
-        with contextlib.suppress(FileNotFoundError):
-            stale.unlink()
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    os.fchmod(fd, 0o666 & ~_umask())  # mkstemp makes 0600; outputs get the usual permissions
-    os.close(fd)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        for stale in path.parent.glob(f".{path.name}.*.tmp"):  # left by a killed writer of this file
+            with contextlib.suppress(FileNotFoundError):
+                stale.unlink()
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+        os.fchmod(fd, 0o666 & ~_umask())  # mkstemp makes 0600; outputs get the usual permissions
+        os.close(fd)
+    except OSError as exc:
+        if exc.errno in DISK_ERRORS:
+            raise disk_error(exc, path) from None
+        raise
     try:
         yield Path(tmp)
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as exc:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
+        if isinstance(exc, OSError) and exc.errno in DISK_ERRORS:
+            raise disk_error(exc, path) from None
         raise
 
 

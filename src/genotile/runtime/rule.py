@@ -4,6 +4,7 @@ import logging
 import sys
 
 from genotile.errors import GenotileError
+from genotile.io.atomic import DISK_ERRORS, disk_error
 
 log = logging.getLogger("genotile")
 
@@ -12,15 +13,21 @@ def run_rule(snakemake, step) -> None:
     """Run `step(snakemake)`, logging to the rule's log file.
 
     A GenotileError (bad input, bad config) ends the job with its one-line
-    message on stderr and in the log; anything else is a bug, logged with its
-    traceback and re-raised.
+    message on stderr and in the log, and so does a write the storage refused (disk full,
+    quota, read-only: io/atomic.DISK_ERRORS, naming the file); anything else is a bug,
+    logged with its traceback and re-raised.
     """
     handler = logging.FileHandler(snakemake.log[0], mode="w")
     handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(message)s"))
     log.addHandler(handler)
     log.setLevel(logging.INFO)
     try:
-        step(snakemake)
+        try:
+            step(snakemake)
+        except OSError as exc:
+            if exc.errno in DISK_ERRORS:
+                raise disk_error(exc) from None
+            raise
     except GenotileError as exc:
         log.error("%s", exc)
         print(f"genotile error: {exc}", file=sys.stderr)
