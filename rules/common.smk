@@ -13,6 +13,7 @@ sys.path.insert(0, str(Path(workflow.basedir) / "src"))
 from genotile.store.ingest import VCF_ENCODINGS  # noqa: E402
 from genotile.core import ccc3 as _ccc3  # noqa: E402
 from genotile.core.metrics import METRICS  # noqa: E402
+from genotile.core.registry import REGISTRY, config_params  # noqa: E402
 from genotile.core.plan import Plan  # noqa: E402
 from genotile.store import sources as _sources  # noqa: E402
 from genotile.core import limits as _limits  # noqa: E402
@@ -213,7 +214,7 @@ write_fingerprints()
 
 def metric_params(wildcards):
     """Parameters of the metric's epilogue (ccc2: CoMet's multiplier and param)."""
-    return dict(config["ccc"]) if wildcards.metric == "ccc2" else {}
+    return config_params(wildcards.metric, config)
 
 
 def threshold_of(wildcards):
@@ -233,10 +234,9 @@ def report_files(dataset, metric):
     out = [f"results/{dataset}/{metric}/report/histogram.png"]
     if plan_for(dataset, metric).n_vectors <= config["dense_max"]:
         out.append(f"results/{dataset}/{metric}/report/heatmap.png")
-    if metric == "king":
-        out.append(f"results/{dataset}/king/report/kinship_ibs0.png")
-    if metric == "snp":
-        out.append(f"results/{dataset}/snp/report/clusters.tsv")
+    out += [
+        f"results/{dataset}/{metric}/report/{f}" for f in METRICS[metric].report_files
+    ]
     return out
 
 
@@ -246,7 +246,7 @@ def all_outputs(wildcards):
     for dataset, spec in config["datasets"].items():
         for metric in spec["metrics"]:
             # ccc3 (3-way): rules/triples.smk; no matrix, histogram or plots
-            if metric == "ccc3":
+            if REGISTRY[metric].workload == "triples":
                 outputs += [
                     f"results/{dataset}/ccc3/{n}"
                     for n in ("triples.tsv.gz", "summary.json")

@@ -9,6 +9,7 @@ import sys
 from genotile import __version__, backends
 from genotile.core.metrics import METRICS
 from genotile.core.plan import Plan
+from genotile.core.registry import REGISTRY
 from genotile.errors import GenotileError
 from genotile.io.atomic import DISK_ERRORS, disk_error
 
@@ -46,7 +47,7 @@ def _parser() -> argparse.ArgumentParser:
     plan = sub.add_parser("plan", help="what a run costs: tiles, jobs, memory, output, time (reads no input)")
     plan.add_argument("--vectors", type=int, required=True, help="number of vectors (samples, sequences or SNPs)")
     plan.add_argument("--fields", type=int, required=True, help="fields per vector (variants, columns or samples)")
-    plan.add_argument("--metric", choices=sorted([*METRICS, "ccc3"]), required=True)
+    plan.add_argument("--metric", choices=sorted(REGISTRY), required=True)
     plan.add_argument("--stages", type=int, default=1, help="ccc3: parts of the middle block, one job each")
     plan.add_argument("--block-size", type=int, default=4096)
     plan.add_argument("--density", type=float, default=1.0, help="fraction of pairs passing the threshold")
@@ -82,7 +83,7 @@ def main(argv=None) -> int:
             )
             for name, s in summaries.items():
                 print(f"{name}: {s['pairs_passing']} of {s['pairs_computed']} pairs pass -> {args.outdir}/{name}/")
-        elif args.command == "plan" and args.metric == "ccc3":
+        elif args.command == "plan" and REGISTRY[args.metric].workload == "triples":
             from genotile.triples.estimate import describe
 
             print(
