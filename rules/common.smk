@@ -14,6 +14,7 @@ from genotile.store.ingest import VCF_ENCODINGS  # noqa: E402
 from genotile.core import ccc3 as _ccc3  # noqa: E402
 from genotile.core.metrics import METRICS  # noqa: E402
 from genotile.core.registry import REGISTRY, config_params  # noqa: E402
+from genotile.backends import registry as _backend_registry  # noqa: E402
 from genotile.core.plan import Plan  # noqa: E402
 from genotile.store import sources as _sources  # noqa: E402
 from genotile.core import limits as _limits  # noqa: E402
@@ -57,20 +58,19 @@ def plan_for(dataset, metric) -> Plan:
     return Plan(d["n_vectors"], d["block_size"], d["seed"])
 
 
-# backends that never use a GPU: their rules take the CPU env and no `gpu` resource
-CPU_BACKENDS = ("numba", "numpy", "numpy-popcount")
-
-
 def tile_env() -> str:
-    """The conda env of the rules that run a backend: CuPy's unless the config pins a CPU one."""
+    """The conda env of the rules that run a backend: CuPy's unless the config pins a CPU one
+    (genotile.backends.registry)."""
     return (
-        "../envs/cpu.yaml" if config["backend"] in CPU_BACKENDS else "../envs/gpu.yaml"
+        "../envs/cpu.yaml"
+        if _backend_registry.is_cpu(config["backend"])
+        else "../envs/gpu.yaml"
     )
 
 
 def tile_gpus() -> int:
     """The `gpu` resource of the rules that run a backend: none for a CPU backend, else 1."""
-    return 0 if config["backend"] in CPU_BACKENDS else 1
+    return 0 if _backend_registry.is_cpu(config["backend"]) else 1
 
 
 def job_group(kind: str, name: str, rank: int) -> str:

@@ -7,6 +7,7 @@ import yaml
 from snakerun import REPO
 
 from genotile import backends
+from genotile.backends import registry
 
 tomllib = pytest.importorskip("tomllib", reason="tomllib is Python 3.11+")
 
@@ -44,12 +45,13 @@ def test_rules_that_run_a_backend_take_the_gpu_env_unless_a_cpu_backend_is_pinne
         assert re.search(r"conda:\n\s+tile_env\(\)", body), f"rule {rule} does not choose its env by backend"
     common = (REPO / "rules" / "common.smk").read_text()
     tile_env = re.search(r"def tile_env\(\).*?\n\n\n", common, re.S).group(0)
-    choice = r'"\.\./envs/cpu\.yaml" if config\["backend"\] in CPU_BACKENDS else "\.\./envs/gpu\.yaml"'
+    choice = r'"\.\./envs/cpu\.yaml"\s+if _backend_registry\.is_cpu\(config\["backend"\]\)\s+else "\.\./envs/gpu\.yaml"'
     assert re.search(choice, tile_env), tile_env
-    # CPU_BACKENDS names exactly the package's backends that are not CuPy's
-    listed = re.search(r"^CPU_BACKENDS = \(([^)]*)\)", common, re.M).group(1)
-    pinned = {name.strip().strip('"') for name in listed.split(",")}
-    assert pinned == {name for name in backends.BACKENDS if not name.startswith("cupy")}
+    # the registry's CPU backends are exactly the package's backends that are not CuPy's
+    cpu = {name for name in registry.BACKENDS if registry.is_cpu(name)}
+    cuda = "genotile.backends.cuda."
+    assert cpu == {name for name, mod in backends.BACKENDS.items() if not mod.__name__.startswith(cuda)}
+    assert not registry.is_cpu("auto") and "CPU_BACKENDS" not in common
     # and the same choice gives those rules their `gpu` resource
     for smk in ("tiles.smk", "triples.smk", "screen.smk"):
         assert "gpu=tile_gpus()," in (REPO / "rules" / smk).read_text(), smk

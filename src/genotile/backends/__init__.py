@@ -6,19 +6,15 @@ Every backend implements `count_matrices(left, right, counts)`:
 and returns {name: int64 array (rows I, rows J)}, bit-identical across backends.
 """
 
-from genotile.backends.cpu import numba_popcount, numpy_blas, numpy_popcount
-from genotile.backends.cuda import cupy_b1, cupy_int8
+import importlib
+
+from genotile.backends import registry
+from genotile.backends.cpu import numba_popcount, numpy_blas
+from genotile.backends.cuda import cupy_common
 from genotile.errors import GenotileError
 
-# Fastest first: `auto` takes the first available (the GPU ones report unavailable without
-# CuPy and a CUDA GPU, so CPU runs are unaffected).
-BACKENDS = {
-    "cupy-b1": cupy_b1,
-    "cupy-int8": cupy_int8,
-    "numba": numba_popcount,
-    "numpy": numpy_blas,
-    "numpy-popcount": numpy_popcount,
-}
+# name -> module, fastest first (backends/registry.py: the names, their modules, which use a GPU)
+BACKENDS = {name: importlib.import_module(b.module) for name, b in registry.BACKENDS.items()}
 
 
 def limit_threads(n: int) -> None:
@@ -40,16 +36,25 @@ NUMBA_MIN_WORK = 2**31
 def resolve(name: str, work: int | None = None) -> str:
     """The backend `name` stands for ("auto": the fastest one available here, for a tile of
     `work` pairs x plane words per vector when it is given)."""
-    if name == "auto":
+    if registry.check(name) == registry.AUTO:
         best = available()[0]
         if best == "numba" and work is not None and work < NUMBA_MIN_WORK:
             return "numpy"
         return best
-    if name not in BACKENDS:
-        raise GenotileError(f"unknown backend {name!r}; known: auto, {', '.join(BACKENDS)}")
     if not BACKENDS[name].is_available():
         raise GenotileError(f"backend {name!r} is not available on this machine")
     return name
+
+
+def resolve_screen(name: str) -> str:
+    """The screening backend `name` stands for: "cupy" or "numpy" (screening has one backend of
+    each family: a CPU backend maps to numpy, a CuPy one to cupy; auto takes cupy on a GPU)."""
+    uses = registry.uses_gpu(name)
+    if uses is None:
+        return "cupy" if cupy_common.has_gpu() else "numpy"
+    if uses and not cupy_common.has_gpu():
+        raise GenotileError(f"backend {name!r} needs CuPy and a CUDA GPU, and none is available")
+    return registry.BACKENDS[name].screen
 
 
 def get(name: str):

@@ -19,6 +19,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from genotile.backends import registry
+
 ENV = "CUDA_VISIBLE_DEVICES"
 
 
@@ -76,7 +78,9 @@ def gpu_slot(n_devices: int | None = None, lock_dir=None, poll: float = 1.0, tim
 
 
 def slot_for_backend(backend: str):
-    """A GPU slot if `backend` may run on a GPU (a cupy-* backend, or auto on a GPU host)."""
-    if backend.startswith("cupy") or (backend == "auto" and os.environ.get(ENV) is None and host_gpu_count() > 0):
+    """A GPU slot if `backend` may run on a GPU (backends/registry.py: a CuPy backend, or auto on
+    a GPU host)."""
+    uses = registry.uses_gpu(backend)
+    if uses or (uses is None and os.environ.get(ENV) is None and host_gpu_count() > 0):
         return gpu_slot()
     return contextlib.nullcontext()

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
+from genotile.backends import resolve_screen
 from genotile.errors import GenotileError
 from genotile.io.atomic import atomic_path, write_text
 from genotile.io.fastq import PHRED_OFFSET, QUAL_MAX, read_fastq
@@ -21,7 +22,7 @@ from genotile.io.stale import remove_stale_files
 from genotile.io.tilefile import read_tile, write_tile
 from genotile.io.tsvgz import write_tsv_gz
 from genotile.pairs.merge import file_sha256, output_records, versions
-from genotile.screen import backend as backends
+from genotile.screen import backend as search
 from genotile.screen.encode import SequenceSet, from_records
 from genotile.screen.score import format_score, hundredths, passes
 from genotile.screen.signatures import read_signatures
@@ -165,9 +166,9 @@ def tile(store_dir, i: int, j: int, *, backend: str, tile_out) -> dict:
     s0, s1 = i * manifest["sample_block"], min(len(samples), (i + 1) * manifest["sample_block"])
     g0, g1 = j * manifest["signature_block"], min(len(sigs), (j + 1) * manifest["signature_block"])
     block_s, block_g = samples.subset(s0, s1), sigs.subset(g0, g1)
-    chosen = backends.resolve(backend)
+    chosen = resolve_screen(backend)
     t0 = time.perf_counter()
-    pos, qsum = backends.first_matches_and_sums(block_s, block_g, chosen)
+    pos, qsum = search.first_matches_and_sums(block_s, block_g, chosen)
     seconds_search = time.perf_counter() - t0
     rows, cols = np.nonzero(pos >= 0)
     arrays = {
