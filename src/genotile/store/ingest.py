@@ -11,7 +11,6 @@ alignment (fasta_mmap) is read in one pass over a memory map, with numpy; any ot
 (fasta.read_alignment, the reference). Both give the same IDs, codes and errors.
 """
 
-import hashlib
 import json
 from concurrent.futures import ThreadPoolExecutor
 
@@ -23,7 +22,9 @@ from genotile.core.encode import ALPHABETS, CATEGORICAL, ColumnScan
 from genotile.errors import GenotileError
 from genotile.io import fasta_mmap
 from genotile.io.atomic import atomic_path, write_text
+from genotile.io.checksums import file_sha256
 from genotile.io.fasta import check_fasta, read_alignment
+from genotile.io.plink import plink_format
 from genotile.runtime.progress import Progress
 from genotile.store.ingest_vcf import ENCODINGS as VCF_ENCODINGS
 from genotile.store.ingest_vcf import ingest_vcf
@@ -33,20 +34,15 @@ CHUNK_BYTES = 1 << 25  # sequence bytes gathered per block of rows
 HOLD_BYTES = 1 << 30  # alignments up to this many sequence bytes are gathered once and held
 
 
-def file_sha256(path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for chunk in iter(lambda: fh.read(1 << 22), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
-
-
 def ingest(path, encoding: str, codes_out, manifest_out, **options) -> dict:
     """Write the codes matrix (vectors x kept fields) of `path` for one encoding.
 
     `options` are the VCF reader's (multiallelic, filter_pass, samples, regions);
-    alignments take none.
+    alignments take none. Genotype encodings read a VCF/BCF or a PLINK fileset named by its
+    .bed / .pgen (io/plink.py; ingest_vcf picks the reader).
     """
+    if encoding in ALPHABETS and plink_format(path):
+        raise GenotileError(f"{path}: a PLINK fileset holds genotypes (ibs, king, ccc2, ccc3), not an alignment")
     if encoding in ALPHABETS:
         given = sorted(k for k, v in options.items() if v is not None)
         if given:

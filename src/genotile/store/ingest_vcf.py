@@ -24,8 +24,11 @@ from genotile import __version__
 from genotile.errors import GenotileError
 from genotile.io import vcf_fast
 from genotile.io.atomic import atomic_path, write_text
+from genotile.io.checksums import file_sha256
 from genotile.io.ids import check_ids, check_unique
+from genotile.io.plink import PlinkReader, plink_format
 from genotile.io.vcf import GenotypeReader
+from genotile.runtime.cpus import usable_cpus
 from genotile.runtime.progress import Progress
 
 ENCODINGS = ("genotype", "genotype_t")
@@ -161,14 +164,21 @@ def _transpose_blocks(blocks: list[np.ndarray], out_path) -> None:
             fh.write(memoryview(buf[: s1 - s0]))
 
 
-def ingest_vcf(path, encoding: str, codes_out, manifest_out, **options) -> dict:
-    """Write the codes matrix of a VCF/BCF for `genotype` or `genotype_t`; return the manifest."""
-    from genotile.store.ingest import file_sha256  # ingest dispatches here; import late to avoid a cycle
+def open_genotypes(path, **options) -> GenotypeReader | PlinkReader:
+    """The block reader of a genotype input: a PLINK fileset (.bed / .pgen, io/plink.py) or a VCF/BCF."""
+    if plink_format(path):
+        return PlinkReader(path, **options)
+    return GenotypeReader(path, **options)
 
+
+def ingest_vcf(path, encoding: str, codes_out, manifest_out, **options) -> dict:
+    """Write the codes matrix of a VCF/BCF or PLINK fileset for `genotype` or `genotype_t`; return the manifest."""
     options = check_options(options)
-    with GenotypeReader(path, **options) as reader, atomic_path(codes_out) as tmp:
+    with open_genotypes(path, **options) as reader, atomic_path(codes_out) as tmp:
         if encoding == "genotype_t":
             ids_variants = _read_rows(reader, RowAppender(tmp, len(reader.samples)))
+        elif isinstance(reader, PlinkReader) and reader.direct:  # samples x variants straight from pgenlib
+            ids_variants = [None] * reader.write_sample_rows(tmp, threads=usable_cpus(2))
         else:
             reader.want_ids = False  # vectors are samples: variant IDs are not kept
             fd, rows_tmp = tempfile.mkstemp(
@@ -190,6 +200,7 @@ def ingest_vcf(path, encoding: str, codes_out, manifest_out, **options) -> dict:
         if not ids_variants:
             raise GenotileError(f"{path}: no variants left after the VCF rules ({_describe(reader.stats)})")
         samples, stats = list(reader.samples), dict(reader.stats)
+        plink = isinstance(reader, PlinkReader)
         if encoding == "genotype_t":  # variant IDs are vector IDs: they go to the TSV outputs
             check_ids(ids_variants, path, "variant")
             check_unique(
@@ -218,6 +229,8 @@ def ingest_vcf(path, encoding: str, codes_out, manifest_out, **options) -> dict:
         "counts": stats,
         "ids": ids,
         **({"field_ids": samples} if encoding == "genotype_t" else {}),
+        # PLINK: the fileset's files, and FID / IID of each sample (vectors or fields) for PLINK-style outputs
+        **({"fileset": [str(f) for f in reader.files], "fids": reader.fids, "iids": reader.iids} if plink else {}),
     }
     write_text(manifest_out, json.dumps(manifest, indent=1) + "\n")
     return manifest

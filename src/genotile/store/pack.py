@@ -117,6 +117,8 @@ def pack_store(
         "input_sha256": ingest_manifest["input_sha256"],
         "sources": ingest_manifest.get("sources"),  # what the store was computed from (store/sources.py)
         "ids": ingest_manifest["ids"],
+        # PLINK input: FID and IID of each sample (io/plink.py), for outputs in PLINK's own columns
+        **{key: ingest_manifest[key] for key in ("fids", "iids") if key in ingest_manifest},
     }
     write_text(manifest_out, json.dumps(manifest, indent=1) + "\n")
     return manifest

@@ -9,22 +9,12 @@ small fingerprint file per dataset (`write_fingerprint`) whose modification time
 when the content does, as an input of the ingest rule.
 """
 
-import hashlib
 import json
 import os
 from pathlib import Path
 
 from genotile.io.atomic import write_text
-
-READ = 1 << 22
-
-
-def file_sha256(path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for chunk in iter(lambda: fh.read(READ), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
+from genotile.io.checksums import file_sha256
 
 
 def index_files(path) -> list[Path]:
@@ -40,6 +30,15 @@ def option_files(options: dict | None) -> dict[str, Path]:
         if isinstance(value, (str, os.PathLike)) and os.path.isfile(value):
             out[key] = Path(value)
     return out
+
+
+def fileset_files(path) -> dict[str, Path]:
+    """{"plink .bim": path, ...}: the other files of a PLINK fileset named by its .bed / .pgen."""
+    from genotile.io.plink import fileset, plink_format
+
+    if not plink_format(path):
+        return {}
+    return {f"plink {p.name[len(Path(path).stem) :]}": p for p in fileset(path)[1:] if p.is_file()}
 
 
 def _plain(value):
@@ -63,6 +62,7 @@ def sources(input_path, options: dict | None = None, input_sha256: str | None = 
     """
     options = {k: _plain(v) for k, v in sorted((options or {}).items()) if v is not None}
     files = {key: _file(p) for key, p in option_files(options).items()}
+    files.update({key: _file(p) for key, p in fileset_files(input_path).items()})
     if options.get("regions") is not None:
         files.update({f"index {p.suffix[1:]}": _file(p) for p in index_files(input_path)})
     return {
@@ -108,7 +108,7 @@ def write_fingerprint(out, input_path, options: dict | None = None) -> Path:
     with `out`'s old modification time kept, so nothing downstream reruns.
     """
     out = Path(out)
-    watched = [Path(input_path), *option_files(options).values()]
+    watched = [Path(input_path), *option_files(options).values(), *fileset_files(input_path).values()]
     if options and options.get("regions") is not None:
         watched += index_files(input_path)
     stats = {str(p): _stat_key(p) for p in watched}

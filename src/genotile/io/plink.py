@@ -1,0 +1,520 @@
+"""PLINK filesets as genotype input: PLINK 1 (.bed/.bim/.fam) and PLINK 2 (.pgen/.pvar/.psam).
+
+A fileset is named by its genotype file (`x.bed` or `x.pgen`); its companions are the
+files of the same prefix (`x.bim` + `x.fam`, or `x.pvar` / `x.pvar.zst` + `x.psam`).
+Genotypes are read by pgenlib (PLINK 2's own reader, on PyPI as `pgenlib`), which reads
+both formats, a block of variants at a time, as int8 allele counts (-9 missing) straight
+from the 2-bit records: no text step. `PlinkReader.blocks()` yields the same (variant
+IDs, codes) blocks as the VCF reader (vcf.GenotypeReader), so ingest treats both alike.
+
+Orientation: codes count the ALT allele, as in a VCF. In a .pgen that is allele 1 of
+the .pvar's ALT column; in a .bed it is A1 (the .bim's 5th column), which is what PLINK 2
+reads as ALT and writes there (`plink2 --vcf x --make-bed`): pgenlib counts allele 1 in
+both. (PLINK 1.9 without --keep-allele-order sets A1 to the minor allele: ibs and king do
+not change when the alleles trade places; ccc2 and ccc3 do, their 0 and 1 entries swapped.)
+
+Sample IDs: the IID when every FID is 0 or the .psam has no FID column, else FID_IID,
+which is the ID `plink2 --export vcf` writes (its default id-paste=maybefid,iid). Both
+are kept (`fids`, `iids`) for writers that want PLINK's own columns.
+Variant IDs (ccc2, ccc3): the ID column, or CHROM:POS:REF:ALT where it is '.', as for a VCF.
+
+The VCF options apply: `samples` (output IDs, one per line, selects and orders),
+`regions` (by CHROM and POS, from the variant file; no index needed), `filter_pass`
+(a .pvar FILTER column; a .bim has none, so every variant passes, as '.' does in a VCF),
+`multiallelic` (.pgen: skip, or split into one ALT-vs-rest variant per ALT).
+"""
+
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from genotile.core.encode import MISSING
+from genotile.errors import GenotileError
+from genotile.io.ids import check_ids
+from genotile.io.regions import merge_regions, parse_regions
+from genotile.io.vcf import MULTIALLELIC, STATS, read_sample_list
+
+GENOTYPE_SUFFIXES = {".bed": "plink1", ".pgen": "plink2"}
+COMPANION_SUFFIXES = {".bim": ".bed", ".fam": ".bed", ".pvar": ".pgen", ".pvar.zst": ".pgen", ".psam": ".pgen"}
+BLOCK_BYTES = 1 << 22  # int8 bytes of one block of variants x samples
+MISSING_INT8 = 247  # pgenlib's missing call (-9) read as uint8
+
+
+def _suffix(path) -> str:
+    name = str(path).lower()
+    return ".pvar.zst" if name.endswith(".pvar.zst") else os.path.splitext(name)[1]
+
+
+def plink_format(path) -> str | None:
+    """ "plink1" for a .bed, "plink2" for a .pgen, None for anything else.
+
+    A companion file (.bim, .fam, .pvar, .psam) is refused by name: the fileset is named by
+    its genotype file.
+    """
+    suffix = _suffix(path)
+    if suffix in COMPANION_SUFFIXES:
+        stem = str(path)[: -len(suffix)]
+        raise GenotileError(
+            f"{path}: a PLINK {suffix} file; name the fileset by its genotype file ({stem}{COMPANION_SUFFIXES[suffix]})"
+        )
+    return GENOTYPE_SUFFIXES.get(suffix)
+
+
+def fileset(path) -> list[Path]:
+    """The files of the PLINK fileset named by `path` (.bed or .pgen): genotypes, variants, samples."""
+    path = Path(path)
+    fmt = plink_format(path)
+    if fmt is None:
+        raise GenotileError(f"{path}: not a PLINK genotype file (.bed or .pgen)")
+    stem = str(path)[: -len(path.suffix)]
+    if fmt == "plink1":
+        return [path, Path(stem + ".bim"), Path(stem + ".fam")]
+    pvar = Path(stem + ".pvar")
+    if not pvar.exists() and Path(stem + ".pvar.zst").exists():
+        pvar = Path(stem + ".pvar.zst")
+    return [path, pvar, Path(stem + ".psam")]
+
+
+@dataclass(frozen=True)
+class SampleTable:
+    """The samples of a .fam / .psam: FIDs (None when absent), IIDs and the IDs genotile uses."""
+
+    fids: list[str] | None
+    iids: list[str]
+
+    @property
+    def ids(self) -> list[str]:
+        if self.fids is None or all(f == "0" for f in self.fids):
+            return list(self.iids)
+        return [f"{f}_{i}" for f, i in zip(self.fids, self.iids, strict=True)]
+
+
+def read_samples(path) -> SampleTable:
+    """FIDs and IIDs of a .fam (FID IID ... on every line) or .psam (#FID IID / #IID header)."""
+    try:
+        with open(path, encoding="utf-8") as fh:
+            lines = [line.rstrip("\r\n") for line in fh]
+    except UnicodeDecodeError as exc:
+        raise GenotileError(f"{path}: not UTF-8 text ({exc.reason})") from None
+    except OSError as exc:
+        raise GenotileError(f"{path}: cannot read: {exc.strerror}") from None
+    body = [(k, line) for k, line in enumerate(lines, start=1) if line.strip() and not line.startswith("##")]
+    fid_col, iid_col = 0, 1  # .fam, and a .psam without a header line
+    if body and body[0][1].startswith("#"):
+        header = body[0][1][1:].split()
+        body = body[1:]
+        if "IID" not in header:
+            raise GenotileError(f"{path}: header line has no IID column: {' '.join(header)!r}")
+        iid_col = header.index("IID")
+        fid_col = header.index("FID") if "FID" in header else None
+    fids: list[str] | None = [] if fid_col is not None else None
+    iids: list[str] = []
+    for k, line in body:
+        fields = line.split()
+        if len(fields) <= max(iid_col, fid_col or 0):
+            raise GenotileError(f"{path}: line {k}: {len(fields)} column(s), expected FID and IID")
+        iids.append(fields[iid_col])
+        if fids is not None:
+            fids.append(fields[fid_col])
+    if not iids:
+        raise GenotileError(f"{path}: no samples")
+    table = SampleTable(fids, iids)
+    check_ids(table.ids, path, "sample")
+    ids = table.ids
+    if len(set(ids)) != len(ids):
+        seen: set[str] = set()
+        dup = next(i for i in ids if i in seen or seen.add(i))
+        raise GenotileError(f"{path}: sample {dup!r} appears twice")
+    return table
+
+
+@dataclass
+class VariantTable:
+    """CHROM, POS, ID and alleles of each variant (.bim or .pvar), FILTER where a .pvar has it."""
+
+    chrom: list[str]
+    pos: np.ndarray  # int64
+    ids: list[str]
+    ref: list[str]
+    alts: list[list[str]]
+    filters: list[str] | None
+
+
+def _open_text(path):
+    if str(path).endswith(".zst"):
+        try:
+            import zstandard
+        except ImportError:
+            raise GenotileError(
+                f"{path}: a zstd-compressed .pvar needs the zstandard package (or decompress it: zstd -d)"
+            ) from None
+        import io
+
+        return io.TextIOWrapper(zstandard.ZstdDecompressor().stream_reader(open(path, "rb")), encoding="utf-8")
+    return open(path, encoding="utf-8")
+
+
+def read_variants(path) -> VariantTable:
+    """The variant table of a .bim (CHROM ID CM POS A1 A2: ALT = A1, REF = A2) or a .pvar."""
+    chrom, pos, ids, ref, alts = [], [], [], [], []
+    filters: list[str] | None = None
+    columns = ["CHROM", "ID", "CM", "POS", "ALT", "REF"]  # a .bim, or a .pvar without a header line
+    c = {name: columns.index(name) for name in ("CHROM", "POS", "ID", "REF", "ALT")}
+    try:
+        with _open_text(path) as fh:
+            for k, line in enumerate(fh, start=1):
+                if line.startswith("##") or not line.strip():
+                    continue
+                if line.startswith("#") and not chrom:  # the header line of a .pvar
+                    columns = line[1:].split()
+                    absent = {"CHROM", "POS", "ID", "REF", "ALT"} - set(columns)
+                    if absent:
+                        raise GenotileError(f"{path}: line {k}: header line lacks {', '.join(sorted(absent))}")
+                    c = {name: columns.index(name) for name in ("CHROM", "POS", "ID", "REF", "ALT")}
+                    if "FILTER" in columns:
+                        filters, c["FILTER"] = [], columns.index("FILTER")
+                    continue
+                fields = line.split()
+                if len(fields) < len(columns):
+                    raise GenotileError(f"{path}: line {k}: {len(fields)} column(s), expected {len(columns)}")
+                try:
+                    pos.append(int(fields[c["POS"]]))
+                except ValueError:
+                    raise GenotileError(f"{path}: line {k}: POS {fields[c['POS']]!r} is not a number") from None
+                chrom.append(fields[c["CHROM"]])
+                ids.append(fields[c["ID"]])
+                ref.append(fields[c["REF"]])
+                alts.append(fields[c["ALT"]].split(","))
+                if filters is not None:
+                    filters.append(fields[c["FILTER"]])
+    except UnicodeDecodeError as exc:
+        raise GenotileError(f"{path}: not UTF-8 text ({exc.reason})") from None
+    except OSError as exc:
+        raise GenotileError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    if not chrom:
+        raise GenotileError(f"{path}: no variants")
+    return VariantTable(chrom, np.array(pos, dtype=np.int64), ids, ref, alts, filters)
+
+
+def count_lines(path) -> int:
+    """Variants of a .bim without parsing it: its lines (a last line without a newline counted)."""
+    n, last = 0, b"\n"
+    try:
+        with open(path, "rb") as fh:
+            for chunk in iter(lambda: fh.read(1 << 24), b""):
+                n += chunk.count(b"\n")
+                last = chunk[-1:]
+    except OSError as exc:
+        raise GenotileError(f"{path}: cannot read: {exc.strerror}") from None
+    n += last != b"\n"
+    if n == 0:
+        raise GenotileError(f"{path}: no variants")
+    return n
+
+
+def _pgenlib():
+    try:
+        import pgenlib
+    except ImportError:
+        raise GenotileError("PLINK input needs the pgenlib package: pip install pgenlib") from None
+    return pgenlib
+
+
+EVERY_BYTE_7 = np.uint64(0x0707070707070707)
+
+
+def set_missing(flat: np.ndarray) -> int:
+    """pgenlib's missing calls (-9, read as uint8 247) set to MISSING in place; returns their number.
+
+    A byte's top 3 bits are all set only for 247 among 0, 1, 2 and 247: so, 8 bytes at a time,
+    t = (x >> 5) & 0x07.. marks each missing byte with 7 and x | (t << 3) turns 247 into 255.
+    """
+    head = min(flat.size, -flat.ctypes.data % 8)  # bytes before the first 8-byte boundary
+    body = (flat.size - head) // 8 * 8
+    missing = 0
+    for part in (flat[:head], flat[head + body :]):
+        hit = part == MISSING_INT8
+        missing += int(np.count_nonzero(hit))
+        part[hit] = MISSING
+    words = flat[head : head + body].view(np.uint64)
+    step = BLOCK_BYTES // 8
+    for w0 in range(0, words.size, step):
+        x = words[w0 : w0 + step]
+        t = np.right_shift(x, np.uint64(5))
+        np.bitwise_and(t, EVERY_BYTE_7, out=t)
+        missing += int(np.bitwise_count(t).sum()) // 3
+        np.left_shift(t, np.uint64(3), out=t)
+        np.bitwise_or(x, t, out=x)
+    return missing
+
+
+class PlinkReader:
+    """Genotypes of a PLINK fileset, block by block, as vcf.GenotypeReader gives a VCF's."""
+
+    def __init__(self, path, multiallelic: str = "skip", filter_pass: bool = False, samples=None, regions=None):
+        if multiallelic not in MULTIALLELIC:
+            raise GenotileError(f"multiallelic must be one of {', '.join(MULTIALLELIC)}, not {multiallelic!r}")
+        if not isinstance(filter_pass, bool):
+            raise GenotileError(f"filter_pass must be true or false, not {filter_pass!r}")
+        self.path = str(path)
+        self.format = plink_format(path)
+        self.files = fileset(path)
+        for f in self.files:
+            if not f.is_file():
+                raise GenotileError(f"{path}: PLINK fileset incomplete: {f} is missing")
+        self.want_ids = True  # False: variant IDs are not made (ibs, king)
+        self.stats = dict.fromkeys(STATS, 0)
+        self.table = read_samples(self.files[2])
+        self.file_samples = self.table.ids
+        wanted = read_sample_list(samples)
+        if wanted is None:
+            self._subset, self._order, self.samples = None, None, self.file_samples
+        else:
+            index = {s: k for k, s in enumerate(self.file_samples)}
+            absent = [s for s in wanted if s not in index]
+            if absent:
+                raise GenotileError(f"{path}: {len(absent)} requested sample(s) not in the file, e.g. {absent[:3]}")
+            rows = np.array([index[s] for s in wanted], dtype=np.int64)
+            self._subset = np.sort(rows).astype(np.uint32)  # pgenlib reads a subset in file order
+            self._order = np.searchsorted(self._subset, rows)  # then the list's order, as bcftools -S
+            self.samples = wanted
+        pick = self._subset if self._subset is not None else slice(None)
+        self.fids = None if self.table.fids is None else list(np.asarray(self.table.fids, dtype=object)[pick])
+        self.iids = list(np.asarray(self.table.iids, dtype=object)[pick])
+        if self._order is not None:
+            self.fids = None if self.fids is None else [self.fids[k] for k in self._order]
+            self.iids = [self.iids[k] for k in self._order]
+        self.multiallelic, self.filter_pass = multiallelic, filter_pass
+        self.regions = merge_regions(parse_regions(regions)) if regions is not None else None
+        needs_table = self.format == "plink2" or self.regions is not None
+        self.variants = read_variants(self.files[1]) if needs_table else None
+        n_var = len(self.variants.ids) if self.variants is not None else count_lines(self.files[1])
+        self.n_file_variants = n_var
+        self._reader_args = self._check_genotypes(n_var)
+        self.plan = self._select(n_var)
+
+    def _check_genotypes(self, n_var: int) -> dict:
+        """Open the genotype file once: its magic bytes, sample and variant counts checked by pgenlib."""
+        pgenlib = _pgenlib()
+        n_samples = len(self.file_samples)
+        args: dict = {"raw_sample_ct": n_samples, "variant_ct": n_var}
+        if self.format == "plink2" and self.variants is not None and max(map(len, self.variants.alts)) > 1:
+            offsets = np.zeros(n_var + 1, dtype=np.uintp)
+            offsets[1:] = np.cumsum([1 + len(a) for a in self.variants.alts])
+            args = {"raw_sample_ct": n_samples, "variant_ct": n_var, "allele_idx_offsets": offsets}
+        if self.format == "plink1":
+            size = os.path.getsize(self.path)
+            expected = 3 + n_var * -(-n_samples // 4)
+            with open(self.path, "rb") as fh:
+                magic = fh.read(3)
+            if magic != b"\x6c\x1b\x01":
+                raise GenotileError(f"{self.path}: not a variant-major PLINK 1 .bed (magic bytes {magic.hex()})")
+            if size != expected:
+                raise GenotileError(
+                    f"{self.path}: {size} bytes, but {n_var} variants ({self.files[1].name}) x {n_samples} samples "
+                    f"({self.files[2].name}) need {expected}"
+                )
+        try:
+            pgenlib.PgenReader(os.fsencode(self.path), **args).close()
+        except RuntimeError as exc:
+            raise GenotileError(f"{self.path}: {str(exc).strip() or 'unreadable'}") from None
+        return args
+
+    def open(self):
+        """A pgenlib reader of the genotype file, limited to the selected samples."""
+        pgenlib = _pgenlib()
+        reader = pgenlib.PgenReader(os.fsencode(self.path), **self._reader_args)
+        if self._subset is not None:
+            reader.change_sample_subset(self._subset)
+        return reader
+
+    def _select(self, n_var: int) -> tuple[np.ndarray, np.ndarray]:
+        """(variant index, allele index) of every output variant, in output order; counts the rules."""
+        st = self.stats
+        st["records"] = n_var
+        keep = np.ones(n_var, dtype=bool)
+        v = self.variants
+        if self.regions is not None:
+            chrom = np.asarray(v.chrom, dtype=object)
+            inside = np.zeros(n_var, dtype=bool)
+            known = set(v.chrom)
+            chosen = [r for r in self.regions if r.chrom in known]
+            st["regions_unknown_contig"] = len(self.regions) - len(chosen)
+            if not chosen:
+                raise GenotileError(
+                    f"{self.path}: no region's contig is in the file (e.g. {self.regions[0].chrom!r}; "
+                    f"the file has {sorted(known)[:5]})"
+                )
+            for r in chosen:
+                inside |= (chrom == r.chrom) & (v.pos >= r.start) & (v.pos <= r.end)
+            keep &= inside
+            st["records"] = int(inside.sum())
+        if v is not None and v.filters is not None:
+            failed = ~np.isin(np.asarray(v.filters, dtype=object), ["PASS", "."]) & keep
+            st["filter_failed"] = int(failed.sum())
+            if self.filter_pass:
+                st["filter_skipped"] = st["filter_failed"]
+                keep &= ~failed
+        n_alts = np.array([len(a) for a in v.alts], dtype=np.int64) if v is not None else np.ones(n_var, np.int64)
+        multi = (n_alts > 1) & keep
+        if self.multiallelic == "skip":
+            st["multiallelic_skipped"] = int(multi.sum())
+            keep &= ~multi
+            index = np.flatnonzero(keep)
+            return index.astype(np.uint32), np.ones(index.size, dtype=np.uint32)
+        st["multiallelic_split"] = int(multi.sum())
+        st["split_variants"] = int(n_alts[multi].sum())
+        index = np.flatnonzero(keep)
+        reps = n_alts[index]
+        variant = np.repeat(index, reps)
+        allele = np.ones(variant.size, dtype=np.int64)
+        starts = np.cumsum(reps) - reps
+        allele = np.arange(variant.size) - np.repeat(starts, reps) + 1
+        return variant.astype(np.uint32), allele.astype(np.uint32)
+
+    def variant_ids(self, variant: np.ndarray, allele: np.ndarray) -> list[str]:
+        """IDs of output variants: the ID column, or CHROM:POS:REF:ALT ('.' IDs and split variants)."""
+        v = self.variants or read_variants(self.files[1])
+        self.variants = v
+        out = []
+        for i, a in zip(variant.tolist(), allele.tolist(), strict=True):
+            split = len(v.alts[i]) > 1
+            if v.ids[i] != "." and not split:
+                out.append(v.ids[i])
+            else:
+                out.append(f"{v.chrom[i]}:{v.pos[i]}:{v.ref[i]}:{v.alts[i][a - 1]}")
+        return out
+
+    def block_rows(self) -> int:
+        return max(64, BLOCK_BYTES // max(1, len(self.samples)))
+
+    def read_block(self, reader, variant: np.ndarray, allele: np.ndarray, out: np.ndarray) -> np.ndarray:
+        """int8 allele counts (-9 missing) of the given output variants, (variants, samples), into out."""
+        rows = out[: variant.size]
+        contiguous = variant.size and int(variant[-1]) - int(variant[0]) + 1 == variant.size
+        try:
+            if (allele == 1).all():
+                if contiguous:
+                    reader.read_range(int(variant[0]), int(variant[-1]) + 1, rows)
+                else:
+                    reader.read_list(np.ascontiguousarray(variant), rows)
+            else:
+                for a in np.unique(allele):
+                    pick = np.flatnonzero(allele == a)
+                    part = np.empty((pick.size, rows.shape[1]), dtype=np.int8)
+                    reader.read_list(np.ascontiguousarray(variant[pick]), part, allele_idx=int(a))
+                    rows[pick] = part
+        except RuntimeError as exc:
+            raise GenotileError(f"{self.path}: {str(exc).strip() or 'unreadable'}") from None
+        if self._order is not None:
+            rows[:] = rows[:, self._order]
+        return rows
+
+    def count(self, block: np.ndarray) -> None:
+        """The VCF reader's per-variant counts, from a block of int8 counts (-9 missing)."""
+        u = block.view(np.uint8)
+        st = self.stats
+        missing = u == MISSING_INT8
+        n_missing = int(np.count_nonzero(missing))
+        top = block.max(axis=1)
+        low = u.min(axis=1)  # -9 reads 247: a 0 or 1 is the lowest when present
+        st["variants"] += block.shape[0]
+        st["missing_calls"] += n_missing
+        st["monomorphic"] += int(np.count_nonzero(~((low <= 1) & (top >= 1))))
+        st["all_missing"] += int(np.count_nonzero(top < 0))
+
+    def blocks(self, max_rows: int = 4096) -> Iterator[tuple[list[str] | None, np.ndarray]]:
+        """Yield (variant IDs or None, uint8 codes (variants, samples)) blocks, MISSING for missing."""
+        variant, allele = self.plan
+        rows = min(max_rows, self.block_rows())
+        buf = np.empty((rows, len(self.samples)), dtype=np.int8)
+        reader = self.open()
+        try:
+            for v0 in range(0, variant.size, rows):
+                block = self.read_block(reader, variant[v0 : v0 + rows], allele[v0 : v0 + rows], buf)
+                self.count(block)
+                codes = block.view(np.uint8).copy()
+                codes[codes == MISSING_INT8] = MISSING
+                ids = self.variant_ids(variant[v0 : v0 + rows], allele[v0 : v0 + rows]) if self.want_ids else None
+                ids = ids if ids is not None else [None] * block.shape[0]
+                yield ids, codes
+        finally:
+            reader.close()
+
+    @property
+    def direct(self) -> bool:
+        """Can write_sample_rows take this selection (no multi-allelic variant split)?"""
+        return bool((self.plan[1] == 1).all())
+
+    def write_sample_rows(self, out_path, threads: int = 2) -> int:
+        """Write the (samples, variants) codes matrix of the selected variants as an .npy; return
+        the number of variants (the `genotype` store's orientation; needs `direct`).
+
+        pgenlib reads sample-major (its 2-bit transpose, in C) straight into the rows of the
+        memory-mapped output, a slab of samples per thread (each its own reader); then each slab
+        is counted and its missing calls (-9) set to MISSING, a few MB of rows at a time.
+        """
+        from concurrent.futures import ThreadPoolExecutor
+
+        variant = self.plan[0]
+        n_samples, n_var = len(self.samples), int(variant.size)
+        if n_var == 0:
+            return 0
+        out = np.lib.format.open_memmap(out_path, mode="w+", dtype=np.uint8, shape=(n_samples, n_var))
+        contiguous = int(variant[-1]) - int(variant[0]) + 1 == n_var
+        # output row -> file sample, and slabs of output rows, one per thread
+        file_rows = np.arange(n_samples) if self._subset is None else self._subset[self._order].astype(np.int64)
+        bounds = np.linspace(0, n_samples, max(1, min(threads, n_samples)) + 1).astype(int)
+
+        def slab(s0: int, s1: int, out=out) -> tuple:
+            rows = out[s0:s1]
+            wanted = file_rows[s0:s1]
+            subset = np.sort(wanted)
+            reader = _pgenlib().PgenReader(os.fsencode(self.path), **self._reader_args)
+            try:
+                if s1 - s0 < len(self.file_samples):
+                    reader.change_sample_subset(subset.astype(np.uint32))
+                target = rows.view(np.int8)
+                if contiguous:
+                    reader.read_range(int(variant[0]), int(variant[-1]) + 1, target, sample_maj=True)
+                else:
+                    reader.read_list(np.ascontiguousarray(variant), target, sample_maj=True)
+            except RuntimeError as exc:
+                raise GenotileError(f"{self.path}: {str(exc).strip() or 'unreadable'}") from None
+            finally:
+                reader.close()
+            if not np.array_equal(subset, wanted):  # the `samples` list's order, not the file's
+                rows[:] = rows[np.searchsorted(subset, wanted)]
+            top = np.full(n_var, -128, dtype=np.int8)
+            low = np.full(n_var, 255, dtype=np.uint8)
+            step = max(1, BLOCK_BYTES // n_var)
+            for r0 in range(0, s1 - s0, step):
+                u = rows[r0 : r0 + step]
+                np.maximum(top, u.view(np.int8).max(axis=0), out=top)
+                np.minimum(low, u.min(axis=0), out=low)
+            missing = set_missing(rows.reshape(-1))
+            return top, low, missing
+
+        with ThreadPoolExecutor(len(bounds) - 1, thread_name_prefix="genotile-plink") as pool:
+            parts = list(pool.map(slab, bounds[:-1], bounds[1:]))
+        del out, slab  # no msync: the page cache has it, as a written file would
+        top = np.max([p[0] for p in parts], axis=0)
+        low = np.min([p[1] for p in parts], axis=0)
+        st = self.stats
+        st["variants"] += n_var
+        st["missing_calls"] += sum(p[2] for p in parts)
+        st["monomorphic"] += int(np.count_nonzero(~((low <= 1) & (top >= 1))))
+        st["all_missing"] += int(np.count_nonzero(top < 0))
+        return n_var
+
+    def close(self) -> None:
+        pass
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
