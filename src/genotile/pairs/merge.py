@@ -4,7 +4,6 @@ Outputs are in original vector IDs and input order whatever the permutation
 seed or block size, so they are byte-identical across those choices.
 """
 
-import hashlib
 import json
 import platform
 import time
@@ -17,6 +16,7 @@ from genotile.core.metrics import Metric
 from genotile.core.plan import Plan
 from genotile.errors import GenotileError
 from genotile.io.atomic import atomic_path, write_text
+from genotile.io.checksums import file_sha256
 from genotile.io.tilefile import read_tile
 from genotile.io.tsvgz import format_column, format_rows, write_tsv_gz
 from genotile.pairs import tilecheck
@@ -110,14 +110,6 @@ def merge_matrix(
         fh.write("\t".join(["", *ids]) + "\n")
         for name, row in zip(ids, format_rows(matrix), strict=True):
             fh.write(name + "\t" + row + "\n")
-
-
-def file_sha256(path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for chunk in iter(lambda: fh.read(1 << 22), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
 
 
 def input_provenance(manifest: dict) -> dict:

@@ -16,12 +16,13 @@ import numpy as np
 from genotile.backends import resolve_screen
 from genotile.errors import GenotileError
 from genotile.io.atomic import atomic_path, write_text
+from genotile.io.checksums import file_sha256
 from genotile.io.fastq import PHRED_OFFSET, QUAL_MAX, read_fastq
 from genotile.io.readback import RERUN, load_json, load_npy
 from genotile.io.stale import remove_stale_files
 from genotile.io.tilefile import read_tile, write_tile
 from genotile.io.tsvgz import write_tsv_gz
-from genotile.pairs.merge import file_sha256, output_records, versions
+from genotile.pairs.merge import output_records, versions
 from genotile.screen import backend as search
 from genotile.screen.encode import SequenceSet, from_records
 from genotile.screen.score import format_score, hundredths, passes
