@@ -1,0 +1,126 @@
+"""Peer-format and relatedness outputs of a merged metric, made from its tiles.
+
+Each output is opt-in per dataset (`formats:`, `king_degrees:`, `king_cutoff:`) and made by its
+own rule, after the tiles: the passing pairs (`passing_pairs`) for .kin0, degrees and the
+unrelated set; the dense matrix (`dense_values`) for the formats that hold every pair (.mdist,
+snp-dists). Tiles are checked as the merge checks them (`merge.read_tiles`).
+"""
+
+import logging
+from pathlib import Path
+
+import numpy as np
+
+from genotile.core.metrics import Metric, get_metric
+from genotile.core.plan import Plan
+from genotile.errors import GenotileError
+from genotile.io import peer_formats
+from genotile.io.readback import load_json
+from genotile.io.tsvgz import format_column, write_tsv_gz
+from genotile.pairs import relatedness
+from genotile.pairs.merge import read_tiles
+
+log = logging.getLogger("genotile")
+
+
+def passing_pairs(tile_paths, plan: Plan, metric: Metric, store: dict | None = None) -> dict[str, np.ndarray]:
+    """{"a", "b", *metric.columns}: every pair passing the threshold, a < b, sorted by a then b
+    (the rows of pairs.tsv.gz)."""
+    parts = [
+        {k: arrays[k] for k in ("a", "b", *metric.columns)}
+        for _path, arrays, _meta, _digest in read_tiles(tile_paths, plan, metric, store)
+    ]
+    merged = {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
+    order = np.lexsort((merged["b"], merged["a"]))
+    return {k: v[order] for k, v in merged.items()}
+
+
+def dense_values(tile_paths, plan: Plan, metric: Metric, store: dict | None = None, where="") -> np.ndarray:
+    """(n, n) the metric's dense column for every pair (matrix.tsv's values), from the tiles'
+    dense blocks; the diagonal is what the diagonal tiles hold."""
+    n = plan.n_vectors
+    matrix = None
+    filled = np.eye(n, dtype=bool)  # no value can mark an unwritten cell (nan is an ibs/king value)
+    for path, arrays, _meta, _digest in read_tiles(tile_paths, plan, metric, store):
+        if "dense" not in arrays:
+            raise GenotileError(f"tile {path}: has no dense block (was it computed with a larger dense_max?)")
+        dense = arrays["dense"]
+        if matrix is None:
+            matrix = np.zeros((n, n), dtype=dense.dtype)
+        rows, cols = arrays["dense_rows"], arrays["dense_cols"]
+        matrix[np.ix_(rows, cols)] = dense
+        matrix[np.ix_(cols, rows)] = dense.T
+        filled[np.ix_(rows, cols)] = filled[np.ix_(cols, rows)] = True
+    if matrix is None or not filled.all():
+        raise GenotileError(f"{where}: {int((~filled).sum())} matrix cells were in no tile")
+    return matrix
+
+
+def write_kin0(pairs: dict, ids, out_path, fids=None) -> int:
+    return peer_formats.write_kin0(
+        out_path, ids, pairs["a"], pairs["b"], pairs["nsnp"], pairs["hethet"], pairs["ibs0"], pairs["kinship"], fids
+    )
+
+
+def write_degrees(pairs: dict, ids, out_path) -> int:
+    """degrees.tsv.gz: `id1 id2 kinship degree`, the rows of pairs.tsv.gz with KING's degree."""
+    ids_arr = np.asarray(ids, dtype=object)
+    kinship = pairs["kinship"]
+    columns = [ids_arr[pairs["a"]], ids_arr[pairs["b"]], format_column(kinship), relatedness.degree(kinship)]
+    return write_tsv_gz(out_path, ("id1", "id2", "kinship", "degree"), columns)
+
+
+def write_king_cutoff(pairs: dict, ids, cutoff: float, in_path, out_path, fids=None) -> np.ndarray:
+    """The unrelated set (relatedness.unrelated_set) as PLINK 2's .king.cutoff.in.id / .out.id."""
+    keep = relatedness.unrelated_set(len(ids), pairs["a"], pairs["b"], pairs["kinship"], cutoff)
+    peer_formats.write_king_cutoff_ids(in_path, out_path, ids, keep, fids)
+    return keep
+
+
+def write_outputs(tiles, manifest_path, metric_name: str, paths, *, king_cutoff: float | None = None) -> None:
+    """Write the outputs `paths` of one dataset and metric, each chosen by its file name
+    (peer_formats.FORMATS, DEGREES_FILE, KING_CUTOFF_FILES; a pair of files comes together).
+
+    The manifest's `fids` (family IDs, when the input has them) go to the FID columns of
+    .kin0, .mdist.id and the king-cutoff lists; without them a .kin0 has none, as PLINK 2
+    writes it for a VCF, and .mdist.id repeats the IID (`plink1.9 --double-id`).
+    """
+    from genotile.pairs.steps import STORE_KEYS, store_identity  # steps imports the merge, as this does
+
+    manifest = load_json(manifest_path, "manifest", STORE_KEYS)
+    plan = Plan(**{k: manifest["plan"][k] for k in ("n_vectors", "block_size", "seed")})
+    metric, ids, fids = get_metric(metric_name), manifest["ids"], manifest.get("fids")
+    by_name = {Path(p).name: p for p in paths}
+    unknown = set(by_name) - KNOWN_FILES
+    if unknown:
+        raise GenotileError(f"no writer for {', '.join(sorted(unknown))}; known: {', '.join(sorted(KNOWN_FILES))}")
+    store = store_identity(manifest)
+    if by_name.keys() & PAIR_FILES:
+        pairs = passing_pairs(tiles, plan, metric, store)
+        if "plink2.kin0" in by_name:
+            write_kin0(pairs, ids, by_name["plink2.kin0"], fids)
+        if peer_formats.DEGREES_FILE in by_name:
+            write_degrees(pairs, ids, by_name[peer_formats.DEGREES_FILE])
+        if by_name.keys() & set(peer_formats.KING_CUTOFF_FILES):
+            if king_cutoff is None:
+                raise GenotileError(f"{manifest_path}: the king-cutoff lists need king_cutoff")
+            in_path, out_path = (by_name[f] for f in peer_formats.KING_CUTOFF_FILES)
+            keep = write_king_cutoff(pairs, ids, king_cutoff, in_path, out_path, fids)
+            log.info("king cutoff %s: %d of %d samples kept", king_cutoff, int(keep.sum()), len(ids))
+    if by_name.keys() & DENSE_FILES:
+        matrix = dense_values(tiles, plan, metric, store, where=", ".join(sorted(by_name.keys() & DENSE_FILES)))
+        if "plink.mdist" in by_name:
+            peer_formats.write_mdist(by_name["plink.mdist"], by_name["plink.mdist.id"], ids, matrix, fids)
+        if "snp-dists.molten.tsv" in by_name:
+            peer_formats.write_snp_dists_molten(by_name["snp-dists.molten.tsv"], ids, matrix)
+        if "snp-dists.csv" in by_name:
+            peer_formats.write_snp_dists_csv(by_name["snp-dists.csv"], ids, matrix)
+
+
+DENSE_FILES = {name for f in peer_formats.FORMATS.values() if f.dense for name in f.files}
+PAIR_FILES = {
+    *(name for f in peer_formats.FORMATS.values() if not f.dense for name in f.files),
+    peer_formats.DEGREES_FILE,
+    *peer_formats.KING_CUTOFF_FILES,
+}
+KNOWN_FILES = DENSE_FILES | PAIR_FILES
