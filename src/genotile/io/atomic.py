@@ -21,7 +21,8 @@ DISK_ERRORS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EFBIG})
 def disk_error(exc: OSError, path=None) -> GenotileError:
     """One line for a write that the storage refused: the file and the system's reason."""
     where = path if path is not None else (exc.filename or "a file")
-    return GenotileError(f"{where}: could not be written: {exc.strerror or os.strerror(exc.errno)}")
+    why = exc.strerror or (os.strerror(exc.errno) if exc.errno else str(exc))
+    return GenotileError(f"{where}: could not be written: {why}")
 
 
 @contextlib.contextmanager
