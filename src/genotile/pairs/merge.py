@@ -15,10 +15,11 @@ from genotile.core import histogram
 from genotile.core.metrics import Metric
 from genotile.core.plan import Plan
 from genotile.errors import GenotileError
-from genotile.io.atomic import atomic_path, write_text
+from genotile.io.atomic import write_text
 from genotile.io.checksums import file_sha256
+from genotile.io.matrix_tsv import write_matrix_tsv
 from genotile.io.tilefile import read_tile
-from genotile.io.tsvgz import format_column, format_rows, write_tsv_gz
+from genotile.io.tsvgz import format_column, write_tsv_gz
 from genotile.pairs import tilecheck
 from genotile.runtime.progress import Progress
 
@@ -106,10 +107,7 @@ def merge_matrix(
         filled[np.ix_(rows, cols)] = filled[np.ix_(cols, rows)] = True
     if not filled.all():
         raise GenotileError(f"{out_path}: {int((~filled).sum())} matrix cells were in no tile")
-    with atomic_path(out_path) as tmp, open(tmp, "w", encoding="utf-8", newline="\n") as fh:
-        fh.write("\t".join(["", *ids]) + "\n")
-        for name, row in zip(ids, format_rows(matrix), strict=True):
-            fh.write(name + "\t" + row + "\n")
+    write_matrix_tsv(out_path, ids, matrix)
 
 
 def input_provenance(manifest: dict) -> dict:
