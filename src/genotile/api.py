@@ -1,0 +1,412 @@
+"""Python API: all pairs (or triples) of an array or a file, in this process, as pandas / numpy / scipy.
+
+`pairwise(x, metric=...)` (and `triplewise(x)` for ccc3) runs the pipeline's own stages -- ingest, plan, pack
+(pairs/steps.py) and `compute_tile` (pairs/tile.py) for every tile of the plan -- without
+Snakemake, and keeps the result in memory: the same numbers `genotile run` and the workflow
+write (tests/test_api.py compares them). The stages read and write their files in a scratch
+folder that is removed at the end (`workdir=` keeps it); nothing else is written.
+
+x is a file (FASTA alignment, VCF/BCF, or a PLINK fileset named by its .bed / .pgen) or an
+array: genotypes as ALT allele counts of shape (samples, variants) -- 0, 1, 2, missing as a
+negative number, NaN or 255 -- for ibs, king, ccc2 and ccc3; an alignment (a sequence of str
+or bytes, or an (n, length) array of one-character strings or of ASCII codes) for snp and
+hamming.
+"""
+
+import json
+import os
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from genotile import __version__
+from genotile.core.encode import MISSING
+from genotile.core.metrics import get_metric
+from genotile.core.plan import Plan
+from genotile.errors import GenotileError
+from genotile.io.atomic import write_text
+from genotile.pairs import steps
+from genotile.pairs.tile import compute_tile
+from genotile.store.inputs import check_input, metric_encoding
+from genotile.store.pack import open_store
+
+DENSE_MAX = 20000  # the workflow's default dense_max: a matrix is kept up to this many vectors
+
+
+@dataclass
+class PairwiseResult:
+    """The pairs of one metric, in input order.
+
+    Attributes
+    ----------
+    metric : str
+        The metric's name.
+    ids : list of str
+        Vector IDs in input order (samples, sequences or, for ccc2, variants).
+    a, b : numpy.ndarray of int64, shape (pairs,)
+        Input indices of each passing pair, a < b, sorted by a then b.
+    values : dict of str to numpy.ndarray, each of shape (pairs,)
+        The metric's columns (as in pairs.tsv.gz) for each pair.
+    dense : numpy.ndarray of shape (n, n) or None
+        The matrix of the metric's matrix column (as matrix.tsv), when it was kept.
+    """
+
+    metric: str
+    ids: list[str]
+    a: np.ndarray
+    b: np.ndarray
+    values: dict[str, np.ndarray]
+    dense: np.ndarray | None = None
+    threshold: float | None = None
+    transposed: tuple = field(default=())
+    dense_column: str = ""
+
+    @property
+    def pairs(self):
+        """pandas.DataFrame with columns id1, id2 and the metric's columns: pairs.tsv.gz's rows."""
+        pd = _pandas()
+        ids = np.asarray(self.ids, dtype=object)
+        return pd.DataFrame({"id1": ids[self.a], "id2": ids[self.b], **self.values})
+
+    def matrix(self) -> np.ndarray:
+        """The dense (n, n) matrix of the metric's matrix column (matrix.tsv's values).
+
+        Kept when the result was computed with ``matrix=True`` (by default up to 20,000 vectors).
+        """
+        if self.dense is None:
+            raise GenotileError("no dense matrix was kept: call pairwise(..., matrix=True)")
+        return self.dense
+
+    def to_sparse(self, column: str | None = None):
+        """scipy.sparse.csr_array (n, n) of a column over the passing pairs, both (a, b) and (b, a).
+
+        For an asymmetric pair of columns (ccc2's ccc_01 and ccc_10), entry (b, a) of one holds
+        the other's value at (a, b), so the array reads value(row vector, column vector). The
+        diagonal and the pairs that did not pass the threshold are not stored.
+        """
+        from scipy import sparse
+
+        column = column or self.dense_column
+        if column not in self.values:
+            raise GenotileError(f"{self.metric} has no column {column!r}; columns: {', '.join(self.values)}")
+        partner = dict(self.transposed) | {c2: c1 for c1, c2 in self.transposed}
+        upper = self.values[column]
+        lower = self.values[partner.get(column, column)]
+        n = len(self.ids)
+        data = np.concatenate([upper, lower])
+        rows, cols = np.concatenate([self.a, self.b]), np.concatenate([self.b, self.a])
+        return sparse.csr_array((data, (rows, cols)), shape=(n, n))
+
+
+def _pandas():
+    try:
+        import pandas
+    except ImportError:
+        raise GenotileError("PairwiseResult.pairs needs pandas: pip install pandas") from None
+    return pandas
+
+
+def _alignment_rows(x) -> list[bytes]:
+    """Sequences of an alignment given as str / bytes items or an (n, length) array of characters."""
+    if isinstance(x, np.ndarray) and x.ndim == 2:
+        if x.dtype.kind in "SU":
+            return [b"".join(np.char.encode(row.astype("U1"), "ascii")) for row in x]
+        if x.dtype.kind in "ui":
+            return [np.asarray(row, dtype=np.uint8).tobytes() for row in x]
+    rows = []
+    for k, item in enumerate(x):
+        if isinstance(item, str):
+            try:
+                item = item.encode("ascii")
+            except UnicodeEncodeError:
+                raise GenotileError(f"sequence {k}: not ASCII text") from None
+        if not isinstance(item, (bytes, bytearray, np.bytes_)):
+            raise GenotileError(f"sequence {k}: {type(item).__name__}, not a str or bytes sequence")
+        rows.append(bytes(item))
+    return rows
+
+
+def _genotype_codes(x) -> np.ndarray:
+    """(samples, variants) ALT counts -> uint8 codes, MISSING for a negative, NaN or 255 entry."""
+    g = np.asarray(x)
+    if g.ndim != 2:
+        raise GenotileError(f"genotypes must be a 2-D array (samples, variants), not of shape {g.shape}")
+    if g.dtype.kind == "f":
+        missing = ~np.isfinite(g) | (g < 0)
+        whole = np.where(missing, 0, g)
+        if (whole != np.round(whole)).any():
+            raise GenotileError("genotypes must be whole ALT allele counts 0, 1, 2 (dosages are not supported)")
+    elif g.dtype.kind in "iub":
+        missing = (g < 0) | (g == MISSING)
+    else:
+        raise GenotileError(f"genotypes must be numbers, not {g.dtype}")
+    codes = np.where(missing, MISSING, np.where(missing, 0, g)).astype(np.uint8)
+    bad = (codes > 2) & (codes != MISSING)
+    if bad.any():
+        s, v = np.argwhere(bad)[0]
+        raise GenotileError(f"genotype {g[s, v].item()!r} at sample {s}, variant {v}: not 0, 1, 2 or missing")
+    return codes
+
+
+def _ids(ids, n: int, what: str) -> list[str]:
+    if ids is None:
+        return [str(k) for k in range(n)]
+    ids = [str(i) for i in ids]
+    if len(ids) != n:
+        raise GenotileError(f"ids: {len(ids)} given for {n} {what}")
+    return ids
+
+
+def _ingest_array(x, encoding: str, ids, work: Path) -> tuple[Path, Path]:
+    """Write what ingest would for an in-memory array; returns (codes, manifest) paths."""
+    codes_path, manifest_path = work / "codes.npy", work / "ingest.json"
+    if encoding in ("genotype", "genotype_t"):
+        codes = _genotype_codes(x)
+        n_samples, n_variants = codes.shape
+        if encoding == "genotype_t":  # vectors are variants (ccc2, ccc3)
+            codes = np.ascontiguousarray(codes.T)
+            vector_ids, extra = _ids(ids, n_variants, "variants"), {"field_ids": [str(k) for k in range(n_samples)]}
+        else:
+            vector_ids, extra = _ids(ids, n_samples, "samples"), {}
+        np.save(codes_path, codes, allow_pickle=False)
+        import hashlib
+
+        manifest = {
+            "genotile": __version__,
+            "input": "<array>",
+            "input_sha256": hashlib.sha256(codes.tobytes()).hexdigest(),
+            "format": "array",
+            "encoding": encoding,
+            "n_vectors": codes.shape[0],
+            "n_fields": codes.shape[1],
+            "n_kept": codes.shape[1],
+            "counts": {},
+            "ids": vector_ids,
+            **extra,
+        }
+        write_text(manifest_path, json.dumps(manifest) + "\n")
+        return codes_path, manifest_path
+    rows = _alignment_rows(x)
+    names = _ids(ids, len(rows), "sequences")
+    fasta = work / "input.fa"
+    with open(fasta, "wb") as fh:
+        for name, seq in zip(names, rows, strict=True):
+            fh.write(b">" + name.encode() + b"\n" + seq + b"\n")
+    steps.ingest(fasta, encoding, codes_path, manifest_path)
+    return codes_path, manifest_path
+
+
+def _store(x, metric_name: str, ids, options: dict, block_size: int, seed: int, work: Path):
+    """ingest, plan and pack into `work`; returns (planes in memory, layout, perm, plan, ids)."""
+    encoding = metric_encoding(metric_name)
+    if isinstance(x, (str, os.PathLike)):
+        if ids is not None:
+            raise GenotileError("ids: a file names its own vectors; ids are for arrays")
+        check_input(x, [metric_name], options)
+        codes, manifest = work / "codes.npy", work / "ingest.json"
+        steps.ingest(x, encoding, codes, manifest, **options)
+    else:
+        given = sorted(k for k, v in options.items() if v is not None)
+        if given:
+            raise GenotileError(f"option(s) {', '.join(given)} apply to a VCF/BCF or PLINK file, not to an array")
+        codes, manifest = _ingest_array(x, encoding, ids, work)
+    steps.plan(manifest, block_size, seed, work / "plan.json", work / "perm.npy")
+    steps.pack(codes, manifest, work / "plan.json", work / "perm.npy", work / "planes.npy", work / "store.json")
+    planes, store, layout = open_store(work / "planes.npy", work / "store.json")
+    plan = Plan(**{k: store["plan"][k] for k in ("n_vectors", "block_size", "seed")})
+    return np.array(planes), layout, np.load(work / "perm.npy"), plan, store["ids"]
+
+
+class _Scratch:
+    """The stages' folder: a temporary one removed at the end, or the caller's `workdir`."""
+
+    def __init__(self, workdir):
+        self.workdir = workdir
+
+    def __enter__(self) -> Path:
+        if self.workdir is None:
+            self._tmp = tempfile.TemporaryDirectory(prefix="genotile.")
+            return Path(self._tmp.name)
+        Path(self.workdir).mkdir(parents=True, exist_ok=True)
+        return Path(self.workdir)
+
+    def __exit__(self, *exc):
+        if self.workdir is None:
+            self._tmp.cleanup()
+
+
+def pairwise(
+    x,
+    metric: str = "king",
+    *,
+    threshold: float | None = None,
+    backend: str = "auto",
+    ids=None,
+    matrix: bool | None = None,
+    params: dict | None = None,
+    block_size: int = 4096,
+    seed: int = 1,
+    samples=None,
+    regions=None,
+    filter_pass: bool | None = None,
+    multiallelic: str | None = None,
+    workdir=None,
+) -> PairwiseResult:
+    """Every pair of vectors of `x` under one metric, as the pipeline computes it.
+
+    Parameters
+    ----------
+    x : str, os.PathLike, numpy.ndarray or sequence
+        A file: FASTA alignment (plain or gzip), VCF/BCF, or a PLINK fileset named by its .bed or
+        .pgen. Or an array: genotypes, shape (samples, variants), ALT allele counts 0, 1, 2 with
+        missing calls negative, NaN or 255 (ibs, king, ccc2); or an alignment: a sequence of n
+        str / bytes of one length, or an (n, length) array of characters or ASCII codes (snp,
+        hamming).
+    metric : {"snp", "hamming", "ibs", "king", "ccc2"}
+        The metric (README "What it computes"); ccc3 is `triplewise`.
+    threshold : float, optional
+        Keep the pairs at or below it (snp, hamming, ibs) or at or above it (king; ccc2: any
+        column). None keeps every pair.
+    backend : str
+        "auto", "numba", "numpy", "numpy-popcount", "cupy-b1" or "cupy-int8"; every backend
+        gives the same numbers.
+    ids : sequence of str, optional
+        Names of an array's vectors (rows; for ccc2 the variants); default "0", "1", ...
+    matrix : bool, optional
+        Keep the dense (n, n) matrix (`PairwiseResult.matrix()`); default: up to 20,000 vectors.
+    params : dict, optional
+        The metric's parameters (ccc2: ``{"multiplier": 4.5, "param": 2/3}``).
+    block_size, seed : int
+        The tile plan (no effect on the numbers).
+    samples, regions, filter_pass, multiallelic
+        The VCF options of the config (VCF/BCF and PLINK files only).
+    workdir : str or os.PathLike, optional
+        Keep the stages' files (ingest, store) here instead of a removed temporary folder.
+
+    Returns
+    -------
+    PairwiseResult
+        ``.pairs`` (pandas.DataFrame: id1, id2 and the metric's columns, pairs.tsv.gz's rows),
+        ``.matrix()`` (numpy (n, n)), ``.to_sparse()`` (scipy.sparse (n, n)), and the raw
+        arrays ``.a``, ``.b``, ``.values``.
+
+    Examples
+    --------
+    >>> import numpy as np, genotile
+    >>> g = np.array([[0, 1, 2, 1], [0, 1, 2, 2], [2, 1, -1, 0]])  # 3 samples x 4 variants
+    >>> r = genotile.pairwise(g, metric="ibs", backend="numpy", ids=["a", "b", "c"])
+    >>> print(r.pairs.to_string(index=False))
+    id1 id2  ibs_count  n  dist_1ibs
+      a   b          1  4   0.125000
+      a   c          3  3   0.500000
+      b   c          4  3   0.666667
+    >>> r.matrix()[0]
+    array([0.   , 0.125, 0.5  ])
+    >>> r = genotile.pairwise(g, metric="king", threshold=0.0442, backend="numpy", ids=["a", "b", "c"])
+    >>> print(r.pairs.to_string(index=False))
+    id1 id2  nsnp  hethet  ibs0  kinship
+      a   b     4       1     0     0.25
+    >>> r = genotile.pairwise(["ACGTN", "ACGAA", "TCGTA"], metric="snp", threshold=1, backend="numpy")
+    >>> print(r.pairs.to_string(index=False))
+    id1 id2  snp
+      0   1    1
+      0   2    1
+    >>> r.to_sparse().toarray()
+    array([[0, 1, 1],
+           [1, 0, 0],
+           [1, 0, 0]])
+    """
+    m = get_metric(metric, **(params or {}))
+    options = {"samples": samples, "regions": regions, "filter_pass": filter_pass, "multiallelic": multiallelic}
+    options = {k: v for k, v in options.items() if v is not None}
+    with _Scratch(workdir) as work:
+        planes, layout, perm, plan, ids_out = _store(x, metric, ids, options, block_size, seed, work)
+        dense = (plan.n_vectors <= DENSE_MAX) if matrix is None else bool(matrix)
+        parts = []
+        full = np.zeros((plan.n_vectors, plan.n_vectors)) if dense else None
+        for bi, bj in plan.tiles():
+            arrays, _ = compute_tile(planes, layout, perm, plan, m, bi, bj, threshold, dense, backend)
+            parts.append({k: arrays[k] for k in ("a", "b", *m.columns)})
+            if dense:
+                block = arrays["dense"]
+                full = full.astype(np.result_type(full, block), copy=False)
+                full[np.ix_(arrays["dense_rows"], arrays["dense_cols"])] = block
+                full[np.ix_(arrays["dense_cols"], arrays["dense_rows"])] = block.T
+    merged = {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
+    order = np.lexsort((merged["b"], merged["a"]))  # pairs.tsv.gz's order
+    return PairwiseResult(
+        metric=m.name,
+        ids=list(ids_out),
+        a=merged["a"][order],
+        b=merged["b"][order],
+        values={c: merged[c][order] for c in m.columns},
+        dense=full,
+        threshold=threshold,
+        transposed=m.transposed,
+        dense_column=m.dense_column,
+    )
+
+
+def triplewise(
+    x,
+    *,
+    threshold: float | None = None,
+    backend: str = "auto",
+    ids=None,
+    params: dict | None = None,
+    block_size: int = 4096,
+    seed: int = 1,
+    samples=None,
+    regions=None,
+    filter_pass: bool | None = None,
+    multiallelic: str | None = None,
+    workdir=None,
+):
+    """Every triple of variants under CoMet's 3-way CCC (ccc3), as the pipeline computes it.
+
+    Parameters
+    ----------
+    x : str, os.PathLike or numpy.ndarray
+        A VCF/BCF or PLINK file, or genotypes (samples, variants) as for `pairwise`.
+    threshold : float, optional
+        Keep a triple when any of its 8 values is at or above it; None keeps all (refused past
+        2,000 variants, as in the workflow).
+    backend, ids, params, block_size, seed, samples, regions, filter_pass, multiallelic, workdir
+        As for `pairwise` (ids name the variants).
+
+    Returns
+    -------
+    pandas.DataFrame
+        Columns id1, id2, id3 (input order, id1 < id2 < id3) and ccc_000 ... ccc_111, rows as
+        triples.tsv.gz.
+
+    Examples
+    --------
+    >>> import numpy as np, genotile
+    >>> g = np.array([[0, 1, 2], [1, 1, 0], [2, 0, 1], [0, 2, 1]])  # 4 samples x 3 variants
+    >>> t = genotile.triplewise(g, backend="numpy")
+    >>> t[["id1", "id2", "id3"]].values.tolist(), round(float(t["ccc_000"][0]), 6)
+    ([['0', '1', '2']], 0.072917)
+    """
+    from genotile.core import ccc3
+    from genotile.triples.tile import compute_triples
+
+    options = {"samples": samples, "regions": regions, "filter_pass": filter_pass, "multiallelic": multiallelic}
+    options = {k: v for k, v in options.items() if v is not None}
+    prm = ccc3.Params.make(**(params or {}))
+    with _Scratch(workdir) as work:
+        planes, layout, perm, plan, ids_out = _store(x, "ccc3", ids, options, block_size, seed, work)
+        plan3 = ccc3.Plan3(plan.n_vectors, block_size, seed, 1)
+        ccc3.check_null_threshold(plan3.n_vectors, threshold)
+        parts = []
+        for bi, bj, bk, stage in plan3.jobs():
+            arrays, _ = compute_triples(planes, layout, perm, plan3, prm, bi, bj, bk, stage, threshold, backend)
+            parts.append(arrays)
+    merged = {k: np.concatenate([p[k] for p in parts]) for k in parts[0] if not k.startswith("hist")}
+    order = np.lexsort((merged["c"], merged["b"], merged["a"]))
+    names = np.asarray(ids_out, dtype=object)
+    pd = _pandas()
+    columns = {f"id{k}": names[merged[c][order]] for k, c in ((1, "a"), (2, "b"), (3, "c"))}
+    return pd.DataFrame({**columns, **{c: merged[c][order] for c in ccc3.COLUMNS}})
