@@ -5,7 +5,7 @@ matrices it needs -- each a signed sum of plane products over word ranges,
 see `Term` -- and an epilogue that turns counts into the value columns
 written for each pair. Everything before the epilogue is exact integer work.
 
-Genotype metrics (DESIGN.md sections 2-3; planes in genotype.py), plane
+Genotype metrics (docs/metrics.md, docs/bitplanes.md; planes in genotype.py), plane
 products per pair with missing calls / on complete data (products with the
 all-ones V become O(n) row sums): ibs 7 / 2, king 6 / 3, ccc2 9 / 4.
 Undefined quotients follow IEEE doubles, as PLINK prints them: dist_1ibs is
@@ -81,7 +81,25 @@ class Metric(MetricFacts):
     transposed: tuple[tuple[str, str], ...] = ()
 
     def passes(self, values: dict[str, np.ndarray], threshold) -> np.ndarray:
-        """Which pairs pass: `keep` is "le", "ge" (on dense_column) or "ge_any" (any column)."""
+        """Which pairs pass: `keep` is "le", "ge" (on dense_column) or "ge_any" (any column).
+
+        Parameters
+        ----------
+        values : dict of str to numpy.ndarray, each of one shape (e.g. (rows I, rows J))
+            The epilogue's value columns.
+        threshold : float or None
+            None keeps every pair.
+
+        Returns
+        -------
+        numpy.ndarray of bool, the shape of the values
+            nan never passes a comparison.
+
+        Examples
+        --------
+        >>> get_metric("king").passes({"kinship": np.array([0.3, 0.01, np.nan])}, 0.0442).tolist()
+        [True, False, False]
+        """
         if threshold is None:
             return np.ones(values[self.dense_column].shape, dtype=bool)
         if self.keep == "le":
@@ -92,7 +110,19 @@ class Metric(MetricFacts):
 
 
 def mismatch_terms(layout: PlaneLayout) -> list[Term]:
-    """Terms of the categorical mismatch count (see encode's module docstring)."""
+    """Terms of the categorical mismatch count (see encode's module docstring).
+
+    Parameters
+    ----------
+    layout : PlaneLayout
+        A nucleotide or categorical store's layout.
+
+    Returns
+    -------
+    list of Term
+        V.N' + N.V' - 2 N_B.N_B' - N_M.N_M' - sum_t S_t.S_t' (row sums for V without missing
+        data), empty word ranges dropped.
+    """
     seg = layout.segments()
     n_all = seg["N"]
     if layout.has_valid:
@@ -114,7 +144,7 @@ def _identity(name: str):
     return lambda counts: {name: counts[name]}
 
 
-# -- genotype metrics (planes: genotype.py; definitions: DESIGN.md section 2) ---------
+# -- genotype metrics (planes: genotype.py; definitions: docs/metrics.md) -------------
 
 
 def _gt_term(layout: GenotypeLayout, coef: int, left: str, right: str) -> Term:
@@ -133,6 +163,29 @@ def _gt_term(layout: GenotypeLayout, coef: int, left: str, right: str) -> Term:
 
 
 def ibs_counts(layout: GenotypeLayout) -> dict[str, list[Term]]:
+    """ibs's counts: `ibs_count` = sum over both-sites of |g_i - g_j|, `n` = #both-sites.
+
+    Parameters
+    ----------
+    layout : GenotypeLayout
+        The `genotype` store's layout (`complete` turns products with V into row sums).
+
+    Returns
+    -------
+    dict of str to list of Term
+        {'ibs_count', 'n'}
+        The Terms of each count between a row of block I (left) and of block J (right); a
+        backend returns each count as int64 (rows I, rows J).
+
+    Examples
+    --------
+    >>> from genotile.core.genotype import GenotypeLayout
+    >>> planes = ("L", "H", "V", "Het", "Hom0")
+    >>> [len(ibs_counts(GenotypeLayout(2, planes, complete))["ibs_count"]) for complete in (False, True)]
+    [6, 6]
+    >>> ibs_counts(GenotypeLayout(2, planes, complete=True))["n"]
+    [Term(coef=1, left=(4, 6), right=None)]
+    """
     t = partial(_gt_term, layout)
     return {
         # sum_both |g_i - g_j| = sum_both g_i + sum_both g_j - 2 sum_both min(g_i, g_j),
@@ -143,12 +196,43 @@ def ibs_counts(layout: GenotypeLayout) -> dict[str, list[Term]]:
 
 
 def ibs_epilogue(c: dict) -> dict:
+    """ibs's values: the counts and dist_1ibs = ibs_count / (2 n) (nan where n = 0).
+
+    Parameters
+    ----------
+    c : dict of str to numpy.ndarray of int64, each shape (rows I, rows J)
+        `ibs_count` and `n`.
+
+    Returns
+    -------
+    dict of str to numpy.ndarray
+        `ibs_count`, `n` (int64) and `dist_1ibs` (float64), the same shape.
+
+    Examples
+    --------
+    >>> ibs_epilogue({"ibs_count": np.array([[3, 0]]), "n": np.array([[6, 0]])})["dist_1ibs"].tolist()
+    [[0.25, nan]]
+    """
     with np.errstate(divide="ignore", invalid="ignore"):
         dist = c["ibs_count"] / (2.0 * c["n"])  # n = 0: 0/0 = nan, as PLINK 1.9 prints
     return {"ibs_count": c["ibs_count"], "n": c["n"], "dist_1ibs": dist}
 
 
 def king_counts(layout: GenotypeLayout) -> dict[str, list[Term]]:
+    """king's counts over both-sites: nsnp, hethet, ibs0, and the hets of each side.
+
+    Parameters
+    ----------
+    layout : GenotypeLayout
+        The `genotype` store's layout (`complete` turns products with V into row sums).
+
+    Returns
+    -------
+    dict of str to list of Term
+        {'nsnp', 'hethet', 'ibs0', 'het_i', 'het_j'}
+        The Terms of each count between a row of block I (left) and of block J (right); a
+        backend returns each count as int64 (rows I, rows J).
+    """
     # the derived planes Het = [g == 1] and Hom0 = [g == 0] make each count one
     # product (from L, H, V alone HETHET takes 4 and IBS0 4): 6 products (3 if complete)
     t = partial(_gt_term, layout)
@@ -163,7 +247,25 @@ def king_counts(layout: GenotypeLayout) -> dict[str, list[Term]]:
 
 def king_epilogue(c: dict) -> dict:
     """KING-robust kinship in IEEE doubles, as PLINK 2 computes it: when the smaller
-    het count is 0 the quotient is +inf (kinship -inf), or nan when its numerator is 0 too."""
+    het count is 0 the quotient is +inf (kinship -inf), or nan when its numerator is 0 too.
+
+    Parameters
+    ----------
+    c : dict of str to numpy.ndarray of int64, each shape (rows I, rows J)
+        `nsnp`, `hethet`, `ibs0`, `het_i`, `het_j`.
+
+    Returns
+    -------
+    dict of str to numpy.ndarray
+        `nsnp`, `hethet`, `ibs0` (int64) and `kinship` (float64), the same shape.
+
+    Examples
+    --------
+    >>> c = {"nsnp": np.array([[10, 10]]), "hethet": np.array([[2, 0]]), "ibs0": np.array([[0, 1]]),
+    ...      "het_i": np.array([[3, 0]]), "het_j": np.array([[3, 2]])}
+    >>> king_epilogue(c)["kinship"].round(6).tolist()
+    [[0.333333, -inf]]
+    """
     het_i, het_j, hethet, ibs0 = c["het_i"], c["het_j"], c["hethet"], c["ibs0"]
     num = 4 * ibs0 + (het_i - hethet) + (het_j - hethet)
     den = 4 * np.minimum(het_i, het_j)
@@ -173,6 +275,21 @@ def king_epilogue(c: dict) -> dict:
 
 
 def ccc2_counts(layout: GenotypeLayout) -> dict[str, list[Term]]:
+    """ccc2's counts: r(1,1), the both-sample sums of g of each side, #both, and the
+    per-vector totals c and s(1) over all samples (row sums).
+
+    Parameters
+    ----------
+    layout : GenotypeLayout
+        The `genotype_t` store's layout (`complete` turns products with V into row sums).
+
+    Returns
+    -------
+    dict of str to list of Term
+        {'r11', 'sum_i', 'sum_j', 'both', 'c_i', 'c_j', 's_i', 's_j'}
+        The Terms of each count between a row of block I (left) and of block J (right); a
+        backend returns each count as int64 (rows I, rows J).
+    """
     t, seg = partial(_gt_term, layout), layout.segments()
     return {
         # r(1,1) = sum_both g_i g_j, g = L + H: 4 products
@@ -189,7 +306,22 @@ def ccc2_counts(layout: GenotypeLayout) -> dict[str, list[Term]]:
 
 
 def ccc2_epilogue(c: dict, multiplier: float, param: float) -> dict:
-    """CoMet's sparse 2-way CCC from exact tallies; 0 where c_i, c_j or c_ij is 0."""
+    """CoMet's sparse 2-way CCC from exact tallies; 0 where c_i, c_j or c_ij is 0.
+
+    Parameters
+    ----------
+    c : dict of str to numpy.ndarray of int64
+        `r11`, `sum_i`, `sum_j`, `both` of shape (rows I, rows J); `c_i`, `s_i` of shape
+        (rows I, k) and `c_j`, `s_j` of shape (k, rows J), k >= 1 (only the first column /
+        row is read: they are per-vector totals).
+    multiplier, param : float
+        CoMet's M and P.
+
+    Returns
+    -------
+    dict of str to numpy.ndarray of float64, each shape (rows I, rows J)
+        `ccc_00`, `ccc_01`, `ccc_10`, `ccc_11` (entry ab: allele a of i, b of j).
+    """
     r11, sum_i, sum_j, both = c["r11"], c["sum_i"], c["sum_j"], c["both"]
     # rho(0) = 2 - g, so every other tally follows from r(1,1) and the sums, exactly
     r = {(1, 1): r11, (1, 0): 2 * sum_i - r11, (0, 1): 2 * sum_j - r11, (0, 0): 4 * both - 2 * sum_i - 2 * sum_j + r11}
@@ -210,6 +342,17 @@ def ccc2_epilogue(c: dict, multiplier: float, param: float) -> dict:
 
 
 def ccc2_metric(multiplier: float = 4.5, param: float = 2 / 3) -> Metric:
+    """The ccc2 Metric with CoMet's multiplier M and param P (config `ccc:`).
+
+    Parameters
+    ----------
+    multiplier, param : float
+        Finite numbers (else GenotileError).
+
+    Returns
+    -------
+    Metric
+    """
     for name, value in (("multiplier", multiplier), ("param", param)):
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
             raise GenotileError(f"ccc2: {name} must be a finite number, not {value!r}")
@@ -291,7 +434,30 @@ FACTORIES = {"ccc2": ccc2_metric}  # metrics with parameters
 
 
 def get_metric(name: str, **params) -> Metric:
-    """The metric `name`; `params` (None values ignored) go to a metric that takes them."""
+    """The metric `name`; `params` (None values ignored) go to a metric that takes them.
+
+    Parameters
+    ----------
+    name : str
+        snp, hamming, ibs, king or ccc2.
+    **params
+        The epilogue's parameters (ccc2: multiplier, param).
+
+    Returns
+    -------
+    Metric
+
+    Raises
+    ------
+    GenotileError
+        An unknown metric or parameter.
+
+    Examples
+    --------
+    >>> m = get_metric("ccc2", multiplier=3, param=None)
+    >>> m.params["multiplier"], m.columns, m.keep
+    (3.0, ('ccc_00', 'ccc_01', 'ccc_10', 'ccc_11'), 'ge_any')
+    """
     params = {k: v for k, v in params.items() if v is not None}
     if params and name in FACTORIES:
         try:
