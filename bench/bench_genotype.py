@@ -184,7 +184,7 @@ def phase_tiles(a) -> dict:
     planes_mm, manifest, layout = open_store(out / "planes.npy", out / "manifest.json")
     planes = np.ascontiguousarray(planes_mm)
     perm = np.load(out / "perm.npy")
-    plan = Plan(**{k: manifest["plan"][k] for k in ("n_vectors", "block_size", "seed")})
+    plan = Plan.from_json(manifest["plan"])
     metric = get_metric(a.metric)
     counts_terms = metric.counts(layout)
     products = [t for ts in counts_terms.values() for t in ts if t.left is not None and t.right is not None]

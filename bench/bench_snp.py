@@ -170,7 +170,7 @@ def phase_kernel(a) -> dict:
     planes_mm, manifest, layout = open_store(store / "planes.npy", store / "manifest.json")
     planes = np.ascontiguousarray(planes_mm)  # in memory: time the kernel, not the disk
     perm = np.load(store / "perm.npy")
-    plan = Plan(**{k: manifest["plan"][k] for k in ("n_vectors", "block_size", "seed")})
+    plan = Plan.from_json(manifest["plan"])
     metric = get_metric("snp")
     terms = [t for ts in metric.counts(layout).values() for t in ts if t.left is not None and t.right is not None]
     bits_per_pair = sum((t.left[1] - t.left[0]) * 64 for t in terms)

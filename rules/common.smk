@@ -15,7 +15,7 @@ from genotile.core import ccc3 as _ccc3  # noqa: E402
 from genotile.core.metrics import METRICS  # noqa: E402
 from genotile.core.registry import REGISTRY, config_params  # noqa: E402
 from genotile.backends import registry as _backend_registry  # noqa: E402
-from genotile.core.plan import Plan  # noqa: E402
+from genotile.core.plan import Plan, read_plan  # noqa: E402
 from genotile.store import sources as _sources  # noqa: E402
 from genotile.core import limits as _limits  # noqa: E402
 
@@ -52,10 +52,9 @@ def store_file(name):
 def plan_for(dataset, metric) -> Plan:
     """The tile plan, once the plan checkpoint has run for this dataset and encoding."""
     encoding = METRICS[metric].encoding
-    plan_json = checkpoints.plan.get(dataset=dataset, encoding=encoding).output.plan
-    with open(plan_json) as fh:
-        d = json.load(fh)
-    return Plan(d["n_vectors"], d["block_size"], d["seed"])
+    return read_plan(
+        checkpoints.plan.get(dataset=dataset, encoding=encoding).output.plan
+    )
 
 
 def tile_env() -> str:
@@ -294,10 +293,8 @@ def ccc3_plan(dataset):
     """The ccc3 plan once the genotype_t plan checkpoint has run; a null threshold past 2,000
     vectors is refused here, before any triple job is scheduled."""
     plan_json = checkpoints.plan.get(dataset=dataset, encoding="genotype_t").output.plan
-    with open(plan_json) as fh:
-        d = json.load(fh)
     block_size, stages = ccc3_settings()
-    plan = _ccc3.Plan3(d["n_vectors"], block_size, d["seed"], stages)
+    plan = _ccc3.Plan3.from_plan(read_plan(plan_json), block_size, stages)
     threshold = config["thresholds"].get("ccc3")
     _ccc3.check_null_threshold(
         plan.n_vectors,

@@ -232,6 +232,12 @@ class Plan3(Plan):
     def to_json(self) -> dict:
         return {**asdict(self), "n_blocks": self.n_blocks, "n_jobs": len(self.jobs()), "n_triples": self.n_triples}
 
+    @classmethod
+    def from_plan(cls, plan: Plan, block_size: int, stages: int) -> "Plan3":
+        """The ccc3 plan over a store's 2-way plan: its vectors and permutation seed, ccc3's own
+        block size and stages."""
+        return cls(plan.n_vectors, int(block_size), plan.seed, int(stages))
+
 
 def check_null_threshold(n_vectors: int, threshold, where: str = "", max_vectors: int = NULL_THRESHOLD_MAX) -> None:
     """Refuse a null ccc3 threshold beyond `max_vectors` vectors (n^3/6 rows of output); config

@@ -6,7 +6,7 @@ with I <= J compares block I with block J; a diagonal tile counts each pair once
 """
 
 import json
-from dataclasses import asdict, dataclass
+from dataclasses import MISSING, asdict, dataclass, fields
 
 import numpy as np
 
@@ -74,6 +74,18 @@ class Plan:
         """plan.json: the three fields and the derived n_blocks, n_tiles, n_pairs."""
         return {**asdict(self), "n_blocks": self.n_blocks, "n_tiles": len(self.tiles()), "n_pairs": self.n_pairs}
 
+    @classmethod
+    def from_json(cls, d: dict):
+        """The plan a `to_json` dict describes (plan.json, a store manifest's "plan"); the
+        derived keys are ignored, a field with a default may be missing.
+
+        Examples
+        --------
+        >>> Plan.from_json(Plan(10, 4, 1).to_json())
+        Plan(n_vectors=10, block_size=4, seed=1)
+        """
+        return cls(**{f.name: int(d[f.name]) for f in fields(cls) if f.name in d or f.default is MISSING})
+
 
 def write_plan(plan: Plan, plan_out, perm_out) -> None:
     """Write plan.json and perm.npy (int64, shape (n_vectors,)), each atomically.
@@ -105,5 +117,4 @@ def read_plan(plan_path) -> Plan:
     """
     from genotile.io.readback import load_json
 
-    d = load_json(plan_path, "plan", ("n_vectors", "block_size", "seed"))
-    return Plan(d["n_vectors"], d["block_size"], d["seed"])
+    return Plan.from_json(load_json(plan_path, "plan", ("n_vectors", "block_size", "seed")))

@@ -74,7 +74,7 @@ def tile(
 ) -> dict:
     check_threshold(threshold, f"threshold of {metric_name}")
     planes_mm, manifest, layout = open_store(planes, manifest_path)
-    p = Plan(**{k: manifest["plan"][k] for k in ("n_vectors", "block_size", "seed")})
+    p = Plan.from_json(manifest["plan"])
     perm = load_permutation(perm_path, p.n_vectors)
     metric = get_metric(metric_name, **(metric_params or {}))
     rows_i, rows_j = p.block(int(bi)), p.block(int(bj))
@@ -122,7 +122,7 @@ def tile_paths(pairs_dir, plan: Plan) -> list[Path]:
 
 def matrix(tiles, manifest_path, metric_name, matrix_out) -> None:
     manifest = _load_json(manifest_path, STORE_KEYS)
-    p = Plan(**{k: manifest["plan"][k] for k in ("n_vectors", "block_size", "seed")})
+    p = Plan.from_json(manifest["plan"])
     perm = load_permutation(Path(manifest_path).parent / "perm.npy", p.n_vectors)
     merge_matrix(tiles, manifest["ids"], p, get_metric(metric_name), matrix_out, store_identity(manifest), perm)
     log.info("matrix: %d x %d written to %s", len(manifest["ids"]), len(manifest["ids"]), matrix_out)
@@ -133,7 +133,7 @@ def merge(
 ) -> dict:
     started = time.perf_counter()
     manifest = _load_json(manifest_path, STORE_KEYS)
-    p = Plan(**{k: manifest["plan"][k] for k in ("n_vectors", "block_size", "seed")})
+    p = Plan.from_json(manifest["plan"])
     metric = get_metric(metric_name)
     if matrix_path is None:  # a matrix.tsv of an earlier, larger dense_max must not look current
         remove_stale_matrix(Path(pairs_out).parent)

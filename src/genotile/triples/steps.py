@@ -7,6 +7,7 @@ import time
 from pathlib import Path
 
 from genotile.core import ccc3
+from genotile.core.plan import Plan
 from genotile.io.readback import load_json, load_permutation
 from genotile.io.stale import remove_stale_files
 from genotile.io.tilefile import write_tile
@@ -21,8 +22,7 @@ log = logging.getLogger("genotile")
 
 def plan3(manifest: dict, block_size: int, stages: int) -> ccc3.Plan3:
     """The ccc3 plan over a store: its vectors and permutation seed, ccc3's own blocks and stages."""
-    p = manifest["plan"]
-    return ccc3.Plan3(int(p["n_vectors"]), int(block_size), int(p["seed"]), int(stages))
+    return ccc3.Plan3.from_plan(Plan.from_json(manifest["plan"]), block_size, stages)
 
 
 def triple_path(triples_dir, job) -> Path:
