@@ -6,7 +6,8 @@ loaded on first use, so that the pipeline's modules, which import this package f
 version, do not load it.
 """
 
-__version__ = "0.1.0"
+from genotile.version import __version__
+
 __all__ = ["PairwiseResult", "pairwise", "triplewise", "__version__"]
 _API = ("PairwiseResult", "pairwise", "triplewise")
 

@@ -21,7 +21,6 @@ from pathlib import Path
 
 import numpy as np
 
-from genotile import __version__
 from genotile.core.encode import MISSING
 from genotile.core.metrics import get_metric
 from genotile.core.plan import Plan
@@ -31,6 +30,7 @@ from genotile.pairs import steps
 from genotile.pairs.tile import compute_tile
 from genotile.store.inputs import check_input, metric_encoding
 from genotile.store.pack import open_store
+from genotile.version import __version__
 
 DENSE_MAX = 20000  # the workflow's default dense_max: a matrix is kept up to this many vectors
 

@@ -10,7 +10,6 @@ import time
 
 import numpy as np
 
-from genotile import __version__
 from genotile.core import histogram
 from genotile.core.metrics import Metric
 from genotile.core.plan import Plan
@@ -22,6 +21,8 @@ from genotile.io.tilefile import read_tile
 from genotile.io.tsvgz import format_column, write_tsv_gz
 from genotile.pairs import tilecheck
 from genotile.runtime.progress import Progress
+from genotile.store import duplicates
+from genotile.version import __version__
 
 
 def read_tiles(tile_paths, plan: Plan, metric: Metric, store: dict | None = None, perm=None, expect=None):
@@ -56,14 +57,29 @@ def read_tiles(tile_paths, plan: Plan, metric: Metric, store: dict | None = None
 
 
 def merge_pairs(
-    tile_paths, ids: list[str], plan: Plan, metric: Metric, out_path, store: dict | None = None, perm=None, expect=None
+    tile_paths,
+    ids: list[str],
+    plan: Plan,
+    metric: Metric,
+    out_path,
+    store: dict | None = None,
+    perm=None,
+    expect=None,
+    distinct_index=None,
 ) -> dict:
-    parts, tiles, hist = [], [], {}
+    """pairs.tsv.gz from every tile; `distinct_index` (each input vector's distinct row, where
+    identical vectors were collapsed): the tiles' pairs of distinct rows and self pairs expanded
+    to the input pairs (store/duplicates.py)."""
+    parts, tiles, hist, selves = [], [], {}, []
     for path, arrays, meta, digest in read_tiles(tile_paths, plan, metric, store, perm, expect):
         parts.append({k: arrays[k] for k in ("a", "b", *metric.columns)})
+        if distinct_index is not None:
+            selves.append(duplicates.self_pairs(path, arrays, metric, plan))
         histogram.add(hist, arrays)
         tiles.append({"tile": meta["tile"], "file": str(path), "sha256": digest, **meta})
     merged = {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
+    if distinct_index is not None:
+        merged = duplicates.expand_merged(merged, selves, np.asarray(distinct_index), plan.n_vectors, metric)
     order = np.lexsort((merged["b"], merged["a"]))
     ids_arr = np.asarray(ids, dtype=object)
     a, b = merged["a"][order], merged["b"][order]
@@ -89,9 +105,18 @@ def write_histograms(out_path, metric: Metric, histograms: dict, pairs_computed:
 
 
 def merge_matrix(
-    tile_paths, ids: list[str], plan: Plan, metric: Metric, out_path, store: dict | None = None, perm=None
+    tile_paths,
+    ids: list[str],
+    plan: Plan,
+    metric: Metric,
+    out_path,
+    store: dict | None = None,
+    perm=None,
+    distinct_index=None,
 ) -> None:
-    n = len(ids)
+    """matrix.tsv from every tile's dense block; `distinct_index`: the matrix of distinct rows,
+    indexed by each input vector's distinct row (store/duplicates.py)."""
+    n = plan.n_vectors
     matrix = None
     # which cells a tile wrote: no value can serve as the marker (nan is a real ibs/king value)
     filled = np.eye(n, dtype=bool)
@@ -107,6 +132,9 @@ def merge_matrix(
         filled[np.ix_(rows, cols)] = filled[np.ix_(cols, rows)] = True
     if not filled.all():
         raise GenotileError(f"{out_path}: {int((~filled).sum())} matrix cells were in no tile")
+    if distinct_index is not None:
+        index = np.asarray(distinct_index, dtype=np.int64)
+        matrix = matrix[np.ix_(index, index)]
     write_matrix_tsv(out_path, ids, matrix)
 
 

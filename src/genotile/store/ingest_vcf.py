@@ -20,7 +20,6 @@ from pathlib import Path
 
 import numpy as np
 
-from genotile import __version__
 from genotile.errors import GenotileError
 from genotile.io import vcf_fast
 from genotile.io.atomic import atomic_path, write_text
@@ -30,6 +29,7 @@ from genotile.io.plink import PlinkReader, plink_format
 from genotile.io.vcf import GenotypeReader
 from genotile.runtime.cpus import usable_cpus
 from genotile.runtime.progress import Progress
+from genotile.version import __version__
 
 ENCODINGS = ("genotype", "genotype_t")
 OPTIONS = ("multiallelic", "filter_pass", "samples", "regions")
