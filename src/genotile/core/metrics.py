@@ -17,6 +17,7 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import partial
+from typing import Any
 
 import numpy as np
 
@@ -73,7 +74,8 @@ class Metric(MetricFacts):
 
     dense_column: str  # the column matrix.tsv holds
     keep: str  # "le": distances keep pairs <= threshold; "ge": similarities >= threshold
-    counts: Callable[[PlaneLayout | GenotypeLayout], dict[str, list[Term]]]
+    # the store's layout (PlaneLayout or GenotypeLayout, as `encoding` says) -> {count: Terms}
+    counts: Callable[[Any], dict[str, list[Term]]]
     epilogue: Callable[[dict[str, np.ndarray]], dict[str, np.ndarray]]
     params: dict = field(default_factory=dict)  # what the epilogue closes over (ccc2's M, P)
     # column pairs whose values trade places when i and j do (value(j, i) of c1 = value(i, j) of c2);
@@ -137,6 +139,7 @@ def mismatch_terms(layout: PlaneLayout) -> list[Term]:
 
 def _width(term: Term) -> int:
     r = term.left if term.left is not None else term.right
+    assert r is not None, "a Term has at least one plane side"
     return r[1] - r[0]
 
 

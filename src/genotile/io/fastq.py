@@ -67,8 +67,8 @@ def read_fastq(path) -> Iterator[tuple[str, np.ndarray, np.ndarray]]:
                 f"{path}: line {number}: duplicate sample ID {name!r} (records {seen[name]} and {record})"
             )
         seen[name] = record
-        rest = [next(lines, None) for _ in range(3)]
-        if any(item is None for item in rest):
+        rest = [item for item in (next(lines, None) for _ in range(3)) if item is not None]
+        if len(rest) < 3:
             raise GenotileError(
                 f"{path}: line {number}: record {record} ({name!r}) is cut short: a FASTQ record has 4 lines"
             )

@@ -19,7 +19,8 @@ from genotile.screen.encode import check_signature
 def read_signatures(path) -> Iterator[tuple[str, np.ndarray]]:
     """Yield (id, sequence bytes as uint8 array) per FASTA record."""
     seen: dict[str, int] = {}
-    name, number, chunks = None, 0, []
+    name, number = None, 0
+    chunks: list[bytes] = []
 
     def finish():
         seq = np.frombuffer(b"".join(chunks), dtype=np.uint8)

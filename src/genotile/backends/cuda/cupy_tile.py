@@ -227,14 +227,16 @@ def _fused(
         return idx, cc.new_output((ncols, cap), cp.int64)
 
     idx, cols = buffers(cap)
-    hist = DeviceHist(cp, hist_plan(metric, spec, plans), ncols)
+    hist_columns = hist_plan(metric, spec, plans)
+    assert hist_columns is not None  # tile_pairs takes the fused path only where there is a plan
+    hist = DeviceHist(cp, hist_columns, ncols)
     int_hist = {h.column: h.k for h in hist.columns if h.kind == 1 and h.column in plans}
     perm_l = cp.asarray(np.ascontiguousarray(perms[0], dtype=np.int64))
     perm_r = perm_l if diagonal else cp.asarray(np.ascontiguousarray(perms[1], dtype=np.int64))
     subtiles = [
         (a, b) for a in range(len(row_chunks)) for b in range(len(col_chunks)) if not diagonal or dense or a <= b
     ]
-    arrived = {"L": set(), "R": set()}
+    arrived: dict[str, set] = {"L": set(), "R": set()}
     done: set = set()
     operands: dict = {}  # the engine's per-chunk repacked operands (cupy-b1), kept for the tile
 
@@ -342,6 +344,7 @@ def _fused(
         columns[col] = canonical_nans(np.ascontiguousarray(cols_h[k]).view(np.float64 if kind == "f" else np.int64))
     d = None
     if dense:
+        assert dense_out is not None
         d = canonical_nans(dense_out.get().view(np.float64 if spec.kinds[dense_col] == "f" else np.int64))
     return TileResult(
         ri.astype(np.int64, copy=False),
