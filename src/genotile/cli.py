@@ -6,18 +6,21 @@ import logging
 import math
 import sys
 
-from genotile import __version__, backends
+from genotile import backends
+from genotile.backends import registry as backend_registry
+from genotile.core.limits import PAIRS_MAX
 from genotile.core.metrics import METRICS
 from genotile.core.plan import Plan
 from genotile.core.registry import REGISTRY
 from genotile.errors import GenotileError
 from genotile.io.atomic import DISK_ERRORS, disk_error
+from genotile.version import __version__
 
 
 def _threshold(text: str) -> tuple[str, float | None]:
     metric, sep, value = text.partition("=")
-    if not sep or metric not in METRICS:
-        raise argparse.ArgumentTypeError(f"expected METRIC=VALUE with METRIC one of {', '.join(METRICS)}: {text!r}")
+    if not sep or metric not in REGISTRY:
+        raise argparse.ArgumentTypeError(f"expected METRIC=VALUE with METRIC one of {', '.join(REGISTRY)}: {text!r}")
     if value.lower() in ("null", "none", ""):
         return metric, None
     try:
@@ -29,33 +32,183 @@ def _threshold(text: str) -> tuple[str, float | None]:
     return metric, int(number) if number.is_integer() else number
 
 
+def _block_size(text: str) -> int | str:
+    if text == "auto":
+        return text
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer or auto: {text!r}")
+    return value
+
+
+def _non_negative(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected a whole number >= 0: {text!r}")
+    return value
+
+
+def _positive(text: str) -> int:
+    value = _non_negative(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number >= 1: {text!r}")
+    return value
+
+
+def _number(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f"expected a finite number: {text!r}")
+    return value
+
+
+RUN_METRICS = sorted(REGISTRY)  # the config's metrics: 2-way ones and ccc3
+GENOTYPE_OPTIONS = {  # CLI flag -> the config key of a dataset (and the readers' option)
+    "--samples": "samples",
+    "--regions": "regions",
+    "--filter-pass": "filter_pass",
+    "--multiallelic": "multiallelic",
+}
+
+
+def _run_parser(sub) -> None:
+    run = sub.add_parser(
+        "run",
+        help="ingest, pack, compute every tile and merge, in this process (no Snakemake)",
+        description=(
+            "Compute one or more metrics of one input in this process, writing the files a workflow "
+            "dataset gets under results/<dataset>/. INPUT is a FASTA alignment (.fa/.fasta/.fna/.aln, "
+            "plain or gzip: snp, hamming), a VCF/BCF (.vcf, .vcf.gz, .bcf) or a PLINK fileset named by "
+            "its .bed (PLINK 1) or .pgen (PLINK 2) (ibs, king, ccc2, ccc3). Options mirror the "
+            "config keys (config/config.yaml); a rerun reuses what is still current."
+        ),
+    )
+    run.add_argument(
+        "input",
+        help="FASTA alignment, VCF/BCF, or PLINK fileset (.bed or .pgen; the .bim/.fam or .pvar/.psam beside it)",
+    )
+    run.add_argument("--outdir", required=True, help="output folder (like results/<dataset>)")
+    run.add_argument(
+        "--metric",
+        action="append",
+        choices=RUN_METRICS,
+        required=True,
+        help="metric to compute; repeat for several (config: datasets.<name>.metrics). snp, hamming: "
+        "FASTA; ibs, king, ccc2, ccc3: VCF/BCF or PLINK",
+    )
+    run.add_argument(
+        "--threshold",
+        action="append",
+        type=_threshold,
+        default=[],
+        metavar="METRIC=VALUE",
+        help="keep pairs with METRIC <= VALUE (snp, hamming, ibs) or >= VALUE (king; ccc2, ccc3: any "
+        "column); METRIC must be one of --metric; null keeps every pair (config: thresholds)",
+    )
+    run.add_argument(
+        "--backend",
+        default="auto",
+        choices=list(backend_registry.NAMES),
+        help="tile backend (config: backend; default auto: the fastest available); all give the same numbers",
+    )
+    run.add_argument(
+        "--threads",
+        type=_positive,
+        default=None,
+        help="CPU threads of the numba and numpy backends (config: tile_threads; default: all usable)",
+    )
+    run.add_argument(
+        "--block-size",
+        type=_block_size,
+        default="auto",
+        help="vectors per tile block, or auto (default; config: block_size); no effect on the numbers",
+    )
+    run.add_argument(
+        "--dense-max",
+        type=_non_negative,
+        default=20000,
+        help="write matrix.tsv only up to this many vectors (config: dense_max; default 20000)",
+    )
+    run.add_argument(
+        "--seed", type=_non_negative, default=1, help="seed of the vector permutation (config: seed; default 1)"
+    )
+    run.add_argument(
+        "--pairs-max",
+        type=_non_negative,
+        default=PAIRS_MAX,
+        help="a 2-way metric with a null threshold is refused past this many pairs, as the workflow's plan "
+        "refuses it (config: pairs_max; default 200000000)",
+    )
+    vcf = run.add_argument_group("genotype input (VCF/BCF, PLINK; config: the dataset's keys of these names)")
+    vcf.add_argument(
+        "--samples", metavar="FILE", help="file of sample IDs, one per line: select and order samples (bcftools -S)"
+    )
+    vcf.add_argument(
+        "--regions",
+        action="append",
+        metavar="REGION",
+        help="CHROM[:BEG[-END]] (repeat for several), or a file of them (BED if named .bed); a VCF needs an index",
+    )
+    vcf.add_argument(
+        "--filter-pass",
+        action="store_true",
+        default=None,
+        help="keep only records whose FILTER is PASS or '.' (default: keep all, as PLINK does)",
+    )
+    vcf.add_argument(
+        "--multiallelic",
+        choices=["skip", "split"],
+        help="multi-allelic records: skip (default) or split into one ALT-vs-rest variant per ALT",
+    )
+    ccc = run.add_argument_group("ccc2 and ccc3 (config: ccc, ccc3)")
+    ccc.add_argument("--ccc-multiplier", type=_number, help="CoMet's CCC multiplier (default 4.5)")
+    ccc.add_argument("--ccc-param", type=_number, help="CoMet's CCC param (default 2/3)")
+    ccc.add_argument(
+        "--ccc3-block-size", type=_positive, help="SNPs per ccc3 block (default: --block-size, or 4096 when auto)"
+    )
+    ccc.add_argument(
+        "--ccc3-stages", type=_positive, default=None, help="parts of the middle block, one job each (default 1)"
+    )
+    ccc.add_argument(
+        "--ccc3-null-threshold-max",
+        type=_positive,
+        default=None,
+        help="a null ccc3 threshold is refused past this many SNPs (default 2000)",
+    )
+    run.add_argument("--quiet", "-q", action="store_true", help="print only errors and the one-line results")
+
+
 def _parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="genotile", description=__doc__)
     ap.add_argument("--version", action="version", version=f"genotile {__version__}")
     sub = ap.add_subparsers(dest="command", required=True)
-
-    run = sub.add_parser("run", help="ingest, pack, compute every tile and merge, in this process")
-    run.add_argument("input", help="FASTA alignment (plain or gzip)")
-    run.add_argument("--outdir", required=True, help="output folder (like results/<dataset>)")
-    run.add_argument("--metric", action="append", choices=sorted(METRICS), required=True)
-    run.add_argument("--threshold", action="append", type=_threshold, default=[], metavar="METRIC=VALUE")
-    run.add_argument("--block-size", type=int, default=4096)
-    run.add_argument("--dense-max", type=int, default=20000)
-    run.add_argument("--seed", type=int, default=1)
-    run.add_argument("--backend", default="auto")
+    _run_parser(sub)
 
     plan = sub.add_parser("plan", help="what a run costs: tiles, jobs, memory, output, time (reads no input)")
     plan.add_argument("--vectors", type=int, required=True, help="number of vectors (samples, sequences or SNPs)")
     plan.add_argument("--fields", type=int, required=True, help="fields per vector (variants, columns or samples)")
-    plan.add_argument("--metric", choices=sorted(REGISTRY), required=True)
+    plan.add_argument("--metric", choices=sorted(REGISTRY), required=True, help="the metric to plan")
     plan.add_argument("--stages", type=int, default=1, help="ccc3: parts of the middle block, one job each")
-    plan.add_argument("--block-size", type=int, default=4096)
+    plan.add_argument("--block-size", type=_positive, default=4096, help="vectors per tile block (default 4096)")
     plan.add_argument("--density", type=float, default=1.0, help="fraction of pairs passing the threshold")
     plan.add_argument("--gpus", type=int, default=1, help="devices working at once")
-    plan.add_argument("--tiles-per-job", type=int, default=1)
+    plan.add_argument(
+        "--tiles-per-job", type=_positive, default=1, help="tiles run one after another in one job (default 1)"
+    )
     plan.add_argument("--backend", default="cupy-b1", help="whose measured rate to use (default cupy-b1)")
     plan.add_argument("--complete", action="store_true", help="no missing data (fewer plane products)")
-    plan.add_argument("--dense-max", type=int, default=20000)
+    plan.add_argument(
+        "--dense-max", type=_non_negative, default=20000, help="matrix.tsv up to this many vectors (default 20000)"
+    )
     plan.add_argument("--rates", help="JSON of measured rates (default: the packaged bench/RESULTS.md rates)")
     plan.add_argument("--read-gbps", type=float, default=2.0, help="storage read rate per device, GB/s")
     plan.add_argument("--tiles", action="store_true", help="also list every tile (I, J)")
@@ -64,25 +217,116 @@ def _parser() -> argparse.ArgumentParser:
     return ap
 
 
+def _check_run(args) -> list[str]:
+    """The run's metrics; an option that does not apply to them or to the input is refused by its flag."""
+    from genotile.store.inputs import GENOTYPE_ENCODINGS, check_input, metric_encoding
+
+    metrics = list(dict.fromkeys(args.metric))
+    for metric, _ in args.threshold:
+        if metric not in metrics:
+            raise GenotileError(f"--threshold {metric}=...: {metric} is not one of --metric ({', '.join(metrics)})")
+    genotype = {m for m in metrics if metric_encoding(m) in GENOTYPE_ENCODINGS}
+    if genotype and len(genotype) < len(metrics):
+        others = [m for m in metrics if m not in genotype]
+        raise GenotileError(
+            f"--metric {', '.join(others)} need a FASTA alignment and --metric {', '.join(sorted(genotype))} "
+            "genotypes (VCF/BCF or PLINK): run them on their own inputs"
+        )
+    kind = check_input(args.input, metrics)
+    given = [flag for flag, key in GENOTYPE_OPTIONS.items() if getattr(args, key) is not None]
+    if given and (not genotype or kind == "fasta"):
+        raise GenotileError(
+            f"{', '.join(given)} apply to genotype input (VCF/BCF, PLINK), not to the alignment {args.input} "
+            f"(--metric {', '.join(metrics)})"
+        )
+    ccc = [f for f, v in (("--ccc-multiplier", args.ccc_multiplier), ("--ccc-param", args.ccc_param)) if v is not None]
+    if ccc and not {"ccc2", "ccc3"} & set(metrics):
+        raise GenotileError(f"{', '.join(ccc)} apply to --metric ccc2 or ccc3, not to {', '.join(metrics)}")
+    ccc3 = [
+        flag
+        for flag, v in (
+            ("--ccc3-block-size", args.ccc3_block_size),
+            ("--ccc3-stages", args.ccc3_stages),
+            ("--ccc3-null-threshold-max", args.ccc3_null_threshold_max),
+        )
+        if v is not None
+    ]
+    if ccc3 and "ccc3" not in metrics:
+        raise GenotileError(f"{', '.join(ccc3)} apply to --metric ccc3, not to {', '.join(metrics)}")
+    return metrics
+
+
+def _run(args) -> None:
+    """`genotile run`: the 2-way metrics through steps.run_all, ccc3 through triples.steps.run_ccc3."""
+    import os
+
+    from genotile.core.ccc3 import NULL_THRESHOLD_MAX
+    from genotile.pairs.steps import current_store, run_all
+
+    metrics = _check_run(args)
+    if args.threads is not None:
+        backends.limit_threads(args.threads)
+    thresholds = dict(args.threshold)
+    options = {key: getattr(args, key) for key in GENOTYPE_OPTIONS.values() if getattr(args, key) is not None}
+    if options.get("regions") and len(options["regions"]) == 1 and os.path.isfile(options["regions"][0]):
+        options["regions"] = options["regions"][0]  # a file of regions
+    params = {k: v for k, v in (("multiplier", args.ccc_multiplier), ("param", args.ccc_param)) if v is not None}
+    two_way = [m for m in metrics if m in METRICS]
+    if two_way:
+        summaries = run_all(
+            args.input,
+            args.outdir,
+            two_way,
+            block_size=args.block_size,
+            seed=args.seed,
+            thresholds=thresholds,
+            dense_max=args.dense_max,
+            backend=args.backend,
+            vcf_options=options or None,
+            pairs_max=args.pairs_max,
+            metric_params={"ccc2": params} if params else None,
+        )
+        for name, s in summaries.items():
+            print(f"{name}: {s['pairs_passing']} of {s['pairs_computed']} pairs pass -> {args.outdir}/{name}/")
+    if "ccc3" in metrics:
+        from pathlib import Path
+
+        from genotile.triples.steps import run_ccc3
+
+        current_store(
+            args.input,
+            "genotype_t",
+            args.outdir,
+            args.block_size,
+            args.seed,
+            options or None,
+            metrics=["ccc2"],
+            backend=args.backend,
+            dense_max=args.dense_max,
+        )
+        block_size = args.ccc3_block_size or (args.block_size if args.block_size != "auto" else 4096)
+        s = run_ccc3(
+            Path(args.outdir) / "store" / "genotype_t",
+            Path(args.outdir) / "ccc3",
+            block_size=block_size,
+            stages=args.ccc3_stages or 1,
+            threshold=thresholds.get("ccc3"),
+            params=params or None,
+            backend=args.backend,
+            null_max=args.ccc3_null_threshold_max or NULL_THRESHOLD_MAX,
+        )
+        print(f"ccc3: {s['triples_passing']} of {s['triples_computed']} triples pass -> {args.outdir}/ccc3/")
+
+
 def main(argv=None) -> int:
     args = _parser().parse_args(argv)
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s", stream=sys.stderr)
+    quiet = getattr(args, "quiet", False)
+    logging.basicConfig(
+        level=logging.WARNING if quiet else logging.INFO, format="%(asctime)s %(message)s", stream=sys.stderr
+    )
     try:
         if args.command == "run":
-            from genotile.pairs.steps import run_all
-
-            summaries = run_all(
-                args.input,
-                args.outdir,
-                args.metric,
-                block_size=args.block_size,
-                seed=args.seed,
-                thresholds=dict(args.threshold),
-                dense_max=args.dense_max,
-                backend=args.backend,
-            )
-            for name, s in summaries.items():
-                print(f"{name}: {s['pairs_passing']} of {s['pairs_computed']} pairs pass -> {args.outdir}/{name}/")
+            _run(args)
         elif args.command == "plan" and REGISTRY[args.metric].workload == "triples":
             from genotile.triples.estimate import describe
 

@@ -22,7 +22,7 @@ class Progress:
     def __init__(self, what: str, total: int | None = None, every: float = 5.0):
         self.what, self.total, self.every = what, total, every
         self.start = self.last = time.monotonic()
-        self.bar = _on_terminal()
+        self.bar = _on_terminal() and log.isEnabledFor(logging.INFO)  # no bar under --quiet
 
     def update(self, done: int) -> None:
         now = time.monotonic()

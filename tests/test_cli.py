@@ -1,0 +1,190 @@
+"""The `genotile` command line: help on every option, the config's keys as flags, refusals by flag.
+
+Results of `genotile run` with VCF options, ccc parameters and ccc3 are compared with the
+in-process stages given the same settings (the workflow's outputs are tested against those).
+"""
+
+import argparse
+import gzip
+import shutil
+import subprocess
+import sys
+
+import pytest
+from genodata import random_genotypes, vcf_text, write_vcf
+
+from genotile import backends
+from genotile.cli import _parser, main
+from genotile.pairs.steps import run_all
+from genotile.triples.steps import run_ccc3
+
+
+def subcommands() -> dict[str, argparse.ArgumentParser]:
+    ap = _parser()
+    action = next(a for a in ap._actions if isinstance(a, argparse._SubParsersAction))
+    return dict(action.choices)
+
+
+def test_every_option_has_help_and_run_help_names_every_input_kind():
+    for name, parser in subcommands().items():
+        for action in parser._actions:
+            assert action.help, f"genotile {name} {'/'.join(action.option_strings) or action.dest} has no help"
+    proc = subprocess.run([sys.executable, "-m", "genotile.cli", "run", "--help"], capture_output=True, text=True)
+    text = " ".join(proc.stdout.split())
+    assert proc.returncode == 0
+    for words in ("FASTA alignment", "VCF/BCF", "PLINK fileset", ".bed", ".pgen", "--quiet", "--threads", "--samples"):
+        assert words in text, words
+
+
+def test_config_keys_have_flags():
+    flags = {o for a in subcommands()["run"]._actions for o in a.option_strings}
+    # config key -> flag (datasets.<name>.<key> for the reader's options)
+    for key in (
+        "threshold",
+        "backend",
+        "threads",
+        "block-size",
+        "dense-max",
+        "seed",
+        "samples",
+        "regions",
+        "filter-pass",
+        "multiallelic",
+        "ccc-multiplier",
+        "ccc-param",
+        "ccc3-block-size",
+        "ccc3-stages",
+        "ccc3-null-threshold-max",
+        "quiet",
+    ):
+        assert f"--{key}" in flags, key
+
+
+@pytest.fixture(scope="module")
+def inputs(tmp_path_factory):
+    root = tmp_path_factory.mktemp("cli")
+    g = random_genotypes(19, 40, p_missing=0.1, seed=4)
+    text = vcf_text(g, seed=4).replace("\tPASS\t", "\tq10\t", 5)  # 5 records FILTER q10
+    vcf = write_vcf(root / "g.vcf", text)
+    (root / "keep.txt").write_text("s7\ns3\ns12\ns0\ns5\n")
+    fasta = root / "a.fa"
+    fasta.write_text(">a\nACGTAC\n>b\nACGAAC\n>c\nTCGTNN\n")
+    return root, vcf, fasta
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--metric", "snp", "--threshold", "king=0.1"], "--threshold king=...: king is not one of --metric (snp)"),
+        (["--metric", "snp", "--samples", "keep.txt"], "--samples apply to genotype input (VCF/BCF, PLINK), not to"),
+        (["--metric", "snp", "--filter-pass", "--multiallelic", "split"], "--filter-pass, --multiallelic apply to"),
+        (["--metric", "snp", "--regions", "1:1-5"], "--regions apply to genotype input"),
+        (["--metric", "snp", "--ccc-multiplier", "4"], "--ccc-multiplier apply to --metric ccc2 or ccc3, not to snp"),
+        (["--metric", "snp", "--metric", "king"], "--metric snp need a FASTA alignment and --metric king genotypes"),
+    ],
+)
+def test_options_that_do_not_apply_are_refused_by_flag(inputs, capsys, args, message):
+    root, _, fasta = inputs
+    args = [a if a != "keep.txt" else str(root / "keep.txt") for a in args]
+    assert main(["run", str(fasta), "--outdir", str(root / "never"), *args]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("genotile error: ") and message in err and err.count("\n") == 1, err
+    assert not (root / "never").exists()
+
+
+def test_genotype_refusals(inputs, capsys):
+    root, vcf, _ = inputs
+    out = str(root / "never")
+    assert main(["run", str(vcf), "--outdir", out, "--metric", "king", "--ccc3-stages", "2"]) == 1
+    assert "--ccc3-stages apply to --metric ccc3, not to king" in capsys.readouterr().err
+    assert main(["run", str(vcf), "--outdir", out, "--metric", "hamming"]) == 1
+    assert (
+        "input " + str(vcf) + " is a VCF/BCF, but metric(s) hamming need a FASTA alignment" in capsys.readouterr().err
+    )
+
+
+@pytest.mark.parametrize(
+    "args, flag",
+    [
+        (["--threshold", "snp=abc"], "--threshold"),
+        (["--threshold", "snp=inf"], "--threshold"),
+        (["--threshold", "nope=1"], "--threshold"),
+        (["--dense-max", "-3"], "--dense-max"),
+        (["--seed", "x"], "--seed"),
+        (["--block-size", "0"], "--block-size"),
+        (["--threads", "0"], "--threads"),
+        (["--backend", "cuda"], "--backend"),
+        (["--ccc-param", "nan"], "--ccc-param"),
+        (["--multiallelic", "keep"], "--multiallelic"),
+    ],
+)
+def test_a_bad_value_is_refused_naming_its_flag(inputs, capsys, args, flag):
+    _, _, fasta = inputs
+    with pytest.raises(SystemExit) as exc:
+        main(["run", str(fasta), "--outdir", "x", "--metric", "snp", *args])
+    assert exc.value.code == 2
+    assert f"argument {flag}" in capsys.readouterr().err
+
+
+def test_vcf_options_and_ccc_parameters_reach_the_stages(inputs, tmp_path, capsys):
+    root, vcf, _ = inputs
+    args = ["--samples", str(root / "keep.txt"), "--filter-pass", "--backend", "numpy", "--threads", "1"]
+    args += ["--ccc-multiplier", "4", "--ccc-param", "0.5", "--threshold", "king=0.0", "--block-size", "3"]
+    assert (
+        main(["run", str(vcf), "--outdir", str(tmp_path / "cli"), "--metric", "king", "--metric", "ccc2", *args]) == 0
+    )
+    assert backends.numba_popcount.MAX_THREADS == 1
+    assert "king: " in capsys.readouterr().out
+    run_all(
+        vcf,
+        tmp_path / "steps",
+        ["king", "ccc2"],
+        block_size=3,
+        thresholds={"king": 0.0},
+        backend="numpy",
+        vcf_options={"samples": str(root / "keep.txt"), "filter_pass": True},
+        metric_params={"ccc2": {"multiplier": 4, "param": 0.5}},
+    )
+    for metric in ("king", "ccc2"):
+        ours = (tmp_path / "cli" / metric / "pairs.tsv.gz").read_bytes()
+        assert ours == (tmp_path / "steps" / metric / "pairs.tsv.gz").read_bytes(), metric
+    with gzip.open(tmp_path / "cli" / "ccc2" / "pairs.tsv.gz", "rt") as fh:
+        assert len(fh.read().splitlines()) == 1 + 35 * 34 // 2  # 40 - 5 filtered records; null threshold
+    with gzip.open(tmp_path / "cli" / "king" / "pairs.tsv.gz", "rt") as fh:
+        assert {line.split("\t")[0] for line in fh.read().splitlines()[1:]} <= {"s7", "s3", "s12", "s0", "s5"}
+
+
+def test_ccc3_runs_from_the_cli(inputs, tmp_path, capsys):
+    _, vcf, _ = inputs
+    args = ["--metric", "ccc3", "--threshold", "ccc3=0.3", "--ccc3-block-size", "7", "--ccc3-stages", "2"]
+    assert main(["run", str(vcf), "--outdir", str(tmp_path / "cli"), "--backend", "numpy", *args]) == 0
+    assert "ccc3: " in capsys.readouterr().out
+    run_all(vcf, tmp_path / "steps", ["ccc2"], backend="numpy")
+    run_ccc3(tmp_path / "steps" / "store" / "genotype_t", tmp_path / "ref", block_size=5, threshold=0.3)
+    ours = (tmp_path / "cli" / "ccc3" / "triples.tsv.gz").read_bytes()
+    assert ours == (tmp_path / "ref" / "triples.tsv.gz").read_bytes()
+
+
+def test_quiet_prints_only_the_results(inputs, tmp_path):
+    _, _, fasta = inputs
+    for quiet in (False, True):
+        cmd = [sys.executable, "-m", "genotile.cli", "run", str(fasta), "--outdir", str(tmp_path / str(quiet))]
+        cmd += ["--metric", "snp", "--backend", "numpy"] + (["--quiet"] if quiet else [])
+        proc = subprocess.run(cmd, capture_output=True, text=True)
+        assert proc.returncode == 0 and proc.stdout.startswith("snp: 3 of 3 pairs pass"), proc.stderr
+        assert (proc.stderr == "") == quiet, proc.stderr
+
+
+def test_plink_input_from_the_cli(inputs, tmp_path):
+    _, vcf, _ = inputs
+    if shutil.which("plink2") is None:
+        pytest.skip("plink2 is not installed")
+    text = vcf.read_text()
+    for half in ("./1", "1/.", ".|1", "1|."):
+        text = text.replace(f"\t{half}", "\t./.")
+    plain = write_vcf(tmp_path / "p.vcf", text)
+    subprocess.run(["plink2", "--vcf", plain, "--make-bed", "--out", tmp_path / "b"], check=True, capture_output=True)
+    for source, out in ((tmp_path / "b.bed", "bed"), (plain, "vcf")):
+        assert main(["run", str(source), "--outdir", str(tmp_path / out), "--metric", "ibs", "-q"]) == 0
+    ours = (tmp_path / "bed" / "ibs" / "pairs.tsv.gz").read_bytes()
+    assert ours == (tmp_path / "vcf" / "ibs" / "pairs.tsv.gz").read_bytes()
