@@ -31,6 +31,11 @@ plane products of rows x cols x bits / s; % of ceiling against the ceiling measu
 (b1 instruction ceiling for cupy-b1, cuBLAS int8 for cupy-int8, in bit-MACs = int8 MACs).
 Packing rows: the comparisons/s column holds codes packed per second.
 Times are medians of CUDA-event timings after a warm-up (wall clock for host-to-host rows).
+
+`--smoke` (CI, tests/workflow/test_bench_smoke.py): tiny sizes, and any error fails the run. Without
+CuPy or a GPU it runs the tile-job rows' code path (a store written as the pack stage writes it,
+steps.tile from its memmap to a tile file) on the numpy backend and checks the tile's pairs
+against counts computed directly, so the part that broke unnoticed at 47696fa is exercised.
 """
 
 import argparse
@@ -48,13 +53,17 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
-import cupy as cp  # noqa: E402
+try:
+    import cupy as cp  # noqa: E402
+except ImportError:  # --smoke runs the tile-job path on the CPU without it
+    cp = None
 
 from genotile.backends.cpu import numpy_blas  # noqa: E402
 from genotile.backends.cuda import cupy_b1, cupy_int8, cupy_pack, transfers  # noqa: E402
 from genotile.backends.cuda import cupy_common as cc  # noqa: E402
 from genotile.core.encode import CATEGORICAL, NUCLEOTIDE, categorical_encoding, categorical_planes, symbol_counts  # noqa: E402
 from genotile.core.metrics import METRICS, Term  # noqa: E402
+from genotile.core.plan import Plan  # noqa: E402
 from genotile.pairs import steps  # noqa: E402
 
 BIT_MACS_PER_MMA = 16 * 8 * 256
@@ -295,28 +304,8 @@ def tile_rows(
     cp.get_default_memory_pool().free_all_blocks()
     # the whole tile job from a store of 2 blocks: steps.tile(0, 1) -> tile file
     store = Path(args.tmp) / f"genotile_bench_{metric}"
-    store.mkdir(parents=True, exist_ok=True)
-    np.save(store / "planes.npy", np.concatenate([planes, planes]))
-    manifest = {
-        "n_vectors": 2 * m,
-        "layout": layout.to_json(),
-        "plan": {"n_vectors": 2 * m, "block_size": m, "seed": 1},
-    }
-    (store / "manifest.json").write_text(json.dumps(manifest))
-    np.save(store / "perm.npy", np.arange(2 * m, dtype=np.int64))
-    job = functools.partial(
-        steps.tile,
-        store / "planes.npy",
-        store / "manifest.json",
-        store / "perm.npy",
-        metric,
-        0,
-        1,
-        threshold=threshold,
-        dense=False,
-        backend="cupy-b1",
-        tile_out=store / "tile.npz",
-    )
+    write_tile_store(store, planes, layout)
+    job = tile_job(store, metric, threshold, "cupy-b1")
     meta = job()
     t = wall_time(job, reps=3)
     ratio = kernel_row["seconds"] / t
@@ -356,6 +345,88 @@ def tile_rows(
     for f in ("planes.npy", "manifest.json", "perm.npy", "tile.npz"):
         (store / f).unlink(missing_ok=True)
     cp.get_default_memory_pool().free_all_blocks()
+
+
+def write_tile_store(store: Path, planes: np.ndarray, layout) -> None:
+    """A store of 2 blocks (`planes` twice: an off-diagonal tile (0, 1)), written with every key
+    the pack stage writes, so that steps.tile reads it as it reads the pipeline's."""
+    m = planes.shape[0]
+    store.mkdir(parents=True, exist_ok=True)
+    np.save(store / "planes.npy", np.concatenate([planes, planes]))
+    np.save(store / "perm.npy", np.arange(2 * m, dtype=np.int64))
+    manifest = {
+        "genotile": "bench",
+        "n_vectors": 2 * m,
+        "n_fields": layout.total_words * 64,
+        "layout": layout.to_json(),
+        "plan": Plan(2 * m, m, 1).to_json(),
+        "input": "bench_gpu.py (random planes)",
+        "input_sha256": "0" * 64,
+        "ids": [f"v{i}" for i in range(2 * m)],
+    }
+    (store / "manifest.json").write_text(json.dumps(manifest))
+
+
+def tile_job(store: Path, metric: str, threshold, backend: str):
+    """The tile job (0, 1) of the store, as the tile rule runs it: memmap -> tile file."""
+    return functools.partial(
+        steps.tile,
+        store / "planes.npy",
+        store / "manifest.json",
+        store / "perm.npy",
+        metric,
+        0,
+        1,
+        threshold=threshold,
+        dense=False,
+        backend=backend,
+        tile_out=store / "tile.npz",
+    )
+
+
+def smoke_without_gpu(args) -> int:
+    """--smoke without CuPy or a GPU: the tile-job rows' path on the numpy backend, checked."""
+    from genotile.io.tilefile import read_tile
+
+    why = "CuPy is not installed" if cp is None else "no CUDA device"
+    print(f"bench_gpu --smoke: {why}; GPU rows skipped, the tile-job path runs on the numpy backend", flush=True)
+    for metric, alphabet in (("snp", NUCLEOTIDE), ("king", None)):
+        if alphabet is None:
+            planes, layout = genotype_planes_for(METRICS[metric].encoding, 40, 300, 96, 3, args.missing)
+        else:
+            planes, enc = categorical_planes_for(alphabet, 40, 300, 96, seed=2)
+            layout = enc.layout
+        mobj = METRICS[metric]
+        counts = numpy_blas.count_matrices(planes, planes, mobj.counts(layout))
+        threshold = realistic_threshold(mobj, counts)
+        store = Path(args.tmp) / f"genotile_bench_smoke_{metric}_{os.getpid()}"
+        try:
+            write_tile_store(store, planes, layout)
+            meta = tile_job(store, metric, threshold, "numpy")()
+            arrays, _, _ = read_tile(store / "tile.npz")
+        finally:
+            for f in ("planes.npy", "manifest.json", "perm.npy", "tile.npz"):
+                (store / f).unlink(missing_ok=True)
+            store.rmdir()
+        values = mobj.epilogue(counts)
+        want = int(mobj.passes(values, threshold).sum())
+        got = (meta["pairs_passing"], int(arrays["a"].size))
+        print(
+            f"  {metric}: tile job (0, 1) of 2 x 96 vectors, threshold {threshold:.6g}: {got[0]} pairs pass", flush=True
+        )
+        if got != (want, want):
+            print(f"  {metric}: {got} pairs in the tile job, {want} from the counts   <<< MISMATCH", flush=True)
+            return 1
+    return 0
+
+
+def gpu_present() -> bool:
+    if cp is None:
+        return False
+    try:
+        return cp.cuda.runtime.getDeviceCount() > 0
+    except cp.cuda.runtime.CUDARuntimeError:
+        return False
 
 
 def upload_alone(path, m):
@@ -441,6 +512,7 @@ def main():
     ap.add_argument("--pack-rows-cat", type=int, default=512, help="nucleotide codes packed (rows x --fields)")
     ap.add_argument("--missing", type=float, default=0.02, help="fraction of missing genotypes")
     ap.add_argument("--sweep", action="store_true", help="time the kernel variants of SWEEP on the product")
+    ap.add_argument("--smoke", action="store_true", help="tiny sizes, errors fail the run (CI; CPU without a GPU)")
     ap.add_argument(
         "--profile-select",
         default=None,
@@ -451,6 +523,11 @@ def main():
         "--profile", action="store_true", help="run one cupy-b1 kernel launch on the product tile and exit (for ncu)"
     )
     args = ap.parse_args()
+    if args.smoke:
+        if not gpu_present():
+            return smoke_without_gpu(args)
+        args.rows, args.fields, args.gemm_size, args.numpy_rows = 1024, 2048, 1024, 256
+        args.pack_rows, args.pack_rows_cat = 256, 64
     if args.profile:
         return profile_one(args)
     if args.profile_select:
@@ -702,7 +779,11 @@ def main():
     (out_dir / "bench_gpu.json").write_text(json.dumps(results, indent=1) + "\n")
     print()
     print(text)
+    if results.get("errors"):
+        print(f"bench_gpu: {len(results['errors'])} part(s) failed (above)", file=sys.stderr)
+        return 1
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())
