@@ -102,7 +102,8 @@ def read_samples(path) -> SampleTable:
     except OSError as exc:
         raise GenotileError(f"{path}: cannot read: {exc.strerror}") from None
     body = [(k, line) for k, line in enumerate(lines, start=1) if line.strip() and not line.startswith("##")]
-    fid_col, iid_col = 0, 1  # .fam, and a .psam without a header line
+    fid_col: int | None = 0  # .fam, and a .psam without a header line
+    iid_col = 1
     if body and body[0][1].startswith("#"):
         header = body[0][1][1:].split()
         body = body[1:]
@@ -117,7 +118,7 @@ def read_samples(path) -> SampleTable:
         if len(fields) <= max(iid_col, fid_col or 0):
             raise GenotileError(f"{path}: line {k}: {len(fields)} column(s), expected FID and IID")
         iids.append(fields[iid_col])
-        if fids is not None:
+        if fids is not None and fid_col is not None:  # both or neither
             fids.append(fields[fid_col])
     if not iids:
         raise GenotileError(f"{path}: no samples")
@@ -126,7 +127,7 @@ def read_samples(path) -> SampleTable:
     ids = table.ids
     if len(set(ids)) != len(ids):
         seen: set[str] = set()
-        dup = next(i for i in ids if i in seen or seen.add(i))
+        dup = next(i for i in ids if i in seen or seen.add(i))  # type: ignore[func-returns-value]
         raise GenotileError(f"{path}: sample {dup!r} appears twice")
     return table
 
@@ -159,7 +160,11 @@ def _open_text(path):
 
 def read_variants(path) -> VariantTable:
     """The variant table of a .bim (CHROM ID CM POS A1 A2: ALT = A1, REF = A2) or a .pvar."""
-    chrom, pos, ids, ref, alts = [], [], [], [], []
+    chrom: list[str] = []
+    pos: list[int] = []
+    ids: list[str] = []
+    ref: list[str] = []
+    alts: list[list[str]] = []
     filters: list[str] | None = None
     columns = ["CHROM", "ID", "CM", "POS", "ALT", "REF"]  # a .bim, or a .pvar without a header line
     c = {name: columns.index(name) for name in ("CHROM", "POS", "ID", "REF", "ALT")}
@@ -338,6 +343,7 @@ class PlinkReader:
         keep = np.ones(n_var, dtype=bool)
         v = self.variants
         if self.regions is not None:
+            assert v is not None  # read whenever there are regions (__init__)
             chrom = np.asarray(v.chrom, dtype=object)
             inside = np.zeros(n_var, dtype=bool)
             known = set(v.chrom)
@@ -439,7 +445,7 @@ class PlinkReader:
                 codes = block.view(np.uint8).copy()
                 codes[codes == MISSING_INT8] = MISSING
                 ids = self.variant_ids(variant[v0 : v0 + rows], allele[v0 : v0 + rows]) if self.want_ids else None
-                ids = ids if ids is not None else [None] * block.shape[0]
+                ids = ids if ids is not None else [None] * block.shape[0]  # type: ignore[list-item]
                 yield ids, codes
         finally:
             reader.close()
