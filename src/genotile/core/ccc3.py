@@ -1,6 +1,6 @@
 """CoMet's 3-way Custom Correlation Coefficient (ccc3) as masked plane products (numpy only).
 
-Definition (DESIGN.md section 2): SNP vectors i, j, k over samples q; rho(1) = g, rho(0) = 2 - g;
+Definition (docs/metrics.md): SNP vectors i, j, k over samples q; rho(1) = g, rho(0) = 2 - g;
 r_ijk(a,b,c) = sum over samples where all three are present of rho_i(a) rho_j(b) rho_k(c);
 c_ijk = sum of the 8 tallies; f_i(a) = s_i(a) / (2 c_i) over all samples of i (as ccc2);
 ccc_abc = M * r/c_ijk * (1 - P f_min)(1 - P f_mid)(1 - P f_max), the three f_i(a), f_j(b), f_k(c)
@@ -14,7 +14,7 @@ eight counts over the sites where all three are present:
 On complete data V is all ones: products with V of k become row sums of the masked plane, and
 VV.Z of k a row sum of block K (19 products, 8 of them 2-way in fact).
 
-Masked two-step (DESIGN.md section 3, CoMet's 3-way method): for a vector j of the middle block,
+Masked two-step (docs/bitplanes.md, CoMet's 3-way method): for a vector j of the middle block,
 the *masked block* has one row per vector i of block I and 9 segments of `words` words, segment
 "XY" = X_i & Y_j; the counts are then 2-way Terms (metrics.Term) between the masked block and
 block K, so every 2-way backend's `count_matrices` / `count_device` computes them unchanged.
@@ -23,6 +23,7 @@ block K, so every 2-way backend's `count_matrices` / `count_device` computes the
 import math
 from dataclasses import asdict, dataclass
 from itertools import product
+from typing import Any
 
 import numpy as np
 
@@ -82,7 +83,24 @@ def masked_segments(words: int) -> dict[str, tuple[int, int]]:
 def mask_block(left: np.ndarray, middle_rows: np.ndarray, words: int, rows_per_j=None) -> np.ndarray:
     """The masked block of several middle vectors, stacked: for middle row t (of `middle_rows`,
     each a packed row of block J) the rows of `left` (block I; the first rows_per_j[t] of them when
-    given), each with segments X_i & Y_j. Returns uint64 (sum of rows, 9 * words)."""
+    given), each with segments X_i & Y_j. Returns uint64 (sum of rows, 9 * words).
+
+    Parameters
+    ----------
+    left : numpy.ndarray of uint64, shape (rows I, >= 3 * words)
+        Block I's packed rows (planes L, H, V first).
+    middle_rows : numpy.ndarray of uint64, shape (t, >= 3 * words)
+        Packed rows j of block J.
+    words : int
+        Words per plane.
+    rows_per_j : sequence of int, length t, optional
+        Rows of `left` masked with each middle row (default: all).
+
+    Returns
+    -------
+    numpy.ndarray of uint64, shape (sum of rows_per_j, 9 * words)
+        Segment k of a row is X_i AND Y_j for (X, Y) = MASKED[k] ("LL", "LH", ..., "VV").
+    """
     seg = {p: slice(k * words, (k + 1) * words) for k, p in enumerate(PLANES)}
     n_i = left.shape[0]
     counts = [n_i] * len(middle_rows) if rows_per_j is None else [int(r) for r in rows_per_j]
@@ -97,7 +115,25 @@ def mask_block(left: np.ndarray, middle_rows: np.ndarray, words: int, rows_per_j
 
 
 def count_terms(layout: GenotypeLayout) -> dict[str, list[Term]]:
-    """The 8 counts as Terms between a masked block (left) and block K (right)."""
+    """The 8 counts as Terms between a masked block (left) and block K (right).
+
+    Parameters
+    ----------
+    layout : GenotypeLayout
+        The genotype_t store's layout (`complete`: products with V become row sums).
+
+    Returns
+    -------
+    dict of str to list of Term
+        {count: Terms} for COUNTS ("t", "s_i", ..., "s_ijk"): product P[X, Y, Z] =
+        popcount(X_i & Y_j & Z_k) is the masked segment XY (left) against plane Z (right).
+
+    Examples
+    --------
+    >>> from genotile.core.genotype import GenotypeLayout
+    >>> count_terms(GenotypeLayout(1, PLANES, complete=False))["t"]
+    [Term(coef=1, left=(8, 9), right=(2, 3))]
+    """
     w = layout.words
     mseg, kseg = masked_segments(w), layout.segments()
 
@@ -118,7 +154,17 @@ def count_terms(layout: GenotypeLayout) -> dict[str, list[Term]]:
 
 
 def vector_stats(planes: np.ndarray, layout: GenotypeLayout) -> tuple[np.ndarray, np.ndarray]:
-    """(c, s1) per row over all samples: c = #present, s1 = sum of g (s(0) = 2c - s1)."""
+    """(c, s1) per row over all samples: c = #present, s1 = sum of g (s(0) = 2c - s1).
+
+    Parameters
+    ----------
+    planes : numpy.ndarray of uint64, shape (rows, layout.total_words)
+    layout : GenotypeLayout
+
+    Returns
+    -------
+    tuple of numpy.ndarray of int64, each shape (rows,)
+    """
     seg = layout.segments()
     c = popcount_rows(planes[:, slice(*seg["V"])])
     s1 = popcount_rows(planes[:, slice(*seg["L"])]) + popcount_rows(planes[:, slice(*seg["H"])])
@@ -126,10 +172,21 @@ def vector_stats(planes: np.ndarray, layout: GenotypeLayout) -> tuple[np.ndarray
 
 
 def tallies(counts: dict) -> dict[tuple[int, int, int], np.ndarray]:
-    """r(a,b,c) (int64) from the 8 counts: the product of (ALPHA V + BETA G) expanded."""
+    """r(a,b,c) (int64) from the 8 counts: the product of (ALPHA V + BETA G) expanded.
+
+    Parameters
+    ----------
+    counts : dict of str to numpy.ndarray of int64, each of one shape
+        The 8 COUNTS.
+
+    Returns
+    -------
+    dict of (int, int, int) to numpy.ndarray of int64, each the counts' shape
+        The 8 tallies r(a, b, c).
+    """
     r = {}
     for a, b, c in product((0, 1), repeat=3):
-        acc = 0
+        acc: Any = 0  # becomes an int64 array at the first count
         for name, g in COUNT_G.items():
             coef = 1
             for bit, has_g in zip((a, b, c), g, strict=True):
@@ -154,7 +211,22 @@ def sort3(x, y, z):
 
 def epilogue(counts: dict, stats_i, stats_j, stats_k, params: Params) -> dict[str, np.ndarray]:
     """Values ccc_abc in (i, j, k) bit order. counts: the 8 int64 arrays (rows, cols); stats_x:
-    (c, s1) int64 arrays broadcasting against them (i, j per row: (rows, 1); k: (1, cols))."""
+    (c, s1) int64 arrays broadcasting against them (i, j per row: (rows, 1); k: (1, cols)).
+
+    Parameters
+    ----------
+    counts : dict of str to numpy.ndarray of int64, each shape (rows, cols)
+        The 8 COUNTS of (i, j) pairs (rows) against vectors k (cols).
+    stats_i, stats_j, stats_k : tuple of numpy.ndarray of int64
+        `vector_stats` (c, s1) of each vector, shapes (rows, 1), (rows, 1) and (1, cols).
+    params : Params
+        M and P.
+
+    Returns
+    -------
+    dict of str to numpy.ndarray of float64, each shape (rows, cols)
+        COLUMNS "ccc_000" ... "ccc_111"; 0 where c_i, c_j, c_k or c_ijk is 0.
+    """
     r = tallies(counts)
     c_ijk = 8 * counts["t"]
     f = [freqs(*s) for s in (stats_i, stats_j, stats_k)]
@@ -170,7 +242,23 @@ def epilogue(counts: dict, stats_i, stats_j, stats_k, params: Params) -> dict[st
 
 
 def passes(values: dict, threshold) -> np.ndarray:
-    """A triple passes when any of its 8 entries is >= threshold (None: every triple)."""
+    """A triple passes when any of its 8 entries is >= threshold (None: every triple).
+
+    Parameters
+    ----------
+    values : dict of str to numpy.ndarray, each of one shape
+        The 8 COLUMNS.
+    threshold : float or None
+
+    Returns
+    -------
+    numpy.ndarray of bool, the values' shape
+
+    Examples
+    --------
+    >>> passes({c: np.array([0.0, 1.0]) for c in COLUMNS}, 0.5).tolist()
+    [False, True]
+    """
     first = values[COLUMNS[0]]
     if threshold is None:
         return np.ones(np.shape(first), dtype=bool)
@@ -179,7 +267,27 @@ def passes(values: dict, threshold) -> np.ndarray:
 
 def to_input_order(ids: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """ids (n, 3) original indices as computed (i, j, k), values (n, 8) in (i, j, k) bit order ->
-    (ids sorted per row, values with the table's axes permuted so bits follow the sorted ids)."""
+    (ids sorted per row, values with the table's axes permuted so bits follow the sorted ids).
+
+    Parameters
+    ----------
+    ids : numpy.ndarray of int64, shape (n, 3)
+        Original vector indices (i, j, k) of each triple.
+    values : numpy.ndarray of float64, shape (n, 8)
+        ccc_abc in (i, j, k) bit order (column 4a + 2b + c).
+
+    Returns
+    -------
+    tuple of numpy.ndarray, shapes (n, 3) and (n, 8)
+
+    Examples
+    --------
+    Triple (5, 2, 9) becomes (2, 5, 9): the first two bits trade places.
+
+    >>> ids, values = to_input_order(np.array([[5, 2, 9]]), np.arange(8.0)[None, :])
+    >>> ids.tolist(), values.tolist()
+    ([[2, 5, 9]], [[0.0, 1.0, 4.0, 5.0, 2.0, 3.0, 6.0, 7.0]])
+    """
     order = np.argsort(ids, axis=1, kind="stable")  # order[:, p]: the axis that goes to place p
     sorted_ids = np.take_along_axis(ids, order, axis=1)
     src = np.zeros((ids.shape[0], 8), dtype=np.int64)
@@ -194,7 +302,21 @@ def to_input_order(ids: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, np.
 
 @dataclass(frozen=True)
 class Plan3(Plan):
-    """Block triples I <= J <= K over the store's permuted rows; the middle block cut into stages."""
+    """Block triples I <= J <= K over the store's permuted rows; the middle block cut into stages.
+
+    Parameters
+    ----------
+    n_vectors, block_size, seed : int
+        As `Plan` (ccc3's own block size, the store's permutation seed).
+    stages : int, optional
+        Contiguous parts of the middle block J, one job each.
+
+    Examples
+    --------
+    >>> p = Plan3(5, 2, 1, stages=2)
+    >>> p.block_triples()[:4], len(p.jobs()), p.stage_rows(0, 1), p.n_triples
+    ([(0, 0, 0), (0, 0, 1), (0, 0, 2), (0, 1, 1)], 20, range(1, 2), 10)
+    """
 
     stages: int = 1
 
@@ -241,7 +363,23 @@ class Plan3(Plan):
 
 def check_null_threshold(n_vectors: int, threshold, where: str = "", max_vectors: int = NULL_THRESHOLD_MAX) -> None:
     """Refuse a null ccc3 threshold beyond `max_vectors` vectors (n^3/6 rows of output); config
-    `ccc3: {null_threshold_max: ...}`, default NULL_THRESHOLD_MAX."""
+    `ccc3: {null_threshold_max: ...}`, default NULL_THRESHOLD_MAX.
+
+    Parameters
+    ----------
+    n_vectors : int
+        SNPs of the dataset.
+    threshold : float or None
+        The ccc3 threshold; only None is bounded.
+    where : str, optional
+        Prefix of the message (e.g. "dataset D: ").
+    max_vectors : int, optional
+
+    Raises
+    ------
+    GenotileError
+        With the number of triples and the setting that moves the bound.
+    """
     if threshold is None and n_vectors > max_vectors:
         rows = math.comb(n_vectors, 3)
         raise GenotileError(

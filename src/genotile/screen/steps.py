@@ -45,11 +45,30 @@ def _blocks(n: int, size: int) -> int:
 
 
 def tiles_of(manifest: dict) -> list[tuple[int, int]]:
+    """Every tile (sample block I, signature block J) of a screening store's plan."""
     return [(i, j) for i in range(manifest["sample_blocks"]) for j in range(manifest["signature_blocks"])]
 
 
 def ingest(samples_path, signatures_path, store_dir, *, sample_block: int, signature_block: int) -> dict:
-    """Read and check both inputs, write the store and its manifest (last)."""
+    """Read and check both inputs, write the store and its manifest (last).
+
+    Parameters
+    ----------
+    samples_path : str or os.PathLike
+        FASTQ, plain or gzip: one sample a record.
+    signatures_path : str or os.PathLike
+        FASTA of signatures (A C G T N).
+    store_dir : str or os.PathLike
+        Gets seq, qual, offsets, sig_seq, sig_offsets (.npy: uint8 bytes back to back, int64
+        offsets (records + 1,)) and manifest.json.
+    sample_block, signature_block : int
+        Samples and signatures per tile.
+
+    Returns
+    -------
+    dict
+        The manifest: IDs, inputs' SHA-256, sizes and the plan.
+    """
     samples = from_records(read_fastq(samples_path), with_qual=True)
     sigs = from_records(read_signatures(signatures_path), with_qual=False)
     store = Path(store_dir)
@@ -159,7 +178,24 @@ def _identity(manifest: dict) -> dict:
 
 
 def tile(store_dir, i: int, j: int, *, backend: str, tile_out) -> dict:
-    """First matches and quality sums of sample block i x signature block j."""
+    """First matches and quality sums of sample block i x signature block j.
+
+    Parameters
+    ----------
+    store_dir : str or os.PathLike
+        The screening store.
+    i, j : int
+        Sample block and signature block.
+    backend : str
+        "auto", a numpy or a cupy backend name.
+    tile_out : str or os.PathLike
+        The checksummed tile file (pairs with a match: sample, signature, position, quality sum).
+
+    Returns
+    -------
+    dict
+        The tile's meta.
+    """
     start = time.perf_counter()
     manifest, samples, sigs = load_store(store_dir)
     if (i, j) not in tiles_of(manifest):
@@ -220,7 +256,24 @@ def check_tile(path, arrays: dict, meta: dict, manifest: dict, samples: Sequence
 
 
 def merge(tile_paths, store_dir, *, min_score, matches_out, summary_out, config: dict) -> dict:
-    """matches.tsv.gz (sample and signature order, min_score applied) and summary.json."""
+    """matches.tsv.gz (sample and signature order, min_score applied) and summary.json.
+
+    Parameters
+    ----------
+    tile_paths : sequence of str or os.PathLike
+        Every tile file of the plan.
+    store_dir : str or os.PathLike
+    min_score : float or None
+        Pairs kept (printed score >= min_score; None: every match).
+    matches_out, summary_out : str or os.PathLike
+    config : dict
+        Recorded in summary.json.
+
+    Returns
+    -------
+    dict
+        The summary written.
+    """
     started = time.perf_counter()
     check_min_score(min_score)
     manifest, samples, sigs = load_store(store_dir)
