@@ -109,9 +109,17 @@ def test_plink_g_values(value, printed):
     assert plink_g(value) == printed
 
 
-def test_plink_g_column_matches_scalar():
-    values = np.array([0.25, np.nan, 0.25, -np.inf, 1 / 3, np.nan, 0.0])
-    assert peer_formats.plink_g_column(values) == [plink_g(v) for v in values.tolist()]
+def test_plink_g_array_matches_one_value_at_a_time():
+    """Every branch (nan, inf, 0, small and large exponents, [1, 1e6), below 1) in one array."""
+    rng = np.random.default_rng(2)
+    values = np.concatenate(
+        [
+            [np.nan, np.inf, -np.inf, 0.0, -0.0, 3 / 2560, 99999.95, 999999.5],
+            rng.uniform(-1, 1, 300),
+            10 ** rng.uniform(-30, 30, 300) * rng.choice([-1, 1], 300),
+        ]
+    )
+    assert peer_formats.plink_g_array(values).tolist() == [plink_g(v) for v in values.tolist()]
 
 
 def test_kin0_equals_plink2_bytes(genotypes_vcf, tmp_path):
@@ -165,6 +173,31 @@ def test_mdist_every_pair_even_with_a_threshold(genotypes_vcf, tmp_path):
     everything = genotile(genotypes_vcf, tmp_path / "all", "ibs", ["plink.mdist", "plink.mdist.id"])
     kept = genotile(genotypes_vcf, tmp_path / "some", "ibs", ["plink.mdist", "plink.mdist.id"], threshold=0.2)
     assert (kept / "plink.mdist").read_bytes() == (everything / "plink.mdist").read_bytes()
+
+
+def test_plink_fileset_outputs_equal_plink_bytes(genotypes_vcf, tmp_path):
+    """A .bed/.bim/.fam with family IDs: FID and IID columns apart in .kin0, .mdist.id and the
+    king-cutoff lists, byte for byte as plink2 and plink1.9 write them from the same fileset."""
+    plink("plink2", genotypes_vcf, ["--make-bed"], tmp_path / "b")
+    fam = tmp_path / "b.fam"
+    rows = [line.split("\t") for line in fam.read_text().splitlines()]
+    fam.write_text("".join("\t".join([f"F{k // 3}", *row[1:]]) + "\n" for k, row in enumerate(rows)))
+    bfile = ["--bfile", str(tmp_path / "b"), "--threads", "1", "--out"]
+    run = [need("plink2"), *bfile]
+    subprocess.run([*run, str(tmp_path / "k"), "--make-king-table"], check=True, capture_output=True)
+    subprocess.run([*run, str(tmp_path / "c"), "--king-cutoff", "0.0884"], check=True, capture_output=True)
+    distance = ["--distance", "square", "1-ibs", "flat-missing"]
+    subprocess.run([need("plink1.9"), *bfile, str(tmp_path / "m"), *distance], check=True, capture_output=True)
+    cutoff = ["plink2.kin0", "plink2.king.cutoff.in.id", "plink2.king.cutoff.out.id"]
+    king = genotile(tmp_path / "b.bed", tmp_path / "g", "king", cutoff, king_cutoff=0.0884)
+    ibs = genotile(tmp_path / "b.bed", tmp_path / "g", "ibs", ["plink.mdist", "plink.mdist.id"])
+    assert (tmp_path / "k.kin0").read_text().startswith("#FID1\tIID1\tFID2\tIID2\t")
+    assert (king / "plink2.kin0").read_bytes() == (tmp_path / "k.kin0").read_bytes()
+    for kind in ("in", "out"):  # the same set here: PLINK 2's greedy finds a maximum one
+        theirs = (tmp_path / f"c.king.cutoff.{kind}.id").read_bytes()
+        assert (king / f"plink2.king.cutoff.{kind}.id").read_bytes() == theirs
+    assert (ibs / "plink.mdist").read_bytes() == (tmp_path / "m.mdist").read_bytes()
+    assert (ibs / "plink.mdist.id").read_bytes() == (tmp_path / "m.mdist.id").read_bytes()
 
 
 @pytest.fixture(scope="module")

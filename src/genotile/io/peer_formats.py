@@ -20,7 +20,7 @@ from genotile.io.tsvgz import format_rows
 # -- PLINK's number printing ------------------------------------------------------------
 #
 # PLINK 1.9 and 2 print doubles with their own routine (dtoa_g), not printf: 6 significant
-# digits, trailing zeros dropped, "e-05" / "e+06" exponents past [1e-4, 1e6), `nan`, `inf`.
+# digits, trailing zeros dropped, "e-05" / "e+06" exponents outside [1e-4, 1e6), `nan`, `inf`.
 # It rounds half to even, and counts a fraction within 5e-9 of one half (after scaling to
 # the 6 digits) as a tie, so a value that is a tie in exact arithmetic prints the same
 # whichever way the last bit of its double went: 0.001171875 prints 0.00117188 where
@@ -37,70 +37,98 @@ _LARGE = [(float(f"9.9999949999999e{p - 1}"), float(f"1e-{p}"), p) for p in (256
 _MIDDLE = [(9.9999949999999, 5), (99.999949999999, 4), (999.99949999999, 3), (9999.9949999999, 2), (99999.949999999, 1)]
 
 
-def _round_even(x: float) -> int:
-    whole = int(x)
-    return whole + int((x - whole) + _TIE[whole & 1])
+def _round_even(x: np.ndarray) -> np.ndarray:
+    """Each x >= 0 (below 2^31) rounded to an integer, half to even within the tie window."""
+    whole = x.astype(np.int64)  # truncation, as C's cast
+    return whole + ((x - whole) + np.where(whole & 1, _TIE[1], _TIE[0])).astype(np.int64)
 
 
-def _digits(x: float, places: int) -> str:
-    """x rounded to `places` decimals, trailing zeros (and a bare point) dropped."""
-    whole, frac = divmod(_round_even(x * 10**places), 10**places)
-    if not frac:
-        return str(whole)
-    return f"{whole}.{frac:0{places}d}".rstrip("0")
+_STR = np.dtypes.StringDType()
+
+
+def _text(ints: np.ndarray, width: int = 0) -> np.ndarray:
+    """Non-negative integers as decimal strings, zero-padded to `width`."""
+    text = ints.astype(_STR)
+    return np.strings.zfill(text, width) if width else text
+
+
+def _fraction(digits: np.ndarray, places: int) -> np.ndarray:
+    """'.ddd' of `digits` written in `places` decimals, trailing zeros dropped ('' for 0)."""
+    text = np.strings.add(".", np.strings.rstrip(_text(digits, places), "0"))
+    return np.where(digits > 0, text, "").astype(_STR)
+
+
+def _join(*parts) -> np.ndarray:
+    out = parts[0]
+    for part in parts[1:]:
+        out = np.strings.add(out, part)
+    return out
+
+
+def plink_g_array(values) -> np.ndarray:
+    """Each value as PLINK 1.9 and 2 print a double (their dtoa_g): 6 significant digits.
+
+    Parameters
+    ----------
+    values : (k,) float64 (any shape, read flat)
+
+    Returns
+    -------
+    (k,) numpy StringDType array
+    """
+    x = np.asarray(values, dtype=np.float64).ravel()
+    out = np.empty(x.size, dtype=_STR)
+    negative, y = x < 0, np.abs(x)
+    nan, inf, zero = np.isnan(x), np.isinf(x), y == 0.0
+    out[nan], out[inf & ~negative], out[inf & negative], out[zero] = "nan", "inf", "-inf", "0"
+    finite = ~(nan | inf | zero)
+    small = finite & (y < 9.9999949999999e-5)
+    large = finite & (y >= 999999.49999999)
+    middle = finite & (y >= 0.99999949999999) & ~large
+    below_one = finite & ~small & ~large & ~middle  # 0.0001 <= y < 1: "0." and digits
+    sign = np.where(negative, "-", "")  # fixed-width strings: indexed faster than StringDType
+
+    for mask, steps, compare, mark in ((small, _SMALL, np.less, "e-"), (large, _LARGE, np.greater_equal, "e+")):
+        idx = np.flatnonzero(mask)
+        v, exponent = y[idx], np.zeros(idx.size, dtype=np.int64)
+        for bound, factor, bit in steps:  # one scaling after another, as PLINK does
+            hit = compare(v, bound)
+            v[hit] *= factor
+            exponent[hit] |= bit
+        lead, rest = np.divmod(_round_even(v * 100000), 100000)
+        out[idx] = _join(sign[idx], _text(lead), _fraction(rest, 5), mark, _text(exponent, 2))
+
+    idx = np.flatnonzero(middle)
+    places = np.zeros(idx.size, dtype=np.int64)  # decimals kept: 5 for [1, 10), ..., 0 from 99999.95
+    for bound, p in reversed(_MIDDLE):
+        places[y[idx] < bound] = p
+    for p in np.unique(places).tolist():
+        sub = idx[places == p]
+        scaled = y[sub] * 10**p if p else y[sub]
+        whole, frac = np.divmod(_round_even(scaled), 10**p)
+        out[sub] = _join(sign[sub], _text(whole), _fraction(frac, p))
+
+    idx = np.flatnonzero(below_one)
+    v, zeros = y[idx], np.zeros(idx.size, dtype=np.int64)
+    hit = v < 9.9999949999999e-3
+    v[hit] *= 100
+    zeros[hit] += 2
+    hit = v < 9.9999949999999e-2
+    v[hit] *= 10
+    zeros[hit] += 1
+    digits = np.strings.rstrip(_text(_round_even(v * 1000000), 6), "0")
+    lead = np.array(["0.", "0.0", "0.00", "0.000"])[zeros]
+    out[idx] = _join(sign[idx], lead, digits)
+    return out
 
 
 def plink_g(x: float) -> str:
-    """`x` as PLINK 1.9 and 2 print a double (their dtoa_g): 6 significant digits.
+    """`x` as PLINK prints it (`plink_g_array` of one value).
 
     >>> [plink_g(v) for v in (0.5, 0.001171875, -1 / 3, 2e-5, 1234567.0, float("-inf"))]
     ['0.5', '0.00117188', '-0.333333', '2e-05', '1.23457e+06', '-inf']
     """
-    if x != x:
-        return "nan"
-    sign = ""
-    if x < 0:
-        sign, x = "-", -x
-    if x < 9.9999949999999e-5:
-        if x == 0.0:
-            return "0"
-        exponent = 0
-        for bound, factor, bit in _SMALL:
-            if x < bound:
-                x *= factor
-                exponent |= bit
-        return f"{sign}{_digits(x, 5)}e-{exponent:02d}"
-    if x >= 999999.49999999:
-        if x == float("inf"):
-            return sign + "inf"
-        exponent = 0
-        for bound, factor, bit in _LARGE:
-            if x >= bound:
-                x *= factor
-                exponent |= bit
-        return f"{sign}{_digits(x, 5)}e+{exponent:02d}"
-    if x >= 0.99999949999999:
-        for bound, places in _MIDDLE:
-            if x < bound:
-                return sign + _digits(x, places)
-        return sign + str(_round_even(x))
-    # 0.0001 <= x < 1: "0." and up to 6 significant digits after the leading zeros
-    zeros = ""
-    if x < 9.9999949999999e-3:
-        x *= 100
-        zeros = "00"
-    if x < 9.9999949999999e-2:
-        x *= 10
-        zeros += "0"
-    return f"{sign}0.{zeros}{_round_even(x * 1000000):06d}".rstrip("0")
-
-
-def plink_g_column(values: np.ndarray) -> list[str]:
-    """`plink_g` of every value (float64); equal values are formatted once."""
-    values = np.asarray(values, dtype=np.float64)
-    unique, inverse = np.unique(values, return_inverse=True)  # nan sorts last, once per nan
-    table = np.array([plink_g(v) for v in unique.tolist()], dtype=object)
-    return table[inverse.reshape(-1)].tolist()
+    return str(plink_g_array([x])[0])
 
 
 # -- which formats exist, for which metric, as which files --------------------------------
@@ -228,30 +256,33 @@ def write_kin0(
         recip = 1.0 / nsnp.astype(np.float64)
         hethet_p = recip * np.asarray(hethet)[order].astype(np.float64)
         ibs0_p = recip * np.asarray(ibs0)[order].astype(np.float64)
-    ids_arr = np.asarray(ids, dtype=object)
+    ids_arr = np.asarray(ids, dtype=_STR)
     columns = [ids_arr[first], ids_arr[second]]
     header = ["IID1", "IID2"]
     if fids is not None:
-        fids_arr = np.asarray(fids, dtype=object)
+        fids_arr = np.asarray(fids, dtype=_STR)
         columns = [fids_arr[first], columns[0], fids_arr[second], columns[1]]
         header = ["FID1", "IID1", "FID2", "IID2"]
     columns += [
-        [str(v) for v in nsnp.tolist()],
-        plink_g_column(hethet_p),
-        plink_g_column(ibs0_p),
-        plink_g_column(np.asarray(kinship, dtype=np.float64)[order]),
+        _text(nsnp),
+        plink_g_array(hethet_p),
+        plink_g_array(ibs0_p),
+        plink_g_array(np.asarray(kinship, dtype=np.float64)[order]),
     ]
     header_line = "#" + "\t".join([*header, "NSNP", "HETHET", "IBS0", "KINSHIP"]) + "\n"
-    _write_lines(out_path, _rows(header_line, columns, "\t"))
+    _write_lines(out_path, _rows(header_line, columns))
     return len(order)
 
 
-def _rows(header_line: str, columns, sep: str, chunk: int = 100_000):
+def _rows(header_line: str, columns, chunk: int = 100_000):
+    """The header, then the rows of string columns (numpy string arrays), tab-separated."""
     yield header_line
     n = len(columns[0]) if columns else 0
     for start in range(0, n, chunk):
-        part = [c[start : start + chunk] for c in columns]
-        yield "".join(sep.join(row) + "\n" for row in zip(*part, strict=True))
+        parts = [c[start : start + chunk] for c in columns]
+        cells = [x for part in parts for x in (part, "\t")]
+        cells[-1] = "\n"
+        yield "".join(_join(*cells).tolist())
 
 
 def write_mdist(mdist_path, id_path, ids: Sequence[str], matrix: np.ndarray, fids: Sequence[str] | None = None):
@@ -273,9 +304,9 @@ def write_mdist(mdist_path, id_path, ids: Sequence[str], matrix: np.ndarray, fid
 
     def lines():
         for i, row in enumerate(matrix):
-            cells = plink_g_column(row)
+            cells = plink_g_array(row)
             cells[i] = "0"
-            yield "\t".join(cells) + "\n"
+            yield "\t".join(cells.tolist()) + "\n"
 
     _write_lines(mdist_path, lines())
     _write_lines(id_path, (f"{f}\t{i}\n" for f, i in zip(fids, ids, strict=True)))

@@ -19,25 +19,34 @@ from genotile.io.readback import load_json
 from genotile.io.tsvgz import format_column, write_tsv_gz
 from genotile.pairs import relatedness
 from genotile.pairs.merge import read_tiles
+from genotile.store import duplicates
 
 log = logging.getLogger("genotile")
 
 
-def passing_pairs(tile_paths, plan: Plan, metric: Metric, store: dict | None = None) -> dict[str, np.ndarray]:
+def passing_pairs(
+    tile_paths, plan: Plan, metric: Metric, store: dict | None = None, distinct_index=None
+) -> dict[str, np.ndarray]:
     """{"a", "b", *metric.columns}: every pair passing the threshold, a < b, sorted by a then b
-    (the rows of pairs.tsv.gz)."""
-    parts = [
-        {k: arrays[k] for k in ("a", "b", *metric.columns)}
-        for _path, arrays, _meta, _digest in read_tiles(tile_paths, plan, metric, store)
-    ]
+    (the rows of pairs.tsv.gz); `distinct_index`: a collapsed store's (store/duplicates.py)."""
+    parts, selves = [], []
+    for path, arrays, _meta, _digest in read_tiles(tile_paths, plan, metric, store):
+        parts.append({k: arrays[k] for k in ("a", "b", *metric.columns)})
+        if distinct_index is not None:
+            selves.append(duplicates.self_pairs(path, arrays, metric, plan))
     merged = {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
+    if distinct_index is not None:
+        merged = duplicates.expand_merged(merged, selves, np.asarray(distinct_index), plan.n_vectors, metric)
     order = np.lexsort((merged["b"], merged["a"]))
     return {k: v[order] for k, v in merged.items()}
 
 
-def dense_values(tile_paths, plan: Plan, metric: Metric, store: dict | None = None, where="") -> np.ndarray:
+def dense_values(
+    tile_paths, plan: Plan, metric: Metric, store: dict | None = None, where="", distinct_index=None
+) -> np.ndarray:
     """(n, n) the metric's dense column for every pair (matrix.tsv's values), from the tiles'
-    dense blocks; the diagonal is what the diagonal tiles hold."""
+    dense blocks; the diagonal is what the diagonal tiles hold. `distinct_index`: a collapsed
+    store's, the matrix of distinct vectors indexed by each input vector's."""
     n = plan.n_vectors
     matrix = None
     filled = np.eye(n, dtype=bool)  # no value can mark an unwritten cell (nan is an ibs/king value)
@@ -53,6 +62,9 @@ def dense_values(tile_paths, plan: Plan, metric: Metric, store: dict | None = No
         filled[np.ix_(rows, cols)] = filled[np.ix_(cols, rows)] = True
     if matrix is None or not filled.all():
         raise GenotileError(f"{where}: {int((~filled).sum())} matrix cells were in no tile")
+    if distinct_index is not None:
+        index = np.asarray(distinct_index, dtype=np.int64)
+        matrix = matrix[np.ix_(index, index)]
     return matrix
 
 
@@ -81,36 +93,42 @@ def write_outputs(tiles, manifest_path, metric_name: str, paths, *, king_cutoff:
     """Write the outputs `paths` of one dataset and metric, each chosen by its file name
     (peer_formats.FORMATS, DEGREES_FILE, KING_CUTOFF_FILES; a pair of files comes together).
 
-    The manifest's `fids` (family IDs, when the input has them) go to the FID columns of
-    .kin0, .mdist.id and the king-cutoff lists; without them a .kin0 has none, as PLINK 2
-    writes it for a VCF, and .mdist.id repeats the IID (`plink1.9 --double-id`).
+    The manifest's `fids` and `iids` (a PLINK fileset's family and individual IDs) go to the
+    FID and IID columns of .kin0, .mdist.id and the king-cutoff lists; without `fids` (a VCF, a
+    .psam without FID) a .kin0 has no FID columns, as PLINK 2 writes it, and .mdist.id repeats
+    the IID (`plink1.9 --double-id`).
     """
     from genotile.pairs.steps import STORE_KEYS, store_identity  # steps imports the merge, as this does
 
     manifest = load_json(manifest_path, "manifest", STORE_KEYS)
-    plan = Plan(**{k: manifest["plan"][k] for k in ("n_vectors", "block_size", "seed")})
-    metric, ids, fids = get_metric(metric_name), manifest["ids"], manifest.get("fids")
+    plan = Plan.from_json(manifest["plan"])
+    metric, ids = get_metric(metric_name), manifest["ids"]
+    # a PLINK fileset's own columns (its manifest's `fids`, `iids`; genotile's IDs join them as
+    # FID_IID when a FID is not 0): PLINK's files show them apart, as PLINK writes them
+    fids, iids = manifest.get("fids"), manifest.get("iids") or ids
+    distinct = manifest.get("distinct_index")
     by_name = {Path(p).name: p for p in paths}
     unknown = set(by_name) - KNOWN_FILES
     if unknown:
         raise GenotileError(f"no writer for {', '.join(sorted(unknown))}; known: {', '.join(sorted(KNOWN_FILES))}")
     store = store_identity(manifest)
     if by_name.keys() & PAIR_FILES:
-        pairs = passing_pairs(tiles, plan, metric, store)
+        pairs = passing_pairs(tiles, plan, metric, store, distinct)
         if "plink2.kin0" in by_name:
-            write_kin0(pairs, ids, by_name["plink2.kin0"], fids)
+            write_kin0(pairs, iids, by_name["plink2.kin0"], fids)
         if peer_formats.DEGREES_FILE in by_name:
             write_degrees(pairs, ids, by_name[peer_formats.DEGREES_FILE])
         if by_name.keys() & set(peer_formats.KING_CUTOFF_FILES):
             if king_cutoff is None:
                 raise GenotileError(f"{manifest_path}: the king-cutoff lists need king_cutoff")
             in_path, out_path = (by_name[f] for f in peer_formats.KING_CUTOFF_FILES)
-            keep = write_king_cutoff(pairs, ids, king_cutoff, in_path, out_path, fids)
+            keep = write_king_cutoff(pairs, iids, king_cutoff, in_path, out_path, fids)
             log.info("king cutoff %s: %d of %d samples kept", king_cutoff, int(keep.sum()), len(ids))
     if by_name.keys() & DENSE_FILES:
-        matrix = dense_values(tiles, plan, metric, store, where=", ".join(sorted(by_name.keys() & DENSE_FILES)))
+        where = ", ".join(sorted(by_name.keys() & DENSE_FILES))
+        matrix = dense_values(tiles, plan, metric, store, where=where, distinct_index=distinct)
         if "plink.mdist" in by_name:
-            peer_formats.write_mdist(by_name["plink.mdist"], by_name["plink.mdist.id"], ids, matrix, fids)
+            peer_formats.write_mdist(by_name["plink.mdist"], by_name["plink.mdist.id"], iids, matrix, fids)
         if "snp-dists.molten.tsv" in by_name:
             peer_formats.write_snp_dists_molten(by_name["snp-dists.molten.tsv"], ids, matrix)
         if "snp-dists.csv" in by_name:
