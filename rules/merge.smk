@@ -1,3 +1,6 @@
+from genotile.io import peer_formats as _peer_formats  # noqa: E402
+
+
 rule matrix:
     input:
         tiles=tile_files,
@@ -33,11 +36,12 @@ rule merge:
         threshold=threshold_of,
         config=lambda wildcards: {
             "dataset": wildcards.dataset,
-            # the dataset's own settings, not its metric list: adding a metric reruns no other merge
+            # the dataset's own settings, not its metric list or opt-in outputs: adding a metric
+            # or a format reruns no merge
             **{
                 k: v
                 for k, v in config["datasets"][wildcards.dataset].items()
-                if k != "metrics"
+                if k != "metrics" and k not in _peer_formats.DATASET_KEYS
             },
             "threshold": config["thresholds"].get(wildcards.metric),
             "params": metric_params(wildcards),
@@ -45,3 +49,104 @@ rule merge:
         },
     script:
         "../scripts/merge.py"
+
+
+# -- opt-in outputs of a dataset (`formats:`, `king_degrees:`, `king_cutoff:`), made from the
+# tiles by scripts/peer_outputs.py; all_outputs asks for them through peer_files() (common.smk)
+
+
+rule kin0:
+    input:
+        tiles=tile_files,
+        manifest=store_file("manifest.json"),
+    output:
+        "results/{dataset}/{metric}/plink2.kin0",
+    log:
+        "logs/{dataset}/{metric}/kin0.log",
+    benchmark:
+        "benchmarks/{dataset}/{metric}/kin0.tsv"
+    wildcard_constraints:
+        metric="king",
+    conda:
+        "../envs/cpu.yaml"
+    script:
+        "../scripts/peer_outputs.py"
+
+
+rule mdist:
+    input:
+        tiles=tile_files,
+        manifest=store_file("manifest.json"),
+    output:
+        mdist="results/{dataset}/{metric}/plink.mdist",
+        ids="results/{dataset}/{metric}/plink.mdist.id",
+    log:
+        "logs/{dataset}/{metric}/mdist.log",
+    benchmark:
+        "benchmarks/{dataset}/{metric}/mdist.tsv"
+    wildcard_constraints:
+        metric="ibs",
+    conda:
+        "../envs/cpu.yaml"
+    script:
+        "../scripts/peer_outputs.py"
+
+
+rule snp_dists:
+    input:
+        tiles=tile_files,
+        manifest=store_file("manifest.json"),
+    output:
+        "results/{dataset}/{metric}/snp-dists.{form}",
+    log:
+        "logs/{dataset}/{metric}/snp-dists.{form}.log",
+    benchmark:
+        "benchmarks/{dataset}/{metric}/snp-dists.{form}.tsv"
+    wildcard_constraints:
+        metric="snp|hamming",
+        form=r"molten\.tsv|csv",
+    conda:
+        "../envs/cpu.yaml"
+    script:
+        "../scripts/peer_outputs.py"
+
+
+rule king_degrees:
+    input:
+        tiles=tile_files,
+        manifest=store_file("manifest.json"),
+    output:
+        "results/{dataset}/{metric}/degrees.tsv.gz",
+    log:
+        "logs/{dataset}/{metric}/degrees.log",
+    benchmark:
+        "benchmarks/{dataset}/{metric}/degrees.tsv"
+    wildcard_constraints:
+        metric="king",
+    conda:
+        "../envs/cpu.yaml"
+    script:
+        "../scripts/peer_outputs.py"
+
+
+rule king_cutoff:
+    input:
+        tiles=tile_files,
+        manifest=store_file("manifest.json"),
+    output:
+        kept="results/{dataset}/{metric}/plink2.king.cutoff.in.id",
+        removed="results/{dataset}/{metric}/plink2.king.cutoff.out.id",
+    log:
+        "logs/{dataset}/{metric}/king_cutoff.log",
+    benchmark:
+        "benchmarks/{dataset}/{metric}/king_cutoff.tsv"
+    wildcard_constraints:
+        metric="king",
+    conda:
+        "../envs/cpu.yaml"
+    params:
+        king_cutoff=lambda wildcards: config["datasets"][wildcards.dataset][
+            "king_cutoff"
+        ],
+    script:
+        "../scripts/peer_outputs.py"
