@@ -21,7 +21,7 @@ TRIPLE_ENCODING = {"ccc3": "genotype_t"}  # metrics outside core.metrics.METRICS
 
 
 def input_kind(path) -> str | None:
-    """"fasta", "vcf", "plink1", "plink2", or None for a name of none of these kinds.
+    """The input's kind: "fasta", "vcf", "plink1", "plink2", or None for a name of none of these.
 
     A PLINK companion file (.bim .fam .pvar .psam) is refused by name (plink.plink_format).
     """
