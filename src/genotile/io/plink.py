@@ -49,7 +49,7 @@ def _suffix(path) -> str:
 
 
 def plink_format(path) -> str | None:
-    """ "plink1" for a .bed, "plink2" for a .pgen, None for anything else.
+    """The fileset's format: "plink1" for a .bed, "plink2" for a .pgen, None for anything else.
 
     A companion file (.bim, .fam, .pvar, .psam) is refused by name: the fileset is named by
     its genotype file.
