@@ -16,6 +16,7 @@ from genotile.core.metrics import METRICS  # noqa: E402
 from genotile.core.registry import REGISTRY, config_params  # noqa: E402
 from genotile.backends import registry as _backend_registry  # noqa: E402
 from genotile.core.plan import Plan, read_plan  # noqa: E402
+from genotile.triples import steps as _triples  # noqa: E402
 from genotile.store import sources as _sources  # noqa: E402
 from genotile.core import limits as _limits  # noqa: E402
 
@@ -294,13 +295,14 @@ def ccc3_plan(dataset):
     vectors is refused here, before any triple job is scheduled."""
     plan_json = checkpoints.plan.get(dataset=dataset, encoding="genotype_t").output.plan
     block_size, stages = ccc3_settings()
-    plan = _ccc3.Plan3.from_plan(read_plan(plan_json), block_size, stages)
     threshold = config["thresholds"].get("ccc3")
-    _ccc3.check_null_threshold(
-        plan.n_vectors,
+    plan = _triples.plan_triples(
+        read_plan(plan_json),
+        block_size,
+        stages,
         threshold,
+        null_max=ccc3_null_max(),
         where=f"dataset {dataset}: ",
-        max_vectors=ccc3_null_max(),
     )
     if dataset not in _CCC3_SHOWN:
         _CCC3_SHOWN.add(dataset)

@@ -6,7 +6,7 @@ import logging
 import time
 from pathlib import Path
 
-from genotile.core.limits import check_threshold
+from genotile.core.limits import PAIRS_MAX, check_plan, check_threshold
 from genotile.core.metrics import get_metric
 from genotile.core.plan import Plan, read_plan, write_plan
 from genotile.errors import GenotileError
@@ -40,10 +40,13 @@ def ingest(input_path, encoding, codes_out, manifest_out, **options) -> dict:
     return m
 
 
-def plan(ingest_manifest, block_size: int, seed: int, plan_out, perm_out) -> Plan:
+def plan(ingest_manifest, block_size: int, seed: int, plan_out, perm_out, *, bounds: dict | None = None) -> Plan:
+    """The tile plan; `bounds`: limits.check_plan's keywords, a run past them refused first."""
     if block_size < 1:
         raise GenotileError(f"block_size must be a positive integer, not {block_size}")
     p = Plan(_load_json(ingest_manifest)["n_vectors"], int(block_size), int(seed))
+    if bounds is not None:  # a run past the bounds on output stops here, before any tile job
+        check_plan(p.n_vectors, **bounds)
     write_plan(p, plan_out, perm_out)
     log.info("tile plan: %s", p.describe())
     return p
@@ -215,6 +218,7 @@ def run_all(
     backend="auto",
     vcf_options=None,
     metric_params=None,
+    pairs_max=PAIRS_MAX,
 ) -> dict:
     """Every stage in this process, with the same file layout as the workflow.
 
@@ -230,6 +234,14 @@ def run_all(
         store = outdir / "store" / enc
         current_store(input_path, enc, outdir, block_size, seed, vcf_options)
         p = read_plan(store / "plan.json")
+        # the plan's bounds on output, also where the store was planned by an earlier run
+        check_plan(
+            p.n_vectors,
+            [m for m in metrics if get_metric(m).encoding == enc],
+            thresholds,
+            pairs_max=pairs_max,
+            where=f"{input_path}: ",
+        )
         mdir = outdir / metric_name
         paths = tile_paths(mdir / "pairs", p)
         progress = Progress(f"{metric_name}: tiles", total=len(paths))

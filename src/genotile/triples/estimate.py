@@ -11,7 +11,9 @@ A density of 1 is a null threshold: refused beyond ccc3.NULL_THRESHOLD_MAX vecto
 from genotile.core import ccc3
 from genotile.core.bits import WORD_BITS, n_words
 from genotile.core.genotype import PLANES, GenotypeLayout
+from genotile.core.plan import Plan
 from genotile.errors import GenotileError
+from genotile.triples.steps import plan_triples
 
 
 def _size(b: float) -> str:
@@ -34,9 +36,10 @@ def describe(
 ) -> str:
     if not 0 <= density <= 1:
         raise GenotileError(f"density must be between 0 and 1, not {density}")
-    if density >= 1:
-        ccc3.check_null_threshold(n_vectors, None, "--density 1 (a null threshold): ")
-    plan = ccc3.Plan3(n_vectors, block_size, 0, stages)
+    # a density of 1 is a null threshold (any other: some threshold), held to the run's bound
+    threshold = None if density >= 1 else density
+    where = "--density 1 (a null threshold): "
+    plan = plan_triples(Plan(n_vectors, block_size, 0), block_size, stages, threshold, where=where)
     blocks = plan.n_blocks
     jobs = blocks * (blocks + 1) * (blocks + 2) // 6 * stages
     layout = GenotypeLayout(n_words(n_fields), PLANES["genotype_t"], complete=not missing)

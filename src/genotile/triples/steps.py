@@ -7,6 +7,7 @@ import time
 from pathlib import Path
 
 from genotile.core import ccc3
+from genotile.core.limits import check_plan
 from genotile.core.plan import Plan
 from genotile.io.readback import load_json, load_permutation
 from genotile.io.stale import remove_stale_files
@@ -23,6 +24,15 @@ log = logging.getLogger("genotile")
 def plan3(manifest: dict, block_size: int, stages: int) -> ccc3.Plan3:
     """The ccc3 plan over a store: its vectors and permutation seed, ccc3's own blocks and stages."""
     return ccc3.Plan3.from_plan(Plan.from_json(manifest["plan"]), block_size, stages)
+
+
+def plan_triples(store_plan: Plan, block_size: int, stages: int, threshold, *, null_max=None, where="") -> ccc3.Plan3:
+    """The triples' plan step: ccc3's plan over a store's 2-way plan, held to its bound on
+    output (limits.check_plan: a null threshold past `null_max` vectors, default
+    ccc3.NULL_THRESHOLD_MAX, is refused). Every ccc3 run plans here: the workflow's plan rule
+    and DAG (scripts/plan.py, rules/common.smk), each triple job, `run_ccc3` and `genotile plan`."""
+    check_plan(store_plan.n_vectors, [ccc3.NAME], {ccc3.NAME: threshold}, ccc3_null_max=null_max, where=where)
+    return ccc3.Plan3.from_plan(store_plan, block_size, stages)
 
 
 def triple_path(triples_dir, job) -> Path:
@@ -52,8 +62,7 @@ def triple_job(
     null_max: int = ccc3.NULL_THRESHOLD_MAX,
 ) -> dict:
     planes_mm, manifest, layout = open_store(planes, manifest_path)
-    plan = plan3(manifest, block_size, stages)
-    ccc3.check_null_threshold(plan.n_vectors, threshold, max_vectors=null_max)
+    plan = plan_triples(Plan.from_json(manifest["plan"]), block_size, stages, threshold, null_max=null_max)
     prm = ccc3.Params.make(**(params or {}))
     perm = load_permutation(perm_path, plan.n_vectors)
     log.info(
@@ -129,8 +138,8 @@ def run_ccc3(
 ) -> dict:
     """Every ccc3 job of a packed store, then the merge, in this process (files as the workflow's)."""
     store_dir, outdir = Path(store_dir), Path(outdir)
-    plan = plan3(load_json(store_dir / "manifest.json", "store manifest", STORE_KEYS), block_size, stages)
-    ccc3.check_null_threshold(plan.n_vectors, threshold, max_vectors=null_max)
+    store_plan = Plan.from_json(load_json(store_dir / "manifest.json", "store manifest", STORE_KEYS)["plan"])
+    plan = plan_triples(store_plan, block_size, stages, threshold, null_max=null_max)
     paths = triple_paths(outdir / "triples", plan)
     progress = Progress("ccc3: jobs", total=len(paths))
     for n, (job, path) in enumerate(zip(plan.jobs(), paths, strict=True), start=1):
