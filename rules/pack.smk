@@ -6,6 +6,8 @@ checkpoint plan:
         perm="results/{dataset}/store/{encoding}/perm.npy",
     log:
         "logs/{dataset}/plan.{encoding}.log",
+    # light: runs on the login node, not as a cluster job
+    localrule: True
     conda:
         "../envs/cpu.yaml"
     params:

@@ -11,6 +11,8 @@ rule plot_histogram:
         ),
     log:
         "logs/{dataset}/{metric}/plot_histogram.log",
+    # light: runs on the login node, not as a cluster job
+    localrule: True
     conda:
         "../envs/report.yaml"
     script:
@@ -91,6 +93,8 @@ rule run_summary:
         ),
     log:
         "logs/run_summary.log",
+    # light: runs on the login node, not as a cluster job
+    localrule: True
     conda:
         "../envs/report.yaml"
     script:
