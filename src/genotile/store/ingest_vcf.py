@@ -16,6 +16,7 @@ import json
 import os
 import sys
 import tempfile
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -63,7 +64,7 @@ class RowAppender:
         return self.fh.tell()
 
     def append(self, block: np.ndarray) -> None:
-        self.fh.write(memoryview(np.ascontiguousarray(block, dtype=self.dtype)))
+        self.fh.write(np.ascontiguousarray(block, dtype=self.dtype).data)
         self.rows += block.shape[0]
 
     def close(self) -> None:
@@ -161,7 +162,7 @@ def _transpose_blocks(blocks: list[np.ndarray], out_path) -> None:
                             c1 = min(s1, c0 + TILE)
                             buf[c0 - s0 : c1 - s0, v0 + t0 : v0 + t1] = block[t0:t1, c0:c1].T
                 v0 += block.shape[0]
-            fh.write(memoryview(buf[: s1 - s0]))
+            fh.write(buf[: s1 - s0].data)
 
 
 def open_genotypes(path, **options) -> GenotypeReader | PlinkReader:
@@ -174,9 +175,12 @@ def open_genotypes(path, **options) -> GenotypeReader | PlinkReader:
 def ingest_vcf(path, encoding: str, codes_out, manifest_out, **options) -> dict:
     """Write the codes matrix of a VCF/BCF or PLINK fileset for `genotype` or `genotype_t`; return the manifest."""
     options = check_options(options)
+    hashing = ThreadPoolExecutor(1, thread_name_prefix="genotile-sha256")
+    digest = hashing.submit(file_sha256, path)  # hashlib releases the GIL: alongside the reading
+    hashing.shutdown(wait=False)
     with open_genotypes(path, **options) as reader, atomic_path(codes_out) as tmp:
         if encoding == "genotype_t":
-            ids_variants = _read_rows(reader, RowAppender(tmp, len(reader.samples)))
+            ids_variants: list = _read_rows(reader, RowAppender(tmp, len(reader.samples)))
         elif isinstance(reader, PlinkReader) and reader.direct:  # samples x variants straight from pgenlib
             ids_variants = [None] * reader.write_sample_rows(tmp, threads=usable_cpus(2))
         else:
@@ -219,7 +223,7 @@ def ingest_vcf(path, encoding: str, codes_out, manifest_out, **options) -> dict:
     manifest = {
         "genotile": __version__,
         "input": str(path),
-        "input_sha256": file_sha256(path),
+        "input_sha256": digest.result(),
         "format": reader.format,
         "encoding": encoding,
         "n_vectors": len(ids),
