@@ -215,7 +215,7 @@ def _store(x, metric_name: str, ids, options: dict, block_size: int, seed: int, 
     steps.plan(manifest, block_size, seed, work / "plan.json", work / "perm.npy")
     steps.pack(codes, manifest, work / "plan.json", work / "perm.npy", work / "planes.npy", work / "store.json")
     planes, store, layout = open_store(work / "planes.npy", work / "store.json")
-    plan = Plan(**{k: store["plan"][k] for k in ("n_vectors", "block_size", "seed")})
+    plan = Plan.from_json(store["plan"])
     return np.array(planes), layout, np.load(work / "perm.npy"), plan, store["ids"]
 
 
@@ -391,6 +391,7 @@ def triplewise(
     ([['0', '1', '2']], 0.072917)
     """
     from genotile.core import ccc3
+    from genotile.triples.steps import plan_triples
     from genotile.triples.tile import compute_triples
 
     options = {"samples": samples, "regions": regions, "filter_pass": filter_pass, "multiallelic": multiallelic}
@@ -398,8 +399,7 @@ def triplewise(
     prm = ccc3.Params.make(**(params or {}))
     with _Scratch(workdir) as work:
         planes, layout, perm, plan, ids_out = _store(x, "ccc3", ids, options, block_size, seed, work)
-        plan3 = ccc3.Plan3(plan.n_vectors, block_size, seed, 1)
-        ccc3.check_null_threshold(plan3.n_vectors, threshold)
+        plan3 = plan_triples(plan, block_size, 1, threshold)  # ccc3's plan and its bound on output
         parts = []
         for bi, bj, bk, stage in plan3.jobs():
             arrays, _ = compute_triples(planes, layout, perm, plan3, prm, bi, bj, bk, stage, threshold, backend)
