@@ -330,6 +330,7 @@ def pairwise(
             arrays, _ = compute_tile(planes, layout, perm, plan, m, bi, bj, threshold, dense, backend)
             parts.append({k: arrays[k] for k in ("a", "b", *m.columns)})
             if dense:
+                assert full is not None
                 block = arrays["dense"]
                 full = full.astype(np.result_type(full, block), copy=False)
                 full[np.ix_(arrays["dense_rows"], arrays["dense_cols"])] = block

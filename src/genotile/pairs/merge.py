@@ -70,7 +70,8 @@ def merge_pairs(
     """pairs.tsv.gz from every tile; `distinct_index` (each input vector's distinct row, where
     identical vectors were collapsed): the tiles' pairs of distinct rows and self pairs expanded
     to the input pairs (store/duplicates.py)."""
-    parts, tiles, hist, selves = [], [], {}, []
+    parts, tiles, selves = [], [], []
+    hist: dict[str, np.ndarray] = {}
     for path, arrays, meta, digest in read_tiles(tile_paths, plan, metric, store, perm, expect):
         parts.append({k: arrays[k] for k in ("a", "b", *metric.columns)})
         if distinct_index is not None:
@@ -132,6 +133,7 @@ def merge_matrix(
         filled[np.ix_(rows, cols)] = filled[np.ix_(cols, rows)] = True
     if not filled.all():
         raise GenotileError(f"{out_path}: {int((~filled).sum())} matrix cells were in no tile")
+    assert matrix is not None  # every cell was in a tile, so there was one
     if distinct_index is not None:
         index = np.asarray(distinct_index, dtype=np.int64)
         matrix = matrix[np.ix_(index, index)]

@@ -71,6 +71,7 @@ def ingest(samples_path, signatures_path, store_dir, *, sample_block: int, signa
     """
     samples = from_records(read_fastq(samples_path), with_qual=True)
     sigs = from_records(read_signatures(signatures_path), with_qual=False)
+    assert samples.qual is not None  # with_qual=True
     store = Path(store_dir)
     arrays = {
         "seq": samples.seq,
