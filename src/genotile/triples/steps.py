@@ -22,7 +22,19 @@ log = logging.getLogger("genotile")
 
 
 def plan3(manifest: dict, block_size: int, stages: int) -> ccc3.Plan3:
-    """The ccc3 plan over a store: its vectors and permutation seed, ccc3's own blocks and stages."""
+    """The ccc3 plan over a store: its vectors and permutation seed, ccc3's own blocks and stages.
+
+    Parameters
+    ----------
+    manifest : dict
+        The genotype_t store manifest (its plan gives n_vectors and seed).
+    block_size, stages : int
+        `ccc3: block_size` and `ccc3: stages`.
+
+    Returns
+    -------
+    ccc3.Plan3
+    """
     return ccc3.Plan3.from_plan(Plan.from_json(manifest["plan"]), block_size, stages)
 
 
@@ -36,11 +48,13 @@ def plan_triples(store_plan: Plan, block_size: int, stages: int, threshold, *, n
 
 
 def triple_path(triples_dir, job) -> Path:
+    """`triples_dir/triples_I_J_K_S.npz` of job (I, J, K, S)."""
     i, j, k, s = job
     return Path(triples_dir) / f"triples_{i}_{j}_{k}_{s}.npz"
 
 
 def triple_paths(triples_dir, plan: ccc3.Plan3) -> list[Path]:
+    """Every job file of the plan, in `plan.jobs()` order."""
     return [triple_path(triples_dir, job) for job in plan.jobs()]
 
 
@@ -61,6 +75,32 @@ def triple_job(
     out,
     null_max: int = ccc3.NULL_THRESHOLD_MAX,
 ) -> dict:
+    """One ccc3 job: block triple (bi, bj, bk), stage `stage` of block bj, to a checksummed file.
+
+    Parameters
+    ----------
+    planes, manifest_path, perm_path : str or os.PathLike
+        The genotype_t store.
+    bi, bj, bk : int
+        Blocks, bi <= bj <= bk.
+    stage : int
+        Part of the middle block bj, 0 <= stage < stages.
+    block_size, stages : int
+        The ccc3 plan's (checked again by the merge).
+    threshold : float or None
+        Triples kept (any entry >= threshold); None is bounded by `null_max` SNPs.
+    params : dict, optional
+        multiplier, param.
+    backend : str
+    out : str or os.PathLike
+        The job file: a, b, c (int64 (t,), a < b < c in input order), ccc_000 ... ccc_111
+        (float64 (t,)), meta and SHA-256.
+
+    Returns
+    -------
+    dict
+        The job's meta (triples computed and passing, backend, seconds, store identity).
+    """
     planes_mm, manifest, layout = open_store(planes, manifest_path)
     plan = plan_triples(Plan.from_json(manifest["plan"]), block_size, stages, threshold, null_max=null_max)
     prm = ccc3.Params.make(**(params or {}))
@@ -96,6 +136,27 @@ def triple_job(
 
 
 def merge(paths, manifest_path, *, block_size, stages, triples_out, summary_out, config: dict, params=None) -> dict:
+    """triples.tsv.gz and summary.json from every job file of the plan (triples/merge.py).
+
+    Parameters
+    ----------
+    paths : sequence of str or os.PathLike
+        Every job file (refused when one is missing, foreign, repeated or damaged).
+    manifest_path : str or os.PathLike
+        The genotype_t store manifest.
+    block_size, stages : int
+        The ccc3 plan the files must have been computed with.
+    triples_out, summary_out : str or os.PathLike
+    config : dict
+        Recorded in summary.json.
+    params : dict, optional
+        multiplier, param the files must have been computed with.
+
+    Returns
+    -------
+    dict
+        The summary written.
+    """
     started = time.perf_counter()
     manifest = load_json(manifest_path, "store manifest", STORE_KEYS)
     plan = plan3(manifest, block_size, stages)
@@ -136,7 +197,22 @@ def run_ccc3(
     backend="auto",
     null_max: int = ccc3.NULL_THRESHOLD_MAX,
 ) -> dict:
-    """Every ccc3 job of a packed store, then the merge, in this process (files as the workflow's)."""
+    """Every ccc3 job of a packed store, then the merge, in this process (files as the workflow's).
+
+    Parameters
+    ----------
+    store_dir : str or os.PathLike
+        A packed genotype_t store (planes.npy, manifest.json, perm.npy).
+    outdir : str or os.PathLike
+        Gets triples/, triples.tsv.gz and summary.json.
+    block_size, stages, threshold, params, backend, null_max
+        As `triple_job`.
+
+    Returns
+    -------
+    dict
+        The summary.
+    """
     store_dir, outdir = Path(store_dir), Path(outdir)
     store_plan = Plan.from_json(load_json(store_dir / "manifest.json", "store manifest", STORE_KEYS)["plan"])
     plan = plan_triples(store_plan, block_size, stages, threshold, null_max=null_max)
