@@ -3,6 +3,9 @@
 #
 #   .ci/slurm.sh start    install slurm-wlm + munge if missing, start munged, slurmctld, slurmd;
 #                         wait until the node is idle (idempotent: a running cluster is kept)
+#   .ci/slurm.sh start --no-gpu
+#                         the same node without GPUs (no GRES), as on a CPU-only cluster; a
+#                         running cluster of the other kind is stopped and started again
 #   .ci/slurm.sh status   is it up? (exit 0 when the node answers and is usable)
 #   .ci/slurm.sh stop     cancel its jobs, stop the daemons it started, remove its state
 #
@@ -13,7 +16,7 @@
 # SLURM_CONF included, before the `srun` inside each job, so that srun finds its configuration
 # only at the default path. The node is the machine's own short hostname at 127.0.0.1,
 # with nproc CPUs, 90% of its memory, and two fake GPUs (GRES gpu:fake:2, links to /dev/null)
-# so that jobs asking for a GPU can be scheduled on a machine without one.
+# so that jobs asking for a GPU can be scheduled on a machine without one (none with --no-gpu).
 #
 # Meant for a throwaway machine or a CI container running as root without systemd (Debian
 # bookworm: slurm 22.05, munge 0.5.15). Ports: $SLURM_CTLD_PORT (6817), $SLURM_D_PORT (6818).
@@ -23,7 +26,7 @@ STATE=${SLURM_STATE:-/tmp/genotile-slurm}
 CONF=$STATE/slurm.conf
 CTLD_PORT=${SLURM_CTLD_PORT:-6817}
 D_PORT=${SLURM_D_PORT:-6818}
-N_FAKE_GPUS=2
+N_FAKE_GPUS=2  # 0 with `start --no-gpu`
 ETC_CONF=/etc/slurm/slurm.conf
 export SLURM_CONF=$CONF
 
@@ -71,6 +74,8 @@ write_config() {
   node=$(node_name)
   cpus=$(nproc)
   mem_mb=$(awk '/^MemTotal:/ {print int($2 / 1024 * 0.9)}' /proc/meminfo)
+  local gres=""
+  ((N_FAKE_GPUS)) && gres=" Gres=gpu:fake:$N_FAKE_GPUS"
   mkdir -p "$STATE"/{munge,ctld,spool,log,run,dev}
   chmod 711 "$STATE/munge"  # the socket must be reachable; the key itself is 0400
   for ((k = 0; k < N_FAKE_GPUS; k++)); do
@@ -116,15 +121,16 @@ InactiveLimit=0
 # Take the node's CPUs and memory from this file, whatever slurmd detects (containers).
 SlurmdParameters=config_overrides
 GresTypes=gpu
-NodeName=$node NodeAddr=127.0.0.1 CPUs=$cpus RealMemory=$mem_mb Gres=gpu:fake:$N_FAKE_GPUS State=UNKNOWN
+NodeName=$node NodeAddr=127.0.0.1 CPUs=$cpus RealMemory=$mem_mb$gres State=UNKNOWN
 PartitionName=debug Nodes=$node Default=YES MaxTime=INFINITE State=UP
 EOF
   # Fake GPUs: links to /dev/null (slurmd wants character devices), so SLURM counts them,
   # hands one to each job asking for a GPU and sets CUDA_VISIBLE_DEVICES; no GPU is behind them.
-  cat >"$STATE/gres.conf" <<EOF
-AutoDetect=off
-NodeName=$node Name=gpu Type=fake File=$STATE/dev/fakegpu[0-$((N_FAKE_GPUS - 1))]
-EOF
+  echo "AutoDetect=off" >"$STATE/gres.conf"
+  if ((N_FAKE_GPUS)); then
+    echo "NodeName=$node Name=gpu Type=fake File=$STATE/dev/fakegpu[0-$((N_FAKE_GPUS - 1))]" >>"$STATE/gres.conf"
+  fi
+  echo "$N_FAKE_GPUS" >"$STATE/gpus"
 }
 
 link_etc_conf() {  # /etc/slurm/slurm.conf -> ours, for the srun inside each job (see top)
@@ -203,6 +209,12 @@ wait_idle() {
 cmd_start() {
   [[ $(id -u) == 0 ]] || die "must run as root (SlurmUser=root, munged, apt-get)"
   install_packages
+  local running_gpus
+  running_gpus=$(cat "$STATE/gpus" 2>/dev/null || echo 2)
+  if [[ -f $CONF && $running_gpus != "$N_FAKE_GPUS" ]]; then
+    say "the cluster here has $running_gpus GPUs, $N_FAKE_GPUS wanted: starting it again"
+    cmd_stop
+  fi
   if alive "$STATE/run/slurmctld.pid" && alive "$STATE/run/slurmd.pid" && [[ -f $CONF ]]; then
     link_etc_conf
     wait_idle
@@ -215,7 +227,9 @@ cmd_start() {
   start_daemon slurmctld "$STATE/run/slurmctld.pid"
   start_daemon slurmd "$STATE/run/slurmd.pid"
   wait_idle
-  say "up: node $(node_name) $(node_state), $(nproc) CPUs, gres gpu:fake:$N_FAKE_GPUS, partition debug (config $CONF)"
+  local gpus="no GPUs"
+  ((N_FAKE_GPUS)) && gpus="gres gpu:fake:$N_FAKE_GPUS"
+  say "up: node $(node_name) $(node_state), $(nproc) CPUs, $gpus, partition debug (config $CONF)"
 }
 
 cmd_status() {
@@ -235,7 +249,7 @@ cmd_status() {
   done
   case $state in
     idle | mixed | allocated | completing)
-      say "up: node $(node_name) $state (config $CONF)"
+      say "up: node $(node_name) $state, $(cat "$STATE/gpus" 2>/dev/null || echo 2) fake GPUs (config $CONF)"
       return 0
       ;;
     *)
@@ -299,11 +313,18 @@ cmd_stop() {
 }
 
 case ${1:-} in
-  start) cmd_start ;;
+  start)
+    case ${2:-} in
+      "") ;;
+      --no-gpu) N_FAKE_GPUS=0 ;;
+      *) die "unknown option ${2}: start [--no-gpu]" ;;
+    esac
+    cmd_start
+    ;;
   stop) cmd_stop ;;
   status) cmd_status ;;
   *)
-    echo "usage: $0 start|stop|status   (state: \$SLURM_STATE, default /tmp/genotile-slurm)" >&2
+    echo "usage: $0 start [--no-gpu]|stop|status   (state: \$SLURM_STATE, default /tmp/genotile-slurm)" >&2
     exit 2
     ;;
 esac

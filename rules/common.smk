@@ -17,6 +17,7 @@ from genotile.core.registry import REGISTRY, config_params  # noqa: E402
 from genotile.backends import registry as _backend_registry  # noqa: E402
 from genotile.core.plan import Plan, read_plan  # noqa: E402
 from genotile.triples import steps as _triples  # noqa: E402
+from genotile.runtime import gpu_request as _gpu_request  # noqa: E402
 from genotile.store import sources as _sources  # noqa: E402
 from genotile.core import limits as _limits  # noqa: E402
 
@@ -68,9 +69,29 @@ def tile_env() -> str:
     )
 
 
-def tile_gpus() -> int:
-    """The `gpu` resource of the rules that run a backend: none for a CPU backend, else 1."""
-    return 0 if _backend_registry.is_cpu(config["backend"]) else 1
+def tile_gpus(wildcards) -> int:
+    """The `gpu` resource (0 or 1) of the rules that run a backend: config `tile_gpu`
+    (runtime/gpu_request.py). A function, so that it is asked once the executor is known: on
+    SLURM, `auto` asks `sinfo` whether the tile jobs' partition has GPUs."""
+    return _gpu_request.tile_gpus(
+        config["tile_gpu"],
+        config["backend"],
+        on_cluster=workflow.non_local_exec,
+        partition=tile_partition(),
+    )
+
+
+def tile_partition():
+    """The SLURM partition of tile jobs: `slurm_partition` of the tile rule in set-resources, else
+    in default-resources (profiles), else None (the cluster's default partition)."""
+    settings = workflow.resource_settings
+    for resources in (
+        settings.overwrite_resources.get("tile") or {},
+        settings.default_resources or {},
+    ):
+        if "slurm_partition" in resources:
+            return str(resources["slurm_partition"].raw).strip("'\"") or None
+    return None
 
 
 def job_group(kind: str, name: str, rank: int) -> str:

@@ -44,8 +44,8 @@ rule screen_tile:
     conda:
         tile_env()
     resources:
-        # one GPU per tile job, unless the config pins a CPU backend
-        gpu=tile_gpus(),
+        # one GPU per tile job where one exists or config `tile_gpu` asks (rules/common.smk)
+        gpu=tile_gpus,
     params:
         backend=config["backend"],
     script:

@@ -19,8 +19,8 @@ rule tile:
         tile_env()
     threads: config["tile_threads"]
     resources:
-        # one GPU per tile job, unless the config pins a CPU backend
-        gpu=tile_gpus(),
+        # one GPU per tile job where one exists or config `tile_gpu` asks (rules/common.smk)
+        gpu=tile_gpus,
     params:
         threshold=threshold_of,
         dense=dense_wanted,

@@ -24,7 +24,7 @@ rule triples:
         tile_env()
     threads: config["tile_threads"]
     resources:
-        gpu=tile_gpus(),
+        gpu=tile_gpus,
     params:
         threshold=lambda wildcards: config["thresholds"].get("ccc3"),
         block_size=ccc3_settings()[0],

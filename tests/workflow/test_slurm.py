@@ -1,15 +1,23 @@
-"""The example workflow on a real SLURM: `snakemake --executor slurm --profile profiles/slurm`.
+"""The example workflow on a real SLURM, run as users type it: `snakemake --profile slurm`.
 
-Needs a running SLURM with a node that offers a GPU GRES, and snakemake-executor-plugin-slurm;
-skipped (with the reason) otherwise. `.ci/slurm.sh start` makes one on this machine: one node,
-two fake GPUs, no accounting database (job states come from squeue); `.ci/run` starts it for
-these tests and stops it afterwards.
+Needs a running SLURM and snakemake-executor-plugin-slurm; skipped (with the reason) otherwise.
+`.ci/slurm.sh start` makes one on this machine: one node, two fake GPUs (`start --no-gpu`: none),
+no accounting database (job states come from squeue); `.ci/run` starts it for these tests and
+stops it afterwards. Where that cluster runs, these tests start it again without GPUs for the
+CPU-cluster test, and with them again at the end.
 
-- the example config runs through SLURM and gives byte for byte the outputs of a local run;
-  tiles go `tiles_per_job` to a SLURM job; tile jobs asked SLURM for one GPU and got one, the CPU
-  rules asked for none;
+Every run is `snakemake --profile slurm` from the repo root, with a site profile in a temporary
+`$XDG_CONFIG_HOME/snakemake/slurm` and the workflow profile profiles/default read by Snakemake itself
+(plus `--directory`/`--configfile` for where to work, and the test cluster's status settings):
+
+- GPU cluster, site profile = the shipped profiles/slurm installed by the README's one-line copy:
+  the example config gives byte for byte the outputs of a local run; tiles go `tiles_per_job` to a
+  SLURM job; tile jobs asked SLURM for one GPU and got one, the other jobs asked for none, and the
+  light rules (plan) ran on the login node, not as SLURM jobs;
 - a tile job cancelled mid-run (`scancel`, as a lost node would) fails the run; the rerun
-  recomputes only what is missing and ends with the same outputs.
+  recomputes only what is missing and ends with the same outputs;
+- CPU-only cluster, a minimal site profile (executor and partition only), `backend: auto`: no job
+  asks SLURM for a GPU, and the outputs are the local run's.
 """
 
 import os
@@ -27,14 +35,22 @@ import yaml
 pytestmark = pytest.mark.slurm  # `pytest -m "not slurm"` leaves it out
 
 REPO = Path(__file__).resolve().parents[2]
-PROFILE = REPO / "profiles" / "slurm"
+CI_SLURM = REPO / ".ci" / "slurm.sh"
+CI_SLURM_CONF = Path(os.environ.get("SLURM_STATE", "/tmp/genotile-slurm")) / "slurm.conf"
 # The example data has 60 sequences (snp, hamming), 40 samples (ibs, king) and about 900 SNPs
 # (ccc2): blocks of 480 give 1 + 1 + 1 + 1 + 3 tiles; 2 tiles a job make 1 + 1 + 1 + 1 + 2 tile jobs.
 BLOCK_SIZE = 480
 TILES_PER_JOB = 2
-RUN_TIMEOUT = 360  # seconds per Snakemake run before the test gives up (and cancels its jobs)
-# Checks start 1 s after a submission instead of the profile's 20 s (the cluster is local).
-FAST_STATUS = ["--slurm-init-seconds-before-status-checks", "1"]
+RUN_TIMEOUT = 600  # seconds per Snakemake run before the test gives up (and cancels its jobs)
+# The test cluster's own settings, not a site profile's: it has no accounting database (sacct), so
+# job states come from squeue; checks start 1 s after a submission (the cluster is local).
+TEST_CLUSTER = ["--slurm-status-command", "squeue", "--slurm-init-seconds-before-status-checks", "1"]
+
+
+def _sinfo(fields: str) -> list[str]:
+    return subprocess.run(
+        ["sinfo", "-h", "-o", fields], capture_output=True, text=True, timeout=15, check=True
+    ).stdout.splitlines()
 
 
 def _slurm_unavailable_reason() -> str | None:
@@ -52,17 +68,23 @@ def _slurm_unavailable_reason() -> str | None:
     if proc.returncode != 0:
         last = (proc.stderr.strip().splitlines() or ["no output"])[-1][:200]
         return f"SLURM is not up (sinfo: {last}); .ci/slurm.sh start makes a one-node cluster"
-    usable = []
-    for line in proc.stdout.splitlines():
-        state, _, gres = line.strip().partition(" ")
-        # states: idle, mixed, allocated, ...; a trailing * (not responding), ~ (powered off) etc.
-        if state in ("idle", "mixed", "allocated", "completing"):
-            usable.append(gres)
+    # states: idle, mixed, allocated, ...; a trailing * (not responding), ~ (powered off) etc.
+    usable = [line for line in proc.stdout.splitlines() if line.split(" ")[0] in USABLE]
     if not usable:
         return f"SLURM has no usable node (sinfo: {proc.stdout.strip()[:200]!r})"
-    if not any("gpu" in gres for gres in usable):
-        return "no SLURM node offers a GPU GRES: tile jobs ask for one and would never start"
     return None
+
+
+USABLE = ("idle", "mixed", "allocated", "completing")
+
+
+def cluster_has_gpus() -> bool:
+    """Whether a usable node offers a `gpu` GRES."""
+    return any(line.split(" ")[0] in USABLE and "gpu" in line.partition(" ")[2] for line in _sinfo("%T %G"))
+
+
+def default_partition() -> str:
+    return next(line.rstrip("*") for line in _sinfo("%P") if line.endswith("*"))
 
 
 @pytest.fixture(scope="module")
@@ -72,6 +94,32 @@ def slurm():
         pytest.fail(f"GENOTILE_REQUIRE_SLURM=1 but {reason}", pytrace=False)
     if reason:
         pytest.skip(reason)
+
+
+@pytest.fixture(scope="module")
+def cluster(slurm):
+    """`cluster("gpu")` / `cluster("cpu")`: a SLURM with / without GPU nodes, or a skip.
+
+    The one-node cluster of .ci/slurm.sh is started again as the kind wanted (and as it was
+    found at the end); any other cluster is used as it is, for the tests of its kind.
+    """
+    found = cluster_has_gpus()
+    ours = CI_SLURM_CONF.is_file() and os.geteuid() == 0
+
+    def want(kind: str):
+        gpus = kind == "gpu"
+        if cluster_has_gpus() == gpus:
+            return
+        if not ours:
+            pytest.skip(f"the SLURM here has {'no ' if gpus else ''}GPU nodes; this test needs a {kind} cluster")
+        flag = [] if gpus else ["--no-gpu"]
+        proc = subprocess.run([str(CI_SLURM), "start", *flag], capture_output=True, text=True, timeout=300)
+        assert proc.returncode == 0, f".ci/slurm.sh start {' '.join(flag)} failed:\n{proc.stdout}{proc.stderr}"
+        assert cluster_has_gpus() == gpus, _sinfo("%P %T %G")
+
+    yield want
+    if ours and cluster_has_gpus() != found:
+        subprocess.run([str(CI_SLURM), "start", *([] if found else ["--no-gpu"])], capture_output=True, timeout=300)
 
 
 @pytest.fixture(scope="module")
@@ -92,6 +140,7 @@ def example_config(block_size, tiles_per_job=TILES_PER_JOB) -> dict:
         spec["samples"], spec["signatures"] = str(REPO / spec["samples"]), str(REPO / spec["signatures"])
     config["block_size"] = block_size
     config["tiles_per_job"] = tiles_per_job
+    config["tile_threads"] = 1  # two tile jobs at once on a node of 2 CPUs
     if "report" in config:
         config["report"] = False  # the plots: a dozen more jobs, and PNGs are not compared here
     return config
@@ -114,15 +163,54 @@ def snakemake_cmd(workdir: Path, config: dict, *extra) -> list[str]:
     ]
 
 
-def slurm_cmd(workdir, config, *extra):
-    return snakemake_cmd(workdir, config, "--executor", "slurm", "--profile", str(PROFILE), *FAST_STATUS, *extra)
+def install_shipped_profile(home: Path) -> Path:
+    """Runs the README's one-line install of profiles/slurm with HOME=home; returns the config home."""
+    lines = [line for line in (REPO / "README.md").read_text().splitlines() if "cp -r profiles/slurm" in line]
+    assert len(lines) == 1, f"the README has no single line installing profiles/slurm: {lines}"
+    command = lines[0].split("#", 1)[0].strip()
+    env = {k: v for k, v in os.environ.items() if k != "XDG_CONFIG_HOME"}
+    proc = subprocess.run(["bash", "-c", command], cwd=REPO, env={**env, "HOME": str(home)}, capture_output=True)
+    assert proc.returncode == 0, f"{command!r} failed: {proc.stderr.decode()}"
+    installed = home / ".config" / "snakemake" / "slurm" / "config.yaml"
+    assert installed.read_bytes() == (REPO / "profiles" / "slurm" / "config.yaml").read_bytes()
+    return home / ".config"
 
 
-def run_slurm(workdir, config, run_ids, *extra) -> tuple[int, str, str]:
+def minimal_site_profile(config_home: Path) -> Path:
+    """A site profile that names only the executor and the partition."""
+    profile = config_home / "snakemake" / "slurm"
+    profile.mkdir(parents=True)
+    site = {"executor": "slurm", "default-resources": {"slurm_partition": default_partition()}}
+    (profile / "config.yaml").write_text(yaml.safe_dump(site))
+    return config_home
+
+
+def slurm_run_cmd(workdir, config, *extra) -> list[str]:
+    """`snakemake --profile slurm` from the repo root, working in `workdir` (the profile comes
+    from $XDG_CONFIG_HOME, the workflow profile from profiles/default)."""
+    cfg = workdir / "config.yaml"
+    cfg.write_text(yaml.safe_dump(config))
+    return [sys.executable, "-m", "snakemake", "--profile", "slurm", "--directory", str(workdir)] + [
+        "--configfile",
+        str(cfg),
+        *TEST_CLUSTER,
+        *extra,
+    ]
+
+
+def start_slurm(workdir, config, config_home, *extra, log) -> subprocess.Popen:
+    env = {k: v for k, v in os.environ.items() if k != "SNAKEMAKE_PROFILE"}
+    env["XDG_CONFIG_HOME"] = str(config_home)
+    return subprocess.Popen(
+        slurm_run_cmd(workdir, config, *extra), cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT
+    )
+
+
+def run_slurm(workdir, config, config_home, run_ids, *extra) -> tuple[int, str, str]:
     """Runs Snakemake on SLURM to its end; returns (exit status, output, SLURM run ID)."""
     log = workdir / "snakemake.out"
     with open(log, "w") as fh:
-        proc = subprocess.Popen(slurm_cmd(workdir, config, *extra), stdout=fh, stderr=subprocess.STDOUT)
+        proc = start_slurm(workdir, config, config_home, *extra, log=fh)
         try:
             rc = proc.wait(timeout=RUN_TIMEOUT)
         except subprocess.TimeoutExpired:
@@ -130,6 +218,7 @@ def run_slurm(workdir, config, run_ids, *extra) -> tuple[int, str, str]:
             run_ids.extend(re.findall(r"SLURM run ID: (\S+)", log.read_text()))
             raise AssertionError(f"snakemake on SLURM ran over {RUN_TIMEOUT} s:\n{tail(log)}") from None
     out = log.read_text()
+    assert "Using profiles slurm and workflow specific profile" in out, out[:2000]
     run_id = run_id_of(out)
     run_ids.append(run_id)
     return rc, out, run_id
@@ -232,32 +321,33 @@ def local_run(slurm, tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def slurm_run(local_run, cancel_leftovers, tmp_path_factory):
-    """The example config run through SLURM with the profile: (workdir, exit status, output, run ID)."""
+def shipped_profile(tmp_path_factory) -> Path:
+    """profiles/slurm installed by the README's line: the config home to run with."""
+    return install_shipped_profile(tmp_path_factory.mktemp("home"))
+
+
+@pytest.fixture(scope="module")
+def slurm_run(cluster, local_run, shipped_profile, cancel_leftovers, tmp_path_factory):
+    """The example config run on the GPU cluster with the shipped site profile:
+    (workdir, exit status, output, run ID)."""
+    cluster("gpu")
     workdir = tmp_path_factory.mktemp("slurm")
     # no retries: every job must succeed the first time (and a broken run fails sooner)
-    return workdir, *run_slurm(workdir, example_config(BLOCK_SIZE), cancel_leftovers, "--retries", "0")
+    config = example_config(BLOCK_SIZE)
+    return workdir, *run_slurm(workdir, config, shipped_profile, cancel_leftovers, "--retries", "0")
 
 
-def test_example_on_slurm_equals_local_run_and_tiles_get_a_gpu(local_run, slurm_run):
-    local_dir, expected = local_run
-    workdir, rc, out, run_id = slurm_run
-    assert rc == 0, f"snakemake on SLURM failed ({rc}):\n{failure_report(out)}"
+def expected_tile_groups(local_dir: Path, config: dict) -> set[str]:
+    """Comments of the SLURM jobs of the tile-like rules, from the tiles of the local run.
 
-    got = final_outputs(workdir)
-    assert sorted(got) == sorted(expected)
-    for name, content in expected.items():
-        assert got[name] == content, f"{name} differs from the local run's"
-
-    jobs = slurm_jobs(run_id)
-    rules = {job["rule"] for job in jobs}
-    assert {"ingest", "plan", "pack", "tile", "matrix", "merge"} <= rules, jobs
-    assert all(job["state"] == "COMPLETED" for job in jobs), jobs
-    # tile-like jobs go TILES_PER_JOB to a SLURM job (rules/common.smk, job_group), by rank:
-    # pairs tiles (i, j), i <= j, rank j(j+1)/2 + i; screen tiles (i, j), rank (i+j)(i+j+1)/2 + j
+    Tile-like jobs go TILES_PER_JOB to a SLURM job (rules/common.smk, job_group), by rank:
+    pairs tiles (i, j), i <= j, rank j(j+1)/2 + i; screen tiles (i, j), rank (i+j)(i+j+1)/2 + j.
+    """
     expected_groups, n_tiles = set(), 0
     for tile in (local_dir / "results").glob("*/*/*/tile_*.npz"):
         name, kind = f"{tile.parts[-4]}_{tile.parts[-3]}", tile.parts[-2]  # dataset_metric or screen_screen
+        if not in_config(tile.relative_to(local_dir), config):
+            continue
         i, j = map(int, re.match(r"tile_(\d+)_(\d+)\.npz", tile.name).groups())
         if kind == "pairs":
             rank, rule = j * (j + 1) // 2 + i, "tile"
@@ -266,8 +356,44 @@ def test_example_on_slurm_equals_local_run_and_tiles_get_a_gpu(local_run, slurm_
         expected_groups.add(f"rule_tiles_{name}_{rank // TILES_PER_JOB}_{rule}")
         n_tiles += 1
     assert len(expected_groups) < n_tiles, "the example makes no group of several tiles"
+    return expected_groups
+
+
+def in_config(path: Path, config: dict) -> bool:
+    """Whether results/<name>/<metric or screen>/... is an output of `config`."""
+    name, kind = Path(path).parts[1:3]
+    if kind == "screen":
+        return name in config.get("screens", {})
+    return kind in config["datasets"].get(name, {}).get("metrics", [])
+
+
+def check_run(local_run, config, workdir, rc, out, run_id) -> list[dict]:
+    """The SLURM run of `config` succeeded with the local run's outputs (of the example config,
+    which holds `config`), its tiles grouped, its light rules run on the login node; returns its
+    SLURM jobs."""
+    local_dir, expected = local_run
+    expected = {name: content for name, content in expected.items() if in_config(Path(name), config)}
+    assert rc == 0, f"snakemake on SLURM failed ({rc}):\n{failure_report(out)}"
+    got = final_outputs(workdir)
+    assert sorted(got) == sorted(expected)
+    for name, content in expected.items():
+        assert got[name] == content, f"{name} differs from the local run's"
+
+    jobs = slurm_jobs(run_id)
+    rules = {job["rule"] for job in jobs}
+    assert {"ingest", "pack", "tile", "matrix", "merge"} <= rules, jobs
+    assert all(job["state"] == "COMPLETED" for job in jobs), jobs
+    # localrule: True (rules/pack.smk): the plan checkpoint runs in Snakemake's own process
+    assert "plan" not in rules, jobs
+    assert re.search(r"^localcheckpoint plan:$", out, re.M), out[-3000:]
     tiles = [job for job in jobs if job["rule"] == "tile"]
-    assert sorted(job["comment"] for job in tiles) == sorted(expected_groups), tiles
+    assert sorted(job["comment"] for job in tiles) == sorted(expected_tile_groups(local_dir, config)), tiles
+    return jobs
+
+
+def test_example_on_slurm_equals_local_run_and_tiles_get_a_gpu(local_run, slurm_run):
+    jobs = check_run(local_run, example_config(BLOCK_SIZE), *slurm_run)
+    tiles = [job for job in jobs if job["rule"] == "tile"]
     for job in tiles:
         assert "gpu:1" in job["request"], f"tile job asked SLURM for no GPU: {job}"
         assert "gpu" in job["gres"], f"SLURM gave the tile job no GPU: {job}"
@@ -276,7 +402,9 @@ def test_example_on_slurm_equals_local_run_and_tiles_get_a_gpu(local_run, slurm_
             assert not job["request"] and not job["gres"], f"CPU job asked for a GRES: {job}"
 
 
-def test_cancelled_tile_job_fails_the_run_and_the_rerun_completes(local_run, slurm_run, cancel_leftovers, tmp_path):
+def test_cancelled_tile_job_fails_the_run_and_the_rerun_completes(
+    cluster, local_run, slurm_run, shipped_profile, cancel_leftovers, tmp_path
+):
     """scancel of a running tile job (what a node failure does to it), with retries off.
 
     Starts from a copy of the finished SLURM run without the tiles of the metric that has the
@@ -285,6 +413,7 @@ def test_cancelled_tile_job_fails_the_run_and_the_rerun_completes(local_run, slu
     _, expected = local_run
     done, rc, _, _ = slurm_run
     assert rc == 0, "the SLURM run this test starts from failed (see the test before)"
+    cluster("gpu")
     workdir = tmp_path / "work"
     shutil.copytree(done, workdir, symlinks=True)
     pairs = max((workdir / "results").glob("*/*/pairs"), key=lambda d: len(list(d.glob("tile_*.npz"))))
@@ -297,7 +426,7 @@ def test_cancelled_tile_job_fails_the_run_and_the_rerun_completes(local_run, slu
 
     log = workdir / "snakemake.out"
     with open(log, "w") as fh:
-        proc = subprocess.Popen(slurm_cmd(workdir, config, "--retries", "0"), stdout=fh, stderr=subprocess.STDOUT)
+        proc = start_slurm(workdir, config, shipped_profile, "--retries", "0", log=fh)
     try:
         victim = None  # [SLURM job ID, comment] of the tile job cancelled while running
         tried = set()
@@ -347,7 +476,7 @@ def test_cancelled_tile_job_fails_the_run_and_the_rerun_completes(local_run, slu
     assert not (pairs / f"tile_{i}_{j}.npz").exists(), "the cancelled job's tile was left behind"
     assert len(list(pairs.glob("tile_*.npz"))) == len(lost) - 1, "the other tiles were not computed (keep-going)"
 
-    rc, out, run_id = run_slurm(workdir, config, cancel_leftovers)
+    rc, out, run_id = run_slurm(workdir, config, shipped_profile, cancel_leftovers)
     assert rc == 0, f"the rerun failed ({rc}):\n{failure_report(out)}"
     reran = sorted(job["comment"] for job in slurm_jobs(run_id))
     downstream = ["merge"] + (["matrix"] if f"results/{dataset}/{metric}/matrix.tsv" in expected else [])
@@ -355,3 +484,29 @@ def test_cancelled_tile_job_fails_the_run_and_the_rerun_completes(local_run, slu
     got = final_outputs(workdir)
     for name, content in expected.items():
         assert got[name] == content, f"{name} differs from the local run's"
+
+
+def test_cpu_only_cluster_with_a_minimal_site_profile_asks_for_no_gpu(cluster, local_run, cancel_leftovers, tmp_path):
+    """A site profile naming only the executor and the partition, on a cluster without GPUs:
+    `backend: auto` tile jobs ask SLURM for none (`tile_gpu: auto` asks sinfo), and every
+    resource comes from the workflow profile."""
+    cluster("cpu")
+    config_home = minimal_site_profile(tmp_path / "config")
+    workdir = tmp_path / "work"
+    workdir.mkdir()
+    # ccc2 alone (its 3 tiles make 2 tile jobs): the example's other datasets and the screen
+    # ran on the GPU cluster above, and every run on this 2-CPU test cluster takes minutes
+    config = example_config(BLOCK_SIZE)
+    config["datasets"] = {"example_vcf": {**config["datasets"]["example_vcf"], "metrics": ["ccc2"]}}
+    del config["screens"]
+    assert config["backend"] == "auto" and config.get("tile_gpu", "auto") == "auto"
+    rc, out, run_id = run_slurm(workdir, config, config_home, cancel_leftovers, "--retries", "0")
+    jobs = check_run(local_run, config, workdir, rc, out, run_id)
+    for job in jobs:
+        assert not job["request"] and not job["gres"], f"a job asked for a GRES on a CPU-only cluster: {job}"
+    # the tile jobs' memory and run time come from profiles/default (8000 MB, 10 min a tile)
+    tile_job = next(job for job in jobs if job["rule"] == "tile")
+    detail = subprocess.run(
+        ["scontrol", "-o", "show", "job", tile_job["id"]], capture_output=True, text=True, timeout=30
+    ).stdout
+    assert re.search(r"\bMinMemoryNode=8000M\b", detail), detail
