@@ -1,0 +1,190 @@
+"""Identical vectors computed once: collapse exact duplicates before the plan, expand in the merge.
+
+Outbreak and SARS-CoV-2 alignments hold many identical sequences (identical codes over the
+informative columns). A pair's value depends on its two vectors alone, so the tiles need only
+the distinct vectors ("distinct rows", numbered by first occurrence in input order); every
+output is then rebuilt exactly:
+
+- a pair of input vectors (x, y) of distinct rows g != h has the value of (g, h), read in input
+  order (the transposed columns of an asymmetric metric trade places where x > y);
+- a pair of copies of one distinct row g has the value of g with itself, computed once per row
+  with copies (`self_values`: each plane product's diagonal, exact integer popcounts, then the
+  metric's epilogue), which is not always 0 (ibs and king count the row's own calls);
+- the histogram counts a distinct pair m_g * m_h times and the self value C(m_g, 2) times
+  (`weighted_histograms`), so every tile's histogram is that of the input pairs it stands for;
+- matrix.tsv is the distinct matrix indexed by each input vector's distinct row.
+
+The ingest manifest records `distinct_index` (per input vector, its distinct row) and
+`n_distinct` only where a collapse was asked for and found duplicates; without them nothing
+changes. Only stores that no 3-way job reads are collapsed (ccc3 reads the genotype_t store).
+"""
+
+import numpy as np
+
+from genotile.core.bits import popcount_rows
+
+COLLAPSIBLE = ("nucleotide", "categorical", "genotype")  # genotype_t is ccc3's too
+ROW_CHUNK = 4096
+
+
+def distinct_rows(codes) -> tuple[np.ndarray, np.ndarray]:
+    """(first, index): `first` (k,) int64, the input row of each distinct row in order of first
+    occurrence; `index` (n,) int64, each input row's distinct row. Rows are equal when their
+    bytes are (a 128-bit hash groups them, then every row is compared with its group's first)."""
+    import hashlib
+
+    n = codes.shape[0]
+    index = np.empty(n, dtype=np.int64)
+    seen: dict[bytes, int] = {}
+    first: list[int] = []
+    for r0 in range(0, n, ROW_CHUNK):
+        block = np.ascontiguousarray(codes[r0 : r0 + ROW_CHUNK])
+        for k, row in enumerate(block):
+            key = hashlib.blake2b(row.tobytes(), digest_size=16).digest()
+            g = seen.setdefault(key, len(first))
+            if g == len(first):
+                first.append(r0 + k)
+            index[r0 + k] = g
+    first_arr = np.asarray(first, dtype=np.int64)
+    for r0 in range(0, n, ROW_CHUNK):  # exact: a hash collision would be caught here
+        rows = np.asarray(codes[r0 : r0 + ROW_CHUNK])
+        if not np.array_equal(rows, np.asarray(codes[first_arr[index[r0 : r0 + ROW_CHUNK]]])):
+            raise RuntimeError("distinct_rows: two different rows share a 128-bit hash")
+    return first_arr, index
+
+
+def groups(index: np.ndarray, n_distinct: int) -> tuple[np.ndarray, np.ndarray]:
+    """(members, starts): input rows sorted by distinct row, then input order; the copies of
+    distinct row g are members[starts[g]:starts[g + 1]]."""
+    members = np.argsort(index, kind="stable")
+    starts = np.zeros(n_distinct + 1, dtype=np.int64)
+    np.cumsum(np.bincount(index, minlength=n_distinct), out=starts[1:])
+    return members, starts
+
+
+def expand_pairs(a, b, columns: dict, index: np.ndarray, n_distinct: int, transposed=()) -> tuple:
+    """Pairs of distinct rows (a < b) -> every pair of input vectors (x < y) they stand for.
+
+    Returns (x, y, columns) in no particular order (the merge sorts them)."""
+    members, starts = groups(index, n_distinct)
+    size = np.diff(starts)
+    count = size[a] * size[b]
+    pair = np.repeat(np.arange(a.size), count)
+    local = np.arange(pair.size) - np.repeat(np.cumsum(count) - count, count)
+    x = members[starts[a][pair] + local // size[b][pair]]
+    y = members[starts[b][pair] + local % size[b][pair]]
+    out = {c: v[pair] for c, v in columns.items()}
+    flipped = x > y
+    for c1, c2 in transposed:
+        out[c1], out[c2] = np.where(flipped, out[c2], out[c1]), np.where(flipped, out[c1], out[c2])
+    return np.minimum(x, y), np.maximum(x, y), out
+
+
+def expand_self(g, columns: dict, index: np.ndarray, n_distinct: int) -> tuple:
+    """Distinct rows g (with copies) and their self values -> every pair of their copies (x < y)."""
+    members, starts = groups(index, n_distinct)
+    size = np.diff(starts)[g]
+    xs, ys, picks = [], [], []
+    for s in np.unique(size).tolist():
+        if s < 2:
+            continue
+        which = np.flatnonzero(size == s)
+        i, j = np.triu_indices(s, 1)
+        base = starts[g[which]][:, None]
+        xs.append(members[base + i].ravel())
+        ys.append(members[base + j].ravel())
+        picks.append(np.repeat(which, i.size))
+    if not xs:
+        empty = np.zeros(0, dtype=np.int64)
+        return empty, empty, {c: v[:0] for c, v in columns.items()}
+    pick = np.concatenate(picks)
+    return np.concatenate(xs), np.concatenate(ys), {c: v[pick] for c, v in columns.items()}
+
+
+def self_values(planes: np.ndarray, layout, metric) -> dict:
+    """The metric of each row with itself: {column: (rows,) values}, exactly as a tile computes
+    the pair of two identical rows (each count's terms popcounted on the row's own planes)."""
+    counts = {}
+    for name, terms in metric.counts(layout).items():
+        acc = np.zeros(planes.shape[0], dtype=np.int64)
+        for t in terms:
+            if t.coef == 0:
+                continue
+            if t.left is None or t.right is None:
+                acc += t.coef * popcount_rows(planes[:, slice(*(t.left or t.right))])
+            else:
+                acc += t.coef * popcount_rows(planes[:, slice(*t.left)] & planes[:, slice(*t.right)])
+        counts[name] = acc[:, None]
+    values = metric.epilogue(counts)
+    return {c: np.asarray(values[c]).reshape(-1) for c in metric.columns}
+
+
+def weighted_histogram(values: np.ndarray, weights: np.ndarray, metric, column: str) -> np.ndarray:
+    """histogram.column_histogram of `values` where each value counts `weights` times."""
+    v, w = values.ravel(), weights.ravel().astype(np.float64)
+    if column not in metric.float_bins:
+        return np.rint(np.bincount(v.astype(np.int64), weights=w, minlength=1)).astype(np.int64)
+    low, high, bins = metric.float_bins[column]
+    nan = np.isnan(v)
+    below = (v < low) & ~nan
+    above = (v > high) & ~nan
+    inside = ~(nan | below | above)
+    bin_index = np.floor((v[inside] - low) * (bins / (high - low))).astype(np.int64)
+    bin_index = np.minimum(bin_index, bins - 1)
+    counts = np.rint(np.bincount(bin_index, weights=w[inside], minlength=bins)).astype(np.int64)
+    extra = np.rint([w[below].sum(), w[above].sum(), w[nan].sum()]).astype(np.int64)
+    return np.concatenate([counts, extra])
+
+
+def weigh_tile(arrays: dict, meta: dict, planes_i, metric, layout, weights_i, weights_j, diagonal: bool, threshold):
+    """Make a tile over distinct rows stand for the input pairs: its histograms weighted from its
+    dense block (which must be there), its pair count the input pairs', and on a diagonal tile
+    the self pairs of rows with copies (`self_index`, `self_<column>`: distinct row and values,
+    those passing the threshold)."""
+    dense = arrays["dense"]
+    w = weights_i[:, None] * weights_j[None, :]
+    if diagonal:
+        w = np.triu(w, 1)
+        pairs_self = weights_i * (weights_i - 1) // 2
+        w[np.diag_indices_from(w)] = pairs_self  # the diagonal holds each row's self value
+    if tuple(metric.histogram_columns) != (metric.dense_column,):
+        raise ValueError(f"{metric.name}: duplicates are collapsed only where the histogram is the dense column's")
+    arrays[f"hist_{metric.dense_column}"] = weighted_histogram(dense, w, metric, metric.dense_column)
+    meta["pairs_distinct"] = meta["pairs_computed"]
+    meta["pairs_computed"] = int(w.sum())
+    if diagonal:
+        rows = np.flatnonzero(weights_i > 1)
+        values = self_values(np.asarray(planes_i)[rows], layout, metric)
+        keep = metric.passes({c: v for c, v in values.items()}, threshold)
+        arrays["self_index"] = arrays["dense_rows"][rows][keep].astype(np.int64)
+        for c in metric.columns:
+            arrays[f"self_{c}"] = values[c][keep]
+    return arrays, meta
+
+
+def self_pairs(path, arrays: dict, metric, plan) -> dict:
+    """A tile's self pairs (`self_index`, `self_<column>`), checked: distinct rows in range."""
+    from genotile.errors import GenotileError
+
+    names = ("self_index", *(f"self_{c}" for c in metric.columns))
+    if not all(k in arrays for k in names):
+        if any(k in arrays for k in names):
+            raise GenotileError(f"tile {path}: its self pairs are incomplete; delete it and rerun")
+        return {"g": np.zeros(0, dtype=np.int64), **{c: np.zeros(0) for c in metric.columns}}
+    g = arrays["self_index"]
+    if g.ndim != 1 or any(arrays[k].shape != g.shape for k in names) or ((g < 0) | (g >= plan.n_vectors)).any():
+        raise GenotileError(f"tile {path}: its self pairs are not rows of this plan; delete it and rerun")
+    return {"g": g.astype(np.int64), **{c: arrays[f"self_{c}"] for c in metric.columns}}
+
+
+def expand_merged(merged: dict, selves: list[dict], index: np.ndarray, n_distinct: int, metric) -> dict:
+    """The merged pairs of distinct rows (a, b, columns) and self pairs -> the input pairs."""
+    columns = {c: merged[c] for c in metric.columns}
+    x, y, values = expand_pairs(merged["a"], merged["b"], columns, index, n_distinct, metric.transposed)
+    g = np.concatenate([s["g"] for s in selves]) if selves else np.zeros(0, dtype=np.int64)
+    self_columns = {c: np.concatenate([s[c] for s in selves]).astype(merged[c].dtype) for c in metric.columns}
+    sx, sy, svalues = expand_self(g, self_columns, index, n_distinct)
+    out = {"a": np.concatenate([x, sx]), "b": np.concatenate([y, sy])}
+    for c in metric.columns:
+        out[c] = np.concatenate([values[c], svalues[c]])
+    return out
