@@ -45,7 +45,7 @@ def test_another_input_in_the_same_outdir_is_not_reused(tmp_path):
     assert main(["run", str(b), "--outdir", str(out), "--metric", "snp"]) == 0
     got = outputs(out)
     assert got["summary"]["input"] == str(b)
-    assert got == clean(tmp_path, b, None, ["snp"])
+    assert got == clean(tmp_path, b, None, ["snp"], block_size="auto")  # the CLI's default
 
 
 def test_edited_input_restored_with_an_older_mtime_is_noticed(tmp_path, caplog):
