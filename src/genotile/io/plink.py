@@ -40,6 +40,7 @@ from genotile.io.vcf import MULTIALLELIC, STATS, read_sample_list
 GENOTYPE_SUFFIXES = {".bed": "plink1", ".pgen": "plink2"}
 COMPANION_SUFFIXES = {".bim": ".bed", ".fam": ".bed", ".pvar": ".pgen", ".pvar.zst": ".pgen", ".psam": ".pgen"}
 BLOCK_BYTES = 1 << 22  # int8 bytes of one block of variants x samples
+CHUNK_BYTES = 1 << 24  # bytes of one sample-major buffer of write_sample_rows
 MISSING_INT8 = 247  # pgenlib's missing call (-9) read as uint8
 
 
@@ -459,9 +460,11 @@ class PlinkReader:
         """Write the (samples, variants) codes matrix of the selected variants as an .npy; return
         the number of variants (the `genotype` store's orientation; needs `direct`).
 
-        pgenlib reads sample-major (its 2-bit transpose, in C) straight into the rows of the
-        memory-mapped output, a slab of samples per thread (each its own reader); then each slab
-        is counted and its missing calls (-9) set to MISSING, a few MB of rows at a time.
+        pgenlib reads a range of variants at a time sample-major (its 2-bit transpose, in C) into
+        a buffer of about CHUNK_BYTES, which is counted, has its missing calls (-9) set to
+        MISSING, and is copied into its columns of the memory-mapped output; `threads` threads
+        take the ranges in turn, each with its own reader. (Slabs of samples read straight into
+        the output rows cost twice the CPU: every reader then extracts its subset of each record.)
         """
         from concurrent.futures import ThreadPoolExecutor
 
@@ -470,50 +473,45 @@ class PlinkReader:
         if n_var == 0:
             return 0
         out = np.lib.format.open_memmap(out_path, mode="w+", dtype=np.uint8, shape=(n_samples, n_var))
-        contiguous = int(variant[-1]) - int(variant[0]) + 1 == n_var
-        # output row -> file sample, and slabs of output rows, one per thread
-        file_rows = np.arange(n_samples) if self._subset is None else self._subset[self._order].astype(np.int64)
-        bounds = np.linspace(0, n_samples, max(1, min(threads, n_samples)) + 1).astype(int)
+        width = max(256, CHUNK_BYTES // n_samples)
+        starts = list(range(0, n_var, width))
+        threads = max(1, min(threads, len(starts)))
+        # rows of a subset read come in file order; `samples:` may ask for another order
+        order = None if self._order is None or (np.diff(self._order) > 0).all() else self._order
 
-        def slab(s0: int, s1: int, out=out) -> tuple:
-            rows = out[s0:s1]
-            wanted = file_rows[s0:s1]
-            subset = np.sort(wanted)
-            reader = _pgenlib().PgenReader(os.fsencode(self.path), **self._reader_args)
+        def share(first: int, out=out) -> tuple[int, int, int]:
+            missing = monomorphic = all_missing = 0
+            reader = self.open()
+            buf = np.empty((n_samples, width), dtype=np.uint8)
             try:
-                if s1 - s0 < len(self.file_samples):
-                    reader.change_sample_subset(subset.astype(np.uint32))
-                target = rows.view(np.int8)
-                if contiguous:
-                    reader.read_range(int(variant[0]), int(variant[-1]) + 1, target, sample_maj=True)
-                else:
-                    reader.read_list(np.ascontiguousarray(variant), target, sample_maj=True)
+                for v0 in starts[first::threads]:
+                    v = variant[v0 : v0 + width]
+                    block = buf[:, : v.size] if v.size == width else np.empty((n_samples, v.size), dtype=np.uint8)
+                    target = block.view(np.int8)
+                    if int(v[-1]) - int(v[0]) + 1 == v.size:
+                        reader.read_range(int(v[0]), int(v[-1]) + 1, target, sample_maj=True)
+                    else:
+                        reader.read_list(np.ascontiguousarray(v), target, sample_maj=True)
+                    top = target.max(axis=0)  # -9 is the lowest
+                    low = block.min(axis=0)  # -9 reads 247: a 0 or 1 is the lowest when present
+                    monomorphic += int(np.count_nonzero(~((low <= 1) & (top >= 1))))
+                    all_missing += int(np.count_nonzero(top < 0))
+                    missing += set_missing(block.reshape(-1))
+                    out[:, v0 : v0 + v.size] = block if order is None else block[order]
             except RuntimeError as exc:
                 raise GenotileError(f"{self.path}: {str(exc).strip() or 'unreadable'}") from None
             finally:
                 reader.close()
-            if not np.array_equal(subset, wanted):  # the `samples` list's order, not the file's
-                rows[:] = rows[np.searchsorted(subset, wanted)]
-            top = np.full(n_var, -128, dtype=np.int8)
-            low = np.full(n_var, 255, dtype=np.uint8)
-            step = max(1, BLOCK_BYTES // n_var)
-            for r0 in range(0, s1 - s0, step):
-                u = rows[r0 : r0 + step]
-                np.maximum(top, u.view(np.int8).max(axis=0), out=top)
-                np.minimum(low, u.min(axis=0), out=low)
-            missing = set_missing(rows.reshape(-1))
-            return top, low, missing
+            return missing, monomorphic, all_missing
 
-        with ThreadPoolExecutor(len(bounds) - 1, thread_name_prefix="genotile-plink") as pool:
-            parts = list(pool.map(slab, bounds[:-1], bounds[1:]))
-        del out, slab  # no msync: the page cache has it, as a written file would
-        top = np.max([p[0] for p in parts], axis=0)
-        low = np.min([p[1] for p in parts], axis=0)
+        with ThreadPoolExecutor(threads, thread_name_prefix="genotile-plink") as pool:
+            parts = list(pool.map(share, range(threads)))
+        del out, share  # no msync: the page cache has it, as a written file would
         st = self.stats
         st["variants"] += n_var
-        st["missing_calls"] += sum(p[2] for p in parts)
-        st["monomorphic"] += int(np.count_nonzero(~((low <= 1) & (top >= 1))))
-        st["all_missing"] += int(np.count_nonzero(top < 0))
+        st["missing_calls"] += sum(p[0] for p in parts)
+        st["monomorphic"] += sum(p[1] for p in parts)
+        st["all_missing"] += sum(p[2] for p in parts)
         return n_var
 
     def close(self) -> None:
