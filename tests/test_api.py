@@ -151,6 +151,8 @@ def test_refusals_name_the_problem(genotypes, tmp_path):
         genotile.pairwise(np.array([[0.5, 1.0], [0.0, 2.0]]), "king")
     with pytest.raises(GenotileError, match="ids: 2 given for 3 samples"):
         genotile.pairwise(np.zeros((3, 4), dtype=int), "ibs", ids=["a", "b"])
+    with pytest.raises(GenotileError, match=r"ccc3 compares triples of variants: call genotile.triplewise"):
+        genotile.pairwise(np.zeros((3, 4), dtype=int), "ccc3")
     with pytest.raises(GenotileError, match="unknown metric 'nope'"):
         genotile.pairwise(np.zeros((3, 4), dtype=int), "nope")
     r = genotile.pairwise(np.zeros((3, 4), dtype=int), "ibs", matrix=False, backend="numpy")

@@ -318,6 +318,8 @@ def pairwise(
            [1, 0, 0],
            [1, 0, 0]])
     """
+    if metric == "ccc3":
+        raise GenotileError("ccc3 compares triples of variants: call genotile.triplewise(x, ...)")
     m = get_metric(metric, **(params or {}))
     options = {"samples": samples, "regions": regions, "filter_pass": filter_pass, "multiallelic": multiallelic}
     options = {k: v for k, v in options.items() if v is not None}
