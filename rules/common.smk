@@ -147,7 +147,8 @@ def tile_files(wildcards):
 
 
 def dense_wanted(wildcards) -> bool:
-    return plan_of(wildcards).n_vectors <= config["dense_max"]
+    # input vectors: where identical ones were collapsed, the plan tiles fewer
+    return plan_of(wildcards).input_vectors <= config["dense_max"]
 
 
 def matrix_if_dense(wildcards):
@@ -253,7 +254,7 @@ def summary_files():
 def report_files(dataset, metric):
     """The report's plots and tables of one dataset and metric."""
     out = [f"results/{dataset}/{metric}/report/histogram.png"]
-    if plan_for(dataset, metric).n_vectors <= config["dense_max"]:
+    if plan_for(dataset, metric).input_vectors <= config["dense_max"]:
         out.append(f"results/{dataset}/{metric}/report/heatmap.png")
     out += [
         f"results/{dataset}/{metric}/report/{f}" for f in METRICS[metric].report_files

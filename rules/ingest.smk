@@ -15,5 +15,7 @@ rule ingest:
         "../envs/cpu.yaml"
     params:
         options=ingest_options,
+        # identical vectors computed once (genotile.store.duplicates; not for genotype_t)
+        collapse=config["collapse_duplicates"],
     script:
         "../scripts/ingest.py"

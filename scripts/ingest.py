@@ -8,6 +8,11 @@ from genotile.runtime.rule import run_rule  # noqa: E402
 run_rule(
     snakemake,
     lambda sm: steps.ingest(
-        sm.input.data, sm.wildcards.encoding, sm.output.codes, sm.output.manifest, **sm.params.options
+        sm.input.data,
+        sm.wildcards.encoding,
+        sm.output.codes,
+        sm.output.manifest,
+        collapse_duplicates=sm.params.collapse,
+        **sm.params.options,
     ),
 )

@@ -133,6 +133,12 @@ def _run_parser(sub) -> None:
         help="vectors per tile block, or auto (default; config: block_size); no effect on the numbers",
     )
     run.add_argument(
+        "--no-collapse-duplicates",
+        dest="collapse_duplicates",
+        action="store_false",
+        help="tile identical vectors one by one (config: collapse_duplicates; the outputs are the same)",
+    )
+    run.add_argument(
         "--dense-max",
         type=_non_negative,
         default=20000,
@@ -285,6 +291,7 @@ def _run(args) -> None:
             vcf_options=options or None,
             pairs_max=args.pairs_max,
             metric_params={"ccc2": params} if params else None,
+            collapse_duplicates=args.collapse_duplicates,
         )
         for name, s in summaries.items():
             print(f"{name}: {s['pairs_passing']} of {s['pairs_computed']} pairs pass -> {args.outdir}/{name}/")

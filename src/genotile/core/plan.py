@@ -25,6 +25,9 @@ class Plan:
         Vectors per block (the last block may be shorter).
     seed : int
         Seed of the permutation; it changes no output byte.
+    n_input : int, optional
+        Input vectors, where identical ones were collapsed (store/duplicates.py): then
+        n_vectors counts the distinct ones. 0 (the default): every input vector is a row.
 
     Examples
     --------
@@ -40,6 +43,12 @@ class Plan:
     n_vectors: int
     block_size: int
     seed: int
+    n_input: int = 0
+
+    @property
+    def input_vectors(self) -> int:
+        """Vectors of the input (the outputs' rows): n_input where duplicates were collapsed."""
+        return self.n_input or self.n_vectors
 
     @property
     def n_blocks(self) -> int:
@@ -71,8 +80,9 @@ class Plan:
         )
 
     def to_json(self) -> dict:
-        """plan.json: the three fields and the derived n_blocks, n_tiles, n_pairs."""
-        return {**asdict(self), "n_blocks": self.n_blocks, "n_tiles": len(self.tiles()), "n_pairs": self.n_pairs}
+        """plan.json: the fields (n_input only where set) and the derived n_blocks, n_tiles, n_pairs."""
+        d = {k: v for k, v in asdict(self).items() if k != "n_input" or v}
+        return {**d, "n_blocks": self.n_blocks, "n_tiles": len(self.tiles()), "n_pairs": self.n_pairs}
 
     @classmethod
     def from_json(cls, d: dict):
@@ -82,7 +92,7 @@ class Plan:
         Examples
         --------
         >>> Plan.from_json(Plan(10, 4, 1).to_json())
-        Plan(n_vectors=10, block_size=4, seed=1)
+        Plan(n_vectors=10, block_size=4, seed=1, n_input=0)
         """
         return cls(**{f.name: int(d[f.name]) for f in fields(cls) if f.name in d or f.default is MISSING})
 

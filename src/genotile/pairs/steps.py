@@ -44,12 +44,20 @@ def plan(ingest_manifest, block_size: int, seed: int, plan_out, perm_out, *, bou
     """The tile plan; `bounds`: limits.check_plan's keywords, a run past them refused first."""
     if block_size < 1:
         raise GenotileError(f"block_size must be a positive integer, not {block_size}")
-    p = Plan(_load_json(ingest_manifest)["n_vectors"], int(block_size), int(seed))
+    p = plan_of_manifest(_load_json(ingest_manifest), int(block_size), int(seed))
     if bounds is not None:  # a run past the bounds on output stops here, before any tile job
-        check_plan(p.n_vectors, **bounds)
+        check_plan(p.input_vectors, **bounds)  # output is over the input vectors
     write_plan(p, plan_out, perm_out)
     log.info("tile plan: %s", p.describe())
     return p
+
+
+def plan_of_manifest(manifest: dict, block_size: int, seed: int) -> Plan:
+    """The plan of an ingest manifest's vectors: its distinct ones where identical vectors were
+    collapsed (store/duplicates.py; n_input then records every input vector)."""
+    if "n_distinct" in manifest:
+        return Plan(int(manifest["n_distinct"]), block_size, seed, n_input=int(manifest["n_vectors"]))
+    return Plan(int(manifest["n_vectors"]), block_size, seed)
 
 
 def pack(codes, ingest_manifest, plan_path, perm_path, planes_out, manifest_out) -> dict:
@@ -90,7 +98,18 @@ def tile(
         rows_j.stop - rows_j.start,
         layout.total_words,
     )
-    arrays, meta = compute_tile(planes_mm, layout, perm, p, metric, int(bi), int(bj), threshold, dense, backend)
+    weights = copies(manifest)
+    if weights is None:
+        arrays, meta = compute_tile(planes_mm, layout, perm, p, metric, int(bi), int(bj), threshold, dense, backend)
+    else:  # rows stand for their copies: the dense block gives the weighted histogram (duplicates.py)
+        from genotile.store.duplicates import weigh_tile
+
+        arrays, meta = compute_tile(planes_mm, layout, perm, p, metric, int(bi), int(bj), threshold, True, backend)
+        w_i, w_j = weights[perm[rows_i]], weights[perm[rows_j]]
+        weigh_tile(arrays, meta, planes_mm[rows_i], metric, layout, w_i, w_j, bi == bj, threshold)
+        if not dense:
+            for key in ("dense", "dense_rows", "dense_cols"):
+                del arrays[key]
     log.info(
         "tile (%d, %d): counts in %.3f s on %s; epilogue and threshold done, writing %s",
         bi,
@@ -114,6 +133,15 @@ def tile(
     return meta
 
 
+def copies(manifest: dict):
+    """(distinct vectors,) int64 copies of each distinct vector of a collapsed store, else None."""
+    if "distinct_index" not in manifest:
+        return None
+    import numpy as np
+
+    return np.bincount(np.asarray(manifest["distinct_index"], dtype=np.int64), minlength=manifest["n_distinct"])
+
+
 def store_identity(manifest: dict) -> dict:
     """What a tile was computed from: the input's checksum and the plan (size, blocks, seed)."""
     return {"input_sha256": manifest["input_sha256"], "plan": manifest["plan"]}
@@ -127,7 +155,16 @@ def matrix(tiles, manifest_path, metric_name, matrix_out) -> None:
     manifest = _load_json(manifest_path, STORE_KEYS)
     p = Plan.from_json(manifest["plan"])
     perm = load_permutation(Path(manifest_path).parent / "perm.npy", p.n_vectors)
-    merge_matrix(tiles, manifest["ids"], p, get_metric(metric_name), matrix_out, store_identity(manifest), perm)
+    merge_matrix(
+        tiles,
+        manifest["ids"],
+        p,
+        get_metric(metric_name),
+        matrix_out,
+        store_identity(manifest),
+        perm,
+        distinct_index=manifest.get("distinct_index"),
+    )
     log.info("matrix: %d x %d written to %s", len(manifest["ids"]), len(manifest["ids"]), matrix_out)
 
 
@@ -142,7 +179,17 @@ def merge(
         remove_stale_matrix(Path(pairs_out).parent)
     perm = load_permutation(Path(manifest_path).parent / "perm.npy", p.n_vectors)
     expect = tilecheck.expected_settings(metric_name, config)
-    merged = merge_pairs(tiles, manifest["ids"], p, metric, pairs_out, store_identity(manifest), perm, expect)
+    merged = merge_pairs(
+        tiles,
+        manifest["ids"],
+        p,
+        metric,
+        pairs_out,
+        store_identity(manifest),
+        perm,
+        expect,
+        distinct_index=manifest.get("distinct_index"),
+    )
     outputs = {"pairs": pairs_out, **({"matrix": matrix_path} if matrix_path else {})}
     if histogram_out is not None:
         pairs_computed = sum(t["pairs_computed"] for t in merged["tiles"])
@@ -164,6 +211,13 @@ def merge(
     return summary
 
 
+def wants_collapse(encoding: str, collapse_duplicates: bool) -> bool:
+    """Whether an ingest of this encoding records duplicates (store/duplicates.COLLAPSIBLE)."""
+    from genotile.store.duplicates import COLLAPSIBLE
+
+    return bool(collapse_duplicates) and encoding in COLLAPSIBLE
+
+
 def _recorded(path) -> dict | None:
     """A JSON record of an earlier run, or None where it is missing or damaged (then recomputed)."""
     try:
@@ -173,7 +227,7 @@ def _recorded(path) -> dict | None:
     return d if isinstance(d, dict) else None
 
 
-def current_store(input_path, encoding, outdir, block_size, seed, vcf_options=None) -> None:
+def current_store(input_path, encoding, outdir, block_size, seed, vcf_options=None, collapse_duplicates=False) -> None:
     """Ingest, plan and pack into `outdir`, reusing each stage's files only where they were made
     from the same input content, options, option files and settings (store/sources.py); what
     changed is logged, and the stage and all after it are recomputed."""
@@ -184,18 +238,24 @@ def current_store(input_path, encoding, outdir, block_size, seed, vcf_options=No
     changed = []
     if recorded is not None and codes.exists():
         changed = differences(recorded.get("sources"), sources(input_path, vcf_options))
+        if bool(recorded.get("collapse_duplicates")) != wants_collapse(encoding, collapse_duplicates):
+            changed.append("collapse_duplicates")
         if changed:
             log.info("ingest (%s): recomputing, changed since the last run: %s", encoding, "; ".join(changed))
     if recorded is None or not codes.exists() or changed:
-        recorded = ingest(input_path, encoding, codes, imani, **(vcf_options or {}))
+        recorded = ingest(
+            input_path, encoding, codes, imani, collapse_duplicates=collapse_duplicates, **(vcf_options or {})
+        )
         changed = changed or ["the ingest"]
     files = ("plan.json", "perm.npy", "planes.npy", "manifest.json")
     built = _recorded(store / "manifest.json")
     if built is not None and not changed and all((store / f).exists() for f in files):
-        want = Plan(recorded["n_vectors"], int(block_size), int(seed)).to_json()
+        want = plan_of_manifest(recorded, int(block_size), int(seed)).to_json()
         have = built.get("plan") or {}
         changed = [
-            f"{k} ({have.get(k)} -> {want[k]})" for k in ("n_vectors", "block_size", "seed") if have.get(k) != want[k]
+            f"{k} ({have.get(k)} -> {want.get(k)})"
+            for k in ("n_vectors", "block_size", "seed", "n_input")
+            if have.get(k) != want.get(k)
         ]
         if (built.get("input_sha256"), built.get("sources")) != (recorded["input_sha256"], recorded.get("sources")):
             changed.append("the ingest it was packed from")
@@ -219,6 +279,7 @@ def run_all(
     vcf_options=None,
     metric_params=None,
     pairs_max=PAIRS_MAX,
+    collapse_duplicates=True,
 ) -> dict:
     """Every stage in this process, with the same file layout as the workflow.
 
@@ -232,11 +293,11 @@ def run_all(
         metric = get_metric(metric_name, **metric_params.get(metric_name, {}))
         enc = metric.encoding
         store = outdir / "store" / enc
-        current_store(input_path, enc, outdir, block_size, seed, vcf_options)
+        current_store(input_path, enc, outdir, block_size, seed, vcf_options, collapse_duplicates)
         p = read_plan(store / "plan.json")
         # the plan's bounds on output, also where the store was planned by an earlier run
         check_plan(
-            p.n_vectors,
+            p.input_vectors,
             [m for m in metrics if get_metric(m).encoding == enc],
             thresholds,
             pairs_max=pairs_max,
@@ -254,7 +315,7 @@ def run_all(
                 bi,
                 bj,
                 threshold=thresholds.get(metric_name),
-                dense=p.n_vectors <= dense_max,
+                dense=p.input_vectors <= dense_max,
                 backend=backend,
                 tile_out=path,
                 metric_params=metric_params.get(metric_name),
@@ -262,7 +323,7 @@ def run_all(
             progress.update(k)
         progress.finish(len(paths))
         matrix_path = None
-        if p.n_vectors <= dense_max:
+        if p.input_vectors <= dense_max:
             matrix_path = mdir / "matrix.tsv"
             matrix(paths, store / "manifest.json", metric_name, matrix_path)
         config = {

@@ -26,6 +26,7 @@ from genotile.io.checksums import file_sha256
 from genotile.io.fasta import check_fasta, read_alignment
 from genotile.io.plink import plink_format
 from genotile.runtime.progress import Progress
+from genotile.store.duplicates import COLLAPSIBLE, distinct_rows
 from genotile.store.ingest_vcf import ENCODINGS as VCF_ENCODINGS
 from genotile.store.ingest_vcf import ingest_vcf
 from genotile.store.sources import sources
@@ -34,8 +35,11 @@ CHUNK_BYTES = 1 << 25  # sequence bytes gathered per block of rows
 HOLD_BYTES = 1 << 30  # alignments up to this many sequence bytes are gathered once and held
 
 
-def ingest(path, encoding: str, codes_out, manifest_out, **options) -> dict:
+def ingest(path, encoding: str, codes_out, manifest_out, collapse_duplicates: bool = False, **options) -> dict:
     """Write the codes matrix (vectors x kept fields) of `path` for one encoding.
+
+    `collapse_duplicates`: record in the manifest which vectors are identical (distinct_index,
+    n_distinct; store/duplicates.py), so that the plan covers distinct vectors only.
 
     `options` are the VCF reader's (multiallelic, filter_pass, samples, regions);
     alignments take none. Genotype encodings read a VCF/BCF or a PLINK fileset named by its
@@ -54,6 +58,12 @@ def ingest(path, encoding: str, codes_out, manifest_out, **options) -> dict:
         raise GenotileError(f"unknown encoding {encoding!r}")
     # what the codes were computed from (input, options, option files, index), for reruns to compare
     m["sources"] = sources(path, options, input_sha256=m["input_sha256"])
+    if collapse_duplicates and encoding in COLLAPSIBLE:  # identical vectors computed once (duplicates.py)
+        first, index = distinct_rows(np.load(codes_out, mmap_mode="r"))
+        m["collapse_duplicates"] = True
+        if first.size < index.size:
+            m["n_distinct"] = int(first.size)
+            m["distinct_index"] = index.tolist()
     write_text(manifest_out, json.dumps(m, indent=1) + "\n")
     return m
 

@@ -78,9 +78,12 @@ def pack_store(
     codes_path, ingest_manifest: dict, plan: Plan, perm: np.ndarray, planes_out, manifest_out, gpu: bool | None = None
 ) -> dict:
     codes = load_npy(codes_path, "codes", dtype=np.uint8, ndim=2, mmap=True)
-    n = codes.shape[0]
+    n_input = codes.shape[0]
+    first = distinct_first(ingest_manifest, n_input)  # the input row of each distinct vector
+    n = n_input if first is None else first.size
     if n != plan.n_vectors or perm.shape != (n,):
         raise GenotileError(f"{codes_path}: {n} vectors, but the plan is for {plan.n_vectors}")
+    rows_of = perm if first is None else first[perm]  # store row r holds input row rows_of[r]
     on_gpu = use_gpu_packing(gpu)
     if ingest_manifest.get("encoding") in PLANES:
         layout, to_planes, extra = _genotype(codes, ingest_manifest, on_gpu)
@@ -96,7 +99,7 @@ def pack_store(
         planes = np.lib.format.open_memmap(tmp, mode="w+", dtype=np.uint64, shape=(n, layout.total_words))
 
         def pack_rows(r0: int, out=planes) -> int:
-            rows = perm[r0 : r0 + chunk]
+            rows = rows_of[r0 : r0 + chunk]
             out[r0 : r0 + rows.size] = to_planes(codes[rows])
             return r0 + rows.size
 
@@ -109,7 +112,7 @@ def pack_store(
     manifest = {
         "genotile": __version__,
         **extra,
-        "n_vectors": n,
+        "n_vectors": n_input,
         "n_fields": ingest_manifest["n_fields"],
         "layout": layout.to_json(),
         "plan": plan.to_json(),
@@ -119,9 +122,25 @@ def pack_store(
         "ids": ingest_manifest["ids"],
         # PLINK input: FID and IID of each sample (io/plink.py), for outputs in PLINK's own columns
         **{key: ingest_manifest[key] for key in ("fids", "iids") if key in ingest_manifest},
+        # identical vectors computed once: planes hold the distinct ones (store/duplicates.py)
+        **{key: ingest_manifest[key] for key in ("n_distinct", "distinct_index") if key in ingest_manifest},
     }
     write_text(manifest_out, json.dumps(manifest, indent=1) + "\n")
     return manifest
+
+
+def distinct_first(manifest: dict, n_input: int) -> np.ndarray | None:
+    """The input row of each distinct vector of a collapsed ingest (None: not collapsed)."""
+    if "distinct_index" not in manifest:
+        return None
+    index = np.asarray(manifest["distinct_index"], dtype=np.int64)
+    k = manifest.get("n_distinct")
+    if index.shape != (n_input,) or not isinstance(k, int) or index.min(initial=0) < 0 or index.max(initial=-1) >= k:
+        raise GenotileError("manifest: its distinct_index does not match its vectors; delete it and rerun")
+    values, first = np.unique(index, return_index=True)
+    if values.size != k:
+        raise GenotileError("manifest: its distinct_index does not match its vectors; delete it and rerun")
+    return first.astype(np.int64)
 
 
 def layout_from_json(d: dict):
@@ -136,6 +155,7 @@ def open_store(planes_path, manifest_path):
     manifest = load_json(manifest_path, "store manifest", ("n_vectors", "layout", "plan", "ids", "input_sha256"))
     planes = load_npy(planes_path, "store planes", dtype=np.uint64, ndim=2, mmap=True)
     layout = layout_from_json(manifest["layout"])
-    if planes.shape != (manifest["n_vectors"], layout.total_words):
+    rows = manifest["n_distinct"] if "distinct_index" in manifest else manifest["n_vectors"]
+    if planes.shape != (rows, layout.total_words) or manifest["plan"].get("n_vectors") != rows:
         raise GenotileError(f"{planes_path}: shape {planes.shape} does not match {manifest_path}")
     return planes, manifest, layout
