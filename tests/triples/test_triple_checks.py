@@ -69,3 +69,23 @@ def test_triple_from_other_blocks_is_refused(ccc3_run):
     write_tile(path, arrays, meta)
     with pytest.raises(GenotileError, match=r"lies in blocks \(0, 0, 0\), not this job's \(0, 1, 2\)"):
         merge(store, folder)
+
+
+@pytest.mark.parametrize("bad", [float("nan"), float("inf")])
+def test_non_finite_threshold_is_refused_by_a_job(ccc3_run, bad):
+    store, folder = ccc3_run
+    with pytest.raises(GenotileError, match=r"threshold of ccc3 must be a finite number or null"):
+        steps3.triple_job(
+            store / "planes.npy",
+            store / "manifest.json",
+            store / "perm.npy",
+            0,
+            0,
+            0,
+            0,
+            block_size=5,
+            stages=1,
+            threshold=bad,
+            out=folder / "x.npz",
+        )
+    assert not (folder / "x.npz").exists()

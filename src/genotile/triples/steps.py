@@ -7,7 +7,7 @@ import time
 from pathlib import Path
 
 from genotile.core import ccc3
-from genotile.core.limits import check_plan
+from genotile.core.limits import check_plan, check_threshold
 from genotile.core.plan import Plan
 from genotile.io.readback import load_json, load_permutation
 from genotile.io.stale import remove_stale_files
@@ -101,6 +101,7 @@ def triple_job(
     dict
         The job's meta (triples computed and passing, backend, seconds, store identity).
     """
+    check_threshold(threshold, "threshold of ccc3")
     planes_mm, manifest, layout = open_store(planes, manifest_path)
     plan = plan_triples(Plan.from_json(manifest["plan"]), block_size, stages, threshold, null_max=null_max)
     prm = ccc3.Params.make(**(params or {}))
