@@ -4,11 +4,25 @@
 #   -> matrix (if n <= dense_max) -> merge (pairs.tsv.gz, summary.json, histogram.tsv) -> report plots
 
 
+from genotile.runtime.deploy import export_package_source
+
+
 configfile: "config/config.yaml"
 
 
-# A `--resources gpu=N` bound holds within each submitted (group) job: profiles/slurm sets gpu=1,
-# so a group of tiles runs them one after another on the one GPU its job asks SLURM for.
+# --sdm conda: the rules' envs (envs/*.yaml) pip-install genotile from $GENOTILE_SOURCE, set
+# here to this workflow's own source: its clone or module path, or its git repository and ref.
+export_package_source(workflow.current_basedir)
+
+
+# --sdm apptainer: every job runs in config `container`, an image built from Apptainer.def
+# (none by default; README, Deployment).
+container: config.get("container")
+
+
+# A `--resources gpu=N` bound holds within each submitted (group) job: the workflow profile
+# (profiles/default) sets gpu=1, so a group of tiles runs them one after another on the one GPU
+# its job asks SLURM for.
 resource_scopes:
     gpu="local",
 

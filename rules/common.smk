@@ -7,8 +7,9 @@ from snakemake.utils import min_version, validate
 
 min_version("9.0")
 
-# The workflow runs its own copy of the package, installed or not.
-sys.path.insert(0, str(Path(workflow.basedir) / "src"))
+# genotile is installed where Snakemake runs (pip install -e . from a clone; README), and in the
+# rules' conda envs (envs/*.yaml, from $GENOTILE_SOURCE), not reached through a checkout's src/,
+# which a module deployed from git does not have.
 
 from genotile.store.ingest import VCF_ENCODINGS  # noqa: E402
 from genotile.core import ccc3 as _ccc3  # noqa: E402

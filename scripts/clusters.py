@@ -1,10 +1,7 @@
 import json
-import sys
-from pathlib import Path
 
-sys.path.insert(0, str(Path(snakemake.scriptdir).parent / "src"))
-from genotile.runtime import report  # noqa: E402
-from genotile.runtime.rule import run_rule  # noqa: E402
+from genotile.runtime import report
+from genotile.runtime.rule import run_rule
 
 
 def clusters(sm):

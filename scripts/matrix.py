@@ -1,9 +1,5 @@
-import sys
-from pathlib import Path
-
-sys.path.insert(0, str(Path(snakemake.scriptdir).parent / "src"))
-from genotile.pairs import steps  # noqa: E402
-from genotile.runtime.rule import run_rule  # noqa: E402
+from genotile.pairs import steps
+from genotile.runtime.rule import run_rule
 
 run_rule(
     snakemake,

@@ -1,9 +1,7 @@
-import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(snakemake.scriptdir).parent / "src"))
-from genotile.runtime import report  # noqa: E402
-from genotile.runtime.rule import run_rule  # noqa: E402
+from genotile.runtime import report
+from genotile.runtime.rule import run_rule
 
 # the benchmark files of every job upstream of the summaries exist by now
 run_rule(

@@ -1,9 +1,7 @@
-import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(snakemake.scriptdir).parent / "src"))
-from genotile.runtime.rule import run_rule  # noqa: E402
-from genotile.screen import steps  # noqa: E402
+from genotile.runtime.rule import run_rule
+from genotile.screen import steps
 
 run_rule(
     snakemake,

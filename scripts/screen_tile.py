@@ -1,10 +1,8 @@
-import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(snakemake.scriptdir).parent / "src"))
-from genotile.runtime.gpu_slots import slot_for_backend  # noqa: E402
-from genotile.runtime.rule import run_rule  # noqa: E402
-from genotile.screen import steps  # noqa: E402
+from genotile.runtime.gpu_slots import slot_for_backend
+from genotile.runtime.rule import run_rule
+from genotile.screen import steps
 
 
 def tile(sm):

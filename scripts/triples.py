@@ -1,11 +1,7 @@
-import sys
-from pathlib import Path
-
-sys.path.insert(0, str(Path(snakemake.scriptdir).parent / "src"))
-from genotile import backends  # noqa: E402
-from genotile.runtime.gpu_slots import slot_for_backend  # noqa: E402
-from genotile.runtime.rule import run_rule  # noqa: E402
-from genotile.triples import steps as steps3  # noqa: E402
+from genotile import backends
+from genotile.runtime.gpu_slots import slot_for_backend
+from genotile.runtime.rule import run_rule
+from genotile.triples import steps as steps3
 
 
 def job(sm):

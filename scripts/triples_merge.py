@@ -1,9 +1,5 @@
-import sys
-from pathlib import Path
-
-sys.path.insert(0, str(Path(snakemake.scriptdir).parent / "src"))
-from genotile.runtime.rule import run_rule  # noqa: E402
-from genotile.triples import steps as steps3  # noqa: E402
+from genotile.runtime.rule import run_rule
+from genotile.triples import steps as steps3
 
 run_rule(
     snakemake,
