@@ -265,7 +265,10 @@ def report_files(dataset, metric):
 
 def all_outputs(wildcards):
     """Every merged output and report piece, and every tile: a lost tile is recomputed on the next run."""
-    outputs = ["results/run_summary.tsv"] if config["report"] else []
+    # the run summary has a row per dataset and metric: none for a screening-only config
+    outputs = (
+        ["results/run_summary.tsv"] if config["report"] and config["datasets"] else []
+    )
     for dataset, spec in config["datasets"].items():
         for metric in spec["metrics"]:
             # ccc3 (3-way): rules/triples.smk; no matrix, histogram or plots
