@@ -16,7 +16,6 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
-from genotile import __version__
 from genotile.core.columns import ColumnSpan, categorical_codes
 from genotile.core.encode import ALPHABETS, CATEGORICAL, ColumnScan
 from genotile.errors import GenotileError
@@ -30,6 +29,7 @@ from genotile.store.duplicates import COLLAPSIBLE, distinct_rows
 from genotile.store.ingest_vcf import ENCODINGS as VCF_ENCODINGS
 from genotile.store.ingest_vcf import ingest_vcf
 from genotile.store.sources import sources
+from genotile.version import __version__
 
 CHUNK_BYTES = 1 << 25  # sequence bytes gathered per block of rows
 HOLD_BYTES = 1 << 30  # alignments up to this many sequence bytes are gathered once and held

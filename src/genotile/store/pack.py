@@ -11,7 +11,6 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
-from genotile import __version__
 from genotile.core.encode import ALPHABETS, PlaneLayout, categorical_encoding, categorical_planes, symbol_counts
 from genotile.core.genotype import PLANES, GenotypeLayout, genotype_layout, genotype_planes
 from genotile.core.plan import Plan
@@ -20,6 +19,7 @@ from genotile.io.atomic import atomic_path, write_text
 from genotile.io.readback import load_json, load_npy
 from genotile.runtime.cpus import usable_cpus
 from genotile.runtime.progress import Progress
+from genotile.version import __version__
 
 ROW_CHUNK = 4096
 CHUNK_BYTES = 1 << 26  # codes read per packing step
