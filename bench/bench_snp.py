@@ -58,8 +58,10 @@ ASSUMED_SNP_DISTS_RATE = 1e9  # character comparisons per second, single-threade
 # ---------------------------------------------------------------- data
 
 
-def make_alignment(n: int, length: int, informative: int, seed: int) -> np.ndarray:
-    """(n, length) uint8 ASCII alignment: `informative` columns with 2-4 bases, the rest constant."""
+def make_alignment(n: int, length: int, informative: int, seed: int, acgt: bool = False) -> np.ndarray:
+    """(n, length) uint8 ASCII alignment: `informative` columns with 2-4 bases, the rest constant;
+    ~1% N, gap runs and a little lower case unless `acgt` (upper-case A, C, G, T only, on which
+    snp, hamming and hammingdist's distance agree)."""
     rng = np.random.default_rng(seed)
     bases = np.frombuffer(b"ACGT", dtype=np.uint8)
     aln = np.repeat(rng.choice(bases, size=length)[None, :], n, axis=0)
@@ -71,6 +73,8 @@ def make_alignment(n: int, length: int, informative: int, seed: int) -> np.ndarr
         col = rng.choice(alleles, size=n, p=freqs)
         col[rng.choice(n, size=min(k, n), replace=False)] = alleles[: min(k, n)]  # every allele occurs
         aln[:, c] = col
+    if acgt:
+        return aln
     aln[rng.random(aln.shape) < 0.01] = ord("N")
     for _ in range(max(1, n // 10)):  # gap runs
         r, c0 = rng.integers(n), rng.integers(length)
@@ -251,8 +255,140 @@ def phase_baseline(a) -> dict:
     }
 
 
+def _best(fn, repeats: int) -> float:
+    return min(_timed(fn) for _ in range(repeats))
+
+
+def _old_matrix_tsv(out_path, ids, matrix):
+    """matrix.tsv as genotile wrote it before io/matrix_tsv.py: one Python string a cell."""
+    from genotile.io.atomic import atomic_path
+    from genotile.io.tsvgz import format_rows
+
+    with atomic_path(out_path) as tmp, open(tmp, "w", encoding="utf-8", newline="\n") as fh:
+        fh.write("\t".join(["", *ids]) + "\n")
+        for name, row in zip(ids, format_rows(matrix), strict=True):
+            fh.write(name + "\t" + row + "\n")
+
+
+def phase_stages(a) -> dict:
+    """Ingest, pack and matrix.tsv timed the old way and the new, alternately, in this process on
+    the same files (page cache warm for both): ingest by the streaming reader's two passes
+    against the one pass over a memory map; pack with a bincount of every (column, code) against
+    symbol_counts' compares; matrix.tsv with one Python string a cell against io/matrix_tsv.py.
+    Each pair of outputs must be byte-identical."""
+    from unittest import mock
+
+    from genotile.core import encode
+    from genotile.io import fasta_mmap
+    from genotile.pairs import merge, steps
+    from genotile.store import pack as pack_module
+
+    work = Path(a.outdir) / "stages"
+    work.mkdir(parents=True, exist_ok=True)
+    out = {}
+
+    def ingest(tag):
+        return lambda: steps.ingest(a.fasta, "nucleotide", work / f"{tag}.codes.npy", work / f"{tag}.json")
+
+    def ingest_old():
+        with mock.patch.object(fasta_mmap, "open_regular", lambda path: None):
+            ingest("old")()
+
+    out["ingest"] = (_best(ingest_old, a.repeats), _best(ingest("new"), a.repeats))
+    same = (work / "old.codes.npy").read_bytes() == (work / "new.codes.npy").read_bytes()
+    steps.plan(work / "new.json", a.block_size, a.seed, work / "plan.json", work / "perm.npy")
+
+    def pack(tag):
+        return lambda: steps.pack(
+            work / "new.codes.npy",
+            work / "new.json",
+            work / "plan.json",
+            work / "perm.npy",
+            work / f"{tag}.planes.npy",
+            work / f"{tag}.store.json",
+        )
+
+    def old_counts(codes, chunk_columns=4096):
+        return encode._bincount_counts(codes, np.arange(codes.shape[1]), chunk_columns)
+
+    def pack_old():
+        with mock.patch.object(pack_module, "symbol_counts", old_counts):
+            pack("old")()
+
+    out["pack"] = (_best(pack_old, a.repeats), _best(pack("new"), a.repeats))
+    same &= (work / "old.planes.npy").read_bytes() == (work / "new.planes.npy").read_bytes()
+    store = Path(a.outdir) / "store" / "nucleotide"
+    plan = steps.read_plan(store / "plan.json")
+    tiles = steps.tile_paths(Path(a.outdir) / "snp" / "pairs", plan)
+
+    def matrix(tag):
+        return lambda: steps.matrix(tiles, store / "manifest.json", "snp", work / f"{tag}.matrix.tsv")
+
+    def matrix_old():
+        with mock.patch.object(merge, "write_matrix_tsv", _old_matrix_tsv):
+            matrix("old")()
+
+    out["matrix"] = (_best(matrix_old, a.repeats), _best(matrix("new"), a.repeats))
+    same &= (work / "old.matrix.tsv").read_bytes() == (work / "new.matrix.tsv").read_bytes()
+    return {"stages": out, "identical": bool(same), "fasta_bytes": Path(a.fasta).stat().st_size}
+
+
+def phase_run(a) -> dict:
+    """`genotile run` (CLI, one process, default settings) on the FASTA, threshold as (2)."""
+    cmd = [sys.executable, "-m", "genotile.cli", "run", str(a.fasta), "--outdir", str(Path(a.outdir) / "run")]
+    cmd += ["--metric", "snp"] + ([] if a.threshold is None else ["--threshold", f"snp={a.threshold}"])
+    t0 = time.perf_counter()
+    subprocess.run(cmd, check=True, capture_output=True)
+    return {"seconds": time.perf_counter() - t0}
+
+
+HAMMINGDIST = """
+import sys, time, json, numpy as np, hammingdist
+path, out, pairs = sys.argv[1], sys.argv[2], int(sys.argv[3])
+t0 = time.perf_counter()
+data = hammingdist.from_fasta_large(path)
+t1 = time.perf_counter()
+data.dump_lower_triangular(out)
+t2 = time.perf_counter()
+lt = np.asarray(data.lt_array)  # not timed: a sample of distances to check against genotile's
+n = int(round((1 + (1 + 8 * lt.size) ** 0.5) / 2))
+rng = np.random.default_rng(0)
+i = rng.integers(1, n, pairs)
+j = (rng.random(pairs) * i).astype(np.int64)
+print(json.dumps({"compute": t1 - t0, "write": t2 - t1, "i": i.tolist(), "j": j.tolist(),
+                  "d": lt[i * (i - 1) // 2 + j].astype(int).tolist()}))
+"""
+
+
+def phase_hammingdist(a) -> dict:
+    """hammingdist CPU (PyPI): from_fasta_large (file read included) and its lower triangle
+    written (dump_lower_triangular), as the issue measured it; a sample of its distances is
+    compared with the pipeline's matrix.tsv."""
+    t0 = time.perf_counter()
+    proc = subprocess.run(
+        [sys.executable, "-c", HAMMINGDIST, str(a.fasta), str(Path(a.outdir) / "hd.lt"), "2000"],
+        capture_output=True,
+        text=True,
+    )
+    wall = time.perf_counter() - t0
+    if proc.returncode != 0:
+        return {"error": proc.stderr.strip().splitlines()[-1] if proc.stderr.strip() else "failed"}
+    got = json.loads(proc.stdout.strip().splitlines()[-1])
+    codes = np.load(Path(a.outdir) / "ingest" / "nucleotide.codes.npy")
+    x, y = codes[got["i"]], codes[got["j"]]
+    ours = np.count_nonzero((x != MISSING) & (y != MISSING) & (x != y), axis=1)
+    return {
+        "seconds": got["compute"] + got["write"],
+        "compute": got["compute"],
+        "write": got["write"],
+        "process": wall,
+        "agree": int(np.count_nonzero(ours == np.asarray(got["d"]))),
+        "sampled": len(got["d"]),
+    }
+
+
 def phase_make(a) -> dict:
-    aln = make_alignment(a.n, a.length, a.informative, a.seed)
+    aln = make_alignment(a.n, a.length, a.informative, a.seed, a.acgt)
     write_fasta(aln, Path(a.fasta))
     return {"bytes": Path(a.fasta).stat().st_size}
 
@@ -263,6 +399,9 @@ PHASES = {
     "kernel": phase_kernel,
     "ceiling": phase_ceiling,
     "baseline": phase_baseline,
+    "stages": phase_stages,
+    "run": phase_run,
+    "hammingdist": phase_hammingdist,
 }
 
 
@@ -308,6 +447,7 @@ def phase(name, a, tmp: Path, env, **extra) -> dict:
         str(a.repeats),
         "--pipeline-backend",
         a.pipeline_backend,
+        *(["--acgt"] if a.acgt else []),
     ]
     threshold = extra.get("threshold", a.threshold)
     cmd += ["--threshold", "none" if threshold is None else str(threshold)]
@@ -384,7 +524,14 @@ def main():
     ap.add_argument("--backend", default="numpy", help=argparse.SUPPRESS)
     ap.add_argument("--backends", default="numba,numpy,numpy-popcount", help="backends timed in (1), comma-separated")
     ap.add_argument("--pipeline-backend", default="auto", help="backend of (2) and (3)")
+    ap.add_argument("--smoke", action="store_true", help="a small quick run of every phase (CI)")
+    ap.add_argument(
+        "--acgt", action="store_true", help="upper-case ACGT only (no N, gaps, lower case), as issue 16's cases"
+    )
     a = ap.parse_args()
+    if a.smoke and not a.phase:
+        a.n, a.length, a.informative, a.repeats, a.baseline_pairs = 60, 500, 80, 1, 300
+        a.backends = "numpy"
 
     if a.phase:
         Path(a.result).write_text(json.dumps(PHASES[a.phase](a)))
@@ -434,6 +581,13 @@ def run(a, tmp: Path, env) -> str:
         kernels[backend].update(ceiling=ceiling["ceiling"], ceiling_what=ceiling["ceiling_what"])
     say("(4) baseline (Algorithm 1, numpy per pair)")
     base = phase("baseline", a, tmp, env)
+
+    say("stages: ingest, pack, matrix.tsv before / after (issue 16)")
+    stages = phase("stages", a, tmp, env)
+    say("genotile run (one process)")
+    whole = phase("run", a, tmp, env)
+    say("hammingdist CPU (from_fasta_large, lower triangle written)")
+    hd = phase("hammingdist", a, tmp, env)
 
     n_kept, pairs = pipe["n_kept"], pipe["pairs"]
     smk = snakemake_run(a, tmp, env)
@@ -547,7 +701,7 @@ def run(a, tmp: Path, env) -> str:
         + ".",
         "Kernel counts alone (`count_matrices`, inside compute_tile): "
         + ", ".join(f"`{b}` {k['seconds_counts']:.3g} s" for b, k in kernels.items())
-        + f"; planes: {kernels['numpy']['words']} words per sequence.",
+        + f"; planes: {next(iter(kernels.values()))['words']} words per sequence.",
         f"Baseline: {base['pairs_sample']:,} random pairs timed in {base['seconds_sample']:.3g} s, extrapolated "
         f"x {base['pairs_total'] / base['pairs_sample']:.4g} to all {base['pairs_total']:,} pairs; its counts equal "
         f"the pipeline's matrix.tsv on {base['agree']:,} of {base['pairs_sample']:,} pairs.",
@@ -571,11 +725,56 @@ def run(a, tmp: Path, env) -> str:
             f"not a measurement."
         )
     lines.append("Peak RSS: ru_maxrss of the measuring child process (Python + numpy included).")
+    lines += stage_table(a, stages, whole, hd, smk)
     if base["agree"] != base["pairs_sample"]:
         lines.append(
             f"**MISMATCH: the baseline disagrees with the pipeline on {base['pairs_sample'] - base['agree']} pairs.**"
         )
     return "\n".join(lines) + "\n"
+
+
+def stage_table(a, stages: dict, whole: dict, hd: dict, smk: dict) -> list[str]:
+    """Issue 16's rows: ingest, pack and matrix.tsv before / after, and the whole run against
+    hammingdist CPU."""
+    mb = stages["fasta_bytes"] / 1e6
+    lines = [
+        "",
+        f"Stages before / after (issue 16), best of {a.repeats}, same process and files; outputs byte-identical: "
+        f"{stages['identical']}.",
+        "",
+        "| stage | before (s) | after (s) | speed-up | after, MB/s of FASTA |",
+        "|---|---:|---:|---:|---:|",
+    ]
+    what = {
+        "ingest": "ingest (streaming, two passes -> one pass over a memory map)",
+        "pack": "pack (bincount symbol counts -> compares)",
+        "matrix": f"matrix.tsv ({a.n:,} x {a.n:,}; a string a cell -> numpy byte tables)",
+    }
+    for key, (old, new) in stages["stages"].items():
+        rate = f"{mb / new:,.0f}" if key == "ingest" else "–"
+        lines.append(f"| {what[key]} | {old:.3g} | {new:.3g} | {old / new:.2f}x | {rate} |")
+    lines += ["", "| whole run | seconds | hammingdist / genotile |", "|---|---:|---:|"]
+    if "error" in hd:
+        lines.append(f"| hammingdist CPU: not run ({hd['error']}) | – | – |")
+        return lines
+    lines.append(
+        f"| hammingdist CPU 1.5 (`from_fasta_large` {hd['compute']:.3g} s + lower triangle written "
+        f"{hd['write']:.3g} s) | {hd['seconds']:.3g} | 1 |"
+    )
+    lines.append(
+        f"| `genotile run` (one process, defaults, threshold {a.threshold}, matrix.tsv written) | "
+        f"{whole['seconds']:.3g} | {hd['seconds'] / whole['seconds']:.2f}x |"
+    )
+    if smk.get("seconds") is not None:
+        lines.append(
+            f"| Snakemake `--cores {a.cores}` (block size {a.block_size}) | {smk['seconds']:.3g} | "
+            f"{hd['seconds'] / smk['seconds']:.2f}x |"
+        )
+    lines.append(
+        f"hammingdist's distances equal genotile's on {hd['agree']:,} of {hd['sampled']:,} sampled pairs "
+        "(they agree on upper-case ACGT, `--acgt`; hammingdist counts N against a base as a difference)."
+    )
+    return lines
 
 
 def snakemake_run(a, tmp: Path, env) -> dict:
