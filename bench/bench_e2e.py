@@ -181,6 +181,7 @@ def snakemake_run(work: Path, data: Path, case: Case, metric: str, cores: int, e
         "datasets": {"bench": {"input": str(data), "metrics": [metric]}},
         "thresholds": {metric: case.threshold},
         "report": False,
+        **case.extra,  # config keys of the case (the warm-up's backend)
     }
     (work / "config.yaml").write_text(json.dumps(config))
     cmd = [sys.executable, "-m", "snakemake", "-s", str(REPO / "Snakefile"), "--directory", str(work)]
@@ -407,6 +408,10 @@ def warm_up(root: Path, args, env, cases) -> None:
         if any(c.kind == kind for c in cases.values()):
             case = Case(**{**SMOKE[name].__dict__, "peers": (), "run_too": False})
             run_case(f"warm_up_{name}", case, root, args, env)
+            if not any(c.gpu for c in cases.values()):
+                # tiles this small take numpy under auto; larger CPU tiles take numba: compile it too
+                case.extra = {"backend": "numba"}
+                run_case(f"warm_up_{name}_numba", case, root, args, env)
 
 
 def table(results: list[dict], first: dict | None, meta: str) -> str:
