@@ -35,6 +35,12 @@ def test_snakemake_lint():
     assert proc.returncode == 0 and "Congratulations" in proc.stdout + proc.stderr, proc.stdout[-3000:]
 
 
+def test_mypy():
+    """Type checks of src/genotile ([tool.mypy] in pyproject.toml names what `mypy` checks)."""
+    proc = run(sys.executable, "-m", "mypy")
+    assert proc.returncode == 0 and "Success" in proc.stdout, proc.stdout[-3000:] + proc.stderr[-3000:]
+
+
 def test_pre_commit_hooks_run_these_checks():
     """.pre-commit-config.yaml is valid and runs ruff, ruff format and snakefmt on what they lint here."""
     config = yaml.safe_load((REPO / ".pre-commit-config.yaml").read_text())

@@ -116,7 +116,7 @@ def read_regular(layout: fasta_mmap.RegularFasta, alpha, codes_out) -> tuple[lis
         codes = np.lib.format.open_memmap(tmp, mode="w+", dtype=np.uint8, shape=(n, keep.size))
         for r0 in range(0, n, chunk):
             r1 = min(n, r0 + chunk)
-            raw = whole[r0:r1] if held else layout.rows(r0, r1)
+            raw = whole[r0:r1] if whole is not None else layout.rows(r0, r1)  # held: the bytes were kept
             kept = raw[:, keep]
             codes[r0:r1] = categorical_codes(kept) if alpha is CATEGORICAL else alpha.encode(kept)
         codes.flush()
@@ -139,6 +139,7 @@ def read_streaming(path, alpha, codes_out) -> tuple[list[str], int, int]:
         ids.append(name)
         progress.update(len(ids))
     progress.finish(len(ids))
+    assert scan is not None  # read_alignment refuses a file without records
     keep = np.flatnonzero(scan.informative)
     n, length = len(ids), scan.first.size
 
