@@ -175,6 +175,7 @@ def test_quiet_prints_only_the_results(inputs, tmp_path):
         assert (proc.stderr == "") == quiet, proc.stderr
 
 
+@pytest.mark.peers  # needs plink2 / plink1.9
 def test_plink_input_from_the_cli(inputs, tmp_path):
     _, vcf, _ = inputs
     if shutil.which("plink2") is None:

@@ -122,6 +122,7 @@ def test_plink_g_array_matches_one_value_at_a_time():
     assert peer_formats.plink_g_array(values).tolist() == [plink_g(v) for v in values.tolist()]
 
 
+@pytest.mark.peers  # needs plink2 / plink1.9
 def test_kin0_equals_plink2_bytes(genotypes_vcf, tmp_path):
     """Every pair (no threshold): the .kin0 is byte for byte plink2's (nan, -inf, ties included)."""
     plink("plink2", genotypes_vcf, ["--make-king-table"], tmp_path / "p")
@@ -132,6 +133,7 @@ def test_kin0_equals_plink2_bytes(genotypes_vcf, tmp_path):
     assert (mdir / "plink2.kin0").read_bytes() == theirs
 
 
+@pytest.mark.peers  # needs plink2 / plink1.9
 def test_kin0_with_threshold_is_plink2_king_table_filter(genotypes_vcf, tmp_path):
     """With the king threshold: plink2 --king-table-filter's rows, less those with a nan kinship
     (plink2 keeps them, as nan < filter is false; genotile's threshold keeps kinship >= value)."""
@@ -158,6 +160,7 @@ def test_kin0_with_family_ids(tmp_path):
     )
 
 
+@pytest.mark.peers  # needs plink2 / plink1.9
 def test_mdist_equals_plink19_bytes(genotypes_vcf, tmp_path):
     """--double-id: FID = IID = the VCF sample ID, as genotile's .mdist.id names samples."""
     plink("plink1.9", genotypes_vcf, ["--double-id", "--distance", "square", "1-ibs", "flat-missing"], tmp_path / "p")
@@ -175,6 +178,7 @@ def test_mdist_every_pair_even_with_a_threshold(genotypes_vcf, tmp_path):
     assert (kept / "plink.mdist").read_bytes() == (everything / "plink.mdist").read_bytes()
 
 
+@pytest.mark.peers  # needs plink2 / plink1.9
 def test_plink_fileset_outputs_equal_plink_bytes(genotypes_vcf, tmp_path):
     """A .bed/.bim/.fam with family IDs: FID and IID columns apart in .kin0, .mdist.id and the
     king-cutoff lists, byte for byte as plink2 and plink1.9 write them from the same fileset."""

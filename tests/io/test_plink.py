@@ -59,6 +59,7 @@ def _outputs(outdir: Path) -> dict[str, bytes]:
 
 
 @pytest.mark.parametrize("kind", ["bed", "pgen"])
+@pytest.mark.peers  # needs plink2 / plink1.9
 def test_every_genotype_metric_gives_the_vcf_outputs(filesets, kind, tmp_path):
     for name, source in (("vcf", filesets["vcf"]), (kind, filesets[kind])):
         out = tmp_path / name
@@ -75,6 +76,7 @@ def test_every_genotype_metric_gives_the_vcf_outputs(filesets, kind, tmp_path):
 
 @pytest.mark.parametrize("kind", ["bed", "pgen"])
 @pytest.mark.parametrize("encoding", ["genotype", "genotype_t"])
+@pytest.mark.peers  # needs plink2 / plink1.9
 def test_codes_ids_and_counts_equal_the_vcf(filesets, kind, encoding, tmp_path):
     vcf = ingest(filesets["vcf"], encoding, tmp_path / "v.npy", tmp_path / "v.json")
     ours = ingest(filesets[kind], encoding, tmp_path / "p.npy", tmp_path / "p.json")
@@ -88,6 +90,7 @@ def test_codes_ids_and_counts_equal_the_vcf(filesets, kind, encoding, tmp_path):
     assert ours["iids"] == [f"s{i}" for i in range(23)]
 
 
+@pytest.mark.peers  # needs plink2 / plink1.9
 def test_fid_iid_sample_ids_are_what_plink2_exports_to_vcf(filesets, tmp_path):
     """With FIDs (here --double-id), a sample is FID_IID, as `plink2 --export vcf` names it; FIDs are
     kept in the ingest and store manifests."""
@@ -115,6 +118,7 @@ def test_mixed_fids_and_a_psam_header(tmp_path):
         read_samples(tmp_path / "c.fam")
 
 
+@pytest.mark.peers  # needs plink2 / plink1.9
 def test_vcf_options_select_as_for_the_vcf(filesets, tmp_path):
     root = filesets["root"]
     bgz = write_vcf(tmp_path / "x.vcf.gz", filesets["vcf"].read_text(), index=True)
@@ -129,6 +133,7 @@ def test_vcf_options_select_as_for_the_vcf(filesets, tmp_path):
     assert ours["iids"] == ["s9", "s2", "s17", "s0"]
 
 
+@pytest.mark.peers  # needs plink2 / plink1.9
 def test_multiallelic_and_filter_pass_on_a_pgen(tmp_path):
     text = (
         "##fileformat=VCFv4.2\n##contig=<ID=1,length=1000>\n"
@@ -158,6 +163,7 @@ def test_multiallelic_and_filter_pass_on_a_pgen(tmp_path):
     assert b["counts"]["split_variants"] == 2 and b["n_fields"] == 3  # split, filter_pass: rs1 as 2, rs3
 
 
+@pytest.mark.peers  # needs plink2 / plink1.9
 def test_fileset_naming_and_broken_filesets(filesets, tmp_path):
     root = filesets["root"]
     assert plink_format("x.bed") == "plink1" and plink_format("x.pgen") == "plink2" and plink_format("x.vcf") is None
@@ -182,6 +188,7 @@ def test_fileset_naming_and_broken_filesets(filesets, tmp_path):
     assert not list(tmp_path.glob("c.*"))  # nothing half-written
 
 
+@pytest.mark.peers  # needs plink2 / plink1.9
 def test_a_minor_allele_a1_bed_gives_the_same_ibs_and_king(filesets, tmp_path):
     """PLINK 1.9 sets A1 to the minor allele: ibs and king do not depend on which allele is counted."""
     if shutil.which("plink1.9") is None:
@@ -200,6 +207,7 @@ def test_a_minor_allele_a1_bed_gives_the_same_ibs_and_king(filesets, tmp_path):
         assert a == (tmp_path / "v" / metric / "pairs.tsv.gz").read_bytes()
 
 
+@pytest.mark.peers  # needs plink2 / plink1.9
 def test_plink_reader_blocks_match_sample_rows(filesets, tmp_path):
     """The two read paths (variant blocks for ccc2, sample rows for ibs/king) agree."""
     reader = PlinkReader(filesets["bed"])
@@ -217,6 +225,7 @@ def test_bench_plink_smoke():
     assert "| .bed -> codes (ingest) |" in proc.stdout and "codes checked" in proc.stdout
 
 
+@pytest.mark.peers  # needs plink2 / plink1.9
 def test_workflow_takes_a_fileset_and_refuses_a_wrong_input_by_name(filesets, tmp_path):
     from snakerun import snakemake
 

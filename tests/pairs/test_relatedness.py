@@ -165,6 +165,7 @@ def plink2_king_cutoff(vcf: Path, cutoff: float, out: Path) -> list[str]:
     return Path(f"{out}.king.cutoff.in.id").read_text().splitlines()[1:]
 
 
+@pytest.mark.peers  # needs plink2 / plink1.9
 def test_unrelated_set_against_plink2(pedigree_run, tmp_path):
     """Our port of PLINK 2's greedy keeps exactly its samples (so `unrelated_set`, which takes
     it as a candidate, never keeps fewer); the set is independent, maximal, and larger than
@@ -186,6 +187,7 @@ def test_unrelated_set_against_plink2(pedigree_run, tmp_path):
     assert any(ours > theirs for ours, theirs in sizes), sizes
 
 
+@pytest.mark.peers  # needs plink2 / plink1.9
 def test_king_cutoff_files_in_plink2_form(pedigree_run, tmp_path):
     """The .in.id / .out.id: written for PLINK 2's own set they are its bytes; ours partition the samples."""
     root, vcf, ids = pedigree_run
