@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from conftest import make_alignment
 
-from genotile.core.columns import ColumnSpan, categorical_codes
+from genotile.core.columns import ColumnSpan, categorical_codes, encode_ascii
 from genotile.core.encode import ALPHABETS, CATEGORICAL, ColumnScan
 from genotile.errors import GenotileError
 from genotile.io import fasta_mmap
@@ -171,3 +171,5 @@ def test_column_span_agrees_with_column_scan(alphabet):
     span.add(raw[17:])
     assert np.array_equal(span.informative, scan.informative)
     assert np.array_equal(categorical_codes(raw), CATEGORICAL.encode(raw))
+    every_byte = np.arange(fasta_mmap.LOWEST, fasta_mmap.HIGHEST + 1, dtype=np.uint8)[None, :]
+    assert np.array_equal(encode_ascii(alpha, every_byte), alpha.encode(every_byte))

@@ -50,9 +50,35 @@ class ColumnSpan:
         np.minimum(self.low, low, out=self.low)
         np.maximum(self.high, high, out=self.high)
 
+    def update(self, other: "ColumnSpan") -> None:
+        """Take in the ranges another span found over other rows."""
+        np.minimum(self.low, other.low, out=self.low)
+        np.maximum(self.high, other.high, out=self.high)
+
     @property
     def informative(self) -> np.ndarray:
         return (self.low != 255) & (self.low != self.high)
+
+
+def nucleotide_codes(raw: np.ndarray) -> np.ndarray:
+    """NUCLEOTIDE.encode of ASCII bytes by arithmetic: with x = ((byte & 0xDF) >> 1) & 3, A C T G
+    give 0 1 2 3, and x ^ (x >> 1) puts them in the table's order A C G T; other bytes MISSING."""
+    folded = raw & np.uint8(0xDF)
+    present = folded == ord("A")
+    for base in b"CGT":
+        present |= folded == base
+    x = (folded >> np.uint8(1)) & np.uint8(3)
+    x ^= x >> np.uint8(1)
+    return x | (present.view(np.uint8) - np.uint8(1))
+
+
+def encode_ascii(alphabet: Alphabet, raw: np.ndarray) -> np.ndarray:
+    """alphabet.encode of ASCII bytes (fasta_mmap.clean), by arithmetic where the alphabet has it."""
+    if alphabet is NUCLEOTIDE:
+        return nucleotide_codes(raw)
+    if alphabet is CATEGORICAL:
+        return categorical_codes(raw)
+    return alphabet.encode(raw)
 
 
 def categorical_codes(raw: np.ndarray) -> np.ndarray:

@@ -16,14 +16,15 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
-from genotile.core.columns import ColumnSpan, categorical_codes
-from genotile.core.encode import ALPHABETS, CATEGORICAL, ColumnScan
+from genotile.core.columns import ColumnSpan, encode_ascii
+from genotile.core.encode import ALPHABETS, ColumnScan
 from genotile.errors import GenotileError
 from genotile.io import fasta_mmap
 from genotile.io.atomic import atomic_path, write_text
 from genotile.io.checksums import file_sha256
 from genotile.io.fasta import check_fasta, read_alignment
 from genotile.io.plink import plink_format
+from genotile.runtime.cpus import usable_cpus
 from genotile.runtime.progress import Progress
 from genotile.store.duplicates import COLLAPSIBLE, distinct_rows
 from genotile.store.ingest_vcf import ENCODINGS as VCF_ENCODINGS
@@ -31,7 +32,8 @@ from genotile.store.ingest_vcf import ingest_vcf
 from genotile.store.sources import sources
 from genotile.version import __version__
 
-CHUNK_BYTES = 1 << 25  # sequence bytes gathered per block of rows
+CHUNK_BYTES = 1 << 23  # sequence bytes gathered per block of rows
+INGEST_THREADS = 8  # threads of the one-pass reader at most
 HOLD_BYTES = 1 << 30  # alignments up to this many sequence bytes are gathered once and held
 
 
@@ -95,32 +97,46 @@ def read_regular(layout: fasta_mmap.RegularFasta, alpha, codes_out) -> tuple[lis
     """(IDs, fields, kept fields) of a regular alignment, read in one pass over its memory map
     (fasta_mmap): blocks of rows are gathered, their columns' symbol ranges kept (ColumnSpan),
     then the informative columns' codes written (from the bytes held in memory when they fit,
-    else gathered again from the page cache). None, and nothing written, when a sequence holds
-    a byte the fast path does not take: the streaming reader then reads the file."""
+    else gathered again from the page cache), blocks on several threads (numpy releases the
+    GIL). None, and nothing written, when a sequence holds a byte the fast path does not take:
+    the streaming reader then reads the file."""
     n, length = layout.n, layout.length
     chunk = max(1, CHUNK_BYTES // max(1, length))
+    starts = range(0, n, chunk)
     held = n * length <= HOLD_BYTES  # small enough: gather once, keep the bytes for the codes
     whole = np.empty((n, length), dtype=np.uint8) if held else None
-    span = ColumnSpan(alpha, length)
-    progress = Progress("ingest (columns)", total=n)
-    for r0 in range(0, n, chunk):
+
+    def scan(r0: int) -> ColumnSpan | None:
         r1 = min(n, r0 + chunk)
         raw = layout.rows(r0, r1, None if whole is None else whole[r0:r1])
         if not fasta_mmap.clean(raw):
             return None
+        span = ColumnSpan(alpha, length)
         span.add(raw)
-        progress.update(r1)
-    progress.finish(n)
-    keep = np.flatnonzero(span.informative)
-    with atomic_path(codes_out) as tmp:
-        codes = np.lib.format.open_memmap(tmp, mode="w+", dtype=np.uint8, shape=(n, keep.size))
-        for r0 in range(0, n, chunk):
-            r1 = min(n, r0 + chunk)
-            raw = whole[r0:r1] if whole is not None else layout.rows(r0, r1)  # held: the bytes were kept
-            kept = raw[:, keep]
-            codes[r0:r1] = categorical_codes(kept) if alpha is CATEGORICAL else alpha.encode(kept)
-        codes.flush()
-        del codes
+        return span
+
+    progress = Progress("ingest (columns)", total=n)
+    span = ColumnSpan(alpha, length)
+    with ThreadPoolExecutor(usable_cpus(INGEST_THREADS), thread_name_prefix="genotile-ingest") as pool:
+        for r0, part in zip(starts, pool.map(scan, starts), strict=True):
+            if part is None:
+                return None
+            span.update(part)
+            progress.update(min(n, r0 + chunk))
+        progress.finish(n)
+        keep = np.flatnonzero(span.informative)
+        every = keep.size == length
+        with atomic_path(codes_out) as tmp:
+            codes = np.lib.format.open_memmap(tmp, mode="w+", dtype=np.uint8, shape=(n, keep.size))
+
+            def write(r0: int, out=codes) -> None:
+                r1 = min(n, r0 + chunk)
+                raw = whole[r0:r1] if whole is not None else layout.rows(r0, r1)  # held: the bytes were kept
+                out[r0:r1] = encode_ascii(alpha, raw if every else raw[:, keep])
+
+            list(pool.map(write, starts))
+            codes.flush()
+            del codes, write
     return layout.ids, length, int(keep.size)
 
 
