@@ -87,3 +87,15 @@ def test_limit_threads_caps_numba_and_blas_threads(monkeypatch):
     finally:
         monkeypatch.undo()
         numba_popcount._kernel()  # every usable CPU again for the tests after this one
+
+
+def test_diagonal_tile_with_cancelling_terms_keeps_the_mirror():
+    """Terms whose coefficients cancel (2 L.V' - 2 L.V') beside V.L': L.V' is left out of the
+    products, but V.L' at the places left of the diagonal is L.V' of the computed places."""
+    rng = np.random.default_rng(1)
+    planes = rng.integers(0, 2**63, size=(20, 4 * PLANE_WORDS), dtype=np.uint64)
+    spec = {"c": [Term(2, _range(0), _range(1)), Term(-2, _range(0), _range(1)), Term(3, _range(1), _range(0))]}
+    want = backends.get("numpy-popcount").count_matrices(planes, planes, spec)["c"]
+    got = backends.get("numba").count_matrices(planes, planes, spec)["c"]
+    assert not np.array_equal(want, want.T)  # the lower triangle is not a copy of the upper
+    assert np.array_equal(got, want)

@@ -56,7 +56,10 @@ def _products(counts: dict, diagonal: bool):
                 coef[(tuple(t.left), tuple(t.right))][c] += t.coef
     products = [key for key, by_count in coef.items() if any(by_count.values())]
     if diagonal:
-        products += [(r, le) for le, r in products if (r, le) not in coef]
+        # Close the computed set under transposition: a product whose coefficients cancel to zero
+        # is left out above, but its mirror may still be needed below the diagonal.
+        computed = set(products)
+        products += [(r, le) for le, r in products if (r, le) not in computed]
     shape = (len(products), len(counts))
     upper, lower = np.zeros(shape, np.int64), np.zeros(shape, np.int64)
     for p, (le, r) in enumerate(products):
