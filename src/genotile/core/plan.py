@@ -6,7 +6,7 @@ with I <= J compares block I with block J; a diagonal tile counts each pair once
 """
 
 import json
-from dataclasses import MISSING, asdict, dataclass, fields
+from dataclasses import MISSING, asdict, dataclass, field, fields
 
 import numpy as np
 
@@ -43,7 +43,8 @@ class Plan:
     n_vectors: int
     block_size: int
     seed: int
-    n_input: int = 0
+    # keyword-only, so a subclass's own fields keep their positions (Plan3(n, block_size, seed, stages))
+    n_input: int = field(default=0, kw_only=True)
 
     @property
     def input_vectors(self) -> int:
