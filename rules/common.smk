@@ -20,11 +20,14 @@ from genotile.core.plan import Plan, read_plan  # noqa: E402
 from genotile.triples import steps as _triples  # noqa: E402
 from genotile.runtime import gpu_request as _gpu_request  # noqa: E402
 from genotile.store import sources as _sources  # noqa: E402
+from genotile.store import inputs as _inputs  # noqa: E402
 from genotile.core import limits as _limits  # noqa: E402
 
 validate(config, schema="../config/schema/config.schema.yaml")
 # NaN passes a JSON schema's number type (YAML `.nan`): refused here, with infinity
 _limits.check_config_thresholds(config)
+# each dataset's input kind (FASTA, VCF/BCF, PLINK fileset) against its metrics and options
+_inputs.check_datasets(config)
 
 
 wildcard_constraints:
@@ -37,6 +40,12 @@ wildcard_constraints:
 
 def dataset_input(wildcards):
     return config["datasets"][wildcards.dataset]["input"]
+
+
+def dataset_fileset(wildcards):
+    """The other files of a PLINK fileset (.bim + .fam, .pvar + .psam; none for other inputs):
+    inputs of the ingest, so that a missing one is named and an edit reruns it."""
+    return [str(p) for p in _inputs.input_files(dataset_input(wildcards))[1:]]
 
 
 def encoding_of(wildcards):
@@ -93,6 +102,19 @@ def tile_partition():
         if "slurm_partition" in resources:
             return str(resources["slurm_partition"].raw).strip("'\"") or None
     return None
+
+
+def auto_block_params(wildcards) -> dict:
+    """What `block_size: auto` sizes a store's blocks by (genotile.core.blocks): every metric of
+    the encoding (not the dataset's list, so adding a metric replans nothing), the backend and
+    dense_max; nothing for a fixed block size, so that changing these reruns no plan."""
+    if config["block_size"] != "auto":
+        return {}
+    return {
+        "metrics": [m for m in METRICS if METRICS[m].encoding == wildcards.encoding],
+        "backend": config["backend"],
+        "dense_max": config["dense_max"],
+    }
 
 
 def job_group(kind: str, name: str, rank: int) -> str:
@@ -288,6 +310,7 @@ def all_outputs(wildcards):
             ]
             try:
                 outputs += tiles_for(dataset, metric)
+                outputs += peer_files(dataset, metric)  # rules/merge.smk
                 if config["report"]:
                     outputs += report_files(dataset, metric)
             except IncompleteCheckpointException as e:
@@ -306,7 +329,9 @@ _CCC3_SHOWN = set()
 def ccc3_settings():
     """(block_size, stages) of ccc3 jobs: `ccc3:` in the config, block_size defaulting to the 2-way one."""
     c = config.get("ccc3") or {}
-    return c.get("block_size") or config["block_size"], c.get("stages", 1)
+    # `block_size: auto` sizes 2-way tiles; ccc3's blocks stay 4096 unless `ccc3:` sets them
+    two_way = config["block_size"] if config["block_size"] != "auto" else 4096
+    return c.get("block_size") or two_way, c.get("stages", 1)
 
 
 def ccc3_null_max() -> int:
@@ -344,3 +369,24 @@ def ccc3_files(dataset):
         f"results/{dataset}/ccc3/triples/triples_{i}_{j}_{k}_{s}.npz"
         for i, j, k, s in ccc3_plan(dataset).jobs()
     ]
+
+
+# -- opt-in outputs of a dataset: peer formats and relatedness (rules/merge.smk) --
+
+from genotile.io import peer_formats as _peer_formats  # noqa: E402
+
+for _name, _spec in config["datasets"].items():
+    _peer_formats.check_dataset(_name, _spec, config["thresholds"].get("king"))
+
+
+def peer_files(dataset, metric):
+    """The opt-in outputs of a dataset and metric; those holding every pair are refused past
+    dense_max (needs the plan: raises IncompleteCheckpointException before it)."""
+    spec = config["datasets"][dataset]
+    names, dense = _peer_formats.output_files(spec, metric)
+    if dense:
+        n = plan_for(dataset, metric).input_vectors
+        _peer_formats.refuse_past_dense_max(
+            dataset, spec, metric, n, config["dense_max"]
+        )
+    return [f"results/{dataset}/{metric}/{name}" for name in names]

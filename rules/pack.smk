@@ -13,6 +13,8 @@ checkpoint plan:
     params:
         block_size=config["block_size"],
         seed=config["seed"],
+        # what `block_size: auto` sizes blocks by (none of it reruns a plan of a fixed size)
+        auto=auto_block_params,
     script:
         "../scripts/plan.py"
 

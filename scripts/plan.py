@@ -16,7 +16,13 @@ def plan(sm):
         "where": f"dataset {sm.wildcards.dataset}: ",
     }
     p = steps.plan(
-        sm.input.manifest, sm.params.block_size, sm.params.seed, sm.output.plan, sm.output.perm, bounds=bounds
+        sm.input.manifest,
+        sm.params.block_size,
+        sm.params.seed,
+        sm.output.plan,
+        sm.output.perm,
+        **sm.params.auto,
+        bounds=bounds,
     )
     # shown on the console too, before any tile job is scheduled
     print(f"genotile plan for {sm.wildcards.dataset} ({sm.wildcards.encoding}): {p.describe()}", file=sys.stderr)

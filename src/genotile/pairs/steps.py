@@ -6,19 +6,16 @@ import logging
 import time
 from pathlib import Path
 
+from genotile.core.blocks import AUTO, auto_block_size, device_memory_bytes, gpu_tiles, words_per_vector
 from genotile.core.limits import PAIRS_MAX, check_plan, check_threshold
-from genotile.core.metrics import get_metric
+from genotile.core.metrics import METRICS, get_metric
 from genotile.core.plan import Plan, read_plan, write_plan
 from genotile.errors import GenotileError
 from genotile.io.readback import load_json, load_permutation
 from genotile.io.stale import remove_stale_files, remove_stale_matrix
 from genotile.io.tilefile import write_tile
 from genotile.pairs import tilecheck
-from genotile.pairs.merge import merge_matrix, merge_pairs, write_histograms, write_summary
-from genotile.pairs.tile import compute_tile
 from genotile.runtime.progress import Progress
-from genotile.store.ingest import ingest as ingest_input
-from genotile.store.pack import layout_from_json, open_store, pack_store
 from genotile.store.sources import differences, sources
 
 log = logging.getLogger("genotile")
@@ -33,6 +30,26 @@ def _load_json(path, keys=("n_vectors", "n_fields", "ids")) -> dict:
 
 
 def ingest(input_path, encoding, codes_out, manifest_out, **options) -> dict:
+    """Stage 1: read an input and write its codes matrix and manifest (store/ingest.py).
+
+    Parameters
+    ----------
+    input_path : str or os.PathLike
+        FASTA alignment or VCF/BCF.
+    encoding : str
+        "nucleotide", "categorical" (alignments), "genotype" or "genotype_t" (VCF).
+    codes_out, manifest_out : str or os.PathLike
+        The codes (.npy, uint8 (vectors, kept fields), input order) and the manifest (.json).
+    **options
+        The VCF reader's options (multiallelic, filter_pass, samples, regions).
+
+    Returns
+    -------
+    dict
+        The manifest: input and its SHA-256, n_vectors, n_fields, n_kept, ids, ...
+    """
+    from genotile.store.ingest import ingest as ingest_input  # each stage imports only its own code (job start-up)
+
     m = ingest_input(input_path, encoding, codes_out, manifest_out, **options)
     log.info(
         "ingest: %d vectors x %d fields, %d informative (%s)", m["n_vectors"], m["n_fields"], m["n_kept"], encoding
@@ -40,11 +57,46 @@ def ingest(input_path, encoding, codes_out, manifest_out, **options) -> dict:
     return m
 
 
-def plan(ingest_manifest, block_size: int, seed: int, plan_out, perm_out, *, bounds: dict | None = None) -> Plan:
-    """The tile plan; `bounds`: limits.check_plan's keywords, a run past them refused first."""
-    if block_size < 1:
-        raise GenotileError(f"block_size must be a positive integer, not {block_size}")
-    p = plan_of_manifest(_load_json(ingest_manifest), int(block_size), int(seed))
+def plan(
+    ingest_manifest,
+    block_size,
+    seed: int,
+    plan_out,
+    perm_out,
+    *,
+    metrics=(),
+    backend="auto",
+    dense_max=None,
+    bounds: dict | None = None,
+) -> Plan:
+    """The tile plan; `block_size` "auto" sizes blocks by the work and memory of a tile
+    (core/blocks.py) from the store's size, `metrics` (names reading it), `backend` and
+    `dense_max` (whether tiles keep their dense block).
+
+    Parameters
+    ----------
+    ingest_manifest : str or os.PathLike
+        The ingest manifest (its n_vectors).
+    block_size : int or "auto"
+        Vectors per block.
+    seed : int
+        Seed of the permutation.
+    plan_out, perm_out : str or os.PathLike
+        plan.json and perm.npy (int64, shape (n_vectors,)).
+    bounds : dict, optional
+        limits.check_plan's keywords (metrics, thresholds, pairs_max, ccc3_null_max, where):
+        a run past them is refused before the plan is written.
+
+    Returns
+    -------
+    Plan
+    """
+    manifest = _load_json(ingest_manifest)
+    if block_size == AUTO:
+        block_size = resolve_auto_block_size(manifest, metrics, backend, dense_max)
+    elif isinstance(block_size, bool) or not isinstance(block_size, int) or block_size < 1:
+        raise GenotileError(f"block_size must be a positive integer or 'auto', not {block_size!r}")
+    p = plan_of_manifest(manifest, int(block_size), int(seed))
     if bounds is not None:  # a run past the bounds on output stops here, before any tile job
         check_plan(p.input_vectors, **bounds)  # output is over the input vectors
     write_plan(p, plan_out, perm_out)
@@ -60,9 +112,46 @@ def plan_of_manifest(manifest: dict, block_size: int, seed: int) -> Plan:
     return Plan(int(manifest["n_vectors"]), block_size, seed)
 
 
+def resolve_auto_block_size(manifest: dict, metrics, backend: str, dense_max=None) -> int:
+    """`block_size: auto` for the store an ingest manifest describes (core/blocks.py)."""
+    n = manifest.get("n_distinct", manifest["n_vectors"])
+    names = [m for m in metrics if m in METRICS] or ["snp"]
+    encoding = METRICS[names[0]].encoding
+    gpu = gpu_tiles(backend)
+    size = auto_block_size(
+        n,
+        words_per_vector(encoding, manifest.get("n_kept", manifest["n_fields"])),
+        names,
+        gpu=gpu,
+        device_bytes=device_memory_bytes() if gpu else None,
+        dense=dense_max is not None and manifest["n_vectors"] <= dense_max,
+    )
+    log.info("block_size auto: %d (%s tiles)", size, "GPU" if gpu else "CPU")
+    return size
+
+
 def pack(codes, ingest_manifest, plan_path, perm_path, planes_out, manifest_out) -> dict:
+    """Stage 3: the codes as bit planes in permuted row order (store/pack.py).
+
+    Parameters
+    ----------
+    codes, ingest_manifest : str or os.PathLike
+        Ingest's outputs.
+    plan_path, perm_path : str or os.PathLike
+        The plan's outputs.
+    planes_out, manifest_out : str or os.PathLike
+        planes.npy (uint64 (n_vectors, total words); row r holds vector perm[r]) and the store
+        manifest (layout, plan, ids, input checksum).
+
+    Returns
+    -------
+    dict
+        The store manifest.
+    """
     p = read_plan(plan_path)
     perm = load_permutation(perm_path, p.n_vectors)
+    from genotile.store.pack import layout_from_json, pack_store
+
     m = pack_store(codes, _load_json(ingest_manifest), p, perm, planes_out, manifest_out)
     words = layout_from_json(m["layout"]).total_words
     log.info("pack: %d vectors x %d words of planes per vector", m["n_vectors"], words)
@@ -83,7 +172,36 @@ def tile(
     tile_out,
     metric_params=None,
 ) -> dict:
+    """Stage 4: one tile (bi, bj) of a metric, written as a checksummed tile file.
+
+    Parameters
+    ----------
+    planes, manifest_path, perm_path : str or os.PathLike
+        The packed store (planes.npy, manifest.json, perm.npy).
+    metric_name : str
+        A 2-way metric.
+    bi, bj : int
+        Blocks of the tile, bi <= bj.
+    threshold : float or None
+        Pairs kept (None: all).
+    dense : bool
+        Keep the tile's whole block of the matrix column (for matrix.tsv).
+    backend : str
+        "auto" or a backend name (backends.resolve).
+    tile_out : str or os.PathLike
+        The tile file (io/tilefile.py: a, b, value columns, hist_*, dense*, meta, SHA-256).
+    metric_params : dict, optional
+        The epilogue's parameters (ccc2: multiplier, param).
+
+    Returns
+    -------
+    dict
+        The tile's meta (pairs computed and passing, backend, seconds, store identity).
+    """
     check_threshold(threshold, f"threshold of {metric_name}")
+    from genotile.pairs.tile import compute_tile
+    from genotile.store.pack import open_store
+
     planes_mm, manifest, layout = open_store(planes, manifest_path)
     p = Plan.from_json(manifest["plan"])
     perm = load_permutation(perm_path, p.n_vectors)
@@ -148,13 +266,27 @@ def store_identity(manifest: dict) -> dict:
 
 
 def tile_paths(pairs_dir, plan: Plan) -> list[Path]:
+    """`pairs_dir/tile_I_J.npz` for every tile of the plan, in `plan.tiles()` order."""
     return [Path(pairs_dir) / f"tile_{i}_{j}.npz" for i, j in plan.tiles()]
 
 
 def matrix(tiles, manifest_path, metric_name, matrix_out) -> None:
+    """Stage 5: matrix.tsv (n x n, input order) from every tile's dense block.
+
+    Parameters
+    ----------
+    tiles : sequence of str or os.PathLike
+        Every tile file of the plan (refused when one is missing, foreign or damaged).
+    manifest_path : str or os.PathLike
+        The store manifest (IDs, plan); perm.npy beside it.
+    metric_name : str
+    matrix_out : str or os.PathLike
+    """
     manifest = _load_json(manifest_path, STORE_KEYS)
     p = Plan.from_json(manifest["plan"])
     perm = load_permutation(Path(manifest_path).parent / "perm.npy", p.n_vectors)
+    from genotile.pairs.merge import merge_matrix
+
     merge_matrix(
         tiles,
         manifest["ids"],
@@ -171,6 +303,27 @@ def matrix(tiles, manifest_path, metric_name, matrix_out) -> None:
 def merge(
     tiles, manifest_path, metric_name, pairs_out, summary_out, config: dict, matrix_path=None, histogram_out=None
 ) -> dict:
+    """Stage 6: pairs.tsv.gz, histogram.tsv and summary.json from every tile of the plan.
+
+    Parameters
+    ----------
+    tiles : sequence of str or os.PathLike
+        Every tile file of the plan (docs/pipeline.md: the merge contract).
+    manifest_path : str or os.PathLike
+        The store manifest.
+    metric_name : str
+    pairs_out, summary_out : str or os.PathLike
+    config : dict
+        The settings recorded in summary.json (threshold, params, block_size, ...).
+    matrix_path : str or os.PathLike, optional
+        matrix.tsv, when it was written (its checksum goes into the summary).
+    histogram_out : str or os.PathLike, optional
+
+    Returns
+    -------
+    dict
+        The summary written.
+    """
     started = time.perf_counter()
     manifest = _load_json(manifest_path, STORE_KEYS)
     p = Plan.from_json(manifest["plan"])
@@ -179,6 +332,8 @@ def merge(
         remove_stale_matrix(Path(pairs_out).parent)
     perm = load_permutation(Path(manifest_path).parent / "perm.npy", p.n_vectors)
     expect = tilecheck.expected_settings(metric_name, config)
+    from genotile.pairs.merge import merge_pairs, write_histograms, write_summary
+
     merged = merge_pairs(
         tiles,
         manifest["ids"],
@@ -227,7 +382,19 @@ def _recorded(path) -> dict | None:
     return d if isinstance(d, dict) else None
 
 
-def current_store(input_path, encoding, outdir, block_size, seed, vcf_options=None, collapse_duplicates=False) -> None:
+def current_store(
+    input_path,
+    encoding,
+    outdir,
+    block_size,
+    seed,
+    vcf_options=None,
+    *,
+    metrics=(),
+    backend="auto",
+    dense_max=None,
+    collapse_duplicates=False,
+) -> None:
     """Ingest, plan and pack into `outdir`, reusing each stage's files only where they were made
     from the same input content, options, option files and settings (store/sources.py); what
     changed is logged, and the stage and all after it are recomputed."""
@@ -249,6 +416,8 @@ def current_store(input_path, encoding, outdir, block_size, seed, vcf_options=No
         changed = changed or ["the ingest"]
     files = ("plan.json", "perm.npy", "planes.npy", "manifest.json")
     built = _recorded(store / "manifest.json")
+    if block_size == AUTO:
+        block_size = resolve_auto_block_size(recorded, metrics, backend, dense_max)
     if built is not None and not changed and all((store / f).exists() for f in files):
         want = plan_of_manifest(recorded, int(block_size), int(seed)).to_json()
         have = built.get("plan") or {}
@@ -278,13 +447,30 @@ def run_all(
     backend="auto",
     vcf_options=None,
     metric_params=None,
-    pairs_max=PAIRS_MAX,
     collapse_duplicates=True,
+    pairs_max=PAIRS_MAX,
 ) -> dict:
     """Every stage in this process, with the same file layout as the workflow.
 
     vcf_options: the VCF reader's options (multiallelic, filter_pass, samples, regions);
     metric_params: {metric: {parameter: value}}, e.g. {"ccc2": {"multiplier": 4.5}}.
+
+    Parameters
+    ----------
+    input_path : str or os.PathLike
+        FASTA alignment or VCF/BCF.
+    outdir : str or os.PathLike
+        Gets ingest/, store/<encoding>/ and <metric>/ as results/<dataset>/ does.
+    metrics : sequence of str
+        2-way metrics to compute.
+    block_size, seed, thresholds, dense_max, backend, pairs_max
+        As the workflow's config keys (thresholds: {metric: value}); a run past the plan's bounds
+        on output (limits.check_plan) is refused as the workflow's plan refuses it.
+
+    Returns
+    -------
+    dict of str to dict
+        {metric: its summary.json}.
     """
     outdir = Path(outdir)
     thresholds, metric_params = thresholds or {}, metric_params or {}
@@ -293,7 +479,19 @@ def run_all(
         metric = get_metric(metric_name, **metric_params.get(metric_name, {}))
         enc = metric.encoding
         store = outdir / "store" / enc
-        current_store(input_path, enc, outdir, block_size, seed, vcf_options, collapse_duplicates)
+        same_store = [m for m in metrics if get_metric(m).encoding == enc]
+        current_store(
+            input_path,
+            enc,
+            outdir,
+            block_size,
+            seed,
+            vcf_options,
+            metrics=same_store,
+            backend=backend,
+            dense_max=dense_max,
+            collapse_duplicates=collapse_duplicates,
+        )
         p = read_plan(store / "plan.json")
         # the plan's bounds on output, also where the store was planned by an earlier run
         check_plan(

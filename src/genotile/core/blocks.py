@@ -1,0 +1,134 @@
+"""`block_size: auto`: blocks sized by the work and memory of a tile job.
+
+A Snakemake job costs a new Python process, its imports and, on a GPU, a CUDA context and
+kernel load (about a second in all); a tile must carry much more compute than that, and no
+more memory than a job has. `auto_block_size` picks the block from what the plan knows: the
+number of vectors, the informative fields, the metrics that read the store, whether the tiles
+run on a GPU, and that device's memory. Block sizes change no output byte (the permutation
+depends on the seed alone), so the choice is free to change between versions.
+"""
+
+import math
+import os
+import shutil
+import subprocess
+
+from genotile.core.metrics import METRICS
+
+AUTO = "auto"
+
+# bit planes per informative field (V where data is missing, N, S_t on 3+ symbol columns;
+# genotypes L H V, Het and Hom0 for king): an upper estimate, as the store is not packed yet
+PLANES_PER_FIELD = {"nucleotide": 2, "categorical": 3, "genotype": 5, "genotype_t": 3}
+
+# CPU: a tile of at most this many pair-words (pairs x plane words per vector) is a few seconds
+# of numba on 2 threads (~2e10 pair-words/s, bench/RESULTS.md); larger work is cut into tiles
+# that jobs on other cores run at once
+CPU_TILE_WORK = 2**37
+# CPU: bytes a tile job's count, value, mask and dense arrays may take (the SLURM profile gives
+# tile jobs 8 GB)
+CPU_TILE_BYTES = 4 * 2**30
+# GPU: a tile streams its blocks through the device in 4,096-row chunks, so device memory bounds
+# only the dense block; one tile per dataset up to this many vectors (two blocks past it, three
+# tiles, so several GPUs share a larger run)
+GPU_MAX_BLOCK = 2**18
+# device memory assumed when it cannot be read (nvidia-smi missing)
+GPU_DEFAULT_BYTES = 16 * 2**30
+# GPU: the dense block (matrix.tsv wanted) on the device and in pinned host memory: at most
+# this fraction of the device's memory
+GPU_DENSE_FRACTION = 0.25
+
+
+def bytes_per_pair(metric_names) -> int:
+    """Host bytes a tile holds per pair on the CPU path: int64 counts, float64 values, masks."""
+    return max(8 * (2 * len(METRICS[m].columns) + 2) + 8 for m in metric_names)
+
+
+def words_per_vector(encoding: str, n_fields_kept: int) -> int:
+    """Plane words per vector of the store about to be packed (an upper estimate)."""
+    return PLANES_PER_FIELD.get(encoding, 5) * max(1, math.ceil(n_fields_kept / 64))
+
+
+def blocks_for(n_vectors: int, n_blocks: int) -> int:
+    """The block size that cuts n vectors into n_blocks blocks of (nearly) equal size."""
+    return max(1, math.ceil(n_vectors / max(1, n_blocks)))
+
+
+def auto_block_size(
+    n_vectors: int,
+    words: int,
+    metric_names,
+    *,
+    gpu: bool,
+    device_bytes: int | None = None,
+    dense: bool = False,
+) -> int:
+    """Vectors per block for a store of n_vectors x `words` plane words per vector.
+
+    Parameters
+    ----------
+    n_vectors : number of vectors in the store.
+    words : plane words per vector (`words_per_vector`).
+    metric_names : the metrics whose tiles read this store (the largest sets the memory).
+    gpu : the tiles run on a GPU backend.
+    device_bytes : the GPU's memory (default: `GPU_DEFAULT_BYTES`).
+    dense : matrix.tsv is wanted, so every tile keeps its dense block.
+
+    Returns
+    -------
+    int : the block size; n_vectors (one tile) whenever one tile fits the limits.
+    """
+    n = max(1, int(n_vectors))
+    if gpu:
+        cap = GPU_MAX_BLOCK
+        if dense:
+            budget = GPU_DENSE_FRACTION * (device_bytes or GPU_DEFAULT_BYTES)
+            cap = min(cap, int(math.sqrt(budget / 8)))  # float64 or int64 dense values
+        return blocks_for(n, math.ceil(n / max(1, cap)))
+    per_pair = bytes_per_pair(metric_names)
+    mem_cap = int(math.sqrt(CPU_TILE_BYTES / per_pair))
+    n_blocks = math.ceil(n / max(1, mem_cap))
+    # then as many blocks as it takes to bring each tile under CPU_TILE_WORK
+    total = n * (n - 1) // 2 * max(1, words)
+    while n_blocks < n and total / (n_blocks * (n_blocks + 1) // 2) > CPU_TILE_WORK:
+        n_blocks += 1
+    return blocks_for(n, n_blocks)
+
+
+def gpu_tiles(backend: str) -> bool:
+    """Whether tiles of `backend` run on a GPU: the cupy backends always; `auto` where this
+    process sees an NVIDIA device (checked without importing CuPy: the plan job has none)."""
+    if backend.startswith("cupy"):
+        return True
+    if backend != AUTO:
+        return False
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if visible is not None and visible.strip() in ("", "-1"):
+        return False
+    return any(name.startswith("nvidia") and name[6:].isdigit() for name in _dev_names())
+
+
+def _dev_names() -> list[str]:
+    try:
+        return os.listdir("/dev")
+    except OSError:
+        return []
+
+
+def device_memory_bytes() -> int | None:
+    """The smallest visible GPU's memory, read by nvidia-smi; None where it cannot be read."""
+    exe = shutil.which("nvidia-smi")
+    if exe is None:
+        return None
+    try:
+        out = subprocess.run(
+            [exe, "--query-gpu=memory.total", "--format=csv,noheader,nounits"],
+            capture_output=True,
+            text=True,
+            timeout=20,
+            check=True,
+        ).stdout
+        mib = [int(line) for line in out.split() if line.strip().isdigit()]
+    except (OSError, subprocess.SubprocessError, ValueError):
+        return None
+    return min(mib) * 2**20 if mib else None
