@@ -30,7 +30,7 @@ def cell_table(matrix: np.ndarray):
     n_rows, n_cols = matrix.shape
     format_column = _format_column
     if np.issubdtype(matrix.dtype, np.integer) and matrix.size and 0 <= matrix.min() and matrix.max() < TABLE_MAX:
-        return [str(v) for v in range(int(matrix.max()) + 1)], lambda r0, r1: matrix[r0:r1].astype(np.int64)
+        return [str(v) for v in range(int(matrix.max()) + 1)], lambda r0, r1: matrix[r0:r1].astype(np.int64, copy=False)
     if np.issubdtype(matrix.dtype, np.floating):  # format_column's repr(float(v)), without float()
         format_column = _repr_floats
     bits = np.ascontiguousarray(matrix).view(np.dtype(f"u{matrix.dtype.itemsize}"))
