@@ -1,6 +1,7 @@
 rule ingest:
     input:
         data=dataset_input,
+        fileset=dataset_fileset,
         option_files=ingest_option_files,
         # content of the input and option files, whatever their mtimes (rules/common.smk)
         sources=dataset_sources,
