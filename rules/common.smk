@@ -211,6 +211,19 @@ def ingest_option_files(wildcards):
     return files
 
 
+# Fingerprints live beside Snakemake's own records, not in results/: they are written when the
+# workflow is parsed, so a dry run or a refused config must not leave files among the results.
+FINGERPRINTS = ".snakemake/genotile/sources"
+
+
+def dataset_fingerprint(dataset):
+    return f"{FINGERPRINTS}/{dataset}.json"
+
+
+def screen_fingerprint(screen, kind):
+    return f"{FINGERPRINTS}/{screen}.screen.{kind}.json"
+
+
 def fingerprint(out, path, options=None):
     """`out`, a record of the content (SHA-256) of `path` and its option files, rewritten (new
     mtime) only when that content changes (store/sources.py); as an input of the rule that reads
@@ -221,17 +234,13 @@ def fingerprint(out, path, options=None):
 
 
 def dataset_sources(wildcards):
-    return fingerprint(
-        f"results/{wildcards.dataset}/sources.json", dataset_input(wildcards)
-    )
+    return fingerprint(dataset_fingerprint(wildcards.dataset), dataset_input(wildcards))
 
 
 def screen_sources(wildcards):
     spec = config["screens"][wildcards.screen]
     return [
-        fingerprint(
-            f"results/{wildcards.screen}/screen/{kind}.sources.json", spec[kind]
-        )
+        fingerprint(screen_fingerprint(wildcards.screen, kind), spec[kind])
         for kind in ("samples", "signatures")
     ]
 
@@ -242,16 +251,14 @@ def write_fingerprints():
     for dataset, spec in config["datasets"].items():
         if Path(spec["input"]).is_file():
             _sources.write_fingerprint(
-                f"results/{dataset}/sources.json",
+                dataset_fingerprint(dataset),
                 spec["input"],
                 dataset_options(dataset),
             )
     for screen, spec in (config.get("screens") or {}).items():
         for kind in ("samples", "signatures"):
             if Path(spec[kind]).is_file():
-                _sources.write_fingerprint(
-                    f"results/{screen}/screen/{kind}.sources.json", spec[kind]
-                )
+                _sources.write_fingerprint(screen_fingerprint(screen, kind), spec[kind])
 
 
 write_fingerprints()
