@@ -204,6 +204,21 @@ def test_plink_fileset_outputs_equal_plink_bytes(genotypes_vcf, tmp_path):
     assert (ibs / "plink.mdist.id").read_bytes() == (tmp_path / "m.mdist.id").read_bytes()
 
 
+def test_run_all_writes_the_opt_in_outputs(genotypes_vcf, tmp_path):
+    """`steps.run_all(..., opt_in=...)` (genotile run, no Snakemake) writes what the rules write."""
+    opt_in = {"formats": ["kin0", "mdist"], "king_degrees": True, "king_cutoff": 0.0884}
+    run = tmp_path / "run"
+    steps.run_all(genotypes_vcf, run, ["king", "ibs"], block_size=7, thresholds={"king": 0.0442}, opt_in=opt_in)
+    king_files = ["plink2.kin0", "degrees.tsv.gz", *peer_formats.KING_CUTOFF_FILES]
+    king = genotile(genotypes_vcf, tmp_path / "g", "king", king_files, threshold=0.0442, king_cutoff=0.0884)
+    ibs = genotile(genotypes_vcf, tmp_path / "g", "ibs", ["plink.mdist", "plink.mdist.id"])
+    for mdir, names in ((king, king_files), (ibs, ["plink.mdist", "plink.mdist.id"])):
+        for name in names:
+            assert (run / mdir.name / name).read_bytes() == (mdir / name).read_bytes(), name
+    with pytest.raises(peer_formats.GenotileError, match="format kin0 is written for metric king"):
+        steps.run_all(genotypes_vcf, tmp_path / "bad", ["ibs"], opt_in={"formats": ["kin0"]})
+
+
 @pytest.fixture(scope="module")
 def alignment(tmp_path_factory) -> Path:
     """11 sequences x 500 columns with N, gaps, IUPAC codes and lower case; no '.' (snp-dists

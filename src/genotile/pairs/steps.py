@@ -11,10 +11,11 @@ from genotile.core.limits import PAIRS_MAX, check_plan, check_threshold
 from genotile.core.metrics import METRICS, get_metric
 from genotile.core.plan import Plan, read_plan, write_plan
 from genotile.errors import GenotileError
+from genotile.io import peer_formats
 from genotile.io.readback import load_json, load_permutation
 from genotile.io.stale import remove_stale_files, remove_stale_matrix
 from genotile.io.tilefile import write_tile
-from genotile.pairs import tilecheck
+from genotile.pairs import peers, tilecheck
 from genotile.runtime.progress import Progress
 from genotile.store.sources import differences, sources
 
@@ -449,6 +450,7 @@ def run_all(
     metric_params=None,
     collapse_duplicates=True,
     pairs_max=PAIRS_MAX,
+    opt_in=None,
 ) -> dict:
     """Every stage in this process, with the same file layout as the workflow.
 
@@ -466,6 +468,9 @@ def run_all(
     block_size, seed, thresholds, dense_max, backend, pairs_max
         As the workflow's config keys (thresholds: {metric: value}); a run past the plan's bounds
         on output (limits.check_plan) is refused as the workflow's plan refuses it.
+    opt_in : dict, optional
+        A dataset's opt-in outputs, as its config keys: {"formats": [...], "king_degrees": bool,
+        "king_cutoff": value} (README, Peer formats and Relatedness), written beside each metric.
 
     Returns
     -------
@@ -473,7 +478,8 @@ def run_all(
         {metric: its summary.json}.
     """
     outdir = Path(outdir)
-    thresholds, metric_params = thresholds or {}, metric_params or {}
+    thresholds, metric_params, opt_in = thresholds or {}, metric_params or {}, opt_in or {}
+    peer_formats.check_dataset(str(input_path), {**opt_in, "metrics": list(metrics)}, thresholds.get("king"))
     summaries = {}
     for metric_name in metrics:
         metric = get_metric(metric_name, **metric_params.get(metric_name, {}))
@@ -542,4 +548,15 @@ def run_all(
             matrix_path,
             mdir / "histogram.tsv",
         )
+        names, dense = peer_formats.output_files(opt_in, metric_name)
+        if dense:
+            peer_formats.refuse_past_dense_max(str(input_path), opt_in, metric_name, p.input_vectors, dense_max)
+        if names:
+            peers.write_outputs(
+                paths,
+                store / "manifest.json",
+                metric_name,
+                [mdir / name for name in names],
+                king_cutoff=opt_in.get("king_cutoff"),
+            )
     return summaries
