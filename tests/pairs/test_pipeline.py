@@ -65,8 +65,11 @@ def test_summary(run_one):
     _, pairs = read_pairs(workdir / "results/toy/snp/pairs.tsv.gz")
     assert s["pairs_passing"] == len(pairs)
     assert set(s["outputs"]) == {"pairs", "matrix", "histogram"}
-    # auto on the CPU: numpy's BLAS for tiles this small (numba's start-up would cost more)
-    assert s["config"]["threshold"] == 40 and s["backend"] == ["numpy"]
+    # auto: the GPU where there is one, else numpy's BLAS for tiles this small (numba's start-up
+    # would cost more)
+    from genotile.backends.cuda import cupy_common
+
+    assert s["config"]["threshold"] == 40 and s["backend"] == ["cupy-b1" if cupy_common.has_gpu() else "numpy"]
 
 
 def test_second_run_does_nothing_and_lost_tile_is_recomputed_alone(run_one):
