@@ -20,6 +20,7 @@ from genotile.io.tsvgz import format_column, write_tsv_gz
 from genotile.pairs import relatedness
 from genotile.pairs.merge import read_tiles
 from genotile.store import duplicates
+from genotile.store.manifest import STORE_KEYS, store_identity
 
 log = logging.getLogger("genotile")
 
@@ -98,7 +99,6 @@ def write_outputs(tiles, manifest_path, metric_name: str, paths, *, king_cutoff:
     .psam without FID) a .kin0 has no FID columns, as PLINK 2 writes it, and .mdist.id repeats
     the IID (`plink1.9 --double-id`).
     """
-    from genotile.pairs.steps import STORE_KEYS, store_identity  # steps imports the merge, as this does
 
     manifest = load_json(manifest_path, "manifest", STORE_KEYS)
     plan = Plan.from_json(manifest["plan"])

@@ -15,14 +15,12 @@ from genotile.io import peer_formats
 from genotile.io.readback import load_json, load_permutation
 from genotile.io.stale import remove_stale_files, remove_stale_matrix
 from genotile.io.tilefile import write_tile
-from genotile.pairs import peers, tilecheck
+from genotile.pairs import tilecheck
 from genotile.runtime.progress import Progress
+from genotile.store.manifest import STORE_KEYS, store_identity
 from genotile.store.sources import differences, sources
 
 log = logging.getLogger("genotile")
-
-
-STORE_KEYS = ("n_vectors", "n_kept", "ids", "plan", "layout", "input", "input_sha256")
 
 
 def _load_json(path, keys=("n_vectors", "n_fields", "ids")) -> dict:
@@ -259,11 +257,6 @@ def copies(manifest: dict):
     import numpy as np
 
     return np.bincount(np.asarray(manifest["distinct_index"], dtype=np.int64), minlength=manifest["n_distinct"])
-
-
-def store_identity(manifest: dict) -> dict:
-    """What a tile was computed from: the input's checksum and the plan (size, blocks, seed)."""
-    return {"input_sha256": manifest["input_sha256"], "plan": manifest["plan"]}
 
 
 def tile_paths(pairs_dir, plan: Plan) -> list[Path]:
@@ -552,6 +545,8 @@ def run_all(
         if dense:
             peer_formats.refuse_past_dense_max(str(input_path), opt_in, metric_name, p.input_vectors, dense_max)
         if names:
+            from genotile.pairs import peers  # the opt-in outputs' code, only when asked for
+
             peers.write_outputs(
                 paths,
                 store / "manifest.json",
