@@ -55,6 +55,9 @@ def test_config_keys_have_flags():
         "ccc3-block-size",
         "ccc3-stages",
         "ccc3-null-threshold-max",
+        "format",
+        "king-degrees",
+        "king-cutoff",
         "quiet",
     ):
         assert f"--{key}" in flags, key
@@ -81,6 +84,8 @@ def inputs(tmp_path_factory):
         (["--metric", "snp", "--regions", "1:1-5"], "--regions apply to genotype input"),
         (["--metric", "snp", "--ccc-multiplier", "4"], "--ccc-multiplier apply to --metric ccc2 or ccc3, not to snp"),
         (["--metric", "snp", "--metric", "king"], "--metric snp need a FASTA alignment and --metric king genotypes"),
+        (["--metric", "snp", "--format", "kin0"], "--format kin0 is written for --metric king, not for snp"),
+        (["--metric", "snp", "--king-cutoff", "0.1"], "--king-cutoff apply to --metric king, not to snp"),
     ],
 )
 def test_options_that_do_not_apply_are_refused_by_flag(inputs, capsys, args, message):
@@ -189,3 +194,23 @@ def test_plink_input_from_the_cli(inputs, tmp_path):
         assert main(["run", str(source), "--outdir", str(tmp_path / out), "--metric", "ibs", "-q"]) == 0
     ours = (tmp_path / "bed" / "ibs" / "pairs.tsv.gz").read_bytes()
     assert ours == (tmp_path / "vcf" / "ibs" / "pairs.tsv.gz").read_bytes()
+
+
+def test_peer_formats_and_relatedness_from_the_cli(inputs, tmp_path):
+    """--format, --king-degrees and --king-cutoff write what the workflow's opt-in rules write
+    (the same run_all, given the dataset's formats, king_degrees and king_cutoff)."""
+    _, vcf, _ = inputs
+    out = tmp_path / "cli"
+    args = ["run", str(vcf), "--outdir", str(out), "--metric", "king", "--metric", "ibs", "--quiet"]
+    args += ["--format", "kin0", "--format", "mdist", "--king-degrees", "--king-cutoff", "0.0884"]
+    assert main(args) == 0
+    opt_in = {"formats": ["kin0", "mdist"], "king_degrees": True, "king_cutoff": 0.0884}
+    run_all(vcf, tmp_path / "direct", ["king", "ibs"], opt_in=opt_in)
+    names = {
+        "king": ["plink2.kin0", "degrees.tsv.gz", "plink2.king.cutoff.in.id", "plink2.king.cutoff.out.id"],
+        "ibs": ["plink.mdist", "plink.mdist.id"],
+    }
+    for metric, files in names.items():
+        for name in files:
+            got = (out / metric / name).read_bytes()
+            assert got and got == (tmp_path / "direct" / metric / name).read_bytes(), (metric, name)

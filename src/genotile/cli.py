@@ -14,6 +14,7 @@ from genotile.core.plan import Plan
 from genotile.core.registry import REGISTRY
 from genotile.errors import GenotileError
 from genotile.io.atomic import DISK_ERRORS, disk_error
+from genotile.io.peer_formats import FORMATS
 from genotile.version import __version__
 
 
@@ -190,6 +191,30 @@ def _run_parser(sub) -> None:
         default=None,
         help="a null ccc3 threshold is refused past this many SNPs (default 2000)",
     )
+    peers = run.add_argument_group(
+        "peer formats and relatedness (config: the dataset's formats, king_degrees, king_cutoff)"
+    )
+    peers.add_argument(
+        "--format",
+        dest="formats",
+        action="append",
+        choices=list(FORMATS),
+        help="also write the metric's outputs in a peer tool's format (repeat for several): "
+        + "; ".join(f"{f.name} ({f.peer}; {' or '.join(f.metrics)})" for f in FORMATS.values()),
+    )
+    peers.add_argument(
+        "--king-degrees",
+        action="store_true",
+        default=None,
+        help="king: write degrees.tsv.gz, each pair's degree of relationship by KING's cut-offs",
+    )
+    peers.add_argument(
+        "--king-cutoff",
+        type=_number,
+        metavar="KINSHIP",
+        help="king: write a maximal set of samples with no pair at or above KINSHIP "
+        "(plink2.king.cutoff.in.id / .out.id, as plink2 --king-cutoff)",
+    )
     run.add_argument("--quiet", "-q", action="store_true", help="print only errors and the one-line results")
 
 
@@ -221,6 +246,19 @@ def _parser() -> argparse.ArgumentParser:
 
     sub.add_parser("backends", help="list the backends available on this machine")
     return ap
+
+
+def _check_peer_options(args, metrics: list[str]) -> None:
+    """A peer format or relatedness output whose metric is not computed is refused by its flag."""
+    for fmt in args.formats or []:
+        if not set(FORMATS[fmt].metrics) & set(metrics):
+            raise GenotileError(
+                f"--format {fmt} is written for --metric {' or '.join(FORMATS[fmt].metrics)}, "
+                f"not for {', '.join(metrics)}"
+            )
+    king = [f for f, v in (("--king-degrees", args.king_degrees), ("--king-cutoff", args.king_cutoff)) if v is not None]
+    if king and "king" not in metrics:
+        raise GenotileError(f"{', '.join(king)} apply to --metric king, not to {', '.join(metrics)}")
 
 
 def _check_run(args) -> list[str]:
@@ -259,6 +297,7 @@ def _check_run(args) -> list[str]:
     ]
     if ccc3 and "ccc3" not in metrics:
         raise GenotileError(f"{', '.join(ccc3)} apply to --metric ccc3, not to {', '.join(metrics)}")
+    _check_peer_options(args, metrics)
     return metrics
 
 
@@ -292,6 +331,15 @@ def _run(args) -> None:
             pairs_max=args.pairs_max,
             metric_params={"ccc2": params} if params else None,
             collapse_duplicates=args.collapse_duplicates,
+            opt_in={
+                key: value
+                for key, value in (
+                    ("formats", args.formats),
+                    ("king_degrees", args.king_degrees),
+                    ("king_cutoff", args.king_cutoff),
+                )
+                if value is not None
+            },
         )
         for name, s in summaries.items():
             print(f"{name}: {s['pairs_passing']} of {s['pairs_computed']} pairs pass -> {args.outdir}/{name}/")
