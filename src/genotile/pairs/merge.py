@@ -105,18 +105,13 @@ def write_histograms(out_path, metric: Metric, histograms: dict, pairs_computed:
     write_text(out_path, "\n".join(lines) + "\n")
 
 
-def merge_matrix(
-    tile_paths,
-    ids: list[str],
-    plan: Plan,
-    metric: Metric,
-    out_path,
-    store: dict | None = None,
-    perm=None,
-    distinct_index=None,
-) -> None:
-    """matrix.tsv from every tile's dense block; `distinct_index`: the matrix of distinct rows,
-    indexed by each input vector's distinct row (store/duplicates.py)."""
+def dense_values(
+    tile_paths, plan: Plan, metric: Metric, store: dict | None = None, perm=None, where="", distinct_index=None
+) -> np.ndarray:
+    """(n, n) the metric's dense column for every pair (matrix.tsv's values), from the tiles'
+    dense blocks; the diagonal is what the diagonal tiles hold. `distinct_index`: a collapsed
+    store's, the matrix of distinct vectors indexed by each input vector's (store/duplicates.py);
+    `where` names the output in the error when a cell was in no tile."""
     n = plan.n_vectors
     matrix = None
     # which cells a tile wrote: no value can serve as the marker (nan is a real ibs/king value)
@@ -131,12 +126,27 @@ def merge_matrix(
         matrix[np.ix_(rows, cols)] = dense
         matrix[np.ix_(cols, rows)] = dense.T
         filled[np.ix_(rows, cols)] = filled[np.ix_(cols, rows)] = True
-    if not filled.all():
-        raise GenotileError(f"{out_path}: {int((~filled).sum())} matrix cells were in no tile")
-    assert matrix is not None  # every cell was in a tile, so there was one
+    if matrix is None or not filled.all():
+        raise GenotileError(f"{where}: {int((~filled).sum())} matrix cells were in no tile")
     if distinct_index is not None:
         index = np.asarray(distinct_index, dtype=np.int64)
         matrix = matrix[np.ix_(index, index)]
+    return matrix
+
+
+def merge_matrix(
+    tile_paths,
+    ids: list[str],
+    plan: Plan,
+    metric: Metric,
+    out_path,
+    store: dict | None = None,
+    perm=None,
+    distinct_index=None,
+) -> None:
+    """matrix.tsv from every tile's dense block; `distinct_index`: the matrix of distinct rows,
+    indexed by each input vector's distinct row (store/duplicates.py)."""
+    matrix = dense_values(tile_paths, plan, metric, store, perm, where=str(out_path), distinct_index=distinct_index)
     write_matrix_tsv(out_path, ids, matrix)
 
 

@@ -18,7 +18,7 @@ from genotile.io import peer_formats
 from genotile.io.readback import load_json
 from genotile.io.tsvgz import format_column, write_tsv_gz
 from genotile.pairs import relatedness
-from genotile.pairs.merge import read_tiles
+from genotile.pairs.merge import dense_values, read_tiles
 from genotile.store import duplicates
 from genotile.store.manifest import STORE_KEYS, store_identity
 
@@ -40,33 +40,6 @@ def passing_pairs(
         merged = duplicates.expand_merged(merged, selves, np.asarray(distinct_index), plan.n_vectors, metric)
     order = np.lexsort((merged["b"], merged["a"]))
     return {k: v[order] for k, v in merged.items()}
-
-
-def dense_values(
-    tile_paths, plan: Plan, metric: Metric, store: dict | None = None, where="", distinct_index=None
-) -> np.ndarray:
-    """(n, n) the metric's dense column for every pair (matrix.tsv's values), from the tiles'
-    dense blocks; the diagonal is what the diagonal tiles hold. `distinct_index`: a collapsed
-    store's, the matrix of distinct vectors indexed by each input vector's."""
-    n = plan.n_vectors
-    matrix = None
-    filled = np.eye(n, dtype=bool)  # no value can mark an unwritten cell (nan is an ibs/king value)
-    for path, arrays, _meta, _digest in read_tiles(tile_paths, plan, metric, store):
-        if "dense" not in arrays:
-            raise GenotileError(f"tile {path}: has no dense block (was it computed with a larger dense_max?)")
-        dense = arrays["dense"]
-        if matrix is None:
-            matrix = np.zeros((n, n), dtype=dense.dtype)
-        rows, cols = arrays["dense_rows"], arrays["dense_cols"]
-        matrix[np.ix_(rows, cols)] = dense
-        matrix[np.ix_(cols, rows)] = dense.T
-        filled[np.ix_(rows, cols)] = filled[np.ix_(cols, rows)] = True
-    if matrix is None or not filled.all():
-        raise GenotileError(f"{where}: {int((~filled).sum())} matrix cells were in no tile")
-    if distinct_index is not None:
-        index = np.asarray(distinct_index, dtype=np.int64)
-        matrix = matrix[np.ix_(index, index)]
-    return matrix
 
 
 def write_kin0(pairs: dict, ids, out_path, fids=None) -> int:
