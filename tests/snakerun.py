@@ -34,11 +34,11 @@ def write_fasta(path, seqs, ids=None):
     return ids
 
 
-def snakemake(workdir, config: dict, *extra, check=True):
+def snakemake_cmd(workdir, config: dict, *extra) -> list[str]:
+    """The command that runs the workflow in `workdir` with `config` (written there as config.yaml)."""
     cfg = Path(workdir) / "config.yaml"
-    config = {"report": False, **config}  # plots only where a test asks for them
     cfg.write_text(yaml.safe_dump(config))
-    cmd = [
+    return [
         sys.executable,
         "-m",
         "snakemake",
@@ -48,10 +48,13 @@ def snakemake(workdir, config: dict, *extra, check=True):
         str(workdir),
         "--configfile",
         str(cfg),
-        "--cores",
-        "2",
         *extra,
     ]
+
+
+def snakemake(workdir, config: dict, *extra, check=True):
+    config = {"report": False, **config}  # plots only where a test asks for them
+    cmd = snakemake_cmd(workdir, config, "--cores", "2", *extra)
     proc = subprocess.run(cmd, capture_output=True, text=True)
     if check and proc.returncode != 0:
         raise AssertionError(f"snakemake failed ({proc.returncode}):\n{proc.stdout[-3000:]}\n{proc.stderr[-5000:]}")

@@ -31,6 +31,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from snakerun import snakemake_cmd
 
 pytestmark = pytest.mark.slurm  # `pytest -m "not slurm"` leaves it out
 
@@ -144,23 +145,6 @@ def example_config(block_size, tiles_per_job=TILES_PER_JOB) -> dict:
     if "report" in config:
         config["report"] = False  # the plots: a dozen more jobs, and PNGs are not compared here
     return config
-
-
-def snakemake_cmd(workdir: Path, config: dict, *extra) -> list[str]:
-    cfg = workdir / "config.yaml"
-    cfg.write_text(yaml.safe_dump(config))
-    return [
-        sys.executable,
-        "-m",
-        "snakemake",
-        "-s",
-        str(REPO / "Snakefile"),
-        "--directory",
-        str(workdir),
-        "--configfile",
-        str(cfg),
-        *extra,
-    ]
 
 
 def install_shipped_profile(home: Path) -> Path:
