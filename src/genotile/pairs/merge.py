@@ -24,6 +24,8 @@ from genotile.runtime.progress import Progress
 from genotile.store import duplicates
 from genotile.version import __version__
 
+GATHER_CELLS = 1 << 20  # cells gathered into input order at a time (dense_values)
+
 
 def read_tiles(tile_paths, plan: Plan, metric: Metric, store: dict | None = None, perm=None, expect=None):
     """Yield (path, arrays, meta, sha256) for every tile; refuse a missing, foreign or repeated one,
@@ -111,26 +113,49 @@ def dense_values(
     """(n, n) the metric's dense column for every pair (matrix.tsv's values), from the tiles'
     dense blocks; the diagonal is what the diagonal tiles hold. `distinct_index`: a collapsed
     store's, the matrix of distinct vectors indexed by each input vector's (store/duplicates.py);
-    `where` names the output in the error when a cell was in no tile."""
+    `where` names the output in the error when a cell was in no tile.
+
+    The blocks are copied whole into the matrix in block order (the permuted order, where each
+    block is a contiguous range), then the rows and columns are gathered into input order a few
+    rows at a time: scattering each tile through its row and column indices took 8 of the 10 s
+    of a 10,000-vector matrix.tsv. Every tile's dense block must be over the same vectors of its
+    blocks as every other tile's; with every tile present (read_tiles), the blocks' vectors
+    covering each vector once means every cell was written.
+    """
     n = plan.n_vectors
-    matrix = None
-    # which cells a tile wrote: no value can serve as the marker (nan is a real ibs/king value)
-    filled = np.eye(n, dtype=bool)
-    for path, arrays, _meta, _digest in read_tiles(tile_paths, plan, metric, store, perm):
+    blocks, block_rows = [], {}
+    for path, arrays, meta, _digest in read_tiles(tile_paths, plan, metric, store, perm):
         if "dense" not in arrays:
             raise GenotileError(f"tile {path}: has no dense block (was it computed with a larger dense_max?)")
         dense = arrays["dense"]
-        if matrix is None:
-            matrix = np.zeros((n, n), dtype=dense.dtype)
-        rows, cols = arrays["dense_rows"], arrays["dense_cols"]
-        matrix[np.ix_(rows, cols)] = dense
-        matrix[np.ix_(cols, rows)] = dense.T
-        filled[np.ix_(rows, cols)] = filled[np.ix_(cols, rows)] = True
-    if matrix is None or not filled.all():
-        raise GenotileError(f"{where}: {int((~filled).sum())} matrix cells were in no tile")
+        bi, bj = meta["tile"]
+        for block, vectors in ((bi, arrays["dense_rows"]), (bj, arrays["dense_cols"])):
+            span = plan.block(block)
+            known = block_rows.setdefault(block, vectors)
+            if vectors.shape != (span.stop - span.start,) or not np.array_equal(known, vectors):
+                raise GenotileError(f"tile {path}: its dense block is not over the vectors of block {block}")
+        if dense.shape != (block_rows[bi].size, block_rows[bj].size):
+            raise GenotileError(f"tile {path}: its dense block is {dense.shape}, not its blocks' sizes")
+        if dense.dtype.kind in "iu" and dense.size:  # counts in the narrowest type: gathers 4x faster
+            dense = dense.astype(np.result_type(np.min_scalar_type(dense.min()), np.min_scalar_type(dense.max())))
+        blocks.append((plan.block(bi), plan.block(bj), dense))
+    blockwise = np.zeros((n, n), dtype=np.result_type(*(d.dtype for *_, d in blocks))) if blocks else None
+    for rows, cols, dense in blocks:
+        blockwise[rows, cols] = dense
+        blockwise[cols, rows] = dense.T
+    del blocks
+    order = np.concatenate([block_rows.get(k, np.zeros(0, np.int64)) for k in range(plan.n_blocks)])
+    covered = np.unique(order[(order >= 0) & (order < n)]).size if order.size else 0
+    if blockwise is None or order.size != n or covered != n:
+        raise GenotileError(f"{where}: {n * n - covered * covered} matrix cells were in no tile")
+    position = np.empty(n, dtype=np.int64)
+    position[order] = np.arange(n)  # each input vector's row in `blockwise`
     if distinct_index is not None:
-        index = np.asarray(distinct_index, dtype=np.int64)
-        matrix = matrix[np.ix_(index, index)]
+        position = position[np.asarray(distinct_index, dtype=np.int64)]
+    matrix = np.empty((position.size, position.size), dtype=blockwise.dtype)
+    step = max(1, GATHER_CELLS // max(1, position.size))
+    for r0 in range(0, position.size, step):
+        matrix[r0 : r0 + step] = blockwise[position[r0 : r0 + step]][:, position]
     return matrix
 
 
