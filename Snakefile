@@ -1,6 +1,6 @@
 # genotile: all-pairs comparisons of genomic vectors as bit-plane GEMM tiles.
 #
-#   ingest -> plan (checkpoint: n vectors, blocks, tiles) -> pack -> tile (one job per I <= J)
+#   store (checkpoint, one job: ingest -> plan of n vectors, blocks, tiles -> pack) -> tile (one job per I <= J)
 #   -> matrix (if n <= dense_max) -> merge (pairs.tsv.gz, summary.json, histogram.tsv) -> report plots
 
 
@@ -28,8 +28,7 @@ resource_scopes:
 
 
 include: "rules/common.smk"
-include: "rules/ingest.smk"
-include: "rules/pack.smk"
+include: "rules/store.smk"
 include: "rules/tiles.smk"
 include: "rules/merge.smk"
 include: "rules/screen.smk"

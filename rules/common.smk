@@ -62,10 +62,10 @@ def store_file(name):
 
 
 def plan_for(dataset, metric) -> Plan:
-    """The tile plan, once the plan checkpoint has run for this dataset and encoding."""
+    """The tile plan, once the store checkpoint has run for this dataset and encoding."""
     encoding = METRICS[metric].encoding
     return read_plan(
-        checkpoints.plan.get(dataset=dataset, encoding=encoding).output.plan
+        checkpoints.store.get(dataset=dataset, encoding=encoding).output.plan
     )
 
 
@@ -321,7 +321,7 @@ def all_outputs(wildcards):
                 if config["report"]:
                     outputs += report_files(dataset, metric)
             except IncompleteCheckpointException as e:
-                # No plan yet: ask for it and go on, so that every dataset's ingest and plan run
+                # No plan yet: ask for it and go on, so that every dataset's store runs
                 # at once, not one checkpoint after another (each a trip through a cluster
                 # queue). Snakemake evaluates this list again as each plan completes.
                 outputs.append(e.targetfile)
@@ -349,9 +349,11 @@ def ccc3_null_max() -> int:
 
 
 def ccc3_plan(dataset):
-    """The ccc3 plan once the genotype_t plan checkpoint has run; a null threshold past 2,000
+    """The ccc3 plan once the genotype_t store checkpoint has run; a null threshold past 2,000
     vectors is refused here, before any triple job is scheduled."""
-    plan_json = checkpoints.plan.get(dataset=dataset, encoding="genotype_t").output.plan
+    plan_json = checkpoints.store.get(
+        dataset=dataset, encoding="genotype_t"
+    ).output.plan
     block_size, stages = ccc3_settings()
     threshold = config["thresholds"].get("ccc3")
     plan = _triples.plan_triples(

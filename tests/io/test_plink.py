@@ -241,7 +241,7 @@ def test_workflow_takes_a_fileset_and_refuses_a_wrong_input_by_name(filesets, tm
         "backend": "numpy",
     }
     dry = snakemake(tmp_path, config, "-n")
-    assert "ingest" in dry.stdout
+    assert "rule store" in dry.stdout or "checkpoint store" in dry.stdout
     for spec, message in (
         ({"input": "b.bed", "metrics": ["snp"]}, "dataset bad: input b.bed is a PLINK fileset, but metric(s) snp need"),
         ({"input": "b.bim", "metrics": ["king"]}, "dataset bad: b.bim: a PLINK .bim file; name the fileset by its"),
@@ -252,7 +252,7 @@ def test_workflow_takes_a_fileset_and_refuses_a_wrong_input_by_name(filesets, tm
     (tmp_path / "b.fam").rename(tmp_path / "b.fam.away")
     proc = snakemake(tmp_path, config, "-n", check=False)
     out = proc.stdout + proc.stderr
-    assert proc.returncode != 0 and "Missing input files for rule ingest" in out and "b.fam" in out
+    assert proc.returncode != 0 and "Missing input files for rule store" in out and "b.fam" in out
     (tmp_path / "b.fam.away").rename(tmp_path / "b.fam")
     snakemake(tmp_path, config)
     for dataset, metric in (("bed", "king"), ("pgen", "ibs")):

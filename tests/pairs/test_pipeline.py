@@ -124,10 +124,10 @@ def test_dry_run_shows_plan_after_checkpoint(alignment, tmp_path):
     config = {"datasets": {"d": {"input": str(path), "metrics": ["snp"]}}, "block_size": 10}
     proc = snakemake(tmp_path, config, "-n")
     assert "checkpoint" in proc.stdout and not (tmp_path / "results").exists()
-    proc = snakemake(tmp_path, config, "--until", "plan")
+    proc = snakemake(tmp_path, config, "--until", "store")
     assert "3 block(s)" in proc.stderr and "6 tile job(s)" in proc.stderr
     proc = snakemake(tmp_path, config, "-n")
-    assert job_counts(proc.stdout) == {"all": 1, "matrix": 1, "merge": 1, "pack": 1, "tile": 6}
+    assert job_counts(proc.stdout) == {"all": 1, "matrix": 1, "merge": 1, "tile": 6}
 
 
 BAD_INPUTS = {
@@ -142,7 +142,7 @@ BAD_INPUTS = {
 def test_bad_input_fails_clearly_and_leaves_nothing(case, tmp_path):
     path = tmp_path / "in.fa"
     if case == "missing":  # Snakemake itself refuses before any job runs, naming the file
-        message = "Missing input files for rule ingest"
+        message = "Missing input files for rule store"
     else:
         text, message = BAD_INPUTS[case]
         path.write_text(text)

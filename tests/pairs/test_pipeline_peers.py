@@ -60,7 +60,7 @@ def test_opt_in_outputs_run_only_their_own_rules(runs):
     ran = jobs_run(proc.stdout + proc.stderr)
     mine = {"kin0": 1, "king_degrees": 1, "king_cutoff": 1, "mdist": 1, "snp_dists": 4}
     assert {rule: ran.get(rule) for rule in mine} == mine
-    assert not {"pack", "tile", "matrix", "merge"} & set(ran), ran
+    assert not {"store", "tile", "matrix", "merge"} & set(ran), ran
     for path, content in before.items():
         assert path.read_bytes() == content, f"{path} changed"
 
@@ -104,7 +104,7 @@ def test_impossible_requests_stop_before_any_job(tmp_path, change, message):
 def test_every_pair_formats_stop_past_dense_max(tmp_path):
     config = {**base_config(tmp_path), "dense_max": 8}
     config["datasets"]["a"]["formats"] = ["snp-dists-csv"]
-    proc = snakemake(tmp_path, config, "--until", "plan", check=False)
+    proc = snakemake(tmp_path, config, "--until", "store", check=False)
     proc = snakemake(tmp_path, config, "-n", check=False)
     assert proc.returncode != 0
     assert "dataset a: format snp-dists-csv holds every pair, written only up to dense_max (8) vectors" in (

@@ -102,4 +102,4 @@ def test_run_summary_has_a_row_per_dataset_and_metric(example_run):
     assert {(r["dataset"], r["metric"]) for r in rows} == {
         (d, m) for d, spec in config["datasets"].items() for m in spec["metrics"]
     }
-    assert all(float(r["tile_s"]) > 0 and float(r["ingest_s"]) > 0 for r in rows)
+    assert all(float(r["tile_s"]) > 0 and float(r["store_s"]) > 0 for r in rows)

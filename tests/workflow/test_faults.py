@@ -105,9 +105,9 @@ def test_metric_added_runs_only_the_new_metrics_jobs(finished_run):
     work, config, outputs = finished_run
     added = {**config, "datasets": {"f": {**config["datasets"]["f"], "metrics": ["snp", "hamming"]}}}
     dry = snakemake(work, added, "-n")
-    # only the new metric's jobs: its ingest and plan, and the pack and merge that wait on the
-    # plan (its tiles appear once the plan checkpoint has run); the snp merge stays as it is
-    assert job_counts(dry.stdout) == {"all": 1, "ingest": 1, "plan": 1, "pack": 1, "merge": 1}
+    # only the new metric's jobs: its store, and the merge that waits on its plan (its tiles
+    # appear once the store checkpoint has run); the snp merge stays as it is
+    assert job_counts(dry.stdout) == {"all": 1, "store": 1, "merge": 1}
     assert "wildcards: dataset=f, encoding=categorical" in dry.stdout
     assert "encoding=nucleotide" not in dry.stdout
     proc = snakemake(work, added)

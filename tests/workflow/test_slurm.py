@@ -12,8 +12,7 @@ Every run is `snakemake --profile slurm` from the repo root, with a site profile
 
 - GPU cluster, site profile = the shipped profiles/slurm installed by the README's one-line copy:
   the example config gives byte for byte the outputs of a local run; tiles go `tiles_per_job` to a
-  SLURM job; tile jobs asked SLURM for one GPU and got one, the other jobs asked for none, and the
-  light rules (plan) ran on the login node, not as SLURM jobs;
+  SLURM job; tile jobs asked SLURM for one GPU and got one, the other jobs asked for none;
 - a tile job cancelled mid-run (`scancel`, as a lost node would) fails the run; the rerun
   recomputes only what is missing and ends with the same outputs;
 - CPU-only cluster, a minimal site profile (executor and partition only), `backend: auto`: no job
@@ -353,7 +352,7 @@ def in_config(path: Path, config: dict) -> bool:
 
 def check_run(local_run, config, workdir, rc, out, run_id) -> list[dict]:
     """The SLURM run of `config` succeeded with the local run's outputs (of the example config,
-    which holds `config`), its tiles grouped, its light rules run on the login node; returns its
+    which holds `config`), its tiles grouped; returns its
     SLURM jobs."""
     local_dir, expected = local_run
     expected = {name: content for name, content in expected.items() if in_config(Path(name), config)}
@@ -365,11 +364,8 @@ def check_run(local_run, config, workdir, rc, out, run_id) -> list[dict]:
 
     jobs = slurm_jobs(run_id)
     rules = {job["rule"] for job in jobs}
-    assert {"ingest", "pack", "tile", "matrix", "merge"} <= rules, jobs
+    assert {"store", "tile", "matrix", "merge"} <= rules, jobs
     assert all(job["state"] == "COMPLETED" for job in jobs), jobs
-    # localrule: True (rules/pack.smk): the plan checkpoint runs in Snakemake's own process
-    assert "plan" not in rules, jobs
-    assert re.search(r"^localcheckpoint plan:$", out, re.M), out[-3000:]
     tiles = [job for job in jobs if job["rule"] == "tile"]
     assert sorted(job["comment"] for job in tiles) == sorted(expected_tile_groups(local_dir, config)), tiles
     return jobs

@@ -149,7 +149,7 @@ def test_snakemake_reruns_on_content_changed_with_an_older_mtime(tmp_path):
     _set_back(path, tmp_path / "in.fa")
     os.utime(path, (1_000_000_000, 1_000_000_000))  # ...and an mtime older than every output
     proc = snakemake(work, config)
-    assert jobs_run(proc.stderr).get("ingest") == 1
+    assert jobs_run(proc.stderr).get("store") == 1
     fresh = tmp_path / "fresh"
     fresh.mkdir()
     snakemake(fresh, config)

@@ -157,6 +157,90 @@ def pack(codes, ingest_manifest, plan_path, perm_path, planes_out, manifest_out)
     return m
 
 
+def store(
+    input_path,
+    encoding,
+    ingest_manifest_out,
+    store_dir,
+    block_size,
+    seed: int,
+    *,
+    options: dict | None = None,
+    collapse_duplicates: bool = False,
+    metrics=(),
+    backend="auto",
+    dense_max=None,
+    bounds: dict | None = None,
+    codes_out=None,
+) -> Plan:
+    """Stages 1-3 in one process, the workflow's `store` job: ingest, plan and pack.
+
+    One job, not three: each would pay a process start, its imports and a trip through the
+    scheduler (a checkpoint in between), and the codes would be written for another process to
+    read back. The codes go to `codes_out` when given (`genotile run` keeps them, to replan
+    without reading the input again), else to a temporary file in `store_dir`, removed once the
+    planes are packed.
+
+    Parameters
+    ----------
+    input_path : str or os.PathLike
+        FASTA alignment, VCF/BCF or PLINK fileset.
+    encoding : str
+        The store's encoding (core/encode.py, core/genotype.py).
+    ingest_manifest_out : str or os.PathLike
+        The ingest manifest (.json).
+    store_dir : str or os.PathLike
+        Gets plan.json, perm.npy, planes.npy and manifest.json (`plan` and `pack`).
+    block_size, seed, metrics, backend, dense_max, bounds
+        As `plan`.
+    options : dict, optional
+        The VCF reader's options (multiallelic, filter_pass, samples, regions).
+    collapse_duplicates : bool
+        As `ingest`.
+
+    Returns
+    -------
+    Plan
+    """
+    store_dir = Path(store_dir)
+    store_dir.mkdir(parents=True, exist_ok=True)
+    codes = Path(codes_out) if codes_out is not None else store_dir / "codes.partial.npy"
+    seconds = {}
+    try:
+        t0 = time.perf_counter()
+        ingest(
+            input_path, encoding, codes, ingest_manifest_out, collapse_duplicates=collapse_duplicates, **(options or {})
+        )
+        t1 = time.perf_counter()
+        p = plan(
+            ingest_manifest_out,
+            block_size,
+            seed,
+            store_dir / "plan.json",
+            store_dir / "perm.npy",
+            metrics=metrics,
+            backend=backend,
+            dense_max=dense_max,
+            bounds=bounds,
+        )
+        t2 = time.perf_counter()
+        pack(
+            codes,
+            ingest_manifest_out,
+            store_dir / "plan.json",
+            store_dir / "perm.npy",
+            store_dir / "planes.npy",
+            store_dir / "manifest.json",
+        )
+        seconds = {"ingest": t1 - t0, "plan": t2 - t1, "pack": time.perf_counter() - t2}
+    finally:
+        if codes_out is None:
+            codes.unlink(missing_ok=True)
+    # one line a benchmark reads (bench/bench_e2e.py): the job's benchmark file has only the total
+    log.info("store stages (s): %s", ", ".join(f"{k} {v:.3f}" for k, v in seconds.items()))
+    return p
+
+
 def tile(
     planes,
     manifest_path,

@@ -223,7 +223,7 @@ def run_summary(summaries: list, benchmarks: list, out) -> None:
     """One row per dataset and metric: sizes, pairs, backend, rate, and time per stage."""
     from genotile.core.registry import REGISTRY
 
-    # benchmarks/<dataset>/<stage>.<encoding>.tsv (ingest, pack) and
+    # benchmarks/<dataset>/<stage>.<encoding>.tsv (store: ingest, plan and pack) and
     # benchmarks/<dataset>/<metric>/<stage>[_I_J].tsv (tile, matrix, merge)
     stage_seconds: dict[tuple[str, str, str], float] = {}
     for path in benchmarks:
@@ -249,8 +249,7 @@ def run_summary(summaries: list, benchmarks: list, out) -> None:
         "threshold",
         "backend",
         "element_comparisons_per_s",
-        "ingest_s",
-        "pack_s",
+        "store_s",
         "tile_s",
         "matrix_s",
         "merge_s",
@@ -279,8 +278,7 @@ def run_summary(summaries: list, benchmarks: list, out) -> None:
                     *(
                         f"{stage_seconds.get((dataset, owner, st), 0.0):.2f}"
                         for owner, st in (
-                            (encoding, "ingest"),
-                            (encoding, "pack"),
+                            (encoding, "store"),
                             (s["metric"], "tile"),
                             (s["metric"], "matrix"),
                             (s["metric"], "merge"),

@@ -2,7 +2,7 @@
 
 Checked before any job runs (rules/common.smk, `genotile run`, the Python API), so that a PLINK
 fileset given to `snp`, or a .bim named instead of its .bed, is one clear line and not a failed
-ingest job. Kinds: "fasta" (.fa .fasta .fas .fna .aln, optionally .gz), "vcf" (.vcf, .vcf.gz,
+store job. Kinds: "fasta" (.fa .fasta .fas .fna .aln, optionally .gz), "vcf" (.vcf, .vcf.gz,
 .vcf.bgz, .bcf), "plink1" (.bed), "plink2" (.pgen); any other name is not judged here (the
 metric's reader decides, as before).
 """

@@ -6,7 +6,7 @@ given); the ingest records it in its manifest and the pack copies it into the st
 later run can tell what changed (`differences`) whatever the files' modification times say:
 `genotile run` recomputes a store whose recorded sources differ, and the workflow keeps a
 small fingerprint file per dataset (`write_fingerprint`) whose modification time moves only
-when the content does, as an input of the ingest rule.
+when the content does, as an input of the store rule.
 """
 
 import json

@@ -5,7 +5,7 @@ from genotile.pairs import steps
 from genotile.runtime.rule import run_rule
 
 
-def plan(sm):
+def store(sm):
     dataset = sm.config["datasets"][sm.wildcards.dataset]
     # the bounds on output (limits.check_plan), as `genotile run` applies them
     bounds = {
@@ -15,12 +15,15 @@ def plan(sm):
         "ccc3_null_max": (sm.config.get("ccc3") or {}).get("null_threshold_max"),
         "where": f"dataset {sm.wildcards.dataset}: ",
     }
-    p = steps.plan(
-        sm.input.manifest,
+    p = steps.store(
+        sm.input.data,
+        sm.wildcards.encoding,
+        sm.output.ingest,
+        sm.output.plan.rsplit("/", 1)[0],
         sm.params.block_size,
         sm.params.seed,
-        sm.output.plan,
-        sm.output.perm,
+        options=sm.params.options,
+        collapse_duplicates=sm.params.collapse,
         **sm.params.auto,
         bounds=bounds,
     )
@@ -28,4 +31,4 @@ def plan(sm):
     print(f"genotile plan for {sm.wildcards.dataset} ({sm.wildcards.encoding}): {p.describe()}", file=sys.stderr)
 
 
-run_rule(snakemake, plan)
+run_rule(snakemake, store)

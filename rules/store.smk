@@ -1,0 +1,35 @@
+# The store of a dataset and encoding, in one job: ingest (read the input, keep the informative
+# fields), plan (checkpoint: blocks and tiles) and pack (bit planes in permuted order). One job,
+# not three: each would pay a process start and its imports, and the codes would be written to
+# disk for the next job to read back (pairs/steps.store).
+
+
+checkpoint store:
+    input:
+        data=dataset_input,
+        fileset=dataset_fileset,
+        option_files=ingest_option_files,
+        # content of the input and option files, whatever their mtimes (rules/common.smk)
+        sources=dataset_sources,
+    output:
+        ingest="results/{dataset}/ingest/{encoding}.json",
+        plan="results/{dataset}/store/{encoding}/plan.json",
+        perm="results/{dataset}/store/{encoding}/perm.npy",
+        planes="results/{dataset}/store/{encoding}/planes.npy",
+        manifest="results/{dataset}/store/{encoding}/manifest.json",
+    log:
+        "logs/{dataset}/store.{encoding}.log",
+    benchmark:
+        "benchmarks/{dataset}/store.{encoding}.tsv"
+    conda:
+        "../envs/cpu.yaml"
+    params:
+        options=ingest_options,
+        # identical vectors computed once (genotile.store.duplicates; not for genotype_t)
+        collapse=config["collapse_duplicates"],
+        block_size=config["block_size"],
+        seed=config["seed"],
+        # what `block_size: auto` sizes blocks by (none of it reruns a store of a fixed size)
+        auto=auto_block_params,
+    script:
+        "../scripts/store.py"
