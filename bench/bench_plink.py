@@ -1,25 +1,27 @@
 #!/usr/bin/env python3
-"""PLINK input benchmark (issue 17): genotile's .bed ingest against `plink2 --bfile B --make-pgen`.
+"""PLINK input benchmark (issue 17): genotile's .bed -> store against `plink2 --bfile B --make-pgen`.
 
     PYTHONPATH=src python3 bench/bench_plink.py [--samples 2000] [--variants 100000]
-        [--p-missing 0.02] [--seed 1] [--repeats 3] [--threads 2] [--out TABLE.md] [--smoke]
+        [--p-missing 0.02] [--seed 1] [--repeats 5] [--threads 2] [--out TABLE.md] [--smoke]
 
 Makes a PLINK 1 fileset of random genotypes (allele frequencies ~ Beta(0.5, 0.5), calls missing
 with probability p_missing), written straight as .bed/.bim/.fam. Then, in this one run, `repeats`
 times interleaved (medians reported; the machine is shared, so ratios are taken in one run):
 
-  ours:  genotile ingest of the .bed for ibs / king (`genotype`: samples x variants codes, the
-         matrix the store is packed from), in a child process: the ingest call's own time and
-         the child's wall time (Python and imports included); pack (codes -> bit planes) is
-         reported beside it, not in the ratio.
+  ours:  what the workflow's fused "store" job does for ibs / king: ingest (the `genotype`
+         codes, samples x variants, to a temporary .npy), plan, pack (codes -> bit planes,
+         planes.npy): the .bed turned into a store ready for tiling, in one child process
+         (`python3 -c` with the job's imports). Its wall time from the parent (interpreter start,
+         imports included) is the measure; the child also reports each stage's wall and CPU.
   peer:  `plink2 --bfile B --make-pgen --threads T` (wall time of the process): PLINK 2's own
          conversion of the same fileset into its native format.
-  Both also in CPU seconds (all threads; ours the ingest call's, plink2's its whole process),
-  which a loaded shared machine disturbs less than wall time.
+  Both also in CPU seconds (all threads, whole processes), which a loaded shared machine
+  disturbs less than wall time. The child runs with its CPUs limited to --threads
+  (sched_setaffinity), so both sides use the same threads.
 
-Every run's codes are checked against the genotypes written (a wrong read stops the bench).
-`--smoke` runs a tiny size once (what CI runs, tests/io/test_plink.py); without plink2 on PATH
-it times genotile alone.
+Every run's codes and planes are checked against the genotypes written, after the timing (a
+wrong read stops the bench). `--smoke` runs a tiny size once (what CI runs,
+tests/io/test_plink.py); without plink2 on PATH it times genotile alone.
 """
 
 import argparse
@@ -38,6 +40,7 @@ import numpy as np
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "src"))
+STAGES = ("imports", "ingest", "plan", "pack")
 
 
 def write_bed(prefix: Path, n: int, m: int, p_missing: float, seed: int) -> np.ndarray:
@@ -63,45 +66,39 @@ def write_bed(prefix: Path, n: int, m: int, p_missing: float, seed: int) -> np.n
     return codes
 
 
-def phase_ingest(a) -> dict:
+def phase_store(a) -> dict:
+    """The fused store job's calls, timed stage by stage (wall, and CPU of all threads)."""
+    t0, c0 = time.perf_counter(), time.process_time()
     from genotile.pairs import steps
 
     out = Path(a.workdir)
-    t0, c0 = time.perf_counter(), time.process_time()
+    marks = [(t0, c0), (time.perf_counter(), time.process_time())]
     m = steps.ingest(a.bed, "genotype", out / "codes.npy", out / "ingest.json")
-    t1, c1 = time.perf_counter(), time.process_time()
+    marks.append((time.perf_counter(), time.process_time()))
     steps.plan(out / "ingest.json", 4096, 1, out / "plan.json", out / "perm.npy")
+    marks.append((time.perf_counter(), time.process_time()))
     steps.pack(
         out / "codes.npy", out / "ingest.json", out / "plan.json", out / "perm.npy", out / "planes.npy", out / "m.json"
     )
-    t2 = time.perf_counter()
-    truth = np.load(a.truth, mmap_mode="r")
-    ok = bool(np.array_equal(np.load(out / "codes.npy", mmap_mode="r"), truth))
-    return {
-        "ingest": t1 - t0,
-        "ingest_cpu": c1 - c0,
-        "pack": t2 - t1,
-        "ok": ok,
-        "samples": m["n_vectors"],
-        "variants": m["n_fields"],
+    marks.append((time.perf_counter(), time.process_time()))
+    times = {
+        stage: (marks[k + 1][0] - marks[k][0], marks[k + 1][1] - marks[k][1]) for k, stage in enumerate(STAGES)
     }
+    return {"stages": times, "samples": m["n_vectors"], "variants": m["n_fields"]}
 
 
-def child(a, **extra) -> dict:
-    args = [sys.executable, __file__, "--phase", "ingest"]
-    for key, value in extra.items():
-        args += [f"--{key}", str(value)]
-    env = dict(os.environ, PYTHONPATH=str(REPO / "src"))
-    t0 = time.perf_counter()
-    proc = subprocess.run(args, capture_output=True, text=True, env=env)
-    wall = time.perf_counter() - t0
-    if proc.returncode != 0:
-        raise SystemExit(f"ingest phase failed:\n{proc.stderr[-3000:]}")
-    result = json.loads(proc.stdout.strip().splitlines()[-1])
-    if not result["ok"]:
+def check(workdir: Path, truth_path: Path) -> None:
+    """The store's codes and planes against the genotypes written (after the timing)."""
+    from genotile.core.genotype import genotype_planes
+    from genotile.store.pack import open_store
+
+    truth = np.load(truth_path, mmap_mode="r")
+    if not np.array_equal(np.load(workdir / "codes.npy", mmap_mode="r"), truth):
         raise SystemExit("genotile's codes differ from the genotypes written: the benchmark stops")
-    result["wall"] = wall
-    return result
+    planes, _, layout = open_store(workdir / "planes.npy", workdir / "m.json")
+    perm = np.load(workdir / "perm.npy")
+    if not np.array_equal(planes, genotype_planes(np.asarray(truth)[perm], layout)):
+        raise SystemExit("genotile's planes differ from the genotypes written: the benchmark stops")
 
 
 def children_cpu() -> float:
@@ -109,18 +106,60 @@ def children_cpu() -> float:
     return r.ru_utime + r.ru_stime
 
 
-PEER_CPU: list[float] = []  # CPU seconds of each plink2 run (less sensitive to a loaded machine than wall time)
-
-
-def plink2(bfile: Path, out: Path, threads: int) -> float:
-    cmd = ["plink2", "--bfile", str(bfile), "--make-pgen", "--threads", str(threads), "--out", str(out)]
+def timed(cmd: list[str], env=None) -> tuple[float, float, subprocess.CompletedProcess]:
+    """(wall, CPU seconds of the whole process, the finished process) of one command."""
     t0, c0 = time.perf_counter(), children_cpu()
-    proc = subprocess.run(cmd, capture_output=True, text=True)
-    wall = time.perf_counter() - t0
-    PEER_CPU.append(children_cpu() - c0)
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=env)
+    return time.perf_counter() - t0, children_cpu() - c0, proc
+
+
+def ours(a, bed: Path, truth: Path, workdir: Path) -> dict:
+    cpus = sorted(os.sched_getaffinity(0))[: a.threads]
+    args = [sys.executable, __file__, "--phase", "store", "--bed", str(bed), "--workdir", str(workdir)]
+    pin = [sys.executable, "-c", f"import os, sys; os.sched_setaffinity(0, {cpus}); os.execv(sys.argv[1], sys.argv[1:])"]
+    env = dict(os.environ, PYTHONPATH=str(REPO / "src"))
+    wall, cpu, proc = timed(pin + args, env)
+    if proc.returncode != 0:
+        raise SystemExit(f"store phase failed:\n{proc.stderr[-3000:]}")
+    result = json.loads(proc.stdout.strip().splitlines()[-1])
+    check(workdir, truth)
+    return {**result, "wall": wall, "cpu": cpu}
+
+
+def plink2(bfile: Path, out: Path, threads: int) -> dict:
+    cmd = ["plink2", "--bfile", str(bfile), "--make-pgen", "--threads", str(threads), "--out", str(out)]
+    wall, cpu, proc = timed(cmd)
     if proc.returncode != 0:
         raise SystemExit(f"{' '.join(cmd)} failed:\n{proc.stdout[-2000:]}")
-    return wall
+    return {"wall": wall, "cpu": cpu}
+
+
+def table(a, mine: list[dict], peer: list[dict]) -> str:
+    med = statistics.median
+    nan = float("nan")
+    wall, cpu = med(r["wall"] for r in mine), med(r["cpu"] for r in mine)
+    p_wall = med(r["wall"] for r in peer) if peer else nan
+    p_cpu = med(r["cpu"] for r in peer) if peer else nan
+    stages = {s: (med(r["stages"][s][0] for r in mine), med(r["stages"][s][1] for r in mine)) for s in STAGES}
+    inside = sum(w for w, _ in stages.values())
+    lines = [
+        f"PLINK input: {a.samples} samples x {a.variants} variants, {a.p_missing:.0%} missing, "
+        f"{os.cpu_count()} CPUs, --threads {a.threads} (both sides), medians of {a.repeats} interleaved runs",
+        "",
+        "| measurement | genotile (s) | `plink2 --bfile --make-pgen` (s) | genotile / plink2 | notes |",
+        "|---|---|---|---|---|",
+        f"| .bed -> store, wall | {wall:.3f} | {p_wall:.3f} | {wall / p_wall:.2f} | whole processes; ours "
+        "ingest + plan + pack in one child (the fused store job); codes and planes checked |",
+        f"| .bed -> store, CPU seconds | {cpu:.3f} | {p_cpu:.3f} | {cpu / p_cpu:.2f} | all threads, whole processes |",
+        "",
+        "| genotile stage | wall (s) | CPU (s) |",
+        "|---|---|---|",
+        *(f"| {s} | {w:.3f} | {c:.3f} |" for s, (w, c) in stages.items()),
+        f"| interpreter start and exit (child wall - stages) | {wall - inside:.3f} | |",
+        "",
+        f"runs, wall (s): genotile {[round(r['wall'], 3) for r in mine]}, plink2 {[round(r['wall'], 3) for r in peer]}",
+    ]
+    return "\n".join(lines) + "\n"
 
 
 def main() -> None:
@@ -129,20 +168,20 @@ def main() -> None:
     p.add_argument("--variants", type=int, default=100_000)
     p.add_argument("--p-missing", type=float, default=0.02)
     p.add_argument("--seed", type=int, default=1)
-    p.add_argument("--repeats", type=int, default=3)
+    p.add_argument("--repeats", type=int, default=5)
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--out", default=None)
     p.add_argument("--smoke", action="store_true", help="a tiny size once (CI)")
     p.add_argument("--phase", help=argparse.SUPPRESS)
     p.add_argument("--bed", help=argparse.SUPPRESS)
-    p.add_argument("--truth", help=argparse.SUPPRESS)
     p.add_argument("--workdir", help=argparse.SUPPRESS)
     a = p.parse_args()
     if a.phase:
-        print(json.dumps(phase_ingest(a)))
+        print(json.dumps(phase_store(a)))
         return
     if a.smoke:
         a.samples, a.variants, a.repeats = 37, 301, 1
+    a.threads = max(1, min(a.threads, len(os.sched_getaffinity(0))))
     tmp = Path(tempfile.mkdtemp(prefix="bench_plink."))
     try:
         prefix = tmp / "data"
@@ -150,39 +189,22 @@ def main() -> None:
         np.save(tmp / "truth.npy", write_bed(prefix, a.samples, a.variants, a.p_missing, a.seed))
         print(f"# made {a.samples} x {a.variants} .bed in {time.perf_counter() - t0:.1f} s", file=sys.stderr)
         has_peer = shutil.which("plink2") is not None
-        ours, theirs = [], []
+        mine, peer = [], []
         for k in range(a.repeats):
             if has_peer:
-                theirs.append(plink2(prefix, tmp / f"pgen{k}", a.threads))
-            work = tmp / f"ingest{k}"
+                peer.append(plink2(prefix, tmp / f"pgen{k}", a.threads))
+            work = tmp / f"store{k}"
             work.mkdir()
-            ours.append(child(a, bed=f"{prefix}.bed", truth=tmp / "truth.npy", workdir=work))
+            mine.append(ours(a, Path(f"{prefix}.bed"), tmp / "truth.npy", work))
             shutil.rmtree(work)
+            for f in tmp.glob(f"pgen{k}.*"):
+                f.unlink()
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    ingest = statistics.median(r["ingest"] for r in ours)
-    wall = statistics.median(r["wall"] for r in ours)
-    pack = statistics.median(r["pack"] for r in ours)
-    cpu = statistics.median(r["ingest_cpu"] for r in ours)
-    peer_cpu = statistics.median(PEER_CPU) if PEER_CPU else float("nan")
-    peer = statistics.median(theirs) if theirs else float("nan")
-    lines = [
-        f"PLINK input: {a.samples} samples x {a.variants} variants, {a.p_missing:.0%} missing, "
-        f"{os.cpu_count()} CPUs, --threads {a.threads}, medians of {a.repeats} interleaved runs",
-        "",
-        "| measurement | genotile (s) | `plink2 --bfile --make-pgen` (s) | genotile / plink2 | notes |",
-        "|---|---|---|---|---|",
-        f"| .bed -> codes (ingest) | {ingest:.3f} | {peer:.3f} | {ingest / peer:.2f} | child wall {wall:.2f} s "
-        f"(imports included); pack {pack:.2f} s after it; codes checked |",
-        f"| .bed -> codes, CPU seconds | {cpu:.3f} | {peer_cpu:.3f} | {cpu / peer_cpu:.2f} | all threads; "
-        "plink2's whole process |",
-        "",
-        f"runs (s): genotile {[round(r['ingest'], 3) for r in ours]}, plink2 {[round(x, 3) for x in theirs]}",
-    ]
-    table = "\n".join(lines) + "\n"
-    print(table)
+    text = table(a, mine, peer)
+    print(text)
     if a.out:
-        Path(a.out).write_text(table)
+        Path(a.out).write_text(text)
 
 
 if __name__ == "__main__":

@@ -33,6 +33,7 @@ import numpy as np
 
 from genotile.core.encode import MISSING
 from genotile.errors import GenotileError
+from genotile.io import bed
 from genotile.io.ids import check_ids
 from genotile.io.regions import merge_regions, parse_regions
 from genotile.io.vcf import MULTIALLELIC, STATS, read_sample_list
@@ -272,6 +273,7 @@ class PlinkReader:
             if not f.is_file():
                 raise GenotileError(f"{path}: PLINK fileset incomplete: {f} is missing")
         self.want_ids = True  # False: variant IDs are not made (ibs, king)
+        self.numpy_bed = True  # False: a plain .bed is read by pgenlib too (tests compare the two)
         self.stats = dict.fromkeys(STATS, 0)
         self.table = read_samples(self.files[2])
         self.file_samples = self.table.ids
@@ -303,8 +305,8 @@ class PlinkReader:
         self.plan = self._select(n_var)
 
     def _check_genotypes(self, n_var: int) -> dict:
-        """Open the genotype file once: its magic bytes, sample and variant counts checked by pgenlib."""
-        pgenlib = _pgenlib()
+        """Open the genotype file once: its magic bytes, sample and variant counts checked (a .bed's
+        here, a .pgen's by pgenlib)."""
         n_samples = len(self.file_samples)
         args: dict = {"raw_sample_ct": n_samples, "variant_ct": n_var}
         if self.format == "plink2" and self.variants is not None and max(map(len, self.variants.alts)) > 1:
@@ -312,17 +314,9 @@ class PlinkReader:
             offsets[1:] = np.cumsum([1 + len(a) for a in self.variants.alts])
             args = {"raw_sample_ct": n_samples, "variant_ct": n_var, "allele_idx_offsets": offsets}
         if self.format == "plink1":
-            size = os.path.getsize(self.path)
-            expected = 3 + n_var * -(-n_samples // 4)
-            with open(self.path, "rb") as fh:
-                magic = fh.read(3)
-            if magic != b"\x6c\x1b\x01":
-                raise GenotileError(f"{self.path}: not a variant-major PLINK 1 .bed (magic bytes {magic.hex()})")
-            if size != expected:
-                raise GenotileError(
-                    f"{self.path}: {size} bytes, but {n_var} variants ({self.files[1].name}) x {n_samples} samples "
-                    f"({self.files[2].name}) need {expected}"
-                )
+            bed.open_bed(self.path, n_samples, n_var, (self.files[1].name, self.files[2].name))
+            return args  # magic and size: all that pgenlib checks of a .bed (and the numpy reader needs no pgenlib)
+        pgenlib = _pgenlib()
         try:
             pgenlib.PgenReader(os.fsencode(self.path), **args).close()
         except RuntimeError as exc:
@@ -452,6 +446,13 @@ class PlinkReader:
             reader.close()
 
     @property
+    def plain(self) -> bool:
+        """A whole .bed as it is (no `samples`, no `regions`): io/bed.py reads it with numpy, no pgenlib.
+
+        (`filter_pass` and `multiallelic` change nothing in a .bed: no FILTER column, one ALT.)"""
+        return self.format == "plink1" and self._subset is None and self.regions is None and self.numpy_bed
+
+    @property
     def direct(self) -> bool:
         """Can write_sample_rows take this selection (no multi-allelic variant split)?"""
         return bool((self.plan[1] == 1).all())
@@ -460,7 +461,8 @@ class PlinkReader:
         """Write the (samples, variants) codes matrix of the selected variants as an .npy; return
         the number of variants (the `genotype` store's orientation; needs `direct`).
 
-        pgenlib reads a range of variants at a time sample-major (its 2-bit transpose, in C) into
+        A `plain` .bed is decoded by numpy (io/bed.py, slabs of samples on `threads` threads).
+        Otherwise pgenlib reads a range of variants at a time sample-major (its 2-bit transpose, in C) into
         a buffer of about CHUNK_BYTES, which is counted, has its missing calls (-9) set to
         MISSING, and is copied into its columns of the memory-mapped output; `threads` threads
         take the ranges in turn, each with its own reader. (Slabs of samples read straight into
@@ -472,6 +474,12 @@ class PlinkReader:
         n_samples, n_var = len(self.samples), int(variant.size)
         if n_var == 0:
             return 0
+        if self.plain:  # the 2-bit records decoded by numpy (io/bed.py): the same codes and counts
+            what = (self.files[1].name, self.files[2].name)
+            counts = bed.write_sample_rows(self.path, n_samples, n_var, out_path, threads=threads, what=what)
+            for key, value in counts.items():
+                self.stats[key] += value
+            return n_var
         out = np.lib.format.open_memmap(out_path, mode="w+", dtype=np.uint8, shape=(n_samples, n_var))
         width = max(256, CHUNK_BYTES // n_samples)
         starts = list(range(0, n_var, width))

@@ -11,6 +11,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
+from genotile.core.bits import n_words
 from genotile.core.encode import ALPHABETS, PlaneLayout, categorical_encoding, categorical_planes, symbol_counts
 from genotile.core.genotype import PLANES, GenotypeLayout, genotype_layout, genotype_planes
 from genotile.core.plan import Plan
@@ -85,6 +86,10 @@ def pack_store(
         raise GenotileError(f"{codes_path}: {n} vectors, but the plan is for {plan.n_vectors}")
     rows_of = perm if first is None else first[perm]  # store row r holds input row rows_of[r]
     on_gpu = use_gpu_packing(gpu)
+    if not on_gpu:
+        manifest = pack_from_bed(codes.shape, ingest_manifest, plan, rows_of, planes_out, manifest_out)
+        if manifest is not None:
+            return manifest
     if ingest_manifest.get("encoding") in PLANES:
         layout, to_planes, extra = _genotype(codes, ingest_manifest, on_gpu)
     else:
@@ -109,6 +114,10 @@ def pack_store(
         planes.flush()
         del planes, pack_rows
     progress.finish(n)
+    return _write_manifest(extra, layout, ingest_manifest, plan, n_input, manifest_out)
+
+
+def _write_manifest(extra: dict, layout, ingest_manifest: dict, plan: Plan, n_input: int, manifest_out) -> dict:
     manifest = {
         "genotile": __version__,
         **extra,
@@ -127,6 +136,57 @@ def pack_store(
     }
     write_text(manifest_out, json.dumps(manifest, indent=1) + "\n")
     return manifest
+
+
+def plain_bed(ingest_manifest: dict, shape: tuple[int, int]) -> str | None:
+    """The .bed of a `genotype` ingest that io/bed.py read whole (no `samples`, no `regions`), or
+    None: the .bed's calls are then the codes, and the planes can be packed from them."""
+    m = ingest_manifest
+    options = m.get("options") or {}
+    if m.get("format") != "plink1" or m.get("encoding") != "genotype" or "samples" in options or "regions" in options:
+        return None
+    fileset = m.get("fileset") or [None]
+    if not isinstance(fileset[0], str) or shape != (m.get("n_vectors"), m.get("n_fields")):
+        return None
+    return fileset[0]
+
+
+def pack_from_bed(shape, ingest_manifest: dict, plan: Plan, rows_of, planes_out, manifest_out) -> dict | None:
+    """The planes of a plain .bed's `genotype` store packed from the .bed's 2-bit calls (io/bed.py:
+    4 calls a byte, where the codes hold one), not from its codes; the same bytes. Returns the
+    store manifest, or None, with nothing written, where the .bed is not what ingest read: not
+    plain, gone, or not of the SHA-256 ingest recorded (hashed alongside the packing)."""
+    path = plain_bed(ingest_manifest, tuple(shape))
+    if path is None:
+        return None
+    from genotile.io import bed
+    from genotile.io.checksums import file_sha256
+
+    n_input, n_fields = shape
+    hashing = ThreadPoolExecutor(1, thread_name_prefix="genotile-sha256")
+    try:
+        digest = hashing.submit(file_sha256, path)  # hashlib releases the GIL: alongside the packing
+        progress = Progress("pack (from the .bed)", total=rows_of.size)
+        with atomic_path(planes_out) as tmp:
+            try:
+                complete = bed.pack_planes(path, n_input, n_fields, rows_of, tmp, threads=usable_cpus(PACK_THREADS))
+                same = digest.result() == ingest_manifest["input_sha256"]
+            except (GenotileError, OSError):  # changed or gone since ingest: the codes have it
+                same = False
+            if not same:
+                raise _NotTheIngested
+    except _NotTheIngested:
+        return None
+    finally:
+        hashing.shutdown(wait=True)
+    progress.finish(rows_of.size)
+    layout = GenotypeLayout(n_words(n_fields), PLANES["genotype"], complete)
+    extra = {"encoding": "genotype", "n_kept": int(n_fields), "ingest_counts": ingest_manifest.get("counts", {})}
+    return _write_manifest(extra, layout, ingest_manifest, plan, n_input, manifest_out)
+
+
+class _NotTheIngested(Exception):
+    """The .bed is not the one ingest read: pack from the codes."""
 
 
 def distinct_first(manifest: dict, n_input: int) -> np.ndarray | None:

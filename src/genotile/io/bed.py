@@ -1,0 +1,317 @@
+"""A plain PLINK 1 .bed read with numpy: its 2-bit calls straight to codes or to bit planes.
+
+A variant-major .bed (magic 0x6c 0x1b 0x01) holds, after its 3 magic bytes, one record of
+ceil(samples / 4) bytes per variant; sample s of a record sits in byte s // 4, bits
+2 (s % 4) and 2 (s % 4) + 1 (low bit `lo`, high bit `hi`), padding bits past the last sample
+unused. A1 (the .bim's 5th column, genotile's ALT) is counted:
+
+    hi lo   00: A1/A1 (2)   01: missing   10: A1/A2 (1)   11: A2/A2 (0)
+
+so the genotype planes (core/genotype.py) are bitwise functions of the two bits of each call:
+L = not lo, H = not (lo or hi), V = not (lo and not hi), Het = hi and not lo, Hom0 = lo and hi.
+
+Both readers here take the .bed a block at a time, blocks of QUADS record bytes (4 samples
+each) x about BLOCK_BYTES / QUADS variants, transposed (numpy's copy of the transposed view:
+a block's source fits in cache) into `quads` (bytes x variants): row q holds samples
+4q .. 4q + 3 of each variant. From there every step is a whole-array bitwise operation on bytes
+(numpy releases the GIL in them, so blocks go to threads), no table lookups:
+
+- codes (`write_sample_rows`, the `genotype` store's samples x variants matrix, MISSING for a
+  missing call): per sample k of a quad, code = f - 1 (mod 256) where f is the 2-bit field
+  (not lo) << 1 | not (lo xor hi) (2 -> 2, missing -> 255, 1 -> 1, 0 -> 0);
+- planes (`pack_planes`): lo and hi of each sample packed 64 variants a word (np.packbits of
+  the quad bytes masked to one bit), then the five planes as word operations on them.
+
+These are used where PlinkReader reads a whole fileset as it is (no `samples`, no `regions`:
+`plain`); pgenlib reads the rest, with the same results (tests/io/test_bed.py).
+"""
+
+import os
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+
+from genotile.errors import GenotileError
+
+MAGIC = b"\x6c\x1b\x01"
+QUADS = 256  # record bytes (4 samples each) of a slab at most
+SLAB_BYTES = 1 << 25  # output bytes of a slab of samples (codes, or planes)
+BLOCK_BYTES = 1 << 21  # .bed bytes of a block (its codes are 4 times as many)
+WORD = 64  # variants of a plane word: blocks of planes start on a word
+LOW64 = np.uint64(0x5555555555555555)  # the low bit of every call (2-bit field) of 8 bytes
+FIELD64 = np.uint64(0x0303030303030303)  # the lowest field of each of 8 bytes
+
+
+def record_bytes(n_samples: int) -> int:
+    """Bytes of one variant's record: ceil(samples / 4)."""
+    return -(-int(n_samples) // 4)
+
+
+def open_bed(path, n_samples: int, n_variants: int, what: tuple[str, str] | None = None) -> np.ndarray:
+    """The records of a variant-major .bed, memory-mapped: uint8 (variants, record bytes).
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        The .bed.
+    n_samples, n_variants : int
+        From the .fam and the .bim.
+    what : (str, str), optional
+        Names of the .bim and the .fam, for the error when the size does not match.
+
+    Raises
+    ------
+    GenotileError
+        Not a variant-major .bed (magic bytes), or a size other than 3 + variants x record bytes.
+    """
+    width = record_bytes(n_samples)
+    expected = len(MAGIC) + n_variants * width
+    try:
+        size = os.path.getsize(path)
+        with open(path, "rb") as fh:
+            magic = fh.read(len(MAGIC))
+    except OSError as exc:
+        raise GenotileError(f"{path}: cannot read: {exc.strerror}") from None
+    if magic != MAGIC:
+        raise GenotileError(f"{path}: not a variant-major PLINK 1 .bed (magic bytes {magic.hex()})")
+    if size != expected:
+        bim, fam = what or ("the .bim", "the .fam")
+        raise GenotileError(
+            f"{path}: {size} bytes, but {n_variants} variants ({bim}) x {n_samples} samples ({fam}) need {expected}"
+        )
+    if n_variants == 0 or width == 0:
+        return np.zeros((n_variants, width), dtype=np.uint8)
+    return np.memmap(path, dtype=np.uint8, mode="r", offset=len(MAGIC), shape=(n_variants, width))
+
+
+def slabs(n_samples: int, row_bytes: int, threads: int) -> list[tuple[int, int]]:
+    """(first quad, end quad) of each slab of samples: output rows of about SLAB_BYTES, at least
+    two slabs a thread where there are samples enough."""
+    width = record_bytes(n_samples)
+    quads = max(1, min(QUADS, SLAB_BYTES // max(1, 4 * row_bytes), -(-width // (2 * max(1, threads)))))
+    return [(q0, min(width, q0 + quads)) for q0 in range(0, width, quads)]
+
+
+def variant_blocks(n_quads: int, n_variants: int) -> list[tuple[int, int]]:
+    """(first, end) variant of each block of a slab of n_quads record bytes: about BLOCK_BYTES
+    .bed bytes, starting on a plane word."""
+    step = max(WORD, BLOCK_BYTES // max(1, n_quads) // WORD * WORD)
+    return [(v0, min(n_variants, v0 + step)) for v0 in range(0, n_variants, step)]
+
+
+def transposed(bed: np.ndarray, q0: int, q1: int, v0: int, v1: int, n_samples: int) -> np.ndarray:
+    """Record bytes q0:q1 of variants v0:v1 as (quads, variants), padding calls set to missing (01).
+
+    The array's buffer is a whole number of 8-byte words (`words` views it): numpy shifts
+    uint64 several times faster than uint8. Missing padding counts in no plane but Hom0's
+    complement, and is cut from the codes: so the padding bits of a file (PLINK writes 0s, which
+    read "A1/A1") never read as calls.
+    """
+    size = (q1 - q0) * (v1 - v0)
+    buf = np.zeros(-(-size // 8) * 8, dtype=np.uint8)
+    quads = buf[:size].reshape(q1 - q0, v1 - v0)
+    np.copyto(quads, bed[v0:v1, q0:q1].T)
+    tail = n_samples % 4
+    if tail and q1 == record_bytes(n_samples):
+        last = quads[-1]
+        np.bitwise_and(last, np.uint8((1 << (2 * tail)) - 1), out=last)
+        np.bitwise_or(last, np.uint8((0x55 << (2 * tail)) & 0xFF), out=last)  # 01 past the last sample
+    return quads
+
+
+def words(quads: np.ndarray) -> np.ndarray:
+    """The whole buffer of a `transposed` array as uint64 words."""
+    return quads.base.view(np.uint64)
+
+
+def _lo_hi(quads: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The low and the high bit of every call of `quads`, each at the low bit of its field (words)."""
+    q = words(quads)
+    lo = q & LOW64
+    hi = np.right_shift(q, np.uint64(1))
+    np.bitwise_and(hi, LOW64, out=hi)
+    return lo, hi
+
+
+def _as_quads(w: np.ndarray, quads: np.ndarray) -> np.ndarray:
+    return w.view(np.uint8)[: quads.size].reshape(quads.shape)
+
+
+def decode_codes(quads: np.ndarray, targets: list[np.ndarray]) -> None:
+    """Codes of the samples of `quads` (a `transposed` array, quads x variants): sample k of each
+    quad into targets[k] (uint8 (quads, variants), e.g. every 4th row of the codes matrix).
+
+    A call's code is f - 1 (mod 256) for its 2-bit field f = (not lo) << 1 | not (lo xor hi):
+    A1/A1 (00) -> 3 -> 2, A1/A2 (10) -> 2 -> 1, A2/A2 (11) -> 1 -> 0, missing (01) -> 0 -> 255."""
+    lo, hi = _lo_hi(quads)
+    f = np.bitwise_xor(lo, hi)
+    np.left_shift(lo, np.uint64(1), out=lo)
+    np.bitwise_or(f, lo, out=f)
+    np.invert(f, out=f)
+    part = lo  # reused: the field of sample k of every quad, at the bottom of its byte
+    for k, target in enumerate(targets):
+        np.right_shift(f, np.uint64(2 * k), out=part)
+        np.bitwise_and(part, FIELD64, out=part)
+        np.subtract(_as_quads(part, quads), np.uint8(1), out=target)
+
+
+def call_flags(quads: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
+    """Per variant of `quads`: any 0, any 1, any 2 (uint8, nonzero for yes); and the missing calls
+    (padding included)."""
+    lo, hi = _lo_hi(quads)
+    hom0 = lo & hi  # 11
+    het = hi ^ hom0  # 10
+    missing = np.bitwise_xor(lo, hom0, out=lo)  # 01
+    hom2 = np.bitwise_or(missing, hi, out=hi)  # 00: neither bit, in any field (01, 10, 11 have one)
+    np.bitwise_or(hom2, hom0, out=hom2)
+    np.bitwise_xor(hom2, LOW64, out=hom2)
+    n_missing = int(np.bitwise_count(missing).sum(dtype=np.int64))  # the padding words are 0
+    flags = [np.bitwise_or.reduce(_as_quads(x, quads), axis=0) for x in (hom0, het, hom2)]
+    return flags[0], flags[1], flags[2], n_missing
+
+
+def _write_header(fh, shape: tuple[int, int], descr: str) -> int:
+    """An .npy header (version 1.0, as np.lib.format.open_memmap writes it); returns its bytes."""
+    np.lib.format.write_array_header_1_0(fh, {"descr": descr, "fortran_order": False, "shape": shape})
+    return fh.tell()
+
+
+def write_sample_rows(path, n_samples: int, n_variants: int, out_path, threads: int = 2, what=None) -> dict:
+    """Write the (samples, variants) codes matrix of a whole .bed as an .npy; return its counts.
+
+    Slabs of samples go to `threads` threads; a slab's codes are made in memory, a block of
+    variants at a time, then written with one pwrite (its rows are contiguous in the file).
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        The .bed (checked by `open_bed`).
+    n_samples, n_variants : int
+        From the .fam and the .bim.
+    out_path : str or os.PathLike
+        The .npy to write: uint8 (samples, variants), 0 / 1 / 2 ALT (A1) alleles, 255 missing.
+    threads : int
+        Threads taking the slabs.
+    what : (str, str), optional
+        Names of the .bim and the .fam, for errors.
+
+    Returns
+    -------
+    dict
+        The VCF reader's counts: variants, missing_calls, monomorphic, all_missing.
+    """
+    bed = open_bed(path, n_samples, n_variants, what)
+    todo = slabs(n_samples, n_variants, threads)
+    flags = np.zeros((3, n_variants), dtype=np.uint8)
+    missing_calls = 0
+    with open(out_path, "wb") as fh:
+        start = _write_header(fh, (n_samples, n_variants), "|u1")
+        fh.truncate(start + n_samples * n_variants)
+        fd = fh.fileno()
+
+        def slab(quads_of: tuple[int, int]) -> tuple[np.ndarray, int]:
+            q0, q1 = quads_of
+            s0, s1 = 4 * q0, min(n_samples, 4 * q1)
+            codes = np.empty((4 * (q1 - q0), n_variants), dtype=np.uint8)
+            any_of = np.empty((3, n_variants), dtype=np.uint8)
+            missing = 0
+            for v0, v1 in variant_blocks(q1 - q0, n_variants):
+                quads = transposed(bed, q0, q1, v0, v1, n_samples)
+                decode_codes(quads, [codes[k::4, v0:v1] for k in range(4)])
+                *block_any, block_missing = call_flags(quads)
+                for k in range(3):
+                    any_of[k, v0:v1] = block_any[k]
+                missing += block_missing - (4 * q1 - s1) * (v1 - v0)  # padding reads missing
+            _pwrite(fd, codes[: s1 - s0], start + s0 * n_variants, out_path)
+            return any_of, missing
+
+        with ThreadPoolExecutor(max(1, min(threads, len(todo))), thread_name_prefix="genotile-bed") as pool:
+            for any_of, missing in pool.map(slab, todo):
+                np.bitwise_or(flags, any_of, out=flags)
+                missing_calls += missing
+    hom0, het, hom2 = flags != 0
+    return {
+        "variants": n_variants,
+        "missing_calls": missing_calls,
+        "monomorphic": int(np.count_nonzero(~((hom0 | het) & (het | hom2)))),
+        "all_missing": int(np.count_nonzero(~(hom0 | het | hom2))),
+    }
+
+
+def _pwrite(fd: int, data: np.ndarray, offset: int, path) -> None:
+    """All of a C-contiguous array's bytes at `offset` (pwrite may write less than asked)."""
+    view = memoryview(np.ascontiguousarray(data)).cast("B")
+    while view.nbytes:
+        done = os.pwrite(fd, view, offset)
+        if done <= 0:
+            raise OSError(f"{path}: short write")
+        view, offset = view[done:], offset + done
+
+
+PLANE_NAMES = ("L", "H", "V", "Het", "Hom0")
+
+
+def pack_planes(path, n_samples: int, n_variants: int, rows_of: np.ndarray, out_path, threads: int = 2) -> bool:
+    """Write the `genotype` store's planes (L H V Het Hom0) of a whole .bed as an .npy: row r
+    holds sample rows_of[r]; return `complete` (no missing call in the file).
+
+    Slabs of samples go to `threads` threads; a slab's lo and hi bits are packed a block of
+    variants at a time, its planes made as word operations, and each of its rows written
+    with one pwrite at its row of the output.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        The .bed.
+    n_samples, n_variants : int
+        From the .fam and the .bim.
+    rows_of : numpy.ndarray of int
+        The sample of each planes row (a permutation of the samples, or of distinct ones).
+    out_path : str or os.PathLike
+        The .npy to write: uint64 (rows_of.size, 5 * ceil(variants / 64)), planes one after
+        another in each row, padding bits 0 (core/genotype.py's layout).
+    threads : int
+        Threads taking the slabs.
+    """
+    bed = open_bed(path, n_samples, n_variants)
+    n_words = -(-n_variants // WORD)
+    row_bytes = len(PLANE_NAMES) * n_words * 8
+    row = np.full(n_samples, -1, dtype=np.int64)  # the planes row of each sample (-1: none)
+    row[rows_of] = np.arange(rows_of.size)
+    valid = np.full(n_words, ~np.uint64(0))  # the bits of each word that are variants of the file
+    if n_variants % WORD:
+        valid[-1] = np.uint64((1 << (n_variants % WORD)) - 1)
+    todo = slabs(n_samples, row_bytes, threads)
+    with open(out_path, "wb") as fh:
+        start = _write_header(fh, (int(rows_of.size), len(PLANE_NAMES) * n_words), "<u8")
+        fh.truncate(start + rows_of.size * row_bytes)
+        fd = fh.fileno()
+
+        def slab(quads_of: tuple[int, int]) -> bool:
+            q0, q1 = quads_of
+            s0, s1 = 4 * q0, min(n_samples, 4 * q1)
+            lo = np.zeros((q1 - q0, 4, n_words * 8), dtype=np.uint8)  # the bits of each sample, packed
+            hi = np.zeros_like(lo)
+            for v0, v1 in variant_blocks(q1 - q0, n_variants):
+                quads = transposed(bed, q0, q1, v0, v1, n_samples)
+                bit = np.empty_like(quads)
+                b0, b1 = v0 // 8, -(-v1 // 8)
+                for k in range(4):
+                    for packed, mask in ((lo, 1 << (2 * k)), (hi, 2 << (2 * k))):
+                        np.bitwise_and(quads, np.uint8(mask), out=bit)
+                        packed[:, k, b0:b1] = np.packbits(bit, axis=1, bitorder="little")
+            lo64 = lo.reshape(-1, n_words * 8)[: s1 - s0].view(np.uint64)
+            hi64 = hi.reshape(-1, n_words * 8)[: s1 - s0].view(np.uint64)
+            planes = np.empty((s1 - s0, len(PLANE_NAMES), n_words), dtype=np.uint64)
+            np.bitwise_and(~lo64, valid, out=planes[:, 0])  # L: 1 or 2
+            np.bitwise_and(~(lo64 | hi64), valid, out=planes[:, 1])  # H: 2
+            missing = np.bitwise_and(lo64, ~hi64)  # 01
+            np.bitwise_and(~missing, valid, out=planes[:, 2])  # V
+            np.bitwise_and(hi64, ~lo64, out=planes[:, 3])  # Het (padding bits are 0 0)
+            np.bitwise_and(lo64, hi64, out=planes[:, 4])  # Hom0
+            for s in np.flatnonzero(row[s0:s1] >= 0).tolist():
+                _pwrite(fd, planes[s], start + int(row[s0 + s]) * row_bytes, out_path)
+            return not missing.any()
+
+        with ThreadPoolExecutor(max(1, min(threads, len(todo))), thread_name_prefix="genotile-bed") as pool:
+            return all(list(pool.map(slab, todo)))
