@@ -18,7 +18,7 @@ from genotile.io.atomic import write_text
 from genotile.io.checksums import file_sha256
 from genotile.io.matrix_tsv import write_matrix_tsv
 from genotile.io.tilefile import read_tile
-from genotile.io.tsvgz import format_column, write_tsv_gz
+from genotile.io.tsvgz import Cells, text_column, write_tsv_gz
 from genotile.pairs import tilecheck
 from genotile.runtime.progress import Progress
 from genotile.store import duplicates
@@ -83,10 +83,10 @@ def merge_pairs(
     merged = {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
     if distinct_index is not None:
         merged = duplicates.expand_merged(merged, selves, np.asarray(distinct_index), plan.n_vectors, metric)
-    order = np.lexsort((merged["b"], merged["a"]))
-    ids_arr = np.asarray(ids, dtype=object)
+    # pairs by (a, b): one sort of a * n + b (unique keys), several times faster than lexsort
+    order = np.argsort(merged["a"].astype(np.int64) * len(ids) + merged["b"])
     a, b = merged["a"][order], merged["b"][order]
-    columns = [ids_arr[a], ids_arr[b]] + [format_column(merged[c][order]) for c in metric.columns]
+    columns = [Cells(ids, a), Cells(ids, b)] + [text_column(merged[c][order]) for c in metric.columns]
     write_tsv_gz(out_path, ("id1", "id2", *metric.columns), columns)
     return {"pairs_passing": int(a.size), "tiles": tiles, "histograms": hist}
 

@@ -13,7 +13,7 @@ from genotile.core import ccc3
 from genotile.errors import GenotileError
 from genotile.io.atomic import write_text
 from genotile.io.tilefile import read_tile
-from genotile.io.tsvgz import format_column, write_tsv_gz
+from genotile.io.tsvgz import Cells, text_column, write_tsv_gz
 from genotile.pairs import tilecheck
 from genotile.pairs.merge import input_provenance, output_records, versions
 from genotile.runtime.progress import Progress
@@ -113,9 +113,8 @@ def merge_triples(
         jobs.append({"file": str(path), "sha256": digest, **meta})
     merged = {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
     order = np.lexsort((merged["c"], merged["b"], merged["a"]))
-    ids_arr = np.asarray(ids, dtype=object)
-    columns = [ids_arr[merged[x][order]] for x in ("a", "b", "c")]
-    columns += [format_column(merged[col][order]) for col in ccc3.COLUMNS]
+    columns: list = [Cells(ids, merged[x][order]) for x in ("a", "b", "c")]
+    columns += [text_column(merged[col][order]) for col in ccc3.COLUMNS]
     write_tsv_gz(out_path, ("id1", "id2", "id3", *ccc3.COLUMNS), columns)
     return {"triples_passing": int(order.size), "jobs": jobs}
 

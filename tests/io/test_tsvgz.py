@@ -1,0 +1,101 @@
+"""Tables as gzipped TSV (io/tsvgz.py, io/pgzip.py) against the text of format_column joined row by row."""
+
+import gzip
+import io
+import zlib
+
+import numpy as np
+import pytest
+
+from genotile.io import pgzip, tsvgz
+from genotile.io.tsvgz import Cells, format_column, text_column, write_tsv_gz
+
+
+def reference(header, columns) -> bytes:
+    rows = ["\t".join(header)] + ["\t".join(row) for row in zip(*columns, strict=True)]
+    return ("\n".join(rows) + "\n").encode("utf-8")
+
+
+def as_strings(column) -> list[str]:
+    if isinstance(column, Cells):
+        return [column.texts[k] for k in column.index.tolist()]
+    return list(column)
+
+
+def values(rng, kind: str, n: int) -> np.ndarray:
+    if kind == "small":
+        return rng.integers(0, 30, n).astype(np.int32)
+    if kind == "signed":
+        return rng.integers(-5, 5, n)
+    if kind == "wide":  # a range past TABLE_MAX: formatted per distinct value
+        return np.concatenate([rng.integers(-(2**62), 2**62, n - 2), [np.iinfo(np.int64).min, np.iinfo(np.int64).max]])
+    if kind == "uint64":
+        return rng.integers(0, 2**63, n, dtype=np.uint64) * 2 + 1
+    special = [np.nan, -np.nan, 0.0, -0.0, np.inf, -np.inf, 1e-300, 0.1, 1 / 3, 5e-324]
+    out = np.concatenate([rng.standard_normal(n - len(special)), special])
+    out[rng.random(out.size) < 0.2] = 0.25
+    return out.astype(np.float32) if kind == "float32" else out
+
+
+@pytest.mark.parametrize("kind", ["small", "signed", "wide", "uint64", "float64", "float32"])
+def test_text_column_is_format_column(kind):
+    v = values(np.random.default_rng(len(kind)), kind, 500)
+    assert as_strings(text_column(v)) == format_column(v)
+    assert as_strings(text_column(v[:0])) == []
+
+
+@pytest.mark.parametrize("threads", [1, 3])
+@pytest.mark.parametrize("n", [0, 1, 7, 2000])
+def test_table_text_equals_reference(tmp_path, monkeypatch, n, threads):
+    # small chunks and blocks: many gzip blocks and chunks per block, and a partial last one
+    monkeypatch.setattr(tsvgz, "CHUNK_BYTES", 256)
+    monkeypatch.setattr(tsvgz, "BLOCK_BYTES", 1024)
+    rng = np.random.default_rng(n)
+    ids = [f"s{k}" for k in range(50)] + ["Ω-ünïcode-µ", "x" * 100, "", "a b", "名前"]
+    a, b = rng.integers(0, len(ids), n), rng.integers(0, len(ids), n)
+    header = ("id1", "id2", "small", "king", "wide", "label")
+    columns = [
+        Cells(ids, a),
+        Cells(ids, b),
+        text_column(values(rng, "small", n) if n else np.zeros(0, np.int32)),
+        text_column(values(rng, "float64", n) if n >= 10 else np.full(n, np.nan)),
+        text_column(values(rng, "wide", n) if n >= 2 else np.zeros(n, np.int64)),
+        [str(k % 3) * (k % 5) + "é" for k in range(n)],  # plain strings, some of them one byte
+    ]
+    path = tmp_path / "t.tsv.gz"
+    assert write_tsv_gz(path, header, columns, threads=threads) == n
+    assert gzip.decompress(path.read_bytes()) == reference(header, [as_strings(c) for c in columns])
+    one = tmp_path / "one.tsv.gz"
+    write_tsv_gz(one, header, columns, threads=1)
+    assert one.read_bytes() == path.read_bytes()  # the bytes do not depend on the thread count
+
+
+def test_unequal_columns_refused(tmp_path):
+    with pytest.raises(ValueError, match="unequal length"):
+        write_tsv_gz(tmp_path / "x.tsv.gz", ("a", "b"), [["1", "2"], ["1"]])
+
+
+@pytest.mark.parametrize("threads", [1, 2, 5])
+def test_parallel_gzip_round_trip(tmp_path, threads):
+    rng = np.random.default_rng(threads)
+    blocks = [rng.integers(0, 4, int(size), dtype=np.uint8).tobytes() for size in rng.integers(0, 50_000, 23)]
+    blocks[3] = b""
+    path = tmp_path / "x.gz"
+    with open(path, "wb") as fh:
+        size = pgzip.write_gzip(fh, [(lambda b=b: b) for b in blocks], level=1, threads=threads)
+    data = path.read_bytes()
+    assert size == sum(map(len, blocks))
+    assert gzip.decompress(data) == b"".join(blocks)
+    d = zlib.decompressobj(16 + zlib.MAX_WBITS)  # one gzip member, CRC and size checked, nothing after it
+    assert d.decompress(data) == b"".join(blocks) and d.eof and d.unused_data == b""
+    raw = io.BytesIO()
+    with gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0, compresslevel=1):
+        pass
+    assert data[:10] == raw.getvalue()[:10]  # gzip.GzipFile's header
+
+
+def test_parallel_gzip_empty(tmp_path):
+    path = tmp_path / "x.gz"
+    with open(path, "wb") as fh:
+        assert pgzip.write_gzip(fh, [], level=1, threads=2) == 0
+    assert gzip.decompress(path.read_bytes()) == b""
