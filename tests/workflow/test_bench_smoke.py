@@ -42,3 +42,10 @@ def test_bench_gpu_smoke(tmp_path):
     # the whole tile job (store memmap -> tile file) ran for a nucleotide and a genotype metric
     assert "snp" in out and "king" in out and ("tile job (0, 1)" in out or "tile job memmap->tile file" in out), out
     assert "MISMATCH" not in out
+
+
+def test_bench_output_smoke(tmp_path):
+    out = run_bench("bench_output.py", "--out", str(tmp_path / "out.md"), "--tmp", str(tmp_path)).stdout
+    table = (tmp_path / "out.md").read_text()
+    for stage in ("read", "pairs", "matrix"):
+        assert f"| {stage} |" in table, out
