@@ -18,7 +18,7 @@ def reference(header, columns) -> bytes:
 
 def as_strings(column) -> list[str]:
     if isinstance(column, Cells):
-        return [column.texts[k] for k in column.index.tolist()]
+        return [column.texts[k] for k in column.codes.tolist()]
     return list(column)
 
 

@@ -1,6 +1,6 @@
 """Tables as gzipped TSV: pairs.tsv.gz, triples.tsv.gz, matches.tsv.gz.
 
-A column is `Cells` (each distinct text once, and every row's index into them: `text_column`
+A column is `Cells` (each distinct text once, and every row's code: its text's position: `text_column`
 formats numbers so, `Cells(ids, a)` names vectors) or a sequence of strings. The text is
 assembled by numpy, a block of rows at a time: each column's texts (with the tab or newline
 after them) padded to whole uint64 words in a table, one word gather per row and column, then
@@ -27,10 +27,10 @@ BLOCK_BYTES = 1 << 23  # padded cell bytes of one gzip block (each compressed on
 
 
 class Cells(NamedTuple):
-    """A column as row k's text `texts[index[k]]`."""
+    """A column as row k's text `texts[codes[k]]`."""
 
     texts: Sequence[str]
-    index: np.ndarray
+    codes: np.ndarray
 
 
 def format_column(values: np.ndarray) -> list[str]:
@@ -122,9 +122,9 @@ def write_tsv_gz(out_path, header: Sequence[str], columns: Sequence, threads: in
         Rows written.
     """
     cells = [c if isinstance(c, Cells) else Cells(c, np.arange(len(c))) for c in columns]
-    n = len(cells[0].index) if cells else 0
-    if any(len(c.index) != n for c in cells):
-        raise ValueError(f"{out_path}: columns of unequal length {[len(c.index) for c in cells]}")
+    n = len(cells[0].codes) if cells else 0
+    if any(len(c.codes) != n for c in cells):
+        raise ValueError(f"{out_path}: columns of unequal length {[len(c.codes) for c in cells]}")
     tables: dict[tuple[int, bytes], _Padded] = {}  # a texts list shared by columns is padded once
     padded, indexes = [], []
     for k, c in enumerate(cells):
@@ -133,7 +133,7 @@ def write_tsv_gz(out_path, header: Sequence[str], columns: Sequence, threads: in
         if key not in tables:
             tables[key] = _Padded(c.texts, end)
         padded.append(tables[key])
-        indexes.append(np.asarray(c.index, dtype=np.int64))
+        indexes.append(np.asarray(c.codes, dtype=np.int64))
     row_bytes = 8 * sum(t.words for t in padded)
     chunk = max(1, CHUNK_BYTES // max(1, row_bytes))
     block = chunk * max(1, BLOCK_BYTES // (chunk * max(1, row_bytes)))

@@ -123,7 +123,8 @@ def dense_values(
     covering each vector once means every cell was written.
     """
     n = plan.n_vectors
-    blocks, block_rows = [], {}
+    blocks = []
+    block_rows: dict[int, np.ndarray] = {}
     for path, arrays, meta, _digest in read_tiles(tile_paths, plan, metric, store, perm):
         if "dense" not in arrays:
             raise GenotileError(f"tile {path}: has no dense block (was it computed with a larger dense_max?)")
@@ -139,14 +140,16 @@ def dense_values(
         if dense.dtype.kind in "iu" and dense.size:  # counts in the narrowest type: gathers 4x faster
             dense = dense.astype(np.result_type(np.min_scalar_type(dense.min()), np.min_scalar_type(dense.max())))
         blocks.append((plan.block(bi), plan.block(bj), dense))
-    blockwise = np.zeros((n, n), dtype=np.result_type(*(d.dtype for *_, d in blocks))) if blocks else None
+    if not blocks:
+        raise GenotileError(f"{where}: {n * n} matrix cells were in no tile")
+    blockwise = np.zeros((n, n), dtype=np.result_type(*(d.dtype for *_, d in blocks)))
     for rows, cols, dense in blocks:
         blockwise[rows, cols] = dense
         blockwise[cols, rows] = dense.T
     del blocks
     order = np.concatenate([block_rows.get(k, np.zeros(0, np.int64)) for k in range(plan.n_blocks)])
     covered = np.unique(order[(order >= 0) & (order < n)]).size if order.size else 0
-    if blockwise is None or order.size != n or covered != n:
+    if order.size != n or covered != n:
         raise GenotileError(f"{where}: {n * n - covered * covered} matrix cells were in no tile")
     position = np.empty(n, dtype=np.int64)
     position[order] = np.arange(n)  # each input vector's row in `blockwise`
