@@ -16,8 +16,8 @@ times interleaved (medians reported; the machine is shared, so ratios are taken 
   peer:  `plink2 --bfile B --make-pgen --threads T` (wall time of the process): PLINK 2's own
          conversion of the same fileset into its native format.
   Both also in CPU seconds (all threads, whole processes), which a loaded shared machine
-  disturbs less than wall time. The child runs with its CPUs limited to --threads
-  (sched_setaffinity), so both sides use the same threads.
+  disturbs less than wall time. Where the machine has more CPUs than --threads, both
+  processes run under `taskset` on the first --threads of them.
 
 Every run's codes and planes are checked against the genotypes written, after the timing (a
 wrong read stops the bench). `--smoke` runs a tiny size once (what CI runs,
@@ -81,9 +81,7 @@ def phase_store(a) -> dict:
         out / "codes.npy", out / "ingest.json", out / "plan.json", out / "perm.npy", out / "planes.npy", out / "m.json"
     )
     marks.append((time.perf_counter(), time.process_time()))
-    times = {
-        stage: (marks[k + 1][0] - marks[k][0], marks[k + 1][1] - marks[k][1]) for k, stage in enumerate(STAGES)
-    }
+    times = {stage: (marks[k + 1][0] - marks[k][0], marks[k + 1][1] - marks[k][1]) for k, stage in enumerate(STAGES)}
     return {"stages": times, "samples": m["n_vectors"], "variants": m["n_fields"]}
 
 
@@ -114,11 +112,9 @@ def timed(cmd: list[str], env=None) -> tuple[float, float, subprocess.CompletedP
 
 
 def ours(a, bed: Path, truth: Path, workdir: Path) -> dict:
-    cpus = sorted(os.sched_getaffinity(0))[: a.threads]
     args = [sys.executable, __file__, "--phase", "store", "--bed", str(bed), "--workdir", str(workdir)]
-    pin = [sys.executable, "-c", f"import os, sys; os.sched_setaffinity(0, {cpus}); os.execv(sys.argv[1], sys.argv[1:])"]
     env = dict(os.environ, PYTHONPATH=str(REPO / "src"))
-    wall, cpu, proc = timed(pin + args, env)
+    wall, cpu, proc = timed(pinned(a.threads) + args, env)
     if proc.returncode != 0:
         raise SystemExit(f"store phase failed:\n{proc.stderr[-3000:]}")
     result = json.loads(proc.stdout.strip().splitlines()[-1])
@@ -126,8 +122,17 @@ def ours(a, bed: Path, truth: Path, workdir: Path) -> dict:
     return {**result, "wall": wall, "cpu": cpu}
 
 
+def pinned(threads: int) -> list[str]:
+    """`taskset -c CPUS` limiting a command to `threads` CPUs, where this process has more."""
+    cpus = sorted(os.sched_getaffinity(0))
+    if len(cpus) <= threads or shutil.which("taskset") is None:
+        return []
+    return ["taskset", "-c", ",".join(map(str, cpus[:threads]))]
+
+
 def plink2(bfile: Path, out: Path, threads: int) -> dict:
-    cmd = ["plink2", "--bfile", str(bfile), "--make-pgen", "--threads", str(threads), "--out", str(out)]
+    cmd = [*pinned(threads), "plink2", "--bfile", str(bfile), "--make-pgen", "--threads", str(threads)]
+    cmd += ["--out", str(out)]
     wall, cpu, proc = timed(cmd)
     if proc.returncode != 0:
         raise SystemExit(f"{' '.join(cmd)} failed:\n{proc.stdout[-2000:]}")

@@ -10,11 +10,12 @@ unused. A1 (the .bim's 5th column, genotile's ALT) is counted:
 so the genotype planes (core/genotype.py) are bitwise functions of the two bits of each call:
 L = not lo, H = not (lo or hi), V = not (lo and not hi), Het = hi and not lo, Hom0 = lo and hi.
 
-Both readers here take the .bed a block at a time, blocks of QUADS record bytes (4 samples
-each) x about BLOCK_BYTES / QUADS variants, transposed (numpy's copy of the transposed view:
-a block's source fits in cache) into `quads` (bytes x variants): row q holds samples
-4q .. 4q + 3 of each variant. From there every step is a whole-array bitwise operation on bytes
-(numpy releases the GIL in them, so blocks go to threads), no table lookups:
+Both writers here take slabs of samples (up to QUADS record bytes, about SLAB_BYTES of
+output), a slab on one of the threads; a slab's .bed bytes a block of about BLOCK_BYTES at a
+time, transposed (numpy's copy of the transposed view: a block's source fits in cache) into
+`quads` (record bytes x variants): row q holds samples 4q .. 4q + 3 of each variant. From there
+every step is a whole-array bitwise operation on uint64 words (numpy releases the GIL in them),
+no table lookups, into buffers each thread reuses (`Scratch`):
 
 - codes (`write_sample_rows`, the `genotype` store's samples x variants matrix, MISSING for a
   missing call): per sample k of a quad, code = f - 1 (mod 256) where f is the 2-bit field
@@ -35,8 +36,8 @@ from genotile.errors import GenotileError
 
 MAGIC = b"\x6c\x1b\x01"
 QUADS = 256  # record bytes (4 samples each) of a slab at most
-SLAB_BYTES = 1 << 25  # output bytes of a slab of samples (codes, or planes)
-BLOCK_BYTES = 1 << 21  # .bed bytes of a block (its codes are 4 times as many)
+SLAB_BYTES = 1 << 24  # output bytes of a slab of samples (codes, or planes)
+BLOCK_BYTES = 1 << 18  # .bed bytes of a block (a transposed copy of it stays in cache)
 WORD = 64  # variants of a plane word: blocks of planes start on a word
 LOW64 = np.uint64(0x5555555555555555)  # the low bit of every call (2-bit field) of 8 bytes
 FIELD64 = np.uint64(0x0303030303030303)  # the lowest field of each of 8 bytes
@@ -99,75 +100,88 @@ def variant_blocks(n_quads: int, n_variants: int) -> list[tuple[int, int]]:
     return [(v0, min(n_variants, v0 + step)) for v0 in range(0, n_variants, step)]
 
 
-def transposed(bed: np.ndarray, q0: int, q1: int, v0: int, v1: int, n_samples: int) -> np.ndarray:
-    """Record bytes q0:q1 of variants v0:v1 as (quads, variants), padding calls set to missing (01).
+class Scratch:
+    """One thread's buffers for the blocks of its slabs of samples, reused block after
+    block: pages touched the first time cost the kernel more than the bitwise work on them.
 
-    The array's buffer is a whole number of 8-byte words (`words` views it): numpy shifts
-    uint64 several times faster than uint8. Missing padding counts in no plane but Hom0's
-    complement, and is cut from the codes: so the padding bits of a file (PLINK writes 0s, which
-    read "A1/A1") never read as calls.
-    """
-    size = (q1 - q0) * (v1 - v0)
-    buf = np.zeros(-(-size // 8) * 8, dtype=np.uint8)
-    quads = buf[:size].reshape(q1 - q0, v1 - v0)
-    np.copyto(quads, bed[v0:v1, q0:q1].T)
-    tail = n_samples % 4
-    if tail and q1 == record_bytes(n_samples):
-        last = quads[-1]
-        np.bitwise_and(last, np.uint8((1 << (2 * tail)) - 1), out=last)
-        np.bitwise_or(last, np.uint8((0x55 << (2 * tail)) & 0xFF), out=last)  # 01 past the last sample
-    return quads
+    `load` fills `quads` with a block; the other buffers are uint64 words over the same bytes
+    (numpy shifts uint64 several times faster than uint8)."""
+
+    def __init__(self, slabs: list[tuple[int, int]], n_variants: int):
+        most = max((q1 - q0) * variant_blocks(q1 - q0, n_variants)[0][1] for q0, q1 in slabs)
+        n_words = -(-most // 8)
+        self.raw = np.zeros(n_words * 8, dtype=np.uint8)
+        self.lo, self.hi, self.f, self.part = (np.empty(n_words, dtype=np.uint64) for _ in range(4))
+        self.size = self.n_words = 0
+        self.shape = (0, 0)
+
+    def load(self, bed: np.ndarray, q0: int, q1: int, v0: int, v1: int, n_samples: int) -> np.ndarray:
+        """Record bytes q0:q1 of variants v0:v1 as (quads, variants), padding calls set missing (01).
+
+        Missing padding counts in no plane and no flag, and is cut from the codes (its count
+        taken off the missing calls): so the padding bits of a file (PLINK writes 0s, which
+        would read A1/A1) never read as calls."""
+        self.shape = (q1 - q0, v1 - v0)
+        self.size = self.shape[0] * self.shape[1]
+        self.n_words = -(-self.size // 8)
+        self.raw[self.size : self.n_words * 8] = 0  # the last word's bytes past the block count nothing
+        quads = self.raw[: self.size].reshape(self.shape)
+        np.copyto(quads, bed[v0:v1, q0:q1].T)  # the block's source stays in cache: a plain copy is enough
+        tail = n_samples % 4
+        if tail and q1 == record_bytes(n_samples):
+            last = quads[-1]
+            np.bitwise_and(last, np.uint8((1 << (2 * tail)) - 1), out=last)
+            np.bitwise_or(last, np.uint8((0x55 << (2 * tail)) & 0xFF), out=last)  # 01 past the last sample
+        return quads
+
+    def words(self, buf: np.ndarray | None = None) -> np.ndarray:
+        """The block's words: of `quads`, or of one of the word buffers."""
+        return self.raw[: self.n_words * 8].view(np.uint64) if buf is None else buf[: self.n_words]
+
+    def as_quads(self, words: np.ndarray) -> np.ndarray:
+        """Words of a buffer seen as the block's (quads, variants) bytes."""
+        return words.view(np.uint8)[: self.size].reshape(self.shape)
+
+    def lo_hi(self) -> tuple[np.ndarray, np.ndarray]:
+        """The low and the high bit of every call of the block, each at the low bit of its field."""
+        q, lo, hi = self.words(), self.words(self.lo), self.words(self.hi)
+        np.bitwise_and(q, LOW64, out=lo)
+        np.right_shift(q, np.uint64(1), out=hi)
+        np.bitwise_and(hi, LOW64, out=hi)
+        return lo, hi
 
 
-def words(quads: np.ndarray) -> np.ndarray:
-    """The whole buffer of a `transposed` array as uint64 words."""
-    return quads.base.view(np.uint64)
-
-
-def _lo_hi(quads: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The low and the high bit of every call of `quads`, each at the low bit of its field (words)."""
-    q = words(quads)
-    lo = q & LOW64
-    hi = np.right_shift(q, np.uint64(1))
-    np.bitwise_and(hi, LOW64, out=hi)
-    return lo, hi
-
-
-def _as_quads(w: np.ndarray, quads: np.ndarray) -> np.ndarray:
-    return w.view(np.uint8)[: quads.size].reshape(quads.shape)
-
-
-def decode_codes(quads: np.ndarray, targets: list[np.ndarray]) -> None:
-    """Codes of the samples of `quads` (a `transposed` array, quads x variants): sample k of each
-    quad into targets[k] (uint8 (quads, variants), e.g. every 4th row of the codes matrix).
+def decode_codes(scratch: Scratch, targets: list[np.ndarray]) -> None:
+    """Codes of the samples of the loaded block: sample k of each quad into targets[k] (uint8
+    (quads, variants), e.g. every 4th row of the codes matrix).
 
     A call's code is f - 1 (mod 256) for its 2-bit field f = (not lo) << 1 | not (lo xor hi):
     A1/A1 (00) -> 3 -> 2, A1/A2 (10) -> 2 -> 1, A2/A2 (11) -> 1 -> 0, missing (01) -> 0 -> 255."""
-    lo, hi = _lo_hi(quads)
-    f = np.bitwise_xor(lo, hi)
+    lo, hi = scratch.lo_hi()
+    f, part = scratch.words(scratch.f), scratch.words(scratch.part)
+    np.bitwise_xor(lo, hi, out=f)
     np.left_shift(lo, np.uint64(1), out=lo)
     np.bitwise_or(f, lo, out=f)
     np.invert(f, out=f)
-    part = lo  # reused: the field of sample k of every quad, at the bottom of its byte
-    for k, target in enumerate(targets):
+    for k, target in enumerate(targets):  # the field of sample k of every quad, at the bottom of its byte
         np.right_shift(f, np.uint64(2 * k), out=part)
         np.bitwise_and(part, FIELD64, out=part)
-        np.subtract(_as_quads(part, quads), np.uint8(1), out=target)
+        np.subtract(scratch.as_quads(part), np.uint8(1), out=target)
 
 
-def call_flags(quads: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
-    """Per variant of `quads`: any 0, any 1, any 2 (uint8, nonzero for yes); and the missing calls
-    (padding included)."""
-    lo, hi = _lo_hi(quads)
-    hom0 = lo & hi  # 11
-    het = hi ^ hom0  # 10
+def call_flags(scratch: Scratch) -> tuple[list[np.ndarray], int]:
+    """Per variant of the loaded block: [any 0, any 1, any 2] (uint8, nonzero for yes); and the
+    missing calls (padding included)."""
+    lo, hi = scratch.lo_hi()
+    hom0, het = scratch.words(scratch.f), scratch.words(scratch.part)
+    np.bitwise_and(lo, hi, out=hom0)  # 11
+    np.bitwise_xor(hi, hom0, out=het)  # 10
     missing = np.bitwise_xor(lo, hom0, out=lo)  # 01
+    n_missing = int(np.bitwise_count(missing).sum(dtype=np.int64))  # bytes past the block are 0
     hom2 = np.bitwise_or(missing, hi, out=hi)  # 00: neither bit, in any field (01, 10, 11 have one)
     np.bitwise_or(hom2, hom0, out=hom2)
     np.bitwise_xor(hom2, LOW64, out=hom2)
-    n_missing = int(np.bitwise_count(missing).sum(dtype=np.int64))  # the padding words are 0
-    flags = [np.bitwise_or.reduce(_as_quads(x, quads), axis=0) for x in (hom0, het, hom2)]
-    return flags[0], flags[1], flags[2], n_missing
+    return [np.bitwise_or.reduce(scratch.as_quads(x), axis=0) for x in (hom0, het, hom2)], n_missing
 
 
 def _write_header(fh, shape: tuple[int, int], descr: str) -> int:
@@ -176,11 +190,18 @@ def _write_header(fh, shape: tuple[int, int], descr: str) -> int:
     return fh.tell()
 
 
+def _shares(todo: list, threads: int) -> list[list]:
+    """The slabs of each thread: every `threads`-th, so each thread's buffers are made once."""
+    threads = max(1, min(threads, len(todo)))
+    return [todo[k::threads] for k in range(threads)]
+
+
 def write_sample_rows(path, n_samples: int, n_variants: int, out_path, threads: int = 2, what=None) -> dict:
     """Write the (samples, variants) codes matrix of a whole .bed as an .npy; return its counts.
 
-    Slabs of samples go to `threads` threads; a slab's codes are made in memory, a block of
-    variants at a time, then written with one pwrite (its rows are contiguous in the file).
+    Slabs of samples go to `threads` threads; a slab's codes are made in memory (a buffer each
+    thread reuses: fresh pages cost the kernel more than the decoding), a block of variants at a
+    time, then written with one pwrite (its rows are contiguous in the file).
 
     Parameters
     ----------
@@ -202,37 +223,39 @@ def write_sample_rows(path, n_samples: int, n_variants: int, out_path, threads: 
     """
     bed = open_bed(path, n_samples, n_variants, what)
     todo = slabs(n_samples, n_variants, threads)
-    flags = np.zeros((3, n_variants), dtype=np.uint8)
-    missing_calls = 0
     with open(out_path, "wb") as fh:
         start = _write_header(fh, (n_samples, n_variants), "|u1")
         fh.truncate(start + n_samples * n_variants)
         fd = fh.fileno()
 
-        def slab(quads_of: tuple[int, int]) -> tuple[np.ndarray, int]:
-            q0, q1 = quads_of
-            s0, s1 = 4 * q0, min(n_samples, 4 * q1)
-            codes = np.empty((4 * (q1 - q0), n_variants), dtype=np.uint8)
-            any_of = np.empty((3, n_variants), dtype=np.uint8)
+        def share(mine: list[tuple[int, int]]) -> tuple[np.ndarray, int]:
+            most = max(q1 - q0 for q0, q1 in mine)
+            codes = np.empty((4 * most, n_variants), dtype=np.uint8)
+            scratch = Scratch(mine, n_variants)
+            any_of = np.zeros((3, n_variants), dtype=np.uint8)  # any 0, any 1, any 2 of each variant
             missing = 0
-            for v0, v1 in variant_blocks(q1 - q0, n_variants):
-                quads = transposed(bed, q0, q1, v0, v1, n_samples)
-                decode_codes(quads, [codes[k::4, v0:v1] for k in range(4)])
-                *block_any, block_missing = call_flags(quads)
-                for k in range(3):
-                    any_of[k, v0:v1] = block_any[k]
-                missing += block_missing - (4 * q1 - s1) * (v1 - v0)  # padding reads missing
-            _pwrite(fd, codes[: s1 - s0], start + s0 * n_variants, out_path)
+            for q0, q1 in mine:
+                s0, s1 = 4 * q0, min(n_samples, 4 * q1)
+                for v0, v1 in variant_blocks(q1 - q0, n_variants):
+                    scratch.load(bed, q0, q1, v0, v1, n_samples)
+                    decode_codes(scratch, [codes[k : 4 * (q1 - q0) : 4, v0:v1] for k in range(4)])
+                    block_any, block_missing = call_flags(scratch)
+                    for k in range(3):
+                        np.bitwise_or(any_of[k, v0:v1], block_any[k], out=any_of[k, v0:v1])
+                    missing += block_missing - (4 * q1 - s1) * (v1 - v0)  # padding reads missing
+                _pwrite(fd, codes[: s1 - s0], start + s0 * n_variants, out_path)
             return any_of, missing
 
-        with ThreadPoolExecutor(max(1, min(threads, len(todo))), thread_name_prefix="genotile-bed") as pool:
-            for any_of, missing in pool.map(slab, todo):
-                np.bitwise_or(flags, any_of, out=flags)
-                missing_calls += missing
+        shares = _shares(todo, threads)
+        with ThreadPoolExecutor(len(shares), thread_name_prefix="genotile-bed") as pool:
+            parts = list(pool.map(share, shares))
+    flags = parts[0][0]
+    for any_of, _ in parts[1:]:
+        np.bitwise_or(flags, any_of, out=flags)
     hom0, het, hom2 = flags != 0
     return {
         "variants": n_variants,
-        "missing_calls": missing_calls,
+        "missing_calls": sum(missing for _, missing in parts),
         "monomorphic": int(np.count_nonzero(~((hom0 | het) & (het | hom2)))),
         "all_missing": int(np.count_nonzero(~(hom0 | het | hom2))),
     }
@@ -256,8 +279,8 @@ def pack_planes(path, n_samples: int, n_variants: int, rows_of: np.ndarray, out_
     holds sample rows_of[r]; return `complete` (no missing call in the file).
 
     Slabs of samples go to `threads` threads; a slab's lo and hi bits are packed a block of
-    variants at a time, its planes made as word operations, and each of its rows written
-    with one pwrite at its row of the output.
+    variants at a time, its planes made as word operations (in buffers each thread reuses), and
+    each of its rows written with one pwrite at its row of the output.
 
     Parameters
     ----------
@@ -287,31 +310,52 @@ def pack_planes(path, n_samples: int, n_variants: int, rows_of: np.ndarray, out_
         fh.truncate(start + rows_of.size * row_bytes)
         fd = fh.fileno()
 
-        def slab(quads_of: tuple[int, int]) -> bool:
-            q0, q1 = quads_of
-            s0, s1 = 4 * q0, min(n_samples, 4 * q1)
-            lo = np.zeros((q1 - q0, 4, n_words * 8), dtype=np.uint8)  # the bits of each sample, packed
+        def share(mine: list[tuple[int, int]]) -> bool:
+            most = max(q1 - q0 for q0, q1 in mine)
+            lo = np.zeros((most, 4, n_words * 8), dtype=np.uint8)  # the bits of each sample, packed
             hi = np.zeros_like(lo)
-            for v0, v1 in variant_blocks(q1 - q0, n_variants):
-                quads = transposed(bed, q0, q1, v0, v1, n_samples)
-                bit = np.empty_like(quads)
-                b0, b1 = v0 // 8, -(-v1 // 8)
-                for k in range(4):
-                    for packed, mask in ((lo, 1 << (2 * k)), (hi, 2 << (2 * k))):
-                        np.bitwise_and(quads, np.uint8(mask), out=bit)
-                        packed[:, k, b0:b1] = np.packbits(bit, axis=1, bitorder="little")
-            lo64 = lo.reshape(-1, n_words * 8)[: s1 - s0].view(np.uint64)
-            hi64 = hi.reshape(-1, n_words * 8)[: s1 - s0].view(np.uint64)
-            planes = np.empty((s1 - s0, len(PLANE_NAMES), n_words), dtype=np.uint64)
-            np.bitwise_and(~lo64, valid, out=planes[:, 0])  # L: 1 or 2
-            np.bitwise_and(~(lo64 | hi64), valid, out=planes[:, 1])  # H: 2
-            missing = np.bitwise_and(lo64, ~hi64)  # 01
-            np.bitwise_and(~missing, valid, out=planes[:, 2])  # V
-            np.bitwise_and(hi64, ~lo64, out=planes[:, 3])  # Het (padding bits are 0 0)
-            np.bitwise_and(lo64, hi64, out=planes[:, 4])  # Hom0
-            for s in np.flatnonzero(row[s0:s1] >= 0).tolist():
-                _pwrite(fd, planes[s], start + int(row[s0 + s]) * row_bytes, out_path)
-            return not missing.any()
+            planes = np.empty((4 * most, len(PLANE_NAMES), n_words), dtype=np.uint64)
+            scratch = Scratch(mine, n_variants)
+            complete = True
+            for q0, q1 in mine:
+                s0, s1 = 4 * q0, min(n_samples, 4 * q1)
+                for v0, v1 in variant_blocks(q1 - q0, n_variants):
+                    quads = scratch.load(bed, q0, q1, v0, v1, n_samples)
+                    bit = scratch.as_quads(scratch.words(scratch.f))
+                    b0, b1 = v0 // 8, -(-v1 // 8)
+                    for k in range(4):
+                        for packed, mask in ((lo, 1 << (2 * k)), (hi, 2 << (2 * k))):
+                            np.bitwise_and(quads, np.uint8(mask), out=bit)
+                            packed[: q1 - q0, k, b0:b1] = np.packbits(bit, axis=1, bitorder="little")
+                lo64 = lo.reshape(-1, n_words * 8)[: s1 - s0].view(np.uint64)
+                hi64 = hi.reshape(-1, n_words * 8)[: s1 - s0].view(np.uint64)
+                out = planes[: s1 - s0]
+                complete &= not _planes(lo64, hi64, valid, [out[:, p] for p in range(len(PLANE_NAMES))])
+                for s in np.flatnonzero(row[s0:s1] >= 0).tolist():
+                    _pwrite(fd, out[s], start + int(row[s0 + s]) * row_bytes, out_path)
+            return complete
 
-        with ThreadPoolExecutor(max(1, min(threads, len(todo))), thread_name_prefix="genotile-bed") as pool:
-            return all(list(pool.map(slab, todo)))
+        shares = _shares(todo, threads)
+        with ThreadPoolExecutor(len(shares), thread_name_prefix="genotile-bed") as pool:
+            return all(list(pool.map(share, shares)))
+
+
+def _planes(lo: np.ndarray, hi: np.ndarray, valid: np.ndarray, out: list[np.ndarray]) -> bool:
+    """L H V Het Hom0 (into out) of packed lo and hi bits (words); True where a call is missing.
+
+    `valid` clears the bits past the last variant, where lo = hi = 0 would read A1/A1."""
+    el, h, v, het, hom0 = out
+    np.invert(lo, out=el)  # L: 1 or 2 (hi lo 00, 10)
+    np.bitwise_and(el, valid, out=el)
+    np.bitwise_or(lo, hi, out=h)  # H: 2 (00)
+    np.invert(h, out=h)
+    np.bitwise_and(h, valid, out=h)
+    np.invert(hi, out=v)  # V: not missing (not 01)
+    np.bitwise_and(v, lo, out=v)
+    missing = bool(v.any())
+    np.invert(v, out=v)
+    np.bitwise_and(v, valid, out=v)
+    np.invert(lo, out=het)  # Het: 10
+    np.bitwise_and(het, hi, out=het)
+    np.bitwise_and(lo, hi, out=hom0)  # Hom0: 11
+    return missing

@@ -1,0 +1,224 @@
+"""The numpy reader of a plain .bed (io/bed.py) against pgenlib's reading of the same fileset.
+
+Random filesets are written byte by byte here (any padding bits, missing calls, sample
+counts that are not a multiple of 4), then ingested and packed twice: by the numpy reader and
+by pgenlib (PlinkReader.plain off). Codes, planes and both manifests must be the same bytes.
+Options that need pgenlib (samples, regions) must take it; broken .bed files must stop with one
+line naming the file.
+"""
+
+import json
+import shutil
+
+import numpy as np
+import pytest
+from genodata import random_genotypes
+
+from genotile.core.encode import MISSING
+from genotile.core.genotype import genotype_layout, genotype_planes
+from genotile.errors import GenotileError
+from genotile.io import bed
+from genotile.io.plink import PlinkReader
+from genotile.pairs import steps
+from genotile.store import pack as pack_module
+
+TWO_BIT = np.array([3, 2, 0], dtype=np.uint8)  # ALT (A1) count 0, 1, 2 -> .bed code; missing -> 01
+
+
+def write_fileset(prefix, g: np.ndarray, seed: int = 0, padding: str = "zero") -> str:
+    """A .bed/.bim/.fam of (samples, variants) ALT counts g (MISSING missing); padding bits of
+    each record "zero" (as PLINK writes them) or "random" (which readers must ignore)."""
+    n, m = g.shape
+    codes = np.where(g == MISSING, 1, TWO_BIT[np.minimum(g, 2)]).T  # variants x samples
+    width = bed.record_bytes(n)
+    rng = np.random.default_rng(seed)
+    padded = (
+        rng.integers(0, 4, size=(m, 4 * width), dtype=np.uint8)
+        if padding == "random"
+        else np.zeros((m, 4 * width), dtype=np.uint8)
+    )
+    padded[:, :n] = codes
+    q = padded.reshape(m, width, 4)
+    records = q[..., 0] | (q[..., 1] << 2) | (q[..., 2] << 4) | (q[..., 3] << 6)
+    with open(f"{prefix}.bed", "wb") as fh:
+        fh.write(bed.MAGIC + records.astype(np.uint8).tobytes())
+    with open(f"{prefix}.bim", "w") as fh:
+        fh.writelines(f"{1 + v // 50}\trs{v}\t0\t{v + 1}\tT\tA\n" for v in range(m))
+    with open(f"{prefix}.fam", "w") as fh:
+        fh.writelines(f"0\ts{i}\t0\t0\t0\t-9\n" for i in range(n))
+    return f"{prefix}.bed"
+
+
+@pytest.fixture
+def small_blocks(monkeypatch):
+    """Slabs of a few quads and blocks of a few words: every path (slabs, blocks, threads) is taken."""
+    monkeypatch.setattr(bed, "QUADS", 3)
+    monkeypatch.setattr(bed, "BLOCK_BYTES", 64 * 3)
+
+
+def no_numpy_bed(monkeypatch) -> None:
+    """PlinkReader reads every .bed with pgenlib, pack_store packs from the codes (today's path before io/bed.py)."""
+    monkeypatch.setattr(PlinkReader, "plain", property(lambda self: False))
+    monkeypatch.setattr(pack_module, "plain_bed", lambda *a: None)
+
+
+def store(path, out, **options) -> dict[str, bytes]:
+    """Ingest, plan and pack (the fused store job's calls); the bytes of every file written."""
+    out.mkdir()
+    collapse = options.pop("collapse_duplicates", False)
+    steps.ingest(path, "genotype", out / "codes.npy", out / "ingest.json", collapse_duplicates=collapse, **options)
+    steps.plan(out / "ingest.json", 5, 3, out / "plan.json", out / "perm.npy")
+    steps.pack(
+        out / "codes.npy", out / "ingest.json", out / "plan.json", out / "perm.npy", out / "planes.npy", out / "m.json"
+    )
+    return {p.name: p.read_bytes() for p in sorted(out.iterdir())}
+
+
+CASES = [  # samples, variants, p_missing, padding
+    (1, 1, 0.0, "zero"),
+    (2, 63, 0.3, "random"),
+    (3, 64, 0.1, "random"),
+    (4, 65, 0.0, "zero"),
+    (5, 130, 0.1, "random"),
+    (13, 200, 0.05, "zero"),
+    (26, 129, 1.0, "random"),  # every call missing
+    (37, 301, 0.1, "random"),
+]
+
+
+@pytest.mark.parametrize("n, m, p_missing, padding", CASES)
+@pytest.mark.parametrize("threads", [1, 2])
+def test_codes_and_counts_equal_pgenlib(tmp_path, small_blocks, n, m, p_missing, padding, threads):
+    g = random_genotypes(n, m, p_missing=p_missing, seed=n * m)
+    path = write_fileset(tmp_path / "x", g, seed=n, padding=padding)
+    fast, slow = PlinkReader(path), PlinkReader(path)
+    slow.numpy_bed = False
+    assert fast.plain and not slow.plain
+    assert fast.write_sample_rows(tmp_path / "a.npy", threads=threads) == m
+    assert slow.write_sample_rows(tmp_path / "b.npy", threads=threads) == m
+    assert (tmp_path / "a.npy").read_bytes() == (tmp_path / "b.npy").read_bytes()
+    assert np.array_equal(np.load(tmp_path / "a.npy"), g)
+    assert fast.stats == slow.stats
+
+
+@pytest.mark.parametrize("n, m, p_missing, padding", CASES)
+def test_planes_equal_the_codes_planes(tmp_path, small_blocks, n, m, p_missing, padding):
+    g = random_genotypes(n, m, p_missing=p_missing, seed=n + m)
+    path = write_fileset(tmp_path / "x", g, seed=m, padding=padding)
+    rows_of = np.random.default_rng(n).permutation(n)
+    for threads in (1, 2):
+        complete = bed.pack_planes(path, n, m, rows_of, tmp_path / "p.npy", threads=threads)
+        layout = genotype_layout(g, "genotype")
+        assert complete == layout.complete
+        assert np.array_equal(np.load(tmp_path / "p.npy"), genotype_planes(g[rows_of], layout))
+    distinct = rows_of[: max(1, n // 2)]  # collapsed duplicates: planes of some samples only
+    bed.pack_planes(path, n, m, distinct, tmp_path / "d.npy", threads=2)
+    assert np.array_equal(np.load(tmp_path / "d.npy"), genotype_planes(g[distinct], genotype_layout(g, "genotype")))
+
+
+@pytest.mark.parametrize("n, m, p_missing, padding", [CASES[1], CASES[4], CASES[6], CASES[7]])
+def test_store_bytes_equal_the_pgenlib_path(tmp_path, monkeypatch, small_blocks, n, m, p_missing, padding):
+    g = random_genotypes(n, m, p_missing=p_missing, seed=7)
+    path = write_fileset(tmp_path / "x", g, padding=padding)
+    called = []
+    for name in ("write_sample_rows", "pack_planes"):
+        real = getattr(bed, name)
+        monkeypatch.setattr(bed, name, lambda *a, real=real, name=name, **k: called.append(name) or real(*a, **k))
+    fast = store(path, tmp_path / "fast", filter_pass=True)
+    assert called == ["write_sample_rows", "pack_planes"]  # the numpy reader, then packing from the .bed
+    with monkeypatch.context() as patch:
+        no_numpy_bed(patch)
+        slow = store(path, tmp_path / "slow", filter_pass=True)
+    assert list(fast) == list(slow) and fast == slow
+
+
+def test_collapsed_duplicates_and_a_complete_file(tmp_path, monkeypatch):
+    g = random_genotypes(23, 150, p_missing=0.0, seed=5, special=False)
+    g[7], g[19] = g[3], g[3]  # duplicate samples: the planes hold the distinct ones
+    path = write_fileset(tmp_path / "x", g)
+    fast = store(path, tmp_path / "fast", collapse_duplicates=True)
+    with monkeypatch.context() as patch:
+        no_numpy_bed(patch)
+        slow = store(path, tmp_path / "slow", collapse_duplicates=True)
+    assert fast == slow
+    manifest = json.loads(fast["m.json"])
+    assert manifest["n_distinct"] == 21 and manifest["layout"]["complete"] is True
+
+
+def test_options_that_need_pgenlib_take_it(tmp_path, monkeypatch):
+    g = random_genotypes(11, 120, seed=2)
+    path = write_fileset(tmp_path / "x", g)
+    (tmp_path / "keep.txt").write_text("s7\ns2\ns9\n")
+    regions = "2:1-1000"  # variants 50 .. 99: chromosome 2
+    assert not PlinkReader(path, samples=tmp_path / "keep.txt").plain
+    assert not PlinkReader(path, regions=regions).plain
+    assert PlinkReader(path, filter_pass=True, multiallelic="split").plain  # a .bed has no FILTER, one ALT
+    called = []
+    monkeypatch.setattr(bed, "write_sample_rows", lambda *a, **k: called.append(a))
+    monkeypatch.setattr(bed, "pack_planes", lambda *a, **k: called.append(a))
+    a = store(path, tmp_path / "samples", samples=tmp_path / "keep.txt")
+    b = store(path, tmp_path / "regions", regions=regions)
+    assert not called
+    assert np.array_equal(np.load(tmp_path / "samples" / "codes.npy"), g[[7, 2, 9]])
+    assert np.array_equal(np.load(tmp_path / "regions" / "codes.npy"), g[:, 50:100])
+    assert json.loads(a["m.json"])["ids"] == ["s7", "s2", "s9"] and json.loads(b["ingest.json"])["n_fields"] == 50
+
+
+def test_a_bed_changed_after_ingest_is_packed_from_the_codes(tmp_path):
+    g = random_genotypes(9, 70, seed=3)
+    path = write_fileset(tmp_path / "x", g)
+    out = tmp_path / "s"
+    out.mkdir()
+    steps.ingest(path, "genotype", out / "codes.npy", out / "ingest.json")
+    steps.plan(out / "ingest.json", 4, 1, out / "plan.json", out / "perm.npy")
+    write_fileset(tmp_path / "x", random_genotypes(9, 70, seed=4))  # same size, other calls
+    steps.pack(
+        out / "codes.npy", out / "ingest.json", out / "plan.json", out / "perm.npy", out / "planes.npy", out / "m.json"
+    )
+    perm = np.load(out / "perm.npy")
+    assert np.array_equal(np.load(out / "planes.npy"), genotype_planes(g[perm], genotype_layout(g, "genotype")))
+    (tmp_path / "x.bed").unlink()  # gone: the codes too
+    steps.pack(
+        out / "codes.npy", out / "ingest.json", out / "plan.json", out / "perm.npy", out / "p2.npy", out / "m2.json"
+    )
+    assert (out / "p2.npy").read_bytes() == (out / "planes.npy").read_bytes()
+
+
+def test_broken_beds_stop_with_one_line_naming_the_file(tmp_path):
+    g = random_genotypes(10, 40, seed=1)
+    path = write_fileset(tmp_path / "x", g)
+    data = (tmp_path / "x.bed").read_bytes()
+    cases = {
+        "truncated": (data[:-1], r"x\.bed: 122 bytes, but 40 variants \(x\.bim\) x 10 samples \(x\.fam\) need 123$"),
+        "longer": (data + b"\0", r"x\.bed: 124 bytes, but 40 variants .* need 123$"),
+        "sample-major": (
+            b"\x6c\x1b\x00" + data[3:],
+            r"x\.bed: not a variant-major PLINK 1 \.bed \(magic bytes 6c1b00\)$",
+        ),
+        "not a bed": (b"##fileformat=VCFv4.2\n", r"x\.bed: not a variant-major PLINK 1 \.bed \(magic bytes 2323.*\)$"),
+        "empty": (b"", r"x\.bed: not a variant-major PLINK 1 \.bed \(magic bytes \)$"),
+    }
+    for name, (content, message) in cases.items():
+        (tmp_path / "x.bed").write_bytes(content)
+        with pytest.raises(GenotileError, match=message) as info:
+            steps.ingest(path, "genotype", tmp_path / "c.npy", tmp_path / "c.json")
+        assert "\n" not in str(info.value) and str(tmp_path / "x.bed") in str(info.value), name
+        with pytest.raises(GenotileError, match=message):
+            bed.write_sample_rows(path, 10, 40, tmp_path / "c.npy", what=("x.bim", "x.fam"))
+        with pytest.raises(GenotileError):
+            bed.pack_planes(path, 10, 40, np.arange(10), tmp_path / "p.npy")
+    assert not list(tmp_path.glob("c.*")) and not list(tmp_path.glob(".c.*"))  # nothing half-written by ingest
+
+
+def test_bench_fileset_writer_agrees(tmp_path):
+    """The benchmark's own .bed writer and this file's write the same bytes for the same calls."""
+    import importlib.util
+    from pathlib import Path
+
+    spec = importlib.util.spec_from_file_location("bench_plink", Path(__file__).parents[2] / "bench" / "bench_plink.py")
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    truth = bench.write_bed(tmp_path / "b", 13, 50, 0.2, 3)
+    write_fileset(tmp_path / "t", truth)
+    assert (tmp_path / "b.bed").read_bytes() == (tmp_path / "t.bed").read_bytes()
+    shutil.rmtree(tmp_path)
