@@ -2,7 +2,7 @@
 """PLINK input benchmark (issue 17): genotile's .bed -> store against `plink2 --bfile B --make-pgen`.
 
     PYTHONPATH=src python3 bench/bench_plink.py [--samples 2000] [--variants 100000]
-        [--p-missing 0.02] [--seed 1] [--repeats 5] [--threads 2] [--out TABLE.md] [--smoke]
+        [--p-missing 0.02] [--seed 1] [--repeats 5] [--threads 2] [--out TABLE.md] [--before] [--smoke]
 
 Makes a PLINK 1 fileset of random genotypes (allele frequencies ~ Beta(0.5, 0.5), calls missing
 with probability p_missing), written straight as .bed/.bim/.fam. Then, in this one run, `repeats`
@@ -11,11 +11,14 @@ times interleaved (medians reported; the machine is shared, so ratios are taken 
   ours:  what the workflow's fused "store" job does for ibs / king: ingest (the `genotype`
          codes, samples x variants, to a temporary .npy), plan, pack (codes -> bit planes,
          planes.npy): the .bed turned into a store ready for tiling, in one child process
-         (`python3 -c` with the job's imports). Its wall time from the parent (interpreter start,
+         (this script, calling pairs/steps.py's stages as steps.store does; the codes are
+         kept for the check). Its wall time from the parent (interpreter start,
          imports included) is the measure; the child also reports each stage's wall and CPU.
   peer:  `plink2 --bfile B --make-pgen --threads T` (wall time of the process): PLINK 2's own
          conversion of the same fileset into its native format.
-  Both also in CPU seconds (all threads, whole processes), which a loaded shared machine
+  before: with --before, ours again with the path before io/bed.py (pgenlib reads the .bed,
+         the planes are packed from the codes), interleaved too.
+  All also in CPU seconds (all threads, whole processes), which a loaded shared machine
   disturbs less than wall time. Where the machine has more CPUs than --threads, both
   processes run under `taskset` on the first --threads of them.
 
@@ -77,6 +80,12 @@ def phase_store(a) -> dict:
     t0, c0 = time.perf_counter(), time.process_time()
     from genotile.pairs import steps
 
+    if a.pgenlib:  # the path before io/bed.py: pgenlib reads the .bed, the planes are packed from the codes
+        from genotile.io.plink import PlinkReader
+        from genotile.store import pack
+
+        PlinkReader.plain = property(lambda self: False)
+        pack.plain_bed = lambda *args: None
     out = Path(a.workdir)
     marks = [(t0, c0), (time.perf_counter(), time.process_time())]
     m = steps.ingest(a.bed, "genotype", out / "codes.npy", out / "ingest.json")
@@ -118,8 +127,9 @@ def timed(cmd: list[str], env=None) -> tuple[float, float, subprocess.CompletedP
     return time.perf_counter() - t0, children_cpu() - c0, proc
 
 
-def ours(a, bed: Path, truth: Path, workdir: Path) -> dict:
+def ours(a, bed: Path, truth: Path, workdir: Path, pgenlib: bool = False) -> dict:
     args = [sys.executable, __file__, "--phase", "store", "--bed", str(bed), "--workdir", str(workdir)]
+    args += ["--pgenlib"] if pgenlib else []
     env = dict(os.environ, PYTHONPATH=str(REPO / "src"))
     wall, cpu, proc = timed(pinned(a.threads) + args, env)
     if proc.returncode != 0:
@@ -146,7 +156,19 @@ def plink2(bfile: Path, out: Path, threads: int) -> dict:
     return {"wall": wall, "cpu": cpu}
 
 
-def table(a, mine: list[dict], peer: list[dict]) -> str:
+def before_rows(before: list[dict], p_wall: float, p_cpu: float) -> list[str]:
+    """Rows of the path before io/bed.py (--before), if it was timed."""
+    if not before:
+        return []
+    wall, cpu = statistics.median(r["wall"] for r in before), statistics.median(r["cpu"] for r in before)
+    return [
+        f"| .bed -> store, wall, before io/bed.py | {wall:.3f} | {p_wall:.3f} | {wall / p_wall:.2f} | "
+        "pgenlib reads the .bed, planes packed from the codes |",
+        f"| .bed -> store, CPU seconds, before io/bed.py | {cpu:.3f} | {p_cpu:.3f} | {cpu / p_cpu:.2f} | |",
+    ]
+
+
+def table(a, mine: list[dict], peer: list[dict], before: list[dict]) -> str:
     med = statistics.median
     nan = float("nan")
     wall, cpu = med(r["wall"] for r in mine), med(r["cpu"] for r in mine)
@@ -163,6 +185,7 @@ def table(a, mine: list[dict], peer: list[dict]) -> str:
         f"| .bed -> store, wall | {wall:.3f} | {p_wall:.3f} | {wall / p_wall:.2f} | whole processes; ours "
         "ingest + plan + pack in one child (the fused store job); codes and planes checked |",
         f"| .bed -> store, CPU seconds | {cpu:.3f} | {p_cpu:.3f} | {cpu / p_cpu:.2f} | all threads, whole processes |",
+        *before_rows(before, p_wall, p_cpu),
         "",
         "| genotile stage | wall (s) | CPU (s) |",
         "|---|---|---|",
@@ -184,6 +207,8 @@ def main() -> None:
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--out", default=None)
     p.add_argument("--smoke", action="store_true", help="a tiny size once (CI)")
+    p.add_argument("--before", action="store_true", help="also time the path before io/bed.py (pgenlib, codes)")
+    p.add_argument("--pgenlib", action="store_true", help=argparse.SUPPRESS)
     p.add_argument("--phase", help=argparse.SUPPRESS)
     p.add_argument("--bed", help=argparse.SUPPRESS)
     p.add_argument("--workdir", help=argparse.SUPPRESS)
@@ -201,7 +226,7 @@ def main() -> None:
         np.save(tmp / "truth.npy", write_bed(prefix, a.samples, a.variants, a.p_missing, a.seed))
         print(f"# made {a.samples} x {a.variants} .bed in {time.perf_counter() - t0:.1f} s", file=sys.stderr)
         has_peer = shutil.which("plink2") is not None
-        mine, peer = [], []
+        mine, peer, before = [], [], []
         for k in range(a.repeats):
             if has_peer:
                 peer.append(plink2(prefix, tmp / f"pgen{k}", a.threads))
@@ -209,11 +234,15 @@ def main() -> None:
             work.mkdir()
             mine.append(ours(a, Path(f"{prefix}.bed"), tmp / "truth.npy", work))
             shutil.rmtree(work)
+            if a.before:
+                work.mkdir()
+                before.append(ours(a, Path(f"{prefix}.bed"), tmp / "truth.npy", work, pgenlib=True))
+                shutil.rmtree(work)
             for f in tmp.glob(f"pgen{k}.*"):
                 f.unlink()
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    text = table(a, mine, peer)
+    text = table(a, mine, peer, before)
     print(text)
     if a.out:
         Path(a.out).write_text(text)
