@@ -32,3 +32,10 @@ def test_symbol_counts_of_a_memory_map(tmp_path):
     counts = symbol_counts(np.load(tmp_path / "codes.npy", mmap_mode="r"))
     assert np.array_equal(counts, reference(codes))
     assert counts[:, MISSING].sum() == np.count_nonzero(codes == MISSING)
+
+
+@pytest.mark.parametrize("threads", [1, 2, 5])
+def test_symbol_counts_on_threads_equal_a_bincount(threads):
+    rng = np.random.default_rng(threads)
+    codes = NUCLEOTIDE.encode(rng.choice(np.frombuffer(b"ACGTN-", np.uint8), size=(1301, 97)))
+    assert np.array_equal(symbol_counts(codes, threads=threads), reference(codes))

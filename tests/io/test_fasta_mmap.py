@@ -135,6 +135,8 @@ def test_random_layouts_read_alike(tmp_path, monkeypatch, seed):
     records = [(name, seq.replace(">", "<")) for name, seq in records]  # '>' would start a record
     width = None if rng.random() < 0.3 else int(rng.integers(1, length + 5))
     data = fasta_bytes(records, width=width, eol=[b"\n", b"\r\n"][seed % 2], final=bool(rng.random() < 0.8))
+    if seed % 2 == 0:  # newlines found in many chunks, on threads
+        monkeypatch.setattr(fasta_mmap, "NEWLINE_CHUNK", int(rng.integers(1, 64)))
     for alphabet in sorted(ALPHABETS):
         fast, slow, _ = ingest_both(tmp_path, data, alphabet, monkeypatch, name=f"r{alphabet}.fa")
         assert same(fast, slow)

@@ -117,6 +117,38 @@ def test_distinct_rows_and_expansion_against_brute_force():
     assert got_self == want_self
 
 
+def _distinct_reference(codes):
+    seen, first, index = {}, [], []
+    for r, row in enumerate(codes):
+        g = seen.setdefault(row.tobytes(), len(first))
+        if g == len(first):
+            first.append(r)
+        index.append(g)
+    return first, index
+
+
+@pytest.mark.parametrize("width", [0, 1, 7, 8, 9, 37])
+def test_distinct_rows_equal_a_dictionary_of_row_bytes(width, monkeypatch):
+    from genotile.store import duplicates
+
+    monkeypatch.setattr(duplicates, "ROW_CHUNK", 16)  # many blocks, on several threads
+    rng = np.random.default_rng(width)
+    base = rng.integers(0, 4, (40, width)).astype(np.uint8)
+    codes = base[rng.integers(0, 40, 300)]  # copies of 40 rows, in random order
+    codes[rng.random(300) < 0.1, :] ^= 1  # and some rows of their own
+    first, index = duplicates.distinct_rows(codes, threads=3)
+    want_first, want_index = _distinct_reference(codes)
+    assert first.tolist() == want_first and index.tolist() == want_index
+
+
+def test_distinct_rows_refuses_a_hash_collision(monkeypatch):
+    from genotile.store import duplicates
+
+    monkeypatch.setattr(duplicates, "row_hashes", lambda codes, threads=None: np.zeros((len(codes), 2), np.uint64))
+    with pytest.raises(RuntimeError, match="share a 128-bit hash"):
+        duplicates.distinct_rows(np.array([[1, 2], [2, 1]], np.uint8))
+
+
 def test_self_values_equal_a_tile_of_the_row_with_itself(tmp_path):
     from genotile.pairs.tile import compute_tile
     from genotile.store.pack import open_store

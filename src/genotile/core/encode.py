@@ -74,7 +74,7 @@ class ColumnScan:
         self.informative |= present & (codes != self.first)
 
 
-def symbol_counts(codes: np.ndarray, chunk_columns: int = 4096) -> np.ndarray:
+def symbol_counts(codes: np.ndarray, chunk_columns: int = 4096, threads: int | None = None) -> np.ndarray:
     """Count each code per column (the input of `categorical_encoding`).
 
     Parameters
@@ -83,6 +83,9 @@ def symbol_counts(codes: np.ndarray, chunk_columns: int = 4096) -> np.ndarray:
         Codes of an alphabet (a memory map is read `chunk_columns` columns at a time).
     chunk_columns : int, optional
         Columns per bincount (columns of many symbols).
+    threads : int, optional
+        Threads counting bands of rows (default: the CPUs this process may use, at most
+        COUNT_THREADS).
 
     Returns
     -------
@@ -104,17 +107,29 @@ def symbol_counts(codes: np.ndarray, chunk_columns: int = 4096) -> np.ndarray:
     symbols = np.flatnonzero(np.bincount(sample, minlength=256))
     if symbols.size > COUNT_MAX_COMPARED or n_rows == 0:
         return _bincount_counts(codes, np.arange(n_cols), chunk_columns)
-    acc = np.zeros((symbols.size, n_cols), dtype=np.int64)
     col_chunk = max(1, COUNT_BLOCK_BYTES // 255)
-    equal = np.empty(255 * min(n_cols, col_chunk), dtype=bool)
-    for r0 in range(0, n_rows, 255):  # 255 rows: a uint8 sum cannot overflow
-        rows = np.asarray(codes[r0 : r0 + 255])
-        for c0 in range(0, n_cols, col_chunk):
-            block = rows[:, c0 : c0 + col_chunk]
-            eq = equal[: block.size].reshape(block.shape)
-            for k, symbol in enumerate(symbols.tolist()):
-                np.equal(block, symbol, out=eq)
-                acc[k, c0 : c0 + block.shape[1]] += np.add.reduce(eq.view(np.uint8), axis=0, dtype=np.uint8)
+
+    def count(r_start: int) -> np.ndarray:  # one band of rows, on a thread of its own
+        acc = np.zeros((symbols.size, n_cols), dtype=np.int64)
+        equal = np.empty(255 * min(n_cols, col_chunk), dtype=bool)
+        for r0 in range(r_start, min(n_rows, r_start + band), 255):  # 255 rows: a uint8 sum cannot overflow
+            rows = np.asarray(codes[r0 : min(r0 + 255, r_start + band)])
+            for c0 in range(0, n_cols, col_chunk):
+                block = rows[:, c0 : c0 + col_chunk]
+                eq = equal[: block.size].reshape(block.shape)
+                for k, symbol in enumerate(symbols.tolist()):
+                    np.equal(block, symbol, out=eq)
+                    acc[k, c0 : c0 + block.shape[1]] += np.add.reduce(eq.view(np.uint8), axis=0, dtype=np.uint8)
+        return acc
+
+    from concurrent.futures import ThreadPoolExecutor
+
+    from genotile.runtime.cpus import usable_cpus
+
+    workers = threads or usable_cpus(COUNT_THREADS)
+    band = 255 * max(1, -(-n_rows // (255 * workers)))  # rows a thread counts, a multiple of 255
+    with ThreadPoolExecutor(workers, thread_name_prefix="genotile-count") as pool:
+        acc = sum(pool.map(count, range(0, n_rows, band)))  # numpy releases the GIL in the compares
     counts = np.zeros((n_cols, 256), dtype=np.int64)
     counts[:, symbols] = acc.T
     short = np.flatnonzero(acc.sum(axis=0) != n_rows)
@@ -126,6 +141,7 @@ def symbol_counts(codes: np.ndarray, chunk_columns: int = 4096) -> np.ndarray:
 COUNT_SAMPLE_ROWS = 256  # rows whose codes are counted by compares
 COUNT_MAX_COMPARED = 12  # more codes than this in the sample: a bincount is as fast
 COUNT_BLOCK_BYTES = 1 << 20  # codes compared per block (255 rows x columns)
+COUNT_THREADS = 8  # threads counting bands of rows, at most
 
 
 def _bincount_counts(codes, columns: np.ndarray, chunk_columns: int) -> np.ndarray:

@@ -11,6 +11,7 @@ import time
 import numpy as np
 
 from genotile.core import histogram
+from genotile.core.keys import count_distinct
 from genotile.core.metrics import Metric
 from genotile.core.plan import Plan
 from genotile.errors import GenotileError
@@ -148,7 +149,7 @@ def dense_values(
         blockwise[cols, rows] = dense.T
     del blocks
     order = np.concatenate([block_rows.get(k, np.zeros(0, np.int64)) for k in range(plan.n_blocks)])
-    covered = np.unique(order[(order >= 0) & (order < n)]).size if order.size else 0
+    covered = count_distinct(order[(order >= 0) & (order < n)])
     if order.size != n or covered != n:
         raise GenotileError(f"{where}: {n * n - covered * covered} matrix cells were in no tile")
     position = np.empty(n, dtype=np.int64)

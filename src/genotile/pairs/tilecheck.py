@@ -8,6 +8,7 @@ settings. Each check names the tile file and what differs.
 
 import numpy as np
 
+from genotile.core.keys import has_repeats
 from genotile.core.metrics import Metric, get_metric
 from genotile.core.plan import Plan
 from genotile.errors import GenotileError
@@ -87,7 +88,7 @@ def check_pair_tile(path, arrays: dict, meta: dict, plan: Plan, metric: Metric, 
             f"tile {path}: pair ({a[k]}, {b[k]}) lies in blocks ({ka[k]}, {kb[k]}), not in this tile's "
             f"blocks ({bi}, {bj}); {RERUN}"
         )
-    if np.unique(a * n + b).size != a.size:
+    if has_repeats(a * n + b):
         raise GenotileError(f"tile {path}: a pair is listed twice; {RERUN}")
     threshold = meta.get("threshold")
     if threshold is not None and a.size and not metric.passes({c: arrays[c] for c in metric.columns}, threshold).all():

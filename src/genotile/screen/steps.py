@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 
 from genotile.backends import resolve_screen
+from genotile.core.keys import has_repeats
 from genotile.errors import GenotileError
 from genotile.io.atomic import atomic_path, write_text
 from genotile.io.checksums import file_sha256
@@ -252,7 +253,7 @@ def check_tile(path, arrays: dict, meta: dict, manifest: dict, samples: Sequence
             f"tile {path}: match (sample {s[k]}, signature {g[k]}, position {pos[k]}, quality sum {q[k]}) "
             f"is not in sample block {i} x signature block {j} or not inside its sample; {RERUN}"
         )
-    if np.unique(s * manifest["n_signatures"] + g).size != s.size:
+    if has_repeats(s * manifest["n_signatures"] + g):
         raise GenotileError(f"tile {path}: a sample-signature pair is listed twice; {RERUN}")
 
 

@@ -10,6 +10,7 @@ import time
 import numpy as np
 
 from genotile.core import ccc3
+from genotile.core.keys import has_repeated_rows
 from genotile.errors import GenotileError
 from genotile.io.atomic import write_text
 from genotile.io.tilefile import read_tile
@@ -88,7 +89,7 @@ def check_triples(path, arrays: dict, meta: dict, plan: ccc3.Plan3, blocks: np.n
             f"triple file {path}: triple ({a[k]}, {b[k]}, {c[k]}) lies in blocks {tuple(got[k].tolist())}, "
             f"not this job's {tuple(meta['tile'])}; delete it and rerun"
         )
-    if a.size and np.unique(np.stack([a, b, c], axis=1), axis=0).shape[0] != a.size:
+    if has_repeated_rows(np.stack([a, b, c], axis=1)):
         raise GenotileError(f"triple file {path}: a triple is listed twice; delete it and rerun")
     threshold = meta.get("threshold")
     if threshold is not None and a.size and not ccc3.passes(arrays, threshold).all():
