@@ -93,10 +93,15 @@ def slabs(n_samples: int, row_bytes: int, threads: int) -> list[tuple[int, int]]
     return [(q0, min(width, q0 + quads)) for q0 in range(0, width, quads)]
 
 
+def block_variants(n_quads: int) -> int:
+    """Variants of a block of a slab of n_quads record bytes: about BLOCK_BYTES .bed bytes, a
+    whole number of plane words."""
+    return max(WORD, BLOCK_BYTES // max(1, n_quads) // WORD * WORD)
+
+
 def variant_blocks(n_quads: int, n_variants: int) -> list[tuple[int, int]]:
-    """(first, end) variant of each block of a slab of n_quads record bytes: about BLOCK_BYTES
-    .bed bytes, starting on a plane word."""
-    step = max(WORD, BLOCK_BYTES // max(1, n_quads) // WORD * WORD)
+    """(first, end) variant of each block of a slab of n_quads record bytes (`block_variants`)."""
+    step = block_variants(n_quads)
     return [(v0, min(n_variants, v0 + step)) for v0 in range(0, n_variants, step)]
 
 
@@ -108,7 +113,7 @@ class Scratch:
     (numpy shifts uint64 several times faster than uint8)."""
 
     def __init__(self, slabs: list[tuple[int, int]], n_variants: int):
-        most = max((q1 - q0) * variant_blocks(q1 - q0, n_variants)[0][1] for q0, q1 in slabs)
+        most = max((q1 - q0) * min(n_variants, block_variants(q1 - q0)) for q0, q1 in slabs)
         n_words = -(-most // 8)
         self.raw = np.zeros(n_words * 8, dtype=np.uint8)
         self.lo, self.hi, self.f, self.part = (np.empty(n_words, dtype=np.uint64) for _ in range(4))
