@@ -40,3 +40,11 @@ rule all:
     default_target: True
     input:
         all_outputs,
+
+
+onsuccess:
+    cancel_scheduler_timers()
+
+
+onerror:
+    cancel_scheduler_timers()
