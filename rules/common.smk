@@ -22,6 +22,9 @@ from genotile.runtime import gpu_request as _gpu_request  # noqa: E402
 from genotile.store import sources as _sources  # noqa: E402
 from genotile.store import inputs as _inputs  # noqa: E402
 from genotile.core import limits as _limits  # noqa: E402
+from genotile.runtime.rule import (
+    cancel_scheduler_timers,
+)  # noqa: E402, F401 (Snakefile's onsuccess)
 
 validate(config, schema="../config/schema/config.schema.yaml")
 # NaN passes a JSON schema's number type (YAML `.nan`): refused here, with infinity
@@ -399,18 +402,3 @@ def peer_files(dataset, metric):
             dataset, spec, metric, n, config["dense_max"]
         )
     return [f"results/{dataset}/{metric}/{name}" for name in names]
-
-
-def cancel_scheduler_timers():
-    """Cancel the threading.Timer threads still waiting once the workflow is done.
-
-    Snakemake's scheduler (9.x) arms a one-second `threading.Timer` on every scheduling pass
-    (its --max-jobs-per-timespan limiter, default 100/1s, at least one second), and Python
-    waits for every such non-daemon thread at exit: about a second of every run's wall time,
-    a fifth of a small one. Once the run has succeeded nothing is left to schedule, so the
-    timers, whose only action is to wake the scheduler, are cancelled."""
-    import threading
-
-    for thread in threading.enumerate():
-        if isinstance(thread, threading.Timer):
-            thread.cancel()
