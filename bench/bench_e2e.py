@@ -249,14 +249,18 @@ print(f"{t1 - t0} {t2 - t1}")
 """
 
 
-def hammingdist_run(work: Path, data: Path, gpu: bool, dedup: bool, write: bool, threshold, env) -> dict:
+def hammingdist_run(
+    work: Path, data: Path, gpu: bool, dedup: bool, write: bool, threshold, env, timeout: float | None = None
+) -> dict:
     """hammingdist's from_fasta_large in its own process: compute (file read included) and,
     with `write`, its lower triangle written as it writes it (dump_lower_triangular)."""
     work.mkdir(parents=True, exist_ok=True)
     out = work / "hd"
     t0 = time.perf_counter()
     args = [str(data), str(int(gpu)), str(int(dedup)), str(int(write)), str(threshold), str(out)]
-    proc = subprocess.run([sys.executable, "-c", HAMMINGDIST, *args], env=env, capture_output=True, text=True)
+    proc = subprocess.run(
+        [sys.executable, "-c", HAMMINGDIST, *args], env=env, capture_output=True, text=True, timeout=timeout
+    )
     wall = time.perf_counter() - t0
     if proc.returncode != 0:
         raise RuntimeError(f"hammingdist failed:\n{proc.stderr[-3000:]}")
@@ -378,7 +382,14 @@ def run_case(name: str, case: Case, root: Path, args, env) -> dict:
     for peer in case.peers:
         if peer.startswith("hammingdist"):
             gpu = "gpu" in peer
-            hd = hammingdist_run(d / peer, data, gpu, "dedup" in peer, not gpu, case.threshold, env)
+            try:
+                hd = hammingdist_run(
+                    d / peer, data, gpu, "dedup" in peer, not gpu, case.threshold, env, args.peer_timeout
+                )
+            except subprocess.TimeoutExpired:
+                result[peer] = {"skipped": f"did not finish within {args.peer_timeout:.0f} s"}
+                print(f"  {peer}: {result[peer]}", flush=True)
+                continue
             result[peer] = {k: v for k, v in hd.items() if k in ("wall", "compute", "write", "process")}
             result[peer]["agree"] = agree(ours, hammingdist_pairs(hd["close"], len(ids)), exact=True)
             shutil.rmtree(d / peer, ignore_errors=True)
@@ -462,6 +473,7 @@ def main() -> int:
     ap.add_argument("--out", default=None, help="folder for bench_e2e.md / .json")
     ap.add_argument("--tmp", default=None, help="where inputs and runs go (default: a temporary folder)")
     ap.add_argument("--keep", action="store_true", help="keep each case's folder")
+    ap.add_argument("--peer-timeout", type=float, default=None, help="seconds a peer may take (then: not finished)")
     ap.add_argument("--first-run", metavar="CASE", help="first measure the first-run (compilation) cost on CASE")
     args = ap.parse_args()
     cases = SMOKE if args.smoke else {n: CASES[n] for n in args.cases.split(",")}
