@@ -277,6 +277,7 @@ def _pwrite(fd: int, data: np.ndarray, offset: int, path) -> None:
 
 
 PLANE_NAMES = ("L", "H", "V", "Het", "Hom0")
+PLANE_ROWS = 16  # samples whose planes are made at a time (then written, a pwrite each)
 
 
 def pack_planes(path, n_samples: int, n_variants: int, rows_of: np.ndarray, out_path, threads: int = 2) -> bool:
@@ -319,7 +320,7 @@ def pack_planes(path, n_samples: int, n_variants: int, rows_of: np.ndarray, out_
             most = max(q1 - q0 for q0, q1 in mine)
             lo = np.zeros((most, 4, n_words * 8), dtype=np.uint8)  # the bits of each sample, packed
             hi = np.zeros_like(lo)
-            planes = np.empty((4 * most, len(PLANE_NAMES), n_words), dtype=np.uint64)
+            planes = np.empty((PLANE_ROWS, len(PLANE_NAMES), n_words), dtype=np.uint64)  # a few rows at a time
             scratch = Scratch(mine, n_variants)
             complete = True
             for q0, q1 in mine:
@@ -332,12 +333,15 @@ def pack_planes(path, n_samples: int, n_variants: int, rows_of: np.ndarray, out_
                         for packed, mask in ((lo, 1 << (2 * k)), (hi, 2 << (2 * k))):
                             np.bitwise_and(quads, np.uint8(mask), out=bit)
                             packed[: q1 - q0, k, b0:b1] = np.packbits(bit, axis=1, bitorder="little")
-                lo64 = lo.reshape(-1, n_words * 8)[: s1 - s0].view(np.uint64)
-                hi64 = hi.reshape(-1, n_words * 8)[: s1 - s0].view(np.uint64)
-                out = planes[: s1 - s0]
-                complete &= not _planes(lo64, hi64, valid, [out[:, p] for p in range(len(PLANE_NAMES))])
-                for s in np.flatnonzero(row[s0:s1] >= 0).tolist():
-                    _pwrite(fd, out[s], start + int(row[s0 + s]) * row_bytes, out_path)
+                lo64 = lo.reshape(-1, n_words * 8).view(np.uint64)
+                hi64 = hi.reshape(-1, n_words * 8).view(np.uint64)
+                for r0 in range(s0, s1, PLANE_ROWS):
+                    r1 = min(s1, r0 + PLANE_ROWS)
+                    out = planes[: r1 - r0]
+                    pick = slice(r0 - s0, r1 - s0)
+                    complete &= not _planes(lo64[pick], hi64[pick], valid, [out[:, p] for p in range(len(PLANE_NAMES))])
+                    for s in np.flatnonzero(row[r0:r1] >= 0).tolist():
+                        _pwrite(fd, out[s], start + int(row[r0 + s]) * row_bytes, out_path)
             return complete
 
         shares = _shares(todo, threads)

@@ -60,10 +60,7 @@ def use_gpu_packing(gpu: bool | None = None) -> bool:
     """Pack on the GPU? gpu=None: where a GPU backend is available (GENOTILE_GPU_PACK=0 turns
     it off, =1 insists); the planes are the same bits either way."""
     if gpu is None:
-        env = os.environ.get("GENOTILE_GPU_PACK", "").strip().lower()
-        if env in ("0", "false", "no", "off"):
-            return False
-        gpu = True if env in ("1", "true", "yes", "on") else None
+        gpu = _gpu_from_env()
     if gpu is False:
         return False
     from genotile.backends.cuda import cupy_pack
@@ -73,6 +70,14 @@ def use_gpu_packing(gpu: bool | None = None) -> bool:
     if gpu:
         raise GenotileError("GPU packing was asked for, but CuPy with a CUDA GPU is not available")
     return False
+
+
+def _gpu_from_env() -> bool | None:
+    """GENOTILE_GPU_PACK: False (0, false, no, off), True (1, true, yes, on), else None (auto)."""
+    env = os.environ.get("GENOTILE_GPU_PACK", "").strip().lower()
+    if env in ("0", "false", "no", "off"):
+        return False
+    return True if env in ("1", "true", "yes", "on") else None
 
 
 def pack_store(
@@ -85,11 +90,11 @@ def pack_store(
     if n != plan.n_vectors or perm.shape != (n,):
         raise GenotileError(f"{codes_path}: {n} vectors, but the plan is for {plan.n_vectors}")
     rows_of = perm if first is None else first[perm]  # store row r holds input row rows_of[r]
-    on_gpu = use_gpu_packing(gpu)
-    if not on_gpu:
+    if not (gpu is True or (gpu is None and _gpu_from_env() is True)):  # a plain .bed: from its bytes, unless told GPU
         manifest = pack_from_bed(codes.shape, ingest_manifest, plan, rows_of, planes_out, manifest_out)
         if manifest is not None:
             return manifest
+    on_gpu = use_gpu_packing(gpu)
     if ingest_manifest.get("encoding") in PLANES:
         layout, to_planes, extra = _genotype(codes, ingest_manifest, on_gpu)
     else:
@@ -155,7 +160,9 @@ def pack_from_bed(shape, ingest_manifest: dict, plan: Plan, rows_of, planes_out,
     """The planes of a plain .bed's `genotype` store packed from the .bed's 2-bit calls (io/bed.py:
     4 calls a byte, where the codes hold one), not from its codes; the same bytes. Returns the
     store manifest, or None, with nothing written, where the .bed is not what ingest read: not
-    plain, gone, or not of the SHA-256 ingest recorded (hashed alongside the packing)."""
+    plain, gone, or not of the SHA-256 ingest recorded (hashed alongside the packing). Taken before
+    GPU packing (the .bed is a quarter of the codes' bytes) unless GPU packing is insisted on
+    (gpu=True, GENOTILE_GPU_PACK=1); it needs no GPU backend imported."""
     path = plain_bed(ingest_manifest, tuple(shape))
     if path is None:
         return None
