@@ -72,3 +72,16 @@ def test_plan_step_resolves_auto(tmp_path):
     for bad in (0, -3, "big", 2.5, True):
         with pytest.raises(GenotileError, match="block_size"):
             steps.plan(manifest, bad, 1, tmp_path / "plan.json", tmp_path / "perm.npy")
+
+
+def test_a_collapsed_store_sizes_gpu_blocks_for_the_dense_block_that_weighs_it(monkeypatch):
+    """A store of distinct rows keeps each tile's dense block (duplicates.weigh_tile): 87,905
+    distinct of 200,000 on an 80 GB GPU is two blocks, not one 62 GB dense block (an OOM)."""
+    from genotile.pairs import steps
+
+    monkeypatch.setattr(steps, "device_memory_bytes", lambda: 80 * 2**30)
+    manifest = {"n_vectors": 200_000, "n_fields": 30_000, "n_kept": 300}
+    assert steps.resolve_auto_block_size(manifest, ["snp"], "cupy-b1", 20_000) == 200_000
+    collapsed = {**manifest, "n_distinct": 87_905}
+    size = steps.resolve_auto_block_size(collapsed, ["snp"], "cupy-b1", 20_000)
+    assert size < 87_905 and 8 * size * size <= 0.25 * 80 * 2**30

@@ -117,6 +117,19 @@ def test_distinct_rows_and_expansion_against_brute_force():
     assert got_self == want_self
 
 
+@pytest.mark.parametrize("metric", ["snp", "king"])
+def test_weighing_in_bands_of_rows_changes_nothing(tmp_path, monkeypatch, metric):
+    """weigh_tile a few cells at a time (bands of 1-2 rows, diagonal and off-diagonal tiles)."""
+    from genotile.store import duplicates
+
+    monkeypatch.setattr(duplicates, "WEIGH_CELLS", 13)
+    if metric == "snp":
+        source = duplicated_fasta(tmp_path / "dups.fa")
+    else:
+        source = duplicated_vcf(tmp_path / "dups.vcf")
+    compare(tmp_path, source, metric, None, 5)
+
+
 def _distinct_reference(codes):
     seen, first, index = {}, [], []
     for r, row in enumerate(codes):

@@ -123,7 +123,9 @@ def resolve_auto_block_size(manifest: dict, metrics, backend: str, dense_max=Non
         names,
         gpu=gpu,
         device_bytes=device_memory_bytes() if gpu else None,
-        dense=dense_max is not None and manifest["n_vectors"] <= dense_max,
+        # a collapsed store's tiles keep their dense block too: it weighs their histograms
+        # (steps.tile, duplicates.weigh_tile), so a GPU tile must hold it
+        dense=(dense_max is not None and manifest["n_vectors"] <= dense_max) or "n_distinct" in manifest,
     )
     log.info("block_size auto: %d (%s tiles)", size, "GPU" if gpu else "CPU")
     return size

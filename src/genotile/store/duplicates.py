@@ -184,22 +184,55 @@ def weighted_histogram(values: np.ndarray, weights: np.ndarray, metric, column: 
     return np.concatenate([counts, extra])
 
 
+WEIGH_CELLS = 1 << 22  # dense cells weighed per step: bounds the weights' temporaries
+
+
+def _add_hist(a: np.ndarray | None, b: np.ndarray) -> np.ndarray:
+    """a + b, the shorter (an integer bincount) padded with zeros."""
+    if a is None:
+        return b
+    if a.size < b.size:
+        a, b = b, a
+    a = a.copy()
+    a[: b.size] += b
+    return a
+
+
 def weigh_tile(arrays: dict, meta: dict, planes_i, metric, layout, weights_i, weights_j, diagonal: bool, threshold):
     """Make a tile over distinct rows stand for the input pairs: its histograms weighted from its
     dense block (which must be there), its pair count the input pairs', and on a diagonal tile
     the self pairs of rows with copies (`self_index`, `self_<column>`: distinct row and values,
-    those passing the threshold)."""
+    those passing the threshold). The block is weighed a band of rows at a time, on threads, so
+    the weights never take more than a few bands' memory (a GPU tile's block can be 10^9 cells)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from genotile.runtime.cpus import usable_cpus
+
     dense = arrays["dense"]
-    w = weights_i[:, None] * weights_j[None, :]
-    if diagonal:
-        w = np.triu(w, 1)
-        pairs_self = weights_i * (weights_i - 1) // 2
-        w[np.diag_indices_from(w)] = pairs_self  # the diagonal holds each row's self value
     if tuple(metric.histogram_columns) != (metric.dense_column,):
         raise ValueError(f"{metric.name}: duplicates are collapsed only where the histogram is the dense column's")
-    arrays[f"hist_{metric.dense_column}"] = weighted_histogram(dense, w, metric, metric.dense_column)
+    n_rows, n_cols = dense.shape
+    step = max(1, WEIGH_CELLS // max(1, n_cols))
+    weights_i, weights_j = np.asarray(weights_i, np.int64), np.asarray(weights_j, np.int64)
+
+    def band(r0: int) -> tuple[np.ndarray, int]:
+        r1 = min(n_rows, r0 + step)
+        w = weights_i[r0:r1, None] * weights_j[None, :]
+        if diagonal:  # pairs above the diagonal; the diagonal holds each row's self value
+            w = np.triu(w, r0 + 1)
+            local = np.arange(r1 - r0)
+            w[local, r0 + local] = weights_i[r0:r1] * (weights_i[r0:r1] - 1) // 2
+        return weighted_histogram(dense[r0:r1], w, metric, metric.dense_column), int(w.sum())
+
+    hist, total = None, 0
+    with ThreadPoolExecutor(usable_cpus(HASH_THREADS), thread_name_prefix="genotile-weigh") as pool:
+        for h, count in pool.map(band, range(0, n_rows, step)):
+            hist, total = _add_hist(hist, h), total + count
+    if hist is None:  # an empty block
+        hist = weighted_histogram(dense, np.zeros(dense.shape, np.int64), metric, metric.dense_column)
+    arrays[f"hist_{metric.dense_column}"] = hist
     meta["pairs_distinct"] = meta["pairs_computed"]
-    meta["pairs_computed"] = int(w.sum())
+    meta["pairs_computed"] = total
     if diagonal:
         rows = np.flatnonzero(weights_i > 1)
         values = self_values(np.asarray(planes_i)[rows], layout, metric)
