@@ -18,6 +18,7 @@ from genotile.core.registry import REGISTRY, config_params  # noqa: E402
 from genotile.backends import registry as _backend_registry  # noqa: E402
 from genotile.core.plan import Plan, read_plan  # noqa: E402
 from genotile.triples import steps as _triples  # noqa: E402
+from genotile.pairs import steps as _steps  # noqa: E402
 from genotile.runtime import gpu_request as _gpu_request  # noqa: E402
 from genotile.store import sources as _sources  # noqa: E402
 from genotile.store import inputs as _inputs  # noqa: E402
@@ -105,6 +106,12 @@ def tile_partition():
         if "slurm_partition" in resources:
             return str(resources["slurm_partition"].raw).strip("'\"") or None
     return None
+
+
+def store_collapse(wildcards) -> bool:
+    """config `collapse_duplicates` resolved (pairs/steps.collapse_wanted): `auto` collapses
+    identical vectors where the tile jobs run on the CPU (tile_gpus), not on a GPU."""
+    return _steps.collapse_wanted(config["collapse_duplicates"], bool(tile_gpus(wildcards)))
 
 
 def auto_block_params(wildcards) -> dict:

@@ -26,7 +26,7 @@ checkpoint store:
     params:
         options=ingest_options,
         # identical vectors computed once (genotile.store.duplicates; not for genotype_t)
-        collapse=config["collapse_duplicates"],
+        collapse=store_collapse,
         block_size=config["block_size"],
         seed=config["seed"],
         # what `block_size: auto` sizes blocks by (none of it reruns a store of a fixed size)

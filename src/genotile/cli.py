@@ -137,7 +137,9 @@ def _run_parser(sub) -> None:
         "--no-collapse-duplicates",
         dest="collapse_duplicates",
         action="store_false",
-        help="tile identical vectors one by one (config: collapse_duplicates; the outputs are the same)",
+        default="auto",
+        help="tile identical vectors one by one (config: collapse_duplicates, default auto: collapsed where tiles "
+        "run on the CPU; the outputs are the same)",
     )
     run.add_argument(
         "--dense-max",

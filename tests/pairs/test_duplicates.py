@@ -181,8 +181,8 @@ def test_self_values_equal_a_tile_of_the_row_with_itself(tmp_path):
 
 
 def test_workflow_collapses_and_writes_the_same_outputs(tmp_path):
-    """Through Snakemake (config collapse_duplicates, default true): the same bytes as the
-    in-process run without collapsing; the plan tiles the distinct sequences only."""
+    """Through Snakemake (config collapse_duplicates: true): the same bytes as the in-process run
+    without collapsing; the plan tiles the distinct sequences only."""
     from snakerun import snakemake
 
     source = duplicated_fasta(tmp_path / "dups.fa", n=30, distinct=6)
@@ -190,6 +190,7 @@ def test_workflow_collapses_and_writes_the_same_outputs(tmp_path):
         "datasets": {"d": {"input": str(source), "metrics": ["snp"]}},
         "thresholds": {"snp": 9},
         "block_size": 4,
+        "collapse_duplicates": True,
     }
     (tmp_path / "wf").mkdir()
     snakemake(tmp_path / "wf", config)
@@ -200,3 +201,19 @@ def test_workflow_collapses_and_writes_the_same_outputs(tmp_path):
         ).read_bytes(), name
     plan = json.loads((tmp_path / "wf" / "results" / "d" / "store" / "nucleotide" / "plan.json").read_text())
     assert plan["n_vectors"] < 30 and plan["n_input"] == 30
+
+
+@pytest.mark.parametrize(("tile_gpu", "collapsed"), [("false", True), ("true", False)])
+def test_auto_collapses_where_tiles_run_on_the_cpu(tmp_path, tile_gpu, collapsed):
+    """collapse_duplicates: auto (the default) collapses for CPU tile jobs, not for GPU ones."""
+    from snakerun import snakemake
+
+    source = duplicated_fasta(tmp_path / "dups.fa", n=30, distinct=6)
+    config = {
+        "datasets": {"d": {"input": str(source), "metrics": ["snp"]}},
+        "block_size": 4,
+        "tile_gpu": tile_gpu == "true",
+    }
+    snakemake(tmp_path, config, "--until", "store")
+    plan = json.loads((tmp_path / "results" / "d" / "store" / "nucleotide" / "plan.json").read_text())
+    assert (plan["n_vectors"] == 6) == collapsed and plan.get("n_input", plan["n_vectors"]) == 30
