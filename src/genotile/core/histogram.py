@@ -48,7 +48,7 @@ def column_histogram(values, metric, column: str, xp=np):
     """
     v = values.ravel()
     if column not in metric.float_bins:
-        return xp.bincount(v.astype(xp.int64), minlength=1).astype(xp.int64)
+        return xp.bincount(v.astype(xp.int64, copy=False), minlength=1).astype(xp.int64, copy=False)
     low, high, bins = metric.float_bins[column]
     nan = xp.isnan(v)
     below = (v < low) & ~nan

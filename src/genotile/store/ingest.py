@@ -11,7 +11,6 @@ alignment (fasta_mmap) is read in one pass over a memory map, with numpy; any ot
 (fasta.read_alignment, the reference). Both give the same IDs, codes and errors.
 """
 
-import json
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
@@ -20,7 +19,7 @@ from genotile.core.columns import ColumnSpan, encode_ascii
 from genotile.core.encode import ALPHABETS, ColumnScan
 from genotile.errors import GenotileError
 from genotile.io import fasta_mmap
-from genotile.io.atomic import atomic_path, write_text
+from genotile.io.atomic import atomic_path, write_record
 from genotile.io.checksums import file_sha256
 from genotile.io.fasta import check_fasta, read_alignment
 from genotile.io.plink import plink_format
@@ -66,7 +65,7 @@ def ingest(path, encoding: str, codes_out, manifest_out, collapse_duplicates: bo
         if first.size < index.size:
             m["n_distinct"] = int(first.size)
             m["distinct_index"] = index.tolist()
-    write_text(manifest_out, json.dumps(m, indent=1) + "\n")
+    write_record(manifest_out, m)
     return m
 
 
@@ -89,7 +88,7 @@ def ingest_alignment(path, alphabet: str, codes_out, manifest_out) -> dict:
             "n_kept": n_kept,
             "ids": ids,
         }
-    write_text(manifest_out, json.dumps(manifest, indent=1) + "\n")
+    write_record(manifest_out, manifest)
     return manifest
 
 

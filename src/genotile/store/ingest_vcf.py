@@ -12,7 +12,6 @@ n_kept = n_fields.
 """
 
 import contextlib
-import json
 import os
 import sys
 import tempfile
@@ -23,7 +22,7 @@ import numpy as np
 
 from genotile.errors import GenotileError
 from genotile.io import vcf_fast
-from genotile.io.atomic import atomic_path, write_text
+from genotile.io.atomic import atomic_path, write_record
 from genotile.io.checksums import file_sha256
 from genotile.io.ids import check_ids, check_unique
 from genotile.io.plink import PlinkReader, plink_format
@@ -236,7 +235,7 @@ def ingest_vcf(path, encoding: str, codes_out, manifest_out, **options) -> dict:
         # PLINK: the fileset's files, and FID / IID of each sample (vectors or fields) for PLINK-style outputs
         **({"fileset": [str(f) for f in reader.files], "fids": reader.fids, "iids": reader.iids} if plink else {}),
     }
-    write_text(manifest_out, json.dumps(manifest, indent=1) + "\n")
+    write_record(manifest_out, manifest)
     return manifest
 
 

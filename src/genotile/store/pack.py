@@ -5,7 +5,6 @@ laid out as the manifest's `layout` says. `manifest.json` carries the IDs (in
 input order), the permutation's seed, the layout and the input's checksum.
 """
 
-import json
 import os
 from concurrent.futures import ThreadPoolExecutor
 
@@ -16,7 +15,7 @@ from genotile.core.encode import ALPHABETS, PlaneLayout, categorical_encoding, c
 from genotile.core.genotype import PLANES, GenotypeLayout, genotype_layout, genotype_planes
 from genotile.core.plan import Plan
 from genotile.errors import GenotileError
-from genotile.io.atomic import atomic_path, write_text
+from genotile.io.atomic import atomic_path, write_record
 from genotile.io.readback import load_json, load_npy
 from genotile.runtime.cpus import usable_cpus
 from genotile.runtime.progress import Progress
@@ -139,7 +138,7 @@ def _write_manifest(extra: dict, layout, ingest_manifest: dict, plan: Plan, n_in
         # identical vectors computed once: planes hold the distinct ones (store/duplicates.py)
         **{key: ingest_manifest[key] for key in ("n_distinct", "distinct_index") if key in ingest_manifest},
     }
-    write_text(manifest_out, json.dumps(manifest, indent=1) + "\n")
+    write_record(manifest_out, manifest)
     return manifest
 
 

@@ -108,5 +108,7 @@ def count_matrices(left: np.ndarray, right: np.ndarray, counts: dict) -> dict[st
             out,
         )
         for c, name in enumerate(names):
-            result[name] = np.ascontiguousarray(out[c, :n_i, :n_j])
+            # a view of the padded block: a contiguous copy of each count matrix cost as much as
+            # the counting (two 9,216^2 int64 copies: 2.4 s of a 10,000-sequence tile on 2 cores)
+            result[name] = out[c, :n_i, :n_j]
     return add_row_sums(result, left, right, counts)
