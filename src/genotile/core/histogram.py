@@ -83,6 +83,36 @@ def tile_histograms(metric, values: dict, unique, xp=np) -> dict:
     return {f"hist_{c}": column_histogram(values[c][unique], metric, c, xp) for c in metric.histogram_columns}
 
 
+def symmetric_counts(metric) -> bool:
+    """Whether `diagonal_tile_histograms` applies: no transposed columns, and every histogram
+    column an integer count (a bincount), so that a diagonal tile's block is symmetric exactly."""
+    return not metric.transposed and not any(c in metric.float_bins for c in metric.histogram_columns)
+
+
+def diagonal_tile_histograms(metric, values: dict) -> dict:
+    """`tile_histograms` of a diagonal tile of a metric with `symmetric_counts`: the pairs above
+    the diagonal are half of the block's cells off the diagonal, so each histogram is (the
+    block's - its diagonal's) / 2, without the (n, n) masks and gathers of the upper triangle.
+
+    >>> from genotile.core.metrics import get_metric
+    >>> v = np.array([[0, 3, 1], [3, 0, 1], [1, 1, 0]])
+    >>> diagonal_tile_histograms(get_metric("snp"), {"snp": v})["hist_snp"].tolist()
+    [0, 2, 0, 1]
+    """
+    out = {}
+    for c in metric.histogram_columns:
+        block = column_histogram(values[c], metric, c)
+        diag = column_histogram(np.diagonal(values[c]), metric, c)
+        size = max(block.size, diag.size)
+        block = np.pad(block, (0, size - block.size))
+        diag = np.pad(diag, (0, size - diag.size))
+        half = (block - diag) // 2
+        out[f"hist_{c}"] = np.trim_zeros(half, "b") if c not in metric.float_bins else half
+        if out[f"hist_{c}"].size == 0:
+            out[f"hist_{c}"] = np.zeros(1, np.int64)  # as a bincount of no values (minlength 1)
+    return out
+
+
 def add(total: dict, tile: dict) -> dict:
     """Sum tile histograms (bincounts of different lengths are padded).
 

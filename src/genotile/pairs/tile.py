@@ -59,9 +59,14 @@ def compute_tile(
         if bi == bj:
             keep &= np.triu(np.ones(keep.shape, dtype=bool), k=1)
         ri, rj = np.nonzero(keep)
-        unique = np.triu(np.ones(keep.shape, dtype=bool), k=1) if bi == bj else np.ones(keep.shape, dtype=bool)
-        flipped = perm[rows_i][:, None] > perm[rows_j][None, :]
-        hist = histogram.tile_histograms(metric, histogram.in_input_order(values, metric.transposed, flipped), unique)
+        if bi == bj and histogram.symmetric_counts(metric):
+            hist = histogram.diagonal_tile_histograms(metric, values)  # no n^2 masks and gathers
+        else:
+            unique = np.triu(np.ones(keep.shape, dtype=bool), k=1) if bi == bj else np.ones(keep.shape, dtype=bool)
+            flipped = perm[rows_i][:, None] > perm[rows_j][None, :]
+            hist = histogram.tile_histograms(
+                metric, histogram.in_input_order(values, metric.transposed, flipped), unique
+            )
         columns = {col: values[col][ri, rj] for col in metric.columns}
         dense_values = values[metric.dense_column] if dense else None
     orig_i, orig_j = perm[rows_i][ri], perm[rows_j][rj]
