@@ -111,7 +111,9 @@ def tile_partition():
 def store_collapse(wildcards) -> bool:
     """config `collapse_duplicates` resolved (pairs/steps.collapse_wanted): `auto` collapses
     identical vectors where the tile jobs run on the CPU (tile_gpus), not on a GPU."""
-    return _steps.collapse_wanted(config["collapse_duplicates"], bool(tile_gpus(wildcards)))
+    return _steps.collapse_wanted(
+        config["collapse_duplicates"], bool(tile_gpus(wildcards))
+    )
 
 
 def auto_block_params(wildcards) -> dict:

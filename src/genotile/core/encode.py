@@ -129,7 +129,8 @@ def symbol_counts(codes: np.ndarray, chunk_columns: int = 4096, threads: int | N
     workers = threads or usable_cpus(COUNT_THREADS)
     band = 255 * max(1, -(-n_rows // (255 * workers)))  # rows a thread counts, a multiple of 255
     with ThreadPoolExecutor(workers, thread_name_prefix="genotile-count") as pool:
-        acc = sum(pool.map(count, range(0, n_rows, band)))  # numpy releases the GIL in the compares
+        parts = list(pool.map(count, range(0, n_rows, band)))  # numpy releases the GIL in the compares
+    acc: np.ndarray = np.sum(parts, axis=0)
     counts = np.zeros((n_cols, 256), dtype=np.int64)
     counts[:, symbols] = acc.T
     short = np.flatnonzero(acc.sum(axis=0) != n_rows)

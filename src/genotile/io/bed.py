@@ -268,7 +268,7 @@ def write_sample_rows(path, n_samples: int, n_variants: int, out_path, threads: 
 
 def _pwrite(fd: int, data: np.ndarray, offset: int, path) -> None:
     """All of a C-contiguous array's bytes at `offset` (pwrite may write less than asked)."""
-    view = memoryview(np.ascontiguousarray(data)).cast("B")
+    view = memoryview(np.ascontiguousarray(data).reshape(-1).view(np.uint8).data)
     while view.nbytes:
         done = os.pwrite(fd, view, offset)
         if done <= 0:
