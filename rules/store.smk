@@ -12,11 +12,13 @@ checkpoint store:
         # content of the input and option files, whatever their mtimes (rules/common.smk)
         sources=dataset_sources,
     output:
-        ingest="results/{dataset}/ingest/{encoding}.json",
+        # plan.json first: a cluster job whose params read the plan (tile) must have the
+        # checkpoint's first output among its inputs (Snakemake checks it on the node)
         plan="results/{dataset}/store/{encoding}/plan.json",
         perm="results/{dataset}/store/{encoding}/perm.npy",
         planes="results/{dataset}/store/{encoding}/planes.npy",
         manifest="results/{dataset}/store/{encoding}/manifest.json",
+        ingest="results/{dataset}/ingest/{encoding}.json",
     log:
         "logs/{dataset}/store.{encoding}.log",
     benchmark:
