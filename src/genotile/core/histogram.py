@@ -101,15 +101,11 @@ def diagonal_tile_histograms(metric, values: dict) -> dict:
     """
     out = {}
     for c in metric.histogram_columns:
-        block = column_histogram(values[c], metric, c)
+        block = column_histogram(values[c], metric, c)  # a bincount: its diagonal's is no longer
         diag = column_histogram(np.diagonal(values[c]), metric, c)
-        size = max(block.size, diag.size)
-        block = np.pad(block, (0, size - block.size))
-        diag = np.pad(diag, (0, size - diag.size))
-        half = (block - diag) // 2
-        out[f"hist_{c}"] = np.trim_zeros(half, "b") if c not in metric.float_bins else half
-        if out[f"hist_{c}"].size == 0:
-            out[f"hist_{c}"] = np.zeros(1, np.int64)  # as a bincount of no values (minlength 1)
+        half = np.trim_zeros((block - np.pad(diag, (0, block.size - diag.size))) // 2, "b")
+        # trimmed to the largest value above the diagonal, as the bincount of those values is
+        out[f"hist_{c}"] = half if half.size else np.zeros(1, np.int64)
     return out
 
 

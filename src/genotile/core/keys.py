@@ -1,4 +1,5 @@
-"""Checks over integer keys (pair and triple indices) by sorting.
+"""Integer arrays: checks over keys (pair and triple indices) by sorting, and the narrowest type
+that holds a block of counts.
 
 numpy 2.4's `np.unique` without `return_index`/`return_inverse` takes a hash-table path that
 is ~20x slower than a sort on millions of distinct int64 keys (2.5 s against 0.12 s for the 2M
@@ -39,3 +40,16 @@ def count_distinct(keys: np.ndarray) -> int:
     """
     s = np.sort(np.asarray(keys).ravel())
     return int(s.size and 1 + np.count_nonzero(s[1:] != s[:-1]))
+
+
+def narrowest(values: np.ndarray) -> np.ndarray:
+    """Integer `values` in the narrowest integer type that holds them all (others unchanged): a
+    tile's dense block of counts, written and gathered in a quarter of int64's bytes or less.
+
+    >>> narrowest(np.array([0, 300])).dtype, narrowest(np.array([-1, 5])).dtype, narrowest(np.array([0.5])).dtype
+    (dtype('uint16'), dtype('int16'), dtype('float64'))
+    """
+    if values.dtype.kind not in "iu" or not values.size:
+        return values
+    kind = np.result_type(np.min_scalar_type(values.min()), np.min_scalar_type(values.max()))
+    return values.astype(kind, copy=False)

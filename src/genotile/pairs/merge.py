@@ -11,7 +11,7 @@ import time
 import numpy as np
 
 from genotile.core import histogram
-from genotile.core.keys import count_distinct
+from genotile.core.keys import count_distinct, narrowest
 from genotile.core.metrics import Metric
 from genotile.core.plan import Plan
 from genotile.errors import GenotileError
@@ -138,8 +138,7 @@ def dense_values(
                 raise GenotileError(f"tile {path}: its dense block is not over the vectors of block {block}")
         if dense.shape != (block_rows[bi].size, block_rows[bj].size):
             raise GenotileError(f"tile {path}: its dense block is {dense.shape}, not its blocks' sizes")
-        if dense.dtype.kind in "iu" and dense.size:  # counts in the narrowest type: gathers 4x faster
-            dense = dense.astype(np.result_type(np.min_scalar_type(dense.min()), np.min_scalar_type(dense.max())))
+        dense = narrowest(dense)  # counts in the narrowest type: gathers 4x faster
         blocks.append((plan.block(bi), plan.block(bj), dense))
     if not blocks:
         raise GenotileError(f"{where}: {n * n} matrix cells were in no tile")

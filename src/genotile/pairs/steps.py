@@ -323,14 +323,12 @@ def tile(
     )
     meta["store"] = store_identity(manifest)  # lets the merge refuse a tile of another input or plan
     meta["params"] = metric.params  # ... or of other metric parameters (pairs/tilecheck.py)
-    import numpy as np
-
-    dense_block = arrays.get("dense")
-    if dense_block is not None and dense_block.dtype.kind in "iu" and dense_block.size:
+    if "dense" in arrays:
         # integer values in the narrowest type that holds them (snp: uint16 where int64 took 4x
         # the bytes to write, hash and read back in the merges); the values are unchanged
-        low, high = np.min_scalar_type(dense_block.min()), np.min_scalar_type(dense_block.max())
-        arrays["dense"] = dense_block.astype(np.result_type(low, high), copy=False)
+        from genotile.core.keys import narrowest
+
+        arrays["dense"] = narrowest(arrays["dense"])
     write_tile(tile_out, arrays, meta)
     log.info(
         "tile (%d, %d) of %s: %d pairs, %d pass, %.3f s in all",

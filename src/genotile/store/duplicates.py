@@ -21,6 +21,7 @@ changes. Only stores that no 3-way job reads are collapsed (ccc3 reads the genot
 
 import numpy as np
 
+from genotile.core import histogram
 from genotile.core.bits import popcount_rows
 
 COLLAPSIBLE = ("nucleotide", "categorical", "genotype")  # genotype_t is ccc3's too
@@ -29,7 +30,7 @@ ROW_CHUNK = 4096
 
 # Fixed multipliers of the row hash (any odd 64-bit values do; fixed, so that runs repeat).
 _HASH_SEED = 0x5EED_D15_7C7
-HASH_THREADS = 8  # threads of the row hash and the check, at most
+THREADS = 8  # threads of the row hash, the check and the weighing, at most
 
 
 def row_hashes(codes, threads: int | None = None) -> np.ndarray:
@@ -57,7 +58,7 @@ def row_hashes(codes, threads: int | None = None) -> np.ndarray:
             np.multiply(w, mult[k], out=prod)  # wraps mod 2**64
             np.sum(prod, axis=1, dtype=np.uint64, out=out[r0 : r0 + rows.shape[0], k])
 
-    with ThreadPoolExecutor(threads or usable_cpus(HASH_THREADS), thread_name_prefix="genotile-hash") as pool:
+    with ThreadPoolExecutor(threads or usable_cpus(THREADS), thread_name_prefix="genotile-hash") as pool:
         list(pool.map(block, range(0, n, ROW_CHUNK)))
     return out
 
@@ -95,7 +96,7 @@ def distinct_rows(codes, threads: int | None = None) -> tuple[np.ndarray, np.nda
         rows = np.asarray(codes[r0 : r0 + ROW_CHUNK])
         return bool(np.array_equal(rows, np.asarray(codes[first[index[r0 : r0 + ROW_CHUNK]]])))
 
-    with ThreadPoolExecutor(threads or usable_cpus(HASH_THREADS), thread_name_prefix="genotile-hash") as pool:
+    with ThreadPoolExecutor(threads or usable_cpus(THREADS), thread_name_prefix="genotile-hash") as pool:
         if not all(pool.map(check, range(0, n, ROW_CHUNK))):
             raise RuntimeError("distinct_rows: two different rows share a 128-bit hash")
     return first, index
@@ -187,17 +188,6 @@ def weighted_histogram(values: np.ndarray, weights: np.ndarray, metric, column: 
 WEIGH_CELLS = 1 << 22  # dense cells weighed per step: bounds the weights' temporaries
 
 
-def _add_hist(a: np.ndarray | None, b: np.ndarray) -> np.ndarray:
-    """a + b, the shorter (an integer bincount) padded with zeros."""
-    if a is None:
-        return b
-    if a.size < b.size:
-        a, b = b, a
-    a = a.copy()
-    a[: b.size] += b
-    return a
-
-
 def weigh_tile(arrays: dict, meta: dict, planes_i, metric, layout, weights_i, weights_j, diagonal: bool, threshold):
     """Make a tile over distinct rows stand for the input pairs: its histograms weighted from its
     dense block (which must be there), its pair count the input pairs', and on a diagonal tile
@@ -224,13 +214,16 @@ def weigh_tile(arrays: dict, meta: dict, planes_i, metric, layout, weights_i, we
             w[local, r0 + local] = weights_i[r0:r1] * (weights_i[r0:r1] - 1) // 2
         return weighted_histogram(dense[r0:r1], w, metric, metric.dense_column), int(w.sum())
 
-    hist, total = None, 0
-    with ThreadPoolExecutor(usable_cpus(HASH_THREADS), thread_name_prefix="genotile-weigh") as pool:
+    key = f"hist_{metric.dense_column}"
+    sums: dict = {}
+    total = 0
+    with ThreadPoolExecutor(usable_cpus(THREADS), thread_name_prefix="genotile-weigh") as pool:
         for h, count in pool.map(band, range(0, n_rows, step)):
-            hist, total = _add_hist(hist, h), total + count
-    if hist is None:  # an empty block
-        hist = weighted_histogram(dense, np.zeros(dense.shape, np.int64), metric, metric.dense_column)
-    arrays[f"hist_{metric.dense_column}"] = hist
+            histogram.add(sums, {key: h})  # bincounts of different lengths, padded
+            total += count
+    if key not in sums:  # an empty block
+        sums[key] = weighted_histogram(dense, np.zeros(dense.shape, np.int64), metric, metric.dense_column)
+    arrays[key] = sums[key]
     meta["pairs_distinct"] = meta["pairs_computed"]
     meta["pairs_computed"] = total
     if diagonal:
