@@ -484,9 +484,14 @@ def test_cpu_only_cluster_with_a_minimal_site_profile_asks_for_no_gpu(cluster, l
     jobs = check_run(local_run, config, workdir, rc, out, run_id)
     for job in jobs:
         assert not job["request"] and not job["gres"], f"a job asked for a GRES on a CPU-only cluster: {job}"
-    # the tile jobs' memory and run time come from profiles/default (8000 MB, 10 min a tile)
-    tile_job = next(job for job in jobs if job["rule"] == "tile")
-    detail = subprocess.run(
-        ["scontrol", "-o", "show", "job", tile_job["id"]], capture_output=True, text=True, timeout=30
-    ).stdout
-    assert re.search(r"\bMinMemoryNode=8000M\b", detail), detail
+    # the tile jobs' memory comes from profiles/default: 8000 MB a tile, so the job of one tile
+    # asks for 8000M and the job of two for twice that (which job SLURM lists first varies)
+    memory = []
+    for tile_job in (job for job in jobs if job["rule"] == "tile"):
+        detail = subprocess.run(
+            ["scontrol", "-o", "show", "job", tile_job["id"]], capture_output=True, text=True, timeout=30
+        ).stdout
+        found = re.search(r"\bMinMemoryNode=(\d+)M\b", detail)
+        assert found, detail
+        memory.append(int(found.group(1)))
+    assert sorted(memory) == [8000, 16000], memory
