@@ -12,24 +12,35 @@ text block it is in; `records` then says how many records it handled, and the
 reader goes on from there with cyvcf2 (which reports any error in its own words).
 A block either is handled whole (stats counted, rows yielded) or not at all.
 
-How: a thread inflates the file, 16 MiB of text at a time (BGZF with the system's
-libdeflate through ctypes when there is one, else zlib; both release the GIL; pysam's
-BGZF reader holds it). The main thread splits each line's first nine columns in
-Python and finds the calls by byte offsets: a GT-only line whose calls are all three
-characters has them at fixed offsets from the line's end (the common case: one copy
-per line); otherwise the tab offsets of the block give each call's start. Worker
-threads decode a block's calls at once with numpy table lookups on the two 16-bit
-halves of each call ((allele, separator), (allele, end)), in cache-sized batches.
-Measured on 1,000 samples x 200,000 msprime variants (.vcf.gz, 2 cores): ~2.1 s of
-CPU, ~2 s wall, where cyvcf2 takes ~11 s.
+How: the text is cut into blocks of whole lines, handed to DECODERS worker threads (by
+default every CPU the process may use), and their rows are handed out in file order.
+Plain text is memory-mapped only to find where each block ends: the first newline about
+CHUNK_BYTES past its start (less on smaller files, so that every worker gets several
+blocks); a worker reads its block with pread into a buffer of its own and decodes it, so
+blocks are scanned and decoded side by side, nothing serial but the cutting. Compressed
+text is inflated by one thread, 16 MiB at a time (BGZF with the system's libdeflate
+through ctypes when there is one, else zlib; both release the GIL; pysam's BGZF reader
+holds it), and the main thread cuts it into lines, joining the line that straddles two
+pieces. Blocks of the commonest kind go whole to a worker (compiled, below); for any
+other, the main thread splits each line's first nine columns in Python and finds the calls
+by byte offsets: a GT-only line whose calls are all three characters has them at fixed
+offsets from the line's end (the common case: one copy per line); otherwise the tab
+offsets of the block give each call's start. A worker then decodes the block's calls at
+once with numpy table lookups on the two 16-bit halves of each call ((allele, separator),
+(allele, end)), in cache-sized batches. Measured on 1,000 samples x 200,000 msprime
+variants (.vcf.gz, 2 cores): ~2.1 s of CPU, ~2 s wall, where cyvcf2 takes ~11 s.
 
 Compiled blocks: where numba is installed, variant IDs are not wanted (ibs, king), every
 sample is read and the file is at least COMPILED_MIN_BYTES, a worker hands each block to
 vcf_kernels.decode_block first, which scans its lines and decodes their calls in one
-compiled pass (~1.2 GB/s of text per thread) when every line is of the commonest kind
-(GT-only 3-character calls, one ALT); any other block goes the way above.
+compiled pass (~1 GB/s of text per thread) when every line is of the commonest kind
+(GT-only 3-character calls, one ALT); any other block goes the way above, in the worker.
+On 2,000 samples x 50,000 variants (400 MB plain text, 2 shared cores) the blocks come at
+~0.9 GB/s with one worker and ~1.5 GB/s with two (bench/RESULTS.md, session 6).
 """
 
+import contextlib
+import mmap
 import os
 import queue
 import struct
@@ -41,16 +52,79 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 
 from genotile.core.encode import MISSING
+from genotile.runtime.cpus import usable_cpus
 
 CHUNK_BYTES = 1 << 24  # text per block
 BATCH_CALLS = 1 << 16  # calls per table lookup
-DECODERS = 2  # worker threads decoding blocks of calls (numpy releases the GIL)
+DECODERS: int | None = None  # worker threads decoding blocks (None: every usable CPU)
+MAP_MIN_CHUNK = 1 << 20  # plain text: spans of at least this (or CHUNK_BYTES if smaller), see _mapped_spans
 USE_LIBDEFLATE = True  # inflate BGZF with the system's libdeflate when there is one (else zlib)
 COMPILED = True  # decode common-case blocks with vcf_kernels (numba) when IDs are not wanted
 # ... in files at least this large: numba's start-up (~0.75 s a process) costs more than it
 # saves below (on 1,000 samples x 200,000 records, 40 MB of .vcf.gz, it saves ~0.4 s of ~2.8)
 COMPILED_MIN_BYTES = 1 << 24
 TAB, NL, COLON, SLASH, PIPE, DOT = 9, 10, 58, 47, 124, 46
+
+
+def decoders() -> int:
+    """Worker threads decoding blocks: DECODERS, or the CPUs this process may use."""
+    return usable_cpus() if DECODERS is None else max(1, DECODERS)
+
+
+class _Plain:
+    """A plain-text file, memory-mapped to find line ends (`mm`), its spans read with pread.
+
+    A worker reads its span into a buffer of its own, reused from span to span: on the
+    machines measured, decoding straight from the map was ~20% slower, its pages faulted in
+    one by one in every process (as are a fresh buffer's), where pread copies from the page
+    cache into pages already mapped.
+    """
+
+    def __init__(self, path):
+        self.fd = os.open(path, os.O_RDONLY)
+        try:
+            self.mm = mmap.mmap(self.fd, 0, access=mmap.ACCESS_READ)
+        except BaseException:
+            os.close(self.fd)
+            raise
+        self.local = threading.local()
+
+    @staticmethod
+    def open(path) -> "_Plain | None":
+        """The file when it is plain text; None for gzip or BGZF (or an empty file)."""
+        with open(path, "rb") as fh:
+            if fh.read(2) == b"\x1f\x8b" or os.fstat(fh.fileno()).st_size == 0:
+                return None
+        return _Plain(path)
+
+    def read(self, start: int, end: int) -> np.ndarray:
+        """(end - start,) uint8: the text of [start, end), in this thread's buffer (valid until
+        its next read); _Stop if the file ends early (it shrank)."""
+        buf = getattr(self.local, "buf", None)
+        if buf is None or len(buf) < end - start:
+            buf = self.local.buf = bytearray(end - start + (1 << 20))
+        view, got = memoryview(buf), 0
+        while got < end - start:
+            n = os.preadv(self.fd, [view[got : end - start]], start + got)
+            if n <= 0:
+                raise _Stop
+            got += n
+        return np.frombuffer(buf, dtype=np.uint8, count=end - start)
+
+    def close(self) -> None:
+        with contextlib.suppress(BufferError):  # a view still held: the map closes with it
+            self.mm.close()
+        os.close(self.fd)
+
+
+def _own(span: tuple) -> tuple:
+    """The span with its text as bytes: a plain file's span copied (the numpy path splits,
+    counts and views its buffer whole)."""
+    buf, start, end = span
+    if isinstance(buf, _Plain):
+        buf = buf.mm[start:end]
+        return buf, 0, len(buf)
+    return span
 
 
 def compiled_kernels():
@@ -403,28 +477,35 @@ class FastText:
 
     # -- header ------------------------------------------------------------------------
 
+    def _header_end(self, buf, pos: int, final: bool) -> tuple[bool, int]:
+        """(True, offset of the first record) once buf (bytes or a map) holds the whole header
+        from `pos`, its #CHROM line checked; else (False, start of the unfinished line), or
+        _Stop when `final` (no more text) or the header is odd."""
+        while True:
+            end = buf.find(b"\n", pos)
+            if end < 0:
+                if final:
+                    raise _Stop  # a header without records, or no newline: let cyvcf2 decide
+                return False, pos
+            line = buf[pos:end]
+            if not line.startswith(b"#"):
+                raise _Stop  # records before the #CHROM line
+            if line.startswith(b"#CHROM"):
+                names = line.rstrip(b"\r").split(b"\t")[9:]
+                if [n.decode("utf-8", "replace") for n in names] != self.r.file_samples:
+                    raise _Stop
+                return True, end + 1
+            pos = end + 1
+
     def _skip_header(self, text: _Text) -> tuple[bytes, int]:
         """(first chunk of text, offset of the first record) past the header; _Stop if odd."""
         buf, pos = b"", 0
         while True:
             chunk = text.get()
             buf = buf[pos:] + chunk
-            pos = 0
-            while True:
-                end = buf.find(b"\n", pos)
-                if end < 0:
-                    if not chunk:
-                        raise _Stop  # a header without records, or no newline: let cyvcf2 decide
-                    break
-                line = buf[pos:end]
-                if not line.startswith(b"#"):
-                    raise _Stop  # records before the #CHROM line
-                if line.startswith(b"#CHROM"):
-                    names = line.rstrip(b"\r").split(b"\t")[9:]
-                    if [n.decode("utf-8", "replace") for n in names] != self.r.file_samples:
-                        raise _Stop
-                    return buf, end + 1
-                pos = end + 1
+            done, pos = self._header_end(buf, 0, final=not chunk)
+            if done:
+                return buf, pos
 
     # -- blocks --------------------------------------------------------------------------
 
@@ -454,30 +535,56 @@ class FastText:
                 yield chunk, start, cut + 1
             tail = chunk[cut + 1 :]
 
+    def _plain_spans(self, plain: _Plain, threads: int):
+        """(plain, start, end) spans of whole lines of a plain text, past the header.
+
+        Each span ends at the first newline from about `step` bytes past its start (found in the
+        map, touching only the pages around it), so a span is whole lines whatever its size;
+        the last line, when it has no newline, is copied with one (a bytes span). `step` is
+        CHUNK_BYTES, or less on smaller files so that each of the `threads` gets about four.
+        """
+        mm = plain.mm
+        pos = self._header_end(mm, 0, final=True)[1]
+        size = len(mm)
+        step = min(CHUNK_BYTES, max(MAP_MIN_CHUNK, (size - pos) // (4 * threads)))
+        while pos < size:
+            nl = mm.find(b"\n", min(size, pos + step) - 1)
+            if nl < 0:
+                tail = mm[pos:size] + b"\n"
+                yield tail, 0, len(tail)
+                return
+            yield plain, pos, nl + 1
+            pos = nl + 1
+
     def blocks(self):
         """Yield (ids, codes) per block; stop (finished False) at a block it does not handle.
 
-        Lines are split in this thread while a worker decodes the previous block's calls
-        with numpy (which releases the GIL) and another thread decompresses; stats are
-        counted, and records the reader could not take handed over, in file order.
+        Plain text is memory-mapped and cut into spans of whole lines that the workers decode
+        side by side; compressed text is inflated by a thread and its lines split here. Lines
+        outside the compiled kernel are split in this thread while the workers decode other
+        blocks' calls with numpy (which releases the GIL); stats are counted, and records the
+        reader could not take handed over, in file order.
         """
+        threads = decoders()
         try:
-            text = _Text(self.r.path)
-        except OSError:
+            plain = _Plain.open(self.r.path)
+            text = None if plain is not None else _Text(self.r.path)
+        except (OSError, ValueError):
             return
-        pool = ThreadPoolExecutor(DECODERS, thread_name_prefix="genotile-vcf-decode")
+        pool = ThreadPoolExecutor(threads, thread_name_prefix="genotile-vcf-decode")
         pending: deque = deque()
         kernels = None
         if not self.want_ids and self.cols is None and os.path.getsize(self.r.path) >= COMPILED_MIN_BYTES:
             kernels = compiled_kernels()
         try:
-            spans = self._texts(text)
+            spans = self._plain_spans(plain, threads) if plain is not None else self._texts(text)
             while True:
                 try:
                     span = next(spans, None)
                     if span is not None and kernels is not None:  # the whole block in a worker
                         pending.append((None, pool.submit(self._decode_compiled, kernels, span)))
                     elif span is not None:
+                        span = _own(span)
                         lines = self._scan(*span)
                         pending.append((lines, pool.submit(self._decode, span[0], lines)))
                 except _Stop:
@@ -485,8 +592,8 @@ class FastText:
                     stopped = True
                 else:
                     stopped = False
-                # hand out finished blocks in order; keep at most two in flight
-                while pending and (span is None or len(pending) > DECODERS + 1):
+                # hand out finished blocks in order; keep about two per worker in flight
+                while pending and (span is None or len(pending) > 2 * threads):
                     lines, job = pending.popleft()
                     out = self._finish(lines, job)
                     if out is None:
@@ -500,7 +607,10 @@ class FastText:
             for _, job in pending:
                 job.cancel()
             pool.shutdown(wait=True)
-            text.close()
+            if text is not None:
+                text.close()
+            if plain is not None:
+                plain.close()
 
     def _finish(self, lines: "_Lines", job):
         """(ids, codes) of a decoded block with its stats counted; None to hand over to cyvcf2."""
@@ -531,7 +641,10 @@ class FastText:
         n = len(self.r.samples)
         codes = np.empty(((end - start) // (4 * max(1, self.nf)) + 1, n), dtype=np.uint8)
         counts = np.zeros(6, dtype=np.int64)
-        arr = np.frombuffer(buf, dtype=np.uint8)
+        if isinstance(buf, _Plain):  # read into this worker's buffer
+            arr, start, end = buf.read(start, end), 0, end - start
+        else:
+            arr = np.frombuffer(buf, dtype=np.uint8)
         halves = (
             arr[start : start + (end - start) // 2 * 2].view(np.uint16),
             arr[start + 1 : start + 1 + (end - start - 1) // 2 * 2].view(np.uint16),
@@ -540,6 +653,7 @@ class FastText:
             arr, halves, FIRST, SECOND_FIXED, start, end, self.nf, self.r.filter_pass, MISSING, codes, counts
         )
         if records < 0:
+            buf, start, end = _own(span)
             lines = self._scan(buf, start, end)
             return (lines, *self._decode(buf, lines))
         lines = _Lines()
