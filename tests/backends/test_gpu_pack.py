@@ -121,7 +121,10 @@ def test_pack_store_gpu_equals_cpu(tmp_path, monkeypatch):
     }
     (tmp_path / "c").mkdir()
     assert _pack(tmp_path / "c", codes, manifest, True) == _pack(tmp_path / "c", codes, manifest, False)
-    assert use_gpu_packing(None)
+    monkeypatch.delenv("GENOTILE_GPU_PACK", raising=False)
+    assert use_gpu_packing(None) is False  # the CPU packs unless told: faster, no CuPy import
+    monkeypatch.setenv("GENOTILE_GPU_PACK", "1")
+    assert use_gpu_packing(None) is True
 
 
 def test_gpu_packing_choice_without_gpu(monkeypatch):

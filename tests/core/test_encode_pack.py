@@ -251,3 +251,48 @@ def test_layout_json_round_trip():
     assert seg == {"V": (0, 5), "N": (5, 10), "S1": (10, 12), "S2": (12, 13), "S3": (13, 14)}
     assert lay.section("N", "B") == (5, 8) and lay.section("N", "M") == (8, 10)
     assert lay.total_words == 14
+
+
+def _planes_by_rank(codes: np.ndarray, enc) -> np.ndarray:
+    """The planes by their definition: every code's rank looked up (enc.ranks), one plane at a
+    time, then packed (the reference for categorical_planes' compares with enc.symbols)."""
+    lay, n_b = enc.layout, enc.n_b
+    rank = enc.ranks[np.arange(enc.order.size)[None, :], codes[:, enc.order]]
+    present, nonmajor = rank != MISSING, (rank != MISSING) & (rank >= 1)
+
+    def base(bits):
+        return [pack_bits(bits[:, :n_b], lay.words_b), pack_bits(bits[:, n_b:], lay.words_m)]
+
+    parts = (base(present) if lay.has_valid else []) + base(nonmajor)
+    for t, (length, width) in enumerate(zip(enc.s_lengths, lay.s_words, strict=True), start=1):
+        parts.append(pack_bits(rank[:, n_b : n_b + length] == t, width))
+    return np.concatenate(parts, axis=1)
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_planes_by_compare_equal_planes_by_rank(seed):
+    """categorical_planes compares codes with each column's symbols, a block of rows at a time;
+    the bits equal the rank lookup's, for the counted rows and for rows holding codes the
+    counts never saw (those are in no plane, as their rank MISSING is)."""
+    rng = np.random.default_rng(seed)
+    n, m, k = int(rng.integers(1, 80)), int(rng.integers(1, 400)), int(rng.integers(1, 14))
+    codes = rng.integers(0, k, (n, m)).astype(np.uint8)
+    codes[:, rng.random(m) < 0.2] = 3  # constant columns, dropped
+    codes[rng.random(codes.shape) < rng.random() * 0.3] = MISSING
+    enc = categorical_encoding(symbol_counts(codes), has_missing=bool(seed % 2))
+    assert np.array_equal(categorical_planes(codes, enc), _planes_by_rank(codes, enc))
+    unseen = rng.integers(0, 20, (7, m)).astype(np.uint8)
+    assert np.array_equal(categorical_planes(unseen, enc), _planes_by_rank(unseen, enc))
+
+
+def test_planes_by_compare_across_row_blocks(monkeypatch):
+    """Rows packed in several blocks give the bits of one block."""
+    import genotile.core.encode as encode
+
+    rng = np.random.default_rng(5)
+    codes = rng.integers(0, 4, (50, 130)).astype(np.uint8)
+    enc = categorical_encoding(symbol_counts(codes), has_missing=True)
+    whole = categorical_planes(codes, enc)
+    monkeypatch.setattr(encode, "PACK_BLOCK_BYTES", 3 * 130)
+    assert np.array_equal(categorical_planes(codes, enc), whole)
+    assert np.array_equal(whole, _planes_by_rank(codes, enc))

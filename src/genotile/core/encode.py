@@ -21,9 +21,10 @@ from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
-from genotile.core.bits import n_words, pack_bits
+from genotile.core.bits import n_words
 
 MISSING = 255
+PACK_BLOCK_BYTES = 1 << 20  # kept codes of a block of rows packed at a time (cache-sized)
 
 
 @dataclass(frozen=True)
@@ -208,6 +209,9 @@ class CategoricalEncoding:
     n_b: int  # number of 2-symbol columns (section B)
     s_lengths: tuple[int, ...]  # columns covered by S_1, S_2, ...
     layout: PlaneLayout
+    # (most symbols of a column, kept columns) uint8: the code of rank t in column c, MISSING
+    # where the column has fewer symbols (the inverse of `ranks`, for packing by compares)
+    symbols: np.ndarray = field(repr=False, default_factory=lambda: np.zeros((0, 0), np.uint8))
 
 
 def categorical_encoding(counts: np.ndarray, has_missing: bool) -> CategoricalEncoding:
@@ -258,7 +262,10 @@ def categorical_encoding(counts: np.ndarray, has_missing: bool) -> CategoricalEn
         has_valid=has_missing,
         s_words=tuple(n_words(c) for c in s_lengths),
     )
-    return CategoricalEncoding(order, ranks, int(cols_b.size), s_lengths, layout)
+    kept_col, code = np.nonzero(ranks != MISSING)
+    symbols = np.full((int(n_symbols[order].max(initial=2)), order.size), MISSING, dtype=np.uint8)
+    symbols[ranks[kept_col, code], kept_col] = code
+    return CategoricalEncoding(order, ranks, int(cols_b.size), s_lengths, layout, symbols)
 
 
 def categorical_planes(codes: np.ndarray, enc: CategoricalEncoding) -> np.ndarray:
@@ -290,17 +297,43 @@ def categorical_planes(codes: np.ndarray, enc: CategoricalEncoding) -> np.ndarra
     >>> (popcount_rows(v[:1] & n[2:]) + popcount_rows(n[:1] & v[2:]) - 2 * popcount_rows(n[:1] & n[2:])).tolist()
     [2]
     """
-    kept = np.asarray(codes)[:, enc.order]
-    rank = enc.ranks[np.arange(enc.order.size)[None, :], kept]
-    present = rank != MISSING
-    nonmajor = present & (rank >= 1)
-    lay, n_b = enc.layout, enc.n_b
+    codes = np.asarray(codes)
+    out = np.zeros((codes.shape[0], enc.layout.total_words), dtype=np.uint64)
+    # a block of rows at a time, so that its compares stay in cache
+    step = max(1, PACK_BLOCK_BYTES // max(1, enc.order.size))
+    for r0 in range(0, codes.shape[0], step):
+        kept = np.take(codes[r0 : r0 + step], enc.order, axis=1)
+        _pack_block(kept, enc, out[r0 : r0 + step])
+    return out
 
-    def base(bits):
-        return np.concatenate([pack_bits(bits[:, :n_b], lay.words_b), pack_bits(bits[:, n_b:], lay.words_m)], axis=1)
 
-    parts = ([base(present)] if lay.has_valid else []) + [base(nonmajor)]
-    rank_m = rank[:, n_b:]
-    for t, (length, width) in enumerate(zip(enc.s_lengths, lay.s_words, strict=True), start=1):
-        parts.append(pack_bits(rank_m[:, :length] == t, width))
-    return np.concatenate(parts, axis=1) if parts else np.zeros((kept.shape[0], 0), np.uint64)
+def _pack_block(kept: np.ndarray, enc: CategoricalEncoding, out: np.ndarray) -> None:
+    """The planes of a block of kept codes (rows, kept columns) into `out` (rows, total words).
+
+    Each plane is a compare of the codes with one symbol a column (`enc.symbols`), where a
+    lookup of every code's rank (`enc.ranks`) would gather one byte per field; a code that is
+    none of its column's symbols (MISSING) is in no plane, as its rank MISSING would be."""
+    lay, n_b, symbols = enc.layout, enc.n_b, enc.symbols
+    seg = lay.segments()
+    nonmajor = np.empty(kept.shape, dtype=bool)
+    np.equal(kept[:, :n_b], symbols[1, :n_b], out=nonmajor[:, :n_b])  # B: one non-major symbol
+    nonmajor[:, n_b:] = False
+    for t, length in enumerate(enc.s_lengths, start=1):  # M: symbols of rank t on a prefix
+        s_t = kept[:, n_b : n_b + length] == symbols[t, n_b : n_b + length]
+        nonmajor[:, n_b : n_b + length] |= s_t
+        _pack_into(s_t, out[:, slice(*seg[f"S{t}"])])
+
+    def base(bits: np.ndarray, plane: str) -> None:
+        _pack_into(bits[:, :n_b], out[:, slice(*lay.section(plane, "B"))])
+        _pack_into(bits[:, n_b:], out[:, slice(*lay.section(plane, "M"))])
+
+    if lay.has_valid:
+        base(nonmajor | (kept == symbols[0]), "V")
+    base(nonmajor, "N")
+
+
+def _pack_into(bits: np.ndarray, words: np.ndarray) -> None:
+    """pack_bits(bits) into the zeroed words (rows, at least n_words(fields)) of a wider array."""
+    if bits.shape[1]:
+        packed = np.packbits(bits, axis=1, bitorder="little")
+        words.view(np.uint8)[:, : packed.shape[1]] = packed

@@ -23,7 +23,7 @@ from genotile.version import __version__
 
 ROW_CHUNK = 4096
 CHUNK_BYTES = 1 << 26  # codes read per packing step
-PACK_THREADS = 2  # CPU packing threads at most (numpy releases the GIL in compares and packbits)
+PACK_THREADS = 16  # CPU packing threads at most (numpy releases the GIL in compares and packbits)
 
 
 def _categorical(codes, ingest_manifest: dict, gpu: bool = False):
@@ -56,19 +56,22 @@ def _genotype(codes, ingest_manifest: dict, gpu: bool = False):
 
 
 def use_gpu_packing(gpu: bool | None = None) -> bool:
-    """Pack on the GPU? gpu=None: where a GPU backend is available (GENOTILE_GPU_PACK=0 turns
-    it off, =1 insists); the planes are the same bits either way."""
+    """Pack on the GPU? gpu=None: only where GENOTILE_GPU_PACK=1 insists; the planes are the same
+    bits either way.
+
+    The CPU packs by compares on every core (encode.categorical_planes, genotype.genotype_planes),
+    which on an H100 machine's 16 cores beat the GPU packer with its CuPy import, context and
+    transfers: 40,000 x 20,000 nucleotides 2.4 s against 2.7-4.4 s, 2,000 x 50,000 genotypes
+    0.27 s against 1.0-1.2 s (bench/RESULTS.md, session 6)."""
     if gpu is None:
-        gpu = _gpu_from_env()
+        gpu = _gpu_from_env() is True
     if gpu is False:
         return False
     from genotile.backends.cuda import cupy_pack
 
     if cupy_pack.is_available():
         return True
-    if gpu:
-        raise GenotileError("GPU packing was asked for, but CuPy with a CUDA GPU is not available")
-    return False
+    raise GenotileError("GPU packing was asked for, but CuPy with a CUDA GPU is not available")
 
 
 def _gpu_from_env() -> bool | None:
@@ -115,6 +118,8 @@ def pack_store(
         with ThreadPoolExecutor(threads, thread_name_prefix="genotile-pack") as pool:
             for done in pool.map(pack_rows, range(0, n, chunk)):  # in order: progress only grows
                 progress.update(done)
+        # written back before the rename: tile jobs on other nodes read it (NFS gives them
+        # what was written back when they open it, not what sits dirty in this node's cache)
         planes.flush()
         del planes, pack_rows
     progress.finish(n)
