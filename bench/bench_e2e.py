@@ -43,6 +43,8 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections import deque
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -53,6 +55,8 @@ ACGT = np.frombuffer(b"ACGT", np.uint8)
 # missing bases: "-", which both genotile and hammingdist skip (hammingdist counts N as a base)
 MISSING = "-"
 GENOTYPES = np.array([b"0/0", b"0/1", b"1/1", b"./."], dtype="S3")
+# code -> the call's 3 characters and a tab, as one 4-byte word
+CALL_TEXT = np.frombuffer(b"".join(g + b"\t" for g in GENOTYPES.tolist()), np.uint32)
 
 
 @dataclass
@@ -132,33 +136,65 @@ def write_fasta(path: Path, case: Case, seed: int = 1) -> list[str]:
     return ids
 
 
-def write_vcf(path: Path, case: Case, seed: int = 2) -> list[str]:
-    """Biallelic SNPs, Hardy-Weinberg genotypes at uniform allele frequencies, some families."""
-    rng = np.random.default_rng(seed)
+def write_vcf(path: Path, case: Case, seed: int = 2, threads: int | None = None) -> list[str]:
+    """Biallelic SNPs, Hardy-Weinberg genotypes at uniform allele frequencies, some families.
+
+    Blocks of variants are made on `threads` threads (default: every usable CPU) and written in
+    order, the same bytes for the same seed whatever the threads: each block's generator is the
+    one after the families were drawn, advanced past the draws of the blocks before it (every
+    draw of a block is one 64-bit step of PCG64; `_vcf_block`)."""
+    bits = np.random.PCG64(seed)  # default_rng(seed)'s
     ids = [f"i{k}" for k in range(case.n)]
-    parents = rng.integers(0, case.n, size=(case.n // 10, 2))
-    with open(path, "wb") as fh:
+    parents = np.random.Generator(bits).integers(0, case.n, size=(case.n // 10, 2))
+    chunk = max(1, 2_000_000 // case.n)
+    starts = range(0, case.length, chunk)
+    draws = [0]  # 64-bit draws before each block: p, two HWE alleles, two child alleles, missing
+    for v0 in starts:
+        k = min(chunk, case.length - v0)
+        draws.append(draws[-1] + k * (1 + 3 * case.n + 2 * (case.n // 10)))
+
+    def block(b: int) -> np.ndarray:
+        return _vcf_block(bits, draws[b], min(chunk, case.length - starts[b]), case, parents)
+
+    threads = threads or len(os.sched_getaffinity(0))
+    with open(path, "wb", buffering=1 << 22) as fh, ThreadPoolExecutor(threads) as pool:
         fh.write(b"##fileformat=VCFv4.2\n##contig=<ID=1,length=100000000>\n")
         fh.write(b'##FORMAT=<ID=GT,Number=1,Type=String,Description="Genotype">\n')
         fh.write(("#CHROM\tPOS\tID\tREF\tALT\tQUAL\tFILTER\tINFO\tFORMAT\t" + "\t".join(ids) + "\n").encode())
-        chunk = max(1, 2_000_000 // case.n)
-        for v0 in range(0, case.length, chunk):
-            k = min(chunk, case.length - v0)
-            p = rng.uniform(0.05, 0.5, size=(k, 1))
-            g = (rng.random((k, case.n)) < p).astype(np.uint8) + (rng.random((k, case.n)) < p)
-            # every tenth sample a child of two others: first- and second-degree pairs pass king
-            child = np.arange(case.n // 10) * 10
-            g[:, child] = (g[:, parents[:, 0]] >= 1 + (rng.random((k, child.size)) < 0.5)).astype(np.uint8) + (
-                g[:, parents[:, 1]] >= 1 + (rng.random((k, child.size)) < 0.5)
-            )
-            g[rng.random(g.shape) < case.n_fraction] = 3
-            cells = GENOTYPES[g]
-            text = np.char.add(cells, b"\t")
-            for r in range(k):
-                pos = v0 + r + 1
-                fh.write(f"1\t{pos}\tv{pos}\tA\tG\t.\tPASS\t.\tGT\t".encode())
-                fh.write(b"".join(text[r].tolist())[:-1] + b"\n")
+        pending: deque = deque()
+        for b, v0 in enumerate(starts):  # about two blocks a thread ahead of the writing
+            pending.append((v0, pool.submit(block, b)))
+            if len(pending) > 2 * threads:
+                _write_vcf_rows(fh, *pending.popleft())
+        while pending:
+            _write_vcf_rows(fh, *pending.popleft())
     return ids
+
+
+def _write_vcf_rows(fh, v0: int, job) -> None:
+    """The lines of a block of variants from v0 on: its columns before the calls, then its calls."""
+    for r, calls in enumerate(job.result()):
+        fh.write(b"1\t%d\tv%d\tA\tG\t.\tPASS\t.\tGT\t" % (v0 + r + 1, v0 + r + 1))
+        fh.write(calls.data)
+
+
+def _vcf_block(start: np.random.PCG64, skip: int, k: int, case: Case, parents: np.ndarray) -> np.ndarray:
+    """(k, 4 n) uint8: the call text of k variants (each call 3 characters and a tab, the last a
+    newline), drawn from a copy of `start` advanced by `skip` draws."""
+    bits = np.random.PCG64()
+    bits.state = start.state
+    rng = np.random.Generator(bits.advance(skip))
+    p = rng.uniform(0.05, 0.5, size=(k, 1))
+    g = (rng.random((k, case.n)) < p).astype(np.uint8) + (rng.random((k, case.n)) < p)
+    # every tenth sample a child of two others: first- and second-degree pairs pass king
+    child = np.arange(case.n // 10) * 10
+    g[:, child] = (g[:, parents[:, 0]] >= 1 + (rng.random((k, child.size)) < 0.5)).astype(np.uint8) + (
+        g[:, parents[:, 1]] >= 1 + (rng.random((k, child.size)) < 0.5)
+    )
+    g[rng.random(g.shape) < case.n_fraction] = 3
+    calls = np.take(CALL_TEXT, g).view(np.uint8)  # one 4-byte word per call: a table lookup
+    calls[:, -1] = ord("\n")
+    return calls
 
 
 # -- runs --------------------------------------------------------------------------------------
