@@ -3,9 +3,10 @@
 `genotype_t` (vectors = variants, fields = samples; ccc2) is the reader's own
 order: blocks of variant rows are appended to an .npy whose row count grows.
 `genotype` (vectors = samples, fields = variants; ibs, king) is its transpose:
-the variant rows are held in memory up to MEMORY_BYTES and written transposed,
-a block of samples at a time, in one sequential write; past that they go to a
-temporary .npy first, then blocks of variants are written transposed into the
+the variant rows are held in memory up to `memory_bytes()` (a quarter of the memory
+the process may use, at least 1 GiB) and written transposed, blocks of samples on
+every usable CPU, each written at its own offset of the file; past that they go to
+a temporary .npy first, then blocks of variants are written transposed into the
 columns of the final memmap, so memory stays bounded by one block of variants x
 samples bytes. Every variant is kept (monomorphic ones change n for ibs):
 n_kept = n_fields.
@@ -15,6 +16,7 @@ import contextlib
 import os
 import sys
 import tempfile
+import threading
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -33,8 +35,9 @@ from genotile.version import __version__
 
 ENCODINGS = ("genotype", "genotype_t")
 OPTIONS = ("multiallelic", "filter_pass", "samples", "regions")
-TRANSPOSE_BYTES = 1 << 26  # bytes of one transposed block
-MEMORY_BYTES = 1 << 30  # codes of a `genotype` ingest held in memory at most (then a temporary file)
+TRANSPOSE_BYTES = 1 << 26  # bytes of one transposed block (_transpose_blocks: of all its threads, 4x)
+# codes of a `genotype` ingest held in memory at most (then a temporary file); None: memory_bytes()
+MEMORY_BYTES: int | None = None
 TILE = 256  # rows x columns of one step of the in-memory transpose (cache-sized)
 
 
@@ -81,17 +84,35 @@ def check_options(options: dict) -> dict:
     return {k: v for k, v in options.items() if v is not None}
 
 
+def memory_bytes() -> int:
+    """Bytes of codes a `genotype` ingest holds in memory before it spills them to a file:
+    MEMORY_BYTES when set, else a quarter of the memory this process may use (the machine's,
+    or its cgroup's limit where lower), at least 1 GiB."""
+    if MEMORY_BYTES is not None:
+        return MEMORY_BYTES
+    try:
+        usable = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):
+        return 1 << 30
+    with contextlib.suppress(OSError, ValueError):  # cgroup v2 (SLURM, containers): "max" or bytes
+        limit = Path("/sys/fs/cgroup/memory.max").read_text().strip()
+        if limit != "max":
+            usable = min(usable, int(limit))
+    return max(1 << 30, usable // 4)
+
+
 class _Rows:
-    """Variant rows of codes: in memory while they fit in MEMORY_BYTES, then in a RowAppender."""
+    """Variant rows of codes: in memory while they fit in memory_bytes(), then in a RowAppender."""
 
     def __init__(self, spill_path, n_cols: int):
         self.spill_path, self.n_cols = spill_path, n_cols
         self.blocks: list[np.ndarray] = []
         self.bytes = 0
+        self.limit = memory_bytes()
         self.file: RowAppender | None = None
 
     def append(self, block: np.ndarray) -> None:
-        if self.file is None and self.bytes + block.nbytes > MEMORY_BYTES:
+        if self.file is None and self.bytes + block.nbytes > self.limit:
             self.file = RowAppender(self.spill_path, self.n_cols)
             for held in self.blocks:
                 self.file.append(held)
@@ -134,34 +155,62 @@ def _transpose(rows_path, out_path) -> None:
     del out, src
 
 
-def _transpose_blocks(blocks: list[np.ndarray], out_path) -> None:
-    """Write variant-row blocks held in memory as one (samples, variants) .npy, in one pass.
+def _transpose_blocks(blocks: list[np.ndarray], out_path, threads: int | None = None) -> None:
+    """Write variant-row blocks held in memory as one (samples, variants) .npy.
 
-    A block of samples at a time (about TRANSPOSE_BYTES), filled TILE x TILE (cache-
-    sized tiles transpose several times faster than whole blocks), then written out.
+    Blocks of samples (`_sample_rows`) are transposed on `threads` threads (default: every
+    usable CPU; the compiled tiles and numpy's copies release the GIL), each into a buffer
+    of its thread's and written with pwrite at its own offset of the file, so neither the
+    transposing nor the writing waits for another block.
     """
     # compiled tiles (~4x faster) when numba is here and loaded already (vcf_fast's decoding)
     kernels = vcf_fast.compiled_kernels() if "numba" in sys.modules else None
     n_var = sum(b.shape[0] for b in blocks)
     n_samp = blocks[0].shape[1]
-    rows = max(1, min(n_samp, TRANSPOSE_BYTES // max(1, n_var)))
-    buf = np.empty((rows, n_var), dtype=np.uint8)
+    threads = usable_cpus() if threads is None else max(1, threads)
+    share = max(TILE, -(-n_samp // (4 * threads)))  # about four blocks a thread, whole tiles where it can
+    rows = min(n_samp, share, max(1, 4 * TRANSPOSE_BYTES // (threads * max(1, n_var))))  # buffers <= 4 x
+    local = threading.local()
     with open(out_path, "wb") as fh:
         np.lib.format.write_array_header_1_0(fh, {"descr": "|u1", "fortran_order": False, "shape": (n_samp, n_var)})
-        for s0 in range(0, n_samp, rows):
+        fh.truncate(fh.tell() + n_samp * n_var)
+        fh.flush()
+        head = fh.tell()
+
+        def write(s0: int) -> None:
             s1 = min(n_samp, s0 + rows)
-            v0 = 0
-            for block in blocks:
-                if kernels is not None:
-                    kernels.transpose_into(block, buf, s0, s1, v0)
-                else:
-                    for t0 in range(0, block.shape[0], TILE):
-                        t1 = min(block.shape[0], t0 + TILE)
-                        for c0 in range(s0, s1, TILE):
-                            c1 = min(s1, c0 + TILE)
-                            buf[c0 - s0 : c1 - s0, v0 + t0 : v0 + t1] = block[t0:t1, c0:c1].T
-                v0 += block.shape[0]
-            fh.write(buf[: s1 - s0].data)
+            buf = getattr(local, "buf", None)
+            if buf is None:
+                buf = local.buf = np.empty((rows, n_var), dtype=np.uint8)
+            _sample_rows(blocks, buf, s0, s1, kernels)
+            _pwrite(fh.fileno(), buf[: s1 - s0].data.cast("B"), head + s0 * n_var)
+
+        with ThreadPoolExecutor(threads, thread_name_prefix="genotile-transpose") as pool:
+            list(pool.map(write, range(0, n_samp, rows)))
+
+
+def _sample_rows(blocks: list[np.ndarray], buf: np.ndarray, s0: int, s1: int, kernels) -> None:
+    """buf[:s1 - s0] = samples s0..s1 of the variant-row blocks, transposed: (samples, variants)
+    uint8, TILE x TILE at a time (cache-sized tiles transpose several times faster than whole
+    blocks)."""
+    v0 = 0
+    for block in blocks:
+        if kernels is not None:
+            kernels.transpose_into(block, buf, s0, s1, v0)
+        else:
+            for t0 in range(0, block.shape[0], TILE):
+                t1 = min(block.shape[0], t0 + TILE)
+                for c0 in range(s0, s1, TILE):
+                    c1 = min(s1, c0 + TILE)
+                    buf[c0 - s0 : c1 - s0, v0 + t0 : v0 + t1] = block[t0:t1, c0:c1].T
+        v0 += block.shape[0]
+
+
+def _pwrite(fd: int, data: memoryview, offset: int) -> None:
+    """All of data at offset of fd (pwrite may write less than asked)."""
+    while data.nbytes:
+        n = os.pwrite(fd, data, offset)
+        data, offset = data[n:], offset + n
 
 
 def open_genotypes(path, **options) -> GenotypeReader | PlinkReader:
