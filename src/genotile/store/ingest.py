@@ -18,7 +18,7 @@ import numpy as np
 from genotile.core.columns import ColumnSpan, encode_ascii
 from genotile.core.encode import ALPHABETS, ColumnScan
 from genotile.errors import GenotileError
-from genotile.io import fasta_mmap
+from genotile.io import fasta_mmap, npy_rows
 from genotile.io.atomic import atomic_path, write_record
 from genotile.io.checksums import file_sha256
 from genotile.io.fasta import check_fasta, read_alignment
@@ -32,7 +32,7 @@ from genotile.store.sources import sources
 from genotile.version import __version__
 
 CHUNK_BYTES = 1 << 23  # sequence bytes gathered per block of rows
-INGEST_THREADS = 8  # threads of the one-pass reader at most
+INGEST_THREADS = 16  # threads of the one-pass reader at most
 HOLD_BYTES = 1 << 30  # alignments up to this many sequence bytes are gathered once and held
 
 
@@ -125,18 +125,16 @@ def read_regular(layout: fasta_mmap.RegularFasta, alpha, codes_out) -> tuple[lis
         progress.finish(n)
         keep = np.flatnonzero(span.informative)
         every = keep.size == length
-        with atomic_path(codes_out) as tmp:
-            codes = np.lib.format.open_memmap(tmp, mode="w+", dtype=np.uint8, shape=(n, keep.size))
+        with atomic_path(codes_out) as tmp, open(tmp, "wb") as fh:
+            start = npy_rows.write_header(fh, (n, keep.size), np.uint8)
 
-            def write(r0: int, out=codes) -> None:
+            def write(r0: int) -> None:
                 r1 = min(n, r0 + chunk)
                 raw = whole[r0:r1] if whole is not None else layout.rows(r0, r1)  # held: the bytes were kept
-                out[r0:r1] = encode_ascii(alpha, raw if every else raw[:, keep])
+                codes = encode_ascii(alpha, raw if every else raw[:, keep])
+                npy_rows.pwrite_rows(fh.fileno(), codes, start + r0 * keep.size, tmp)
 
             list(pool.map(write, starts))
-            # no flush (msync): the codes are read on this machine (the store job's pack, `genotile
-            # run`), from the page cache; writing them back first cost ~0.25 s a 400 MB
-            del codes, write
     return layout.ids, length, int(keep.size)
 
 
