@@ -2,28 +2,32 @@
 """PLINK input benchmark (issue 17): genotile's .bed -> store against `plink2 --bfile B --make-pgen`.
 
     PYTHONPATH=src python3 bench/bench_plink.py [--samples 2000] [--variants 100000]
-        [--p-missing 0.02] [--seed 1] [--repeats 5] [--threads 2] [--out TABLE.md] [--before] [--smoke]
+        [--p-missing 0.02] [--seed 1] [--repeats 5] [--threads 2] [--out TABLE.md]
+        [--before codes] [--before pgenlib] [--smoke]
 
 Makes a PLINK 1 fileset of random genotypes (allele frequencies ~ Beta(0.5, 0.5), calls missing
 with probability p_missing), written straight as .bed/.bim/.fam. Then, in this one run, `repeats`
 times interleaved (medians reported; the machine is shared, so ratios are taken in one run):
 
-  ours:  what the workflow's fused "store" job does for ibs / king: ingest (the `genotype`
-         codes, samples x variants, to a temporary .npy), plan, pack (codes -> bit planes,
-         planes.npy): the .bed turned into a store ready for tiling, in one child process
-         (this script, calling pairs/steps.py's stages as steps.store does; the codes are
-         kept for the check). Its wall time from the parent (interpreter start,
-         imports included) is the measure; the child also reports each stage's wall and CPU.
+  ours:  the workflow's fused "store" job for ibs / king (pairs/steps.store, no `samples` or
+         `regions`, its codes temporary): a whole .bed is read once into memory as bits
+         (store/ingest_bed.py; no codes matrix), plan, pack (bits -> bit planes, planes.npy):
+         the .bed turned into a store ready for tiling, in one child process (this script,
+         calling steps.store with its stages wrapped in timers). Its wall time from the parent
+         (interpreter start, imports included) is the measure; the child also reports each
+         stage's wall and CPU.
   peer:  `plink2 --bfile B --make-pgen --threads T` (wall time of the process): PLINK 2's own
          conversion of the same fileset into its native format.
-  before: with --before, ours again with the path before io/bed.py (pgenlib reads the .bed,
-         the planes are packed from the codes), interleaved too.
+  before: with --before codes, ours again through the codes (session 5's store job: io/bed.py
+         writes the codes matrix, the planes are packed from the .bed); with --before pgenlib,
+         the path before io/bed.py (pgenlib reads the .bed, the planes are packed from the
+         codes); interleaved too.
   All also in CPU seconds (all threads, whole processes), which a loaded shared machine
   disturbs less than wall time. Where the machine has more CPUs than --threads, both
   processes run under `taskset` on the first --threads of them.
 
-Every run's codes and planes are checked against the genotypes written, after the timing (a
-wrong read stops the bench). `--smoke` runs a tiny size once (what CI runs,
+Every run's planes and ingest counts are checked against the genotypes written, after the
+timing (a wrong read stops the bench). `--smoke` runs a tiny size once (what CI runs,
 tests/io/test_plink.py); without plink2 on PATH it times genotile alone.
 """
 
@@ -76,39 +80,59 @@ def write_bed(prefix: Path, n: int, m: int, p_missing: float, seed: int, chunk: 
 
 
 def phase_store(a) -> dict:
-    """The fused store job's calls, timed stage by stage (wall, and CPU of all threads)."""
+    """The fused store job (steps.store, its codes temporary), timed stage by stage (wall, and
+    CPU of all threads) by wrapping the stages it calls."""
     t0, c0 = time.perf_counter(), time.process_time()
     from genotile.pairs import steps
 
-    if a.pgenlib:  # the path before io/bed.py: pgenlib reads the .bed, the planes are packed from the codes
+    if a.path != "held":  # through the codes (session 5's store job), or before io/bed.py too
+        from genotile.store import ingest_bed
+
+        ingest_bed.takes = lambda *args: False
+    if a.path == "pgenlib":  # pgenlib reads the .bed, the planes are packed from the codes
         from genotile.io.plink import PlinkReader
         from genotile.store import pack
 
         PlinkReader.plain = property(lambda self: False)
         pack.plain_bed = lambda *args: None
+    times = {"imports": (time.perf_counter() - t0, time.process_time() - c0)}
+    for stage, name in (("ingest", "ingest_bed"), ("ingest", "ingest"), ("plan", "plan"), ("pack", "pack")):
+        setattr(steps, name, _timed(getattr(steps, name), stage, times))
     out = Path(a.workdir)
-    marks = [(t0, c0), (time.perf_counter(), time.process_time())]
-    m = steps.ingest(a.bed, "genotype", out / "codes.npy", out / "ingest.json")
-    marks.append((time.perf_counter(), time.process_time()))
-    steps.plan(out / "ingest.json", 4096, 1, out / "plan.json", out / "perm.npy")
-    marks.append((time.perf_counter(), time.process_time()))
-    steps.pack(
-        out / "codes.npy", out / "ingest.json", out / "plan.json", out / "perm.npy", out / "planes.npy", out / "m.json"
-    )
-    marks.append((time.perf_counter(), time.process_time()))
-    times = {stage: (marks[k + 1][0] - marks[k][0], marks[k + 1][1] - marks[k][1]) for k, stage in enumerate(STAGES)}
+    steps.store(a.bed, "genotype", out / "ingest.json", out, 4096, 1)
+    times = {stage: times.get(stage, (0.0, 0.0)) for stage in STAGES}
+    m = json.loads((out / "ingest.json").read_text())
     return {"stages": times, "samples": m["n_vectors"], "variants": m["n_fields"]}
 
 
+def _timed(fn, stage: str, times: dict):
+    """fn, adding its wall and CPU seconds to times[stage]."""
+
+    def run(*args, **kwargs):
+        t0, c0 = time.perf_counter(), time.process_time()
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            wall, cpu = times.get(stage, (0.0, 0.0))
+            times[stage] = (wall + time.perf_counter() - t0, cpu + time.process_time() - c0)
+
+    return run
+
+
 def check(workdir: Path, truth_path: Path) -> None:
-    """The store's codes and planes against the genotypes written (after the timing)."""
+    """The store's planes and ingest counts against the genotypes written (after the timing)."""
+    from genotile.core.encode import MISSING
     from genotile.core.genotype import genotype_planes
     from genotile.store.pack import open_store
 
     truth = np.load(truth_path, mmap_mode="r")
-    if not np.array_equal(np.load(workdir / "codes.npy", mmap_mode="r"), truth):
-        raise SystemExit("genotile's codes differ from the genotypes written: the benchmark stops")
-    planes, _, layout = open_store(workdir / "planes.npy", workdir / "m.json")
+    if list(workdir.glob("*codes*")):
+        raise SystemExit("the store job left a codes file: the benchmark stops")
+    counts = json.loads((workdir / "ingest.json").read_text())["counts"]
+    missing = sum(int(np.count_nonzero(truth[r0 : r0 + 256] == MISSING)) for r0 in range(0, truth.shape[0], 256))
+    if counts["missing_calls"] != missing or counts["variants"] != truth.shape[1]:
+        raise SystemExit(f"genotile's ingest counts {counts} differ from the genotypes written: the benchmark stops")
+    planes, _, layout = open_store(workdir / "planes.npy", workdir / "manifest.json")
     perm = np.load(workdir / "perm.npy")
     for r0 in range(0, perm.size, 256):
         if not np.array_equal(planes[r0 : r0 + 256], genotype_planes(truth[perm[r0 : r0 + 256]], layout)):
@@ -127,9 +151,9 @@ def timed(cmd: list[str], env=None) -> tuple[float, float, subprocess.CompletedP
     return time.perf_counter() - t0, children_cpu() - c0, proc
 
 
-def ours(a, bed: Path, truth: Path, workdir: Path, pgenlib: bool = False) -> dict:
+def ours(a, bed: Path, truth: Path, workdir: Path, path: str = "held") -> dict:
     args = [sys.executable, __file__, "--phase", "store", "--bed", str(bed), "--workdir", str(workdir)]
-    args += ["--pgenlib"] if pgenlib else []
+    args += ["--path", path]
     env = dict(os.environ, PYTHONPATH=str(REPO / "src"))
     wall, cpu, proc = timed(pinned(a.threads) + args, env)
     if proc.returncode != 0:
@@ -156,26 +180,50 @@ def plink2(bfile: Path, out: Path, threads: int) -> dict:
     return {"wall": wall, "cpu": cpu}
 
 
-def before_rows(before: list[dict], p_wall: float, p_cpu: float) -> list[str]:
-    """Rows of the path before io/bed.py (--before), if it was timed."""
-    if not before:
-        return []
-    wall, cpu = statistics.median(r["wall"] for r in before), statistics.median(r["cpu"] for r in before)
-    return [
-        f"| .bed -> store, wall, before io/bed.py | {wall:.3f} | {p_wall:.3f} | {wall / p_wall:.2f} | "
-        "pgenlib reads the .bed, planes packed from the codes |",
-        f"| .bed -> store, CPU seconds, before io/bed.py | {cpu:.3f} | {p_cpu:.3f} | {cpu / p_cpu:.2f} | |",
+BEFORE = {
+    "codes": "through the codes (session 5: io/bed.py writes them, planes packed from the .bed)",
+    "pgenlib": "before io/bed.py (pgenlib reads the .bed, planes packed from the codes)",
+}
+
+
+def before_rows(before: dict[str, list[dict]], p_wall: float, p_cpu: float) -> list[str]:
+    """Rows of the earlier paths (--before), where timed."""
+    med = statistics.median
+    rows = []
+    for path, runs in before.items():
+        wall, cpu = med(r["wall"] for r in runs), med(r["cpu"] for r in runs)
+        rows += [
+            f"| .bed -> store, wall, {path} | {wall:.3f} | {p_wall:.3f} | {wall / p_wall:.2f} | {BEFORE[path]} |",
+            f"| .bed -> store, CPU seconds, {path} | {cpu:.3f} | {p_cpu:.3f} | {cpu / p_cpu:.2f} | |",
+        ]
+    return rows
+
+
+def stage_rows(paths: dict[str, list[dict]]) -> list[str]:
+    """Each stage's median wall / CPU seconds, a column per path; then what is outside them."""
+    med = statistics.median
+    head = "| genotile stage, wall / CPU (s) | " + " | ".join(paths) + " |"
+    rows = [head, "|---|" + "---|" * len(paths)]
+    for s in STAGES:
+        cells = [
+            f"{med(r['stages'][s][0] for r in runs):.3f} / {med(r['stages'][s][1] for r in runs):.3f}"
+            for runs in paths.values()
+        ]
+        rows.append(f"| {s} | " + " | ".join(cells) + " |")
+    # per run, then the median: the child's wall outside its stages
+    outside = [
+        f"{med(r['wall'] - sum(w for w, _ in r['stages'].values()) for r in runs):.3f}" for runs in paths.values()
     ]
+    rows.append("| interpreter start, numpy, exit (child wall - stages) | " + " | ".join(outside) + " |")
+    return rows
 
 
-def table(a, mine: list[dict], peer: list[dict], before: list[dict]) -> str:
+def table(a, mine: list[dict], peer: list[dict], before: dict[str, list[dict]]) -> str:
     med = statistics.median
     nan = float("nan")
     wall, cpu = med(r["wall"] for r in mine), med(r["cpu"] for r in mine)
     p_wall = med(r["wall"] for r in peer) if peer else nan
     p_cpu = med(r["cpu"] for r in peer) if peer else nan
-    stages = {s: (med(r["stages"][s][0] for r in mine), med(r["stages"][s][1] for r in mine)) for s in STAGES}
-    outside = med(r["wall"] - sum(w for w, _ in r["stages"].values()) for r in mine)  # per run, then the median
     lines = [
         f"PLINK input: {a.samples} samples x {a.variants} variants, {a.p_missing:.0%} missing, "
         f"{os.cpu_count()} CPUs, --threads {a.threads} (both sides), medians of {a.repeats} interleaved runs",
@@ -183,16 +231,14 @@ def table(a, mine: list[dict], peer: list[dict], before: list[dict]) -> str:
         "| measurement | genotile (s) | `plink2 --bfile --make-pgen` (s) | genotile / plink2 | notes |",
         "|---|---|---|---|---|",
         f"| .bed -> store, wall | {wall:.3f} | {p_wall:.3f} | {wall / p_wall:.2f} | whole processes; ours "
-        "ingest + plan + pack in one child (the fused store job); codes and planes checked |",
+        "the store job in one child, the .bed held as bits (no codes); planes and counts checked |",
         f"| .bed -> store, CPU seconds | {cpu:.3f} | {p_cpu:.3f} | {cpu / p_cpu:.2f} | all threads, whole processes |",
         *before_rows(before, p_wall, p_cpu),
         "",
-        "| genotile stage | wall (s) | CPU (s) |",
-        "|---|---|---|",
-        *(f"| {s} | {w:.3f} | {c:.3f} |" for s, (w, c) in stages.items()),
-        f"| interpreter start, numpy, exit (child wall - stages) | {outside:.3f} | |",
+        *stage_rows({"held": mine, **before}),
         "",
-        f"runs, wall (s): genotile {[round(r['wall'], 3) for r in mine]}, plink2 {[round(r['wall'], 3) for r in peer]}",
+        f"runs, wall (s): genotile {[round(r['wall'], 3) for r in mine]}, plink2 {[round(r['wall'], 3) for r in peer]}"
+        + "".join(f", {path} {[round(r['wall'], 3) for r in runs]}" for path, runs in before.items()),
     ]
     return "\n".join(lines) + "\n"
 
@@ -207,8 +253,8 @@ def main() -> None:
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--out", default=None)
     p.add_argument("--smoke", action="store_true", help="a tiny size once (CI)")
-    p.add_argument("--before", action="store_true", help="also time the path before io/bed.py (pgenlib, codes)")
-    p.add_argument("--pgenlib", action="store_true", help=argparse.SUPPRESS)
+    p.add_argument("--before", action="append", choices=sorted(BEFORE), default=[], help="also time an earlier path")
+    p.add_argument("--path", default="held", help=argparse.SUPPRESS)
     p.add_argument("--phase", help=argparse.SUPPRESS)
     p.add_argument("--bed", help=argparse.SUPPRESS)
     p.add_argument("--workdir", help=argparse.SUPPRESS)
@@ -226,7 +272,8 @@ def main() -> None:
         np.save(tmp / "truth.npy", write_bed(prefix, a.samples, a.variants, a.p_missing, a.seed))
         print(f"# made {a.samples} x {a.variants} .bed in {time.perf_counter() - t0:.1f} s", file=sys.stderr)
         has_peer = shutil.which("plink2") is not None
-        mine, peer, before = [], [], []
+        mine, peer = [], []
+        before: dict[str, list[dict]] = {path: [] for path in a.before}
         for k in range(a.repeats):
             if has_peer:
                 peer.append(plink2(prefix, tmp / f"pgen{k}", a.threads))
@@ -234,9 +281,9 @@ def main() -> None:
             work.mkdir()
             mine.append(ours(a, Path(f"{prefix}.bed"), tmp / "truth.npy", work))
             shutil.rmtree(work)
-            if a.before:
+            for path, runs in before.items():
                 work.mkdir()
-                before.append(ours(a, Path(f"{prefix}.bed"), tmp / "truth.npy", work, pgenlib=True))
+                runs.append(ours(a, Path(f"{prefix}.bed"), tmp / "truth.npy", work, path))
                 shutil.rmtree(work)
             for f in tmp.glob(f"pgen{k}.*"):
                 f.unlink()

@@ -3,6 +3,9 @@
 Random filesets are written byte by byte here (any padding bits, missing calls, sample
 counts that are not a multiple of 4), then ingested and packed twice: by the numpy reader and
 by pgenlib (PlinkReader.plain off). Codes, planes and both manifests must be the same bytes.
+The store job's path without codes (store/ingest_bed.py: the calls held as bits) must write
+the same files as the pgenlib path through the codes, and planes and counts as a brute-force
+reference makes them from the genotypes.
 Options that need pgenlib (samples, regions) must take it; broken .bed files must stop with one
 line naming the file.
 """
@@ -20,6 +23,7 @@ from genotile.errors import GenotileError
 from genotile.io import bed
 from genotile.io.plink import PlinkReader
 from genotile.pairs import steps
+from genotile.store import ingest_bed
 from genotile.store import pack as pack_module
 
 TWO_BIT = np.array([3, 2, 0], dtype=np.uint8)  # ALT (A1) count 0, 1, 2 -> .bed code; missing -> 01
@@ -57,9 +61,10 @@ def small_blocks(monkeypatch):
 
 
 def no_numpy_bed(monkeypatch) -> None:
-    """PlinkReader reads every .bed with pgenlib, pack_store packs from the codes (today's path before io/bed.py)."""
+    """PlinkReader reads every .bed with pgenlib, pack_store packs from the codes (the path before io/bed.py)."""
     monkeypatch.setattr(PlinkReader, "plain", property(lambda self: False))
     monkeypatch.setattr(pack_module, "plain_bed", lambda *a: None)
+    monkeypatch.setattr(ingest_bed, "takes", lambda *a: False)
 
 
 def store(path, out, **options) -> dict[str, bytes]:
@@ -222,3 +227,119 @@ def test_bench_fileset_writer_agrees(tmp_path):
     write_fileset(tmp_path / "t", truth)
     assert (tmp_path / "b.bed").read_bytes() == (tmp_path / "t.bed").read_bytes()
     shutil.rmtree(tmp_path)
+
+
+def store_job(path, out, collapse: bool = False, **options) -> dict[str, bytes]:
+    """The workflow's store job (steps.store, its codes temporary); the bytes of every file it leaves."""
+    steps.store(
+        path, "genotype", out / "ingest.json", out / "store", 5, 3, options=options, collapse_duplicates=collapse
+    )
+    return {str(p.relative_to(out)): p.read_bytes() for p in sorted(out.rglob("*")) if p.is_file()}
+
+
+def spy(monkeypatch, names) -> list[str]:
+    """The names of io/bed.py's readers, in the order they are called."""
+    called: list[str] = []
+    for name in names:
+        real = getattr(bed, name)
+        monkeypatch.setattr(bed, name, lambda *a, real=real, name=name, **k: called.append(name) or real(*a, **k))
+    return called
+
+
+def reference_counts(g: np.ndarray) -> dict:
+    """The ingest counts of (samples, variants) codes, brute force: a variant is monomorphic
+    without a REF allele or without an ALT allele among its calls."""
+    called = g != MISSING
+    has_ref, has_alt = (called & (g < 2)).any(axis=0), (called & (g > 0)).any(axis=0)
+    return {
+        "missing_calls": int((g == MISSING).sum()),
+        "monomorphic": int((~(has_ref & has_alt)).sum()),
+        "all_missing": int((g == MISSING).all(axis=0).sum()),
+    }
+
+
+@pytest.mark.parametrize("n, m, p_missing, padding", CASES)
+@pytest.mark.parametrize("collapse", [False, True])
+def test_store_job_holds_the_bed_as_bits_and_writes_the_same_files(
+    tmp_path, monkeypatch, small_blocks, n, m, p_missing, padding, collapse
+):
+    g = random_genotypes(n, m, p_missing=p_missing, seed=n + 3 * m)
+    if n >= 3:
+        g[n - 1] = g[0]  # a duplicate sample besides random_genotypes' own
+    path = write_fileset(tmp_path / "x", g, seed=n, padding=padding)
+    called = spy(monkeypatch, ["read_bits", "write_planes", "write_sample_rows", "pack_planes"])
+    held = store_job(path, tmp_path / "held", collapse, filter_pass=True)
+    assert called == ["read_bits", "write_planes"]  # no codes, no second reading of the .bed
+    with monkeypatch.context() as patch:
+        no_numpy_bed(patch)
+        slow = store_job(path, tmp_path / "pgenlib", collapse, filter_pass=True)
+    assert list(held) == ["ingest.json", "store/manifest.json", "store/perm.npy", "store/plan.json", "store/planes.npy"]
+    assert list(held) == list(slow) and held == slow
+    ingest_manifest = json.loads(held["ingest.json"])
+    assert {k: ingest_manifest["counts"][k] for k in ("missing_calls", "monomorphic", "all_missing")} == (
+        reference_counts(g)
+    )
+    manifest = json.loads(held["store/manifest.json"])
+    rows_of = np.load(tmp_path / "held" / "store" / "perm.npy")
+    if "distinct_index" in manifest:
+        _, first = np.unique(manifest["distinct_index"], return_index=True)
+        assert len(first) == len(np.unique(g, axis=0))
+        rows_of = first[rows_of]
+    else:
+        assert not collapse or len(np.unique(g, axis=0)) == n
+    layout = genotype_layout(g, "genotype")
+    planes = np.load(tmp_path / "held" / "store" / "planes.npy")
+    assert np.array_equal(planes, genotype_planes(g[rows_of], layout))
+
+
+@pytest.mark.parametrize("threads", [1, 2, 3])
+def test_bits_and_their_counts_against_brute_force(tmp_path, small_blocks, threads):
+    g = random_genotypes(37, 301, p_missing=0.1, seed=threads)
+    g[:, 7] = MISSING  # all missing
+    g[:, 8] = 1  # monomorphic, all het
+    path = write_fileset(tmp_path / "x", g, padding="random")
+    bits, counts = bed.read_bits(path, 37, 301, threads=threads)
+    lo = np.unpackbits(bits[:, 0].view(np.uint8), axis=1, bitorder="little")
+    hi = np.unpackbits(bits[:, 1].view(np.uint8), axis=1, bitorder="little")
+    assert not lo[:, 301:].any() and not hi[:, 301:].any()  # past the last variant: 0
+    two_bit = np.where(g == MISSING, 1, TWO_BIT[np.minimum(g, 2)])  # hi lo as the .bed holds them
+    assert np.array_equal(lo[:, :301], two_bit & 1) and np.array_equal(hi[:, :301], two_bit >> 1)
+    assert counts == {"variants": 301, **reference_counts(g)}
+
+
+def test_what_the_codes_path_keeps(tmp_path, monkeypatch):
+    """Selections, `genotile run`'s kept codes, GPU packing insisted on, a .bed past HOLD_BYTES and
+    another encoding go through the codes; their stores are the held path's all the same."""
+    g = random_genotypes(11, 120, seed=2)
+    path = write_fileset(tmp_path / "x", g)
+    (tmp_path / "keep.txt").write_text("s7\ns2\ns9\n")
+    assert ingest_bed.takes(path, "genotype", {"filter_pass": True, "samples": None})
+    assert not ingest_bed.takes(path, "genotype", {"samples": tmp_path / "keep.txt"})
+    assert not ingest_bed.takes(path, "genotype", {"regions": "1:1-10"})
+    assert not ingest_bed.takes(path, "genotype_t", {})
+    assert not ingest_bed.takes(tmp_path / "x.vcf", "genotype", {})
+    assert not ingest_bed.takes(tmp_path / "absent.bed", "genotype", {})
+    monkeypatch.setenv("GENOTILE_GPU_PACK", "1")
+    assert not ingest_bed.takes(path, "genotype", {})
+    monkeypatch.delenv("GENOTILE_GPU_PACK")
+    held = store_job(path, tmp_path / "held")
+    called = spy(monkeypatch, ["read_bits", "write_sample_rows", "pack_planes"])
+    with monkeypatch.context() as patch:
+        patch.setattr(ingest_bed, "HOLD_BYTES", 10)
+        assert store_job(path, tmp_path / "big") == held
+    assert called == ["write_sample_rows", "pack_planes"]
+    called.clear()
+    (tmp_path / "run").mkdir()
+    steps.current_store(path, "genotype", tmp_path / "run", 5, 3)
+    assert called == ["write_sample_rows", "pack_planes"]  # the codes are kept: reused to replan
+    assert (tmp_path / "run" / "store" / "genotype" / "planes.npy").read_bytes() == held["store/planes.npy"]
+
+
+def test_a_broken_bed_stops_the_store_job_with_nothing_written(tmp_path):
+    g = random_genotypes(10, 40, seed=1)
+    path = write_fileset(tmp_path / "x", g)
+    (tmp_path / "x.bed").write_bytes((tmp_path / "x.bed").read_bytes()[:-1])
+    message = r"x\.bed: 122 bytes, but 40 variants \(x\.bim\) x 10 samples \(x\.fam\) need 123$"
+    with pytest.raises(GenotileError, match=message):
+        store_job(path, tmp_path / "s")
+    assert not (tmp_path / "s" / "ingest.json").exists() and not list((tmp_path / "s" / "store").iterdir())

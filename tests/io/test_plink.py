@@ -222,7 +222,7 @@ def test_bench_plink_smoke():
         [sys.executable, str(REPO / "bench" / "bench_plink.py"), "--smoke"], capture_output=True, text=True
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
-    assert "| .bed -> store, wall |" in proc.stdout and "codes and planes checked" in proc.stdout
+    assert "| .bed -> store, wall |" in proc.stdout and "planes and counts checked" in proc.stdout
     assert all(f"| {stage} |" in proc.stdout for stage in ("imports", "ingest", "plan", "pack"))
 
 

@@ -189,6 +189,18 @@ def call_flags(scratch: Scratch) -> tuple[list[np.ndarray], int]:
     return [np.bitwise_or.reduce(scratch.as_quads(x), axis=0) for x in (hom0, het, hom2)], n_missing
 
 
+def pack_block(scratch: Scratch, targets: list[tuple[np.ndarray, np.ndarray]]) -> None:
+    """The lo and hi bits of the samples of the loaded block, packed 8 variants a byte (the
+    first in bit 0): sample k of each quad into targets[k] = (lo, hi), uint8 (quads, bytes of
+    the block's variants) each."""
+    quads = scratch.as_quads(scratch.words())
+    bit = scratch.as_quads(scratch.words(scratch.f))
+    for k, pair in enumerate(targets):
+        for packed, mask in zip(pair, (1 << (2 * k), 2 << (2 * k)), strict=True):
+            np.bitwise_and(quads, np.uint8(mask), out=bit)
+            packed[...] = np.packbits(bit, axis=1, bitorder="little")
+
+
 def _write_header(fh, shape: tuple[int, int], descr: str) -> int:
     """An .npy header (version 1.0, as np.lib.format.open_memmap writes it); returns its bytes."""
     np.lib.format.write_array_header_1_0(fh, {"descr": descr, "fortran_order": False, "shape": shape})
@@ -307,9 +319,7 @@ def pack_planes(path, n_samples: int, n_variants: int, rows_of: np.ndarray, out_
     row_bytes = len(PLANE_NAMES) * n_words * 8
     row = np.full(n_samples, -1, dtype=np.int64)  # the planes row of each sample (-1: none)
     row[rows_of] = np.arange(rows_of.size)
-    valid = np.full(n_words, ~np.uint64(0))  # the bits of each word that are variants of the file
-    if n_variants % WORD:
-        valid[-1] = np.uint64((1 << (n_variants % WORD)) - 1)
+    valid = valid_bits(n_variants)
     todo = slabs(n_samples, row_bytes, threads)
     with open(out_path, "wb") as fh:
         start = _write_header(fh, (int(rows_of.size), len(PLANE_NAMES) * n_words), "<u8")
@@ -326,13 +336,9 @@ def pack_planes(path, n_samples: int, n_variants: int, rows_of: np.ndarray, out_
             for q0, q1 in mine:
                 s0, s1 = 4 * q0, min(n_samples, 4 * q1)
                 for v0, v1 in variant_blocks(q1 - q0, n_variants):
-                    quads = scratch.load(bed, q0, q1, v0, v1, n_samples)
-                    bit = scratch.as_quads(scratch.words(scratch.f))
+                    scratch.load(bed, q0, q1, v0, v1, n_samples)
                     b0, b1 = v0 // 8, -(-v1 // 8)
-                    for k in range(4):
-                        for packed, mask in ((lo, 1 << (2 * k)), (hi, 2 << (2 * k))):
-                            np.bitwise_and(quads, np.uint8(mask), out=bit)
-                            packed[: q1 - q0, k, b0:b1] = np.packbits(bit, axis=1, bitorder="little")
+                    pack_block(scratch, [(lo[: q1 - q0, k, b0:b1], hi[: q1 - q0, k, b0:b1]) for k in range(4)])
                 lo64 = lo.reshape(-1, n_words * 8).view(np.uint64)
                 hi64 = hi.reshape(-1, n_words * 8).view(np.uint64)
                 for r0 in range(s0, s1, PLANE_ROWS):
@@ -368,3 +374,157 @@ def _planes(lo: np.ndarray, hi: np.ndarray, valid: np.ndarray, out: list[np.ndar
     np.bitwise_and(het, hi, out=het)
     np.bitwise_and(lo, hi, out=hom0)  # Hom0: 11
     return missing
+
+
+def read_bits(path, n_samples: int, n_variants: int, threads: int = 2, what=None) -> tuple[np.ndarray, dict]:
+    """The lo and hi bits of every call of a whole .bed, sample-major, held in memory; and the
+    VCF reader's counts of its calls.
+
+    Slabs of samples go to `threads` threads, each packing its samples' bits a block of
+    variants at a time straight into their rows (`pack_block`), then counting them
+    (`bit_counts`).
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        The .bed (checked by `open_bed`).
+    n_samples, n_variants : int
+        From the .fam and the .bim.
+    threads : int
+        Threads taking the slabs.
+    what : (str, str), optional
+        Names of the .bim and the .fam, for errors.
+
+    Returns
+    -------
+    bits : numpy.ndarray
+        uint64 (samples, 2, ceil(variants / 64)): [s, 0] the lo bits of sample s, [s, 1] its hi
+        bits, variant v at bit v % 64 of word v // 64; bits past the last variant 0. Two rows
+        are equal exactly where the two samples' calls are.
+    counts : dict
+        variants, missing_calls, monomorphic, all_missing (as `write_sample_rows`).
+    """
+    bed = open_bed(path, n_samples, n_variants, what)
+    n_words = -(-n_variants // WORD)
+    width = record_bytes(n_samples)
+    # rows of the padding samples of the last quad too: every quad's 4 rows are there to pack into
+    bits = np.zeros((4 * width, 2, n_words), dtype=np.uint64)
+    packed = bits.view(np.uint8)  # (rows, 2, bytes): 8 variants a byte
+    todo = slabs(n_samples, 2 * n_words * 8, threads)
+
+    def share(mine: list[tuple[int, int]]) -> tuple[np.ndarray, int]:
+        scratch = Scratch(mine, n_variants)
+        any_of = np.zeros((3, n_words), dtype=np.uint64)
+        missing = 0
+        for q0, q1 in mine:
+            for v0, v1 in variant_blocks(q1 - q0, n_variants):
+                scratch.load(bed, q0, q1, v0, v1, n_samples)
+                b0, b1 = v0 // 8, -(-v1 // 8)
+                rows = [packed[4 * q0 + k : 4 * q1 : 4, :, b0:b1] for k in range(4)]
+                pack_block(scratch, [(r[:, 0], r[:, 1]) for r in rows])
+            missing += bit_counts(bits[4 * q0 : min(n_samples, 4 * q1)], any_of)
+        return any_of, missing
+
+    if n_words and width:
+        shares = _shares(todo, threads)
+        with ThreadPoolExecutor(len(shares), thread_name_prefix="genotile-bed") as pool:
+            parts = list(pool.map(share, shares))
+    else:
+        parts = [(np.zeros((3, n_words), dtype=np.uint64), 0)]
+    return bits[:n_samples], _counts(parts, n_variants)
+
+
+COUNT_ROWS = 64  # sample rows counted at a time (their temporaries stay in cache)
+
+
+def bit_counts(bits: np.ndarray, any_of: np.ndarray) -> int:
+    """OR into any_of (uint64 (3, words)) which variants have a call 0, 1, 2 among the samples
+    of `bits` (uint64 (samples, 2, words), `read_bits`); return their missing calls (01)."""
+    missing = 0
+    for r0 in range(0, bits.shape[0], COUNT_ROWS):
+        lo, hi = bits[r0 : r0 + COUNT_ROWS, 0], bits[r0 : r0 + COUNT_ROWS, 1]
+        x = np.bitwise_and(lo, hi)  # 11: 0
+        any_of[0] |= np.bitwise_or.reduce(x, axis=0)
+        np.invert(lo, out=x)  # 10: 1
+        np.bitwise_and(x, hi, out=x)
+        any_of[1] |= np.bitwise_or.reduce(x, axis=0)
+        np.bitwise_or(lo, hi, out=x)  # 00: 2 (past the last variant too: `_counts` masks it)
+        np.invert(x, out=x)
+        any_of[2] |= np.bitwise_or.reduce(x, axis=0)
+        np.invert(hi, out=x)  # 01: missing
+        np.bitwise_and(x, lo, out=x)
+        missing += int(np.bitwise_count(x).sum(dtype=np.int64))
+    return missing
+
+
+def valid_bits(n_variants: int) -> np.ndarray:
+    """uint64 (ceil(variants / 64),): the bits of each word that are variants."""
+    valid = np.full(-(-n_variants // WORD), ~np.uint64(0))
+    if n_variants % WORD:
+        valid[-1] = np.uint64((1 << (n_variants % WORD)) - 1)
+    return valid
+
+
+def _counts(parts: list[tuple[np.ndarray, int]], n_variants: int) -> dict:
+    """The counts of `write_sample_rows` from each thread's (any 0 / 1 / 2 words, missing calls)."""
+    any_of = np.bitwise_or.reduce(np.stack([a for a, _ in parts]), axis=0) & valid_bits(n_variants)
+    hom0, het, hom2 = any_of
+    polymorphic = int(np.bitwise_count((hom0 | het) & (het | hom2)).sum(dtype=np.int64))
+    called = int(np.bitwise_count(hom0 | het | hom2).sum(dtype=np.int64))
+    return {
+        "variants": n_variants,
+        "missing_calls": sum(missing for _, missing in parts),
+        "monomorphic": n_variants - polymorphic,
+        "all_missing": n_variants - called,
+    }
+
+
+PLANE_CHUNK_BYTES = 1 << 21  # planes bytes made (then written, one pwrite) at a time
+
+
+def write_planes(bits: np.ndarray, n_variants: int, rows_of: np.ndarray, out_path, threads: int = 2) -> bool:
+    """Write the `genotype` store's planes (L H V Het Hom0) from held bits (`read_bits`) as an
+    .npy: row r holds sample rows_of[r]; return `complete` (no missing call among them).
+
+    Chunks of output rows go to `threads` threads, each gathering its samples' bits, making
+    their planes as word operations (`_planes`) and writing the chunk with one pwrite: the
+    file is written in order, in large pieces.
+
+    Parameters
+    ----------
+    bits : numpy.ndarray
+        uint64 (samples, 2, words), `read_bits`.
+    n_variants : int
+        Variants of the .bed.
+    rows_of : numpy.ndarray of int
+        The sample of each planes row (a permutation of the samples, or of distinct ones).
+    out_path : str or os.PathLike
+        The .npy to write: uint64 (rows_of.size, 5 * words), as `pack_planes`.
+    threads : int
+        Threads taking the chunks.
+    """
+    n_words = bits.shape[2]
+    valid = valid_bits(n_variants)
+    row_bytes = len(PLANE_NAMES) * n_words * 8
+    step = max(1, PLANE_CHUNK_BYTES // max(1, row_bytes))
+    starts = list(range(0, int(rows_of.size), step))
+    with open(out_path, "wb") as fh:
+        start = _write_header(fh, (int(rows_of.size), len(PLANE_NAMES) * n_words), "<u8")
+        fh.truncate(start + rows_of.size * row_bytes)
+        fd = fh.fileno()
+
+        def share(first: int) -> bool:
+            held = np.empty((step, 2, n_words), dtype=np.uint64)
+            planes = np.empty((step, len(PLANE_NAMES), n_words), dtype=np.uint64)
+            complete = True
+            for r0 in starts[first::threads]:
+                rows = rows_of[r0 : r0 + step]
+                got, out = held[: rows.size], planes[: rows.size]
+                np.take(bits, rows, axis=0, out=got)
+                complete &= not _planes(got[:, 0], got[:, 1], valid, [out[:, p] for p in range(len(PLANE_NAMES))])
+                _pwrite(fd, out, start + r0 * row_bytes, out_path)
+            return complete
+
+        threads = max(1, min(threads, len(starts)))
+        with ThreadPoolExecutor(threads, thread_name_prefix="genotile-planes") as pool:
+            return all(list(pool.map(share, range(threads))))

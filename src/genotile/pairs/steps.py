@@ -50,10 +50,35 @@ def ingest(input_path, encoding, codes_out, manifest_out, **options) -> dict:
     from genotile.store.ingest import ingest as ingest_input  # each stage imports only its own code (job start-up)
 
     m = ingest_input(input_path, encoding, codes_out, manifest_out, **options)
+    _log_ingest(m, encoding)
+    return m
+
+
+def _log_ingest(m: dict, encoding: str) -> None:
     log.info(
         "ingest: %d vectors x %d fields, %d informative (%s)", m["n_vectors"], m["n_fields"], m["n_kept"], encoding
     )
-    return m
+
+
+def ingest_bed(input_path, encoding, manifest_out, options: dict | None = None, collapse_duplicates: bool = False):
+    """Stage 1 of the store job for a whole .bed: its calls held in memory as bits, no codes
+    matrix written (store/ingest_bed.py); the same ingest manifest as `ingest`.
+
+    Returns
+    -------
+    numpy.ndarray or None
+        uint64 (samples, 2, words), for `pack`'s `bits`; None, with nothing written, where the
+        input is not one (then `ingest` writes the codes).
+    """
+    from genotile.store import ingest_bed as held  # each stage imports only its own code (job start-up)
+
+    if not held.takes(input_path, encoding, options):
+        return None
+    m, bits = held.ingest_bed(
+        input_path, encoding, manifest_out, collapse_duplicates=collapse_duplicates, **(options or {})
+    )
+    _log_ingest(m, encoding)
+    return bits
 
 
 def plan(
@@ -131,7 +156,7 @@ def resolve_auto_block_size(manifest: dict, metrics, backend: str, dense_max=Non
     return size
 
 
-def pack(codes, ingest_manifest, plan_path, perm_path, planes_out, manifest_out) -> dict:
+def pack(codes, ingest_manifest, plan_path, perm_path, planes_out, manifest_out, *, bits=None) -> dict:
     """Stage 3: the codes as bit planes in permuted row order (store/pack.py).
 
     Parameters
@@ -143,6 +168,9 @@ def pack(codes, ingest_manifest, plan_path, perm_path, planes_out, manifest_out)
     planes_out, manifest_out : str or os.PathLike
         planes.npy (uint64 (n_vectors, total words); row r holds vector perm[r]) and the store
         manifest (layout, plan, ids, input checksum).
+    bits : numpy.ndarray, optional
+        A whole .bed's calls held as bits (`ingest_bed`), packed in place of the codes (then
+        unused, and not made).
 
     Returns
     -------
@@ -151,9 +179,12 @@ def pack(codes, ingest_manifest, plan_path, perm_path, planes_out, manifest_out)
     """
     p = read_plan(plan_path)
     perm = load_permutation(perm_path, p.n_vectors)
-    from genotile.store.pack import layout_from_json, pack_store
+    from genotile.store.pack import layout_from_json, pack_bits, pack_store
 
-    m = pack_store(codes, _load_json(ingest_manifest), p, perm, planes_out, manifest_out)
+    if bits is not None:
+        m = pack_bits(bits, _load_json(ingest_manifest), p, perm, planes_out, manifest_out)
+    else:
+        m = pack_store(codes, _load_json(ingest_manifest), p, perm, planes_out, manifest_out)
     words = layout_from_json(m["layout"]).total_words
     log.info("pack: %d vectors x %d words of planes per vector", m["n_vectors"], words)
     return m
@@ -181,7 +212,8 @@ def store(
     scheduler (a checkpoint in between), and the codes would be written for another process to
     read back. The codes go to `codes_out` when given (`genotile run` keeps them, to replan
     without reading the input again), else to a temporary file in `store_dir`, removed once the
-    planes are packed.
+    planes are packed; a whole .bed's calls are then held in memory as bits instead, and no
+    codes are written (`ingest_bed`: the same files).
 
     Parameters
     ----------
@@ -210,9 +242,21 @@ def store(
     seconds = {}
     try:
         t0 = time.perf_counter()
-        ingest(
-            input_path, encoding, codes, ingest_manifest_out, collapse_duplicates=collapse_duplicates, **(options or {})
+        # a whole .bed whose codes would be temporary: held as bits instead, no codes written
+        bits = (
+            None
+            if codes_out is not None
+            else ingest_bed(input_path, encoding, ingest_manifest_out, options, collapse_duplicates)
         )
+        if bits is None:
+            ingest(
+                input_path,
+                encoding,
+                codes,
+                ingest_manifest_out,
+                collapse_duplicates=collapse_duplicates,
+                **(options or {}),
+            )
         t1 = time.perf_counter()
         p = plan(
             ingest_manifest_out,
@@ -233,6 +277,7 @@ def store(
             store_dir / "perm.npy",
             store_dir / "planes.npy",
             store_dir / "manifest.json",
+            bits=bits,
         )
         seconds = {"ingest": t1 - t0, "plan": t2 - t1, "pack": time.perf_counter() - t2}
     finally:

@@ -15,6 +15,7 @@ from genotile.core.encode import ALPHABETS, PlaneLayout, categorical_encoding, c
 from genotile.core.genotype import PLANES, GenotypeLayout, genotype_layout, genotype_planes
 from genotile.core.plan import Plan
 from genotile.errors import GenotileError
+from genotile.io import npy_rows
 from genotile.io.atomic import atomic_path, write_record
 from genotile.io.readback import load_json, load_npy
 from genotile.runtime.cpus import usable_cpus
@@ -107,21 +108,18 @@ def pack_store(
     if threads > 1:  # enough chunks for the threads to share evenly
         chunk = max(1, min(chunk, -(-n // (4 * threads))))
     progress = Progress("pack", total=n)
-    with atomic_path(planes_out) as tmp:
-        planes = np.lib.format.open_memmap(tmp, mode="w+", dtype=np.uint64, shape=(n, layout.total_words))
+    row_bytes = layout.total_words * 8
+    with atomic_path(planes_out) as tmp, open(tmp, "wb") as fh:
+        start = npy_rows.write_header(fh, (n, layout.total_words), np.uint64)
 
-        def pack_rows(r0: int, out=planes) -> int:
+        def pack_rows(r0: int) -> int:
             rows = rows_of[r0 : r0 + chunk]
-            out[r0 : r0 + rows.size] = to_planes(codes[rows])
+            npy_rows.pwrite_rows(fh.fileno(), to_planes(codes[rows]), start + r0 * row_bytes, tmp)
             return r0 + rows.size
 
         with ThreadPoolExecutor(threads, thread_name_prefix="genotile-pack") as pool:
             for done in pool.map(pack_rows, range(0, n, chunk)):  # in order: progress only grows
                 progress.update(done)
-        # written back before the rename: tile jobs on other nodes read it (NFS gives them
-        # what was written back when they open it, not what sits dirty in this node's cache)
-        planes.flush()
-        del planes, pack_rows
     progress.finish(n)
     return _write_manifest(extra, layout, ingest_manifest, plan, n_input, manifest_out)
 
@@ -191,13 +189,49 @@ def pack_from_bed(shape, ingest_manifest: dict, plan: Plan, rows_of, planes_out,
     finally:
         hashing.shutdown(wait=True)
     progress.finish(rows_of.size)
+    return _bed_manifest(complete, ingest_manifest, plan, n_input, n_fields, manifest_out)
+
+
+class _NotTheIngested(Exception):
+    """The .bed is not the one ingest read: pack from the codes."""
+
+
+def _bed_manifest(complete: bool, ingest_manifest: dict, plan: Plan, n_input: int, n_fields: int, manifest_out) -> dict:
+    """The store manifest of a `genotype` store packed from a .bed's calls (`complete`: no
+    missing call), as pack_store writes it from the codes."""
     layout = GenotypeLayout(n_words(n_fields), PLANES["genotype"], complete)
     extra = {"encoding": "genotype", "n_kept": int(n_fields), "ingest_counts": ingest_manifest.get("counts", {})}
     return _write_manifest(extra, layout, ingest_manifest, plan, n_input, manifest_out)
 
 
-class _NotTheIngested(Exception):
-    """The .bed is not the one ingest read: pack from the codes."""
+def pack_bits(bits: np.ndarray, ingest_manifest: dict, plan: Plan, perm: np.ndarray, planes_out, manifest_out) -> dict:
+    """The planes of a plain .bed's `genotype` store from its calls held as bits (store/ingest_bed.py),
+    no codes matrix; the same files as pack_store writes from the codes. Returns the store manifest.
+
+    Parameters
+    ----------
+    bits : numpy.ndarray
+        uint64 (samples, 2, words): io/bed.py `read_bits`.
+    ingest_manifest : dict
+        store/ingest_bed.ingest_bed's manifest.
+    plan, perm
+        The plan and its permutation (of the distinct samples where duplicates were collapsed).
+    planes_out, manifest_out : str or os.PathLike
+        planes.npy and the store manifest.
+    """
+    from genotile.io import bed
+
+    n_input, n_fields = bits.shape[0], int(ingest_manifest["n_fields"])
+    first = distinct_first(ingest_manifest, n_input)  # the input row of each distinct vector
+    n = n_input if first is None else first.size
+    if n != plan.n_vectors or perm.shape != (n,):
+        raise GenotileError(f"{ingest_manifest['input']}: {n} vectors, but the plan is for {plan.n_vectors}")
+    rows_of = perm if first is None else first[perm]  # store row r holds input row rows_of[r]
+    progress = Progress("pack (from the .bed's bits)", total=n)
+    with atomic_path(planes_out) as tmp:
+        complete = bed.write_planes(bits, n_fields, rows_of, tmp, threads=usable_cpus(PACK_THREADS))
+    progress.finish(n)
+    return _bed_manifest(complete, ingest_manifest, plan, n_input, n_fields, manifest_out)
 
 
 def distinct_first(manifest: dict, n_input: int) -> np.ndarray | None:

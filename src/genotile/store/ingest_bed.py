@@ -1,0 +1,121 @@
+"""A plain PLINK 1 .bed ingested for the workflow's store job without a codes matrix.
+
+The store job (pairs/steps.store) ingests, plans and packs in one process, and its codes matrix
+(samples x variants uint8, 4x the .bed's bytes) is a temporary file. For a whole .bed as it is
+(`genotype` encoding, no `samples`, no `regions`: the calls are the file's) that matrix is not
+needed: the .bed's 2-bit calls are read once, sample-major, into memory as bits (io/bed.py
+`read_bits`: uint64 (samples, 2, words), a sample's lo bits then its hi bits, 64 variants a
+word, about the .bed's bytes), and everything the codes gave is made from them:
+
+- the ingest counts (missing calls, monomorphic and all-missing variants), while reading;
+- the identical samples (`collapse_duplicates`): two bit rows are equal exactly where the two
+  samples' codes are, so store/duplicates.distinct_rows over the bit rows gives the same
+  distinct rows and index as over the codes;
+- the planes, in the plan's row order (store/pack.pack_bits, io/bed.py `write_planes`).
+
+Every file written is the same, byte for byte, as the ingest + pack of the codes would write
+(tests/io/test_bed.py), and the .bed's SHA-256 is taken while it is read. Larger .bed files
+than HOLD_BYTES, GPU packing insisted on (GENOTILE_GPU_PACK=1), and any selection go through
+the codes (store/ingest.py, store/pack.py).
+"""
+
+import os
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+
+from genotile.io import bed
+from genotile.io.atomic import write_record
+from genotile.io.checksums import file_sha256
+from genotile.io.plink import PlinkReader, plink_format
+from genotile.runtime.cpus import usable_cpus
+from genotile.store.duplicates import COLLAPSIBLE, distinct_rows
+from genotile.store.ingest_vcf import check_options
+from genotile.store.sources import sources
+from genotile.version import __version__
+
+HOLD_BYTES = 1 << 30  # .bed bytes held as bits in memory at most (then the codes path)
+READ_THREADS = 2  # threads of read_bits at most (as the codes path's ingest)
+
+
+def takes(path, encoding: str, options: dict | None = None) -> bool:
+    """Can the store of `path` for `encoding` skip the codes matrix? A `genotype` store of a whole
+    .bed (no `samples`, no `regions`) of at most HOLD_BYTES, packed on the CPU."""
+    options = options or {}
+    if encoding != "genotype" or plink_format(path) != "plink1":
+        return False
+    if options.get("samples") is not None or options.get("regions") is not None:
+        return False
+    if os.environ.get("GENOTILE_GPU_PACK", "").strip().lower() in ("1", "true", "yes", "on"):
+        return False  # GPU packing insisted on: it packs from the codes (store/pack.py)
+    try:
+        return os.path.getsize(path) <= HOLD_BYTES
+    except OSError:
+        return False  # the codes path says what is wrong with it
+
+
+def ingest_bed(path, encoding: str, manifest_out, collapse_duplicates: bool = False, **options):
+    """Read a whole .bed as bits and write the ingest manifest store/ingest.ingest would write.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        The .bed of the fileset (`takes` holds).
+    encoding : str
+        "genotype".
+    manifest_out : str or os.PathLike
+        The ingest manifest (.json).
+    collapse_duplicates : bool
+        As store/ingest.ingest: record identical samples (distinct_index, n_distinct).
+    **options
+        The reader's options (multiallelic, filter_pass; samples and regions None).
+
+    Returns
+    -------
+    manifest : dict
+        The ingest manifest, as written.
+    bits : numpy.ndarray
+        uint64 (samples, 2, words): io/bed.py `read_bits`.
+    """
+    given = check_options(options)
+    hashing = ThreadPoolExecutor(1, thread_name_prefix="genotile-sha256")
+    digest = hashing.submit(file_sha256, path)  # hashlib releases the GIL: alongside the reading
+    hashing.shutdown(wait=False)
+    reader = PlinkReader(path, **given)
+    n_samples, n_variants = len(reader.samples), int(reader.plan[0].size)
+    what = (reader.files[1].name, reader.files[2].name)
+    threads = usable_cpus(READ_THREADS)
+    bits, counts = bed.read_bits(path, n_samples, n_variants, threads=threads, what=what)
+    for key, value in counts.items():
+        reader.stats[key] += value
+    manifest = _manifest(path, encoding, reader, given, digest.result(), n_variants)
+    manifest["sources"] = sources(path, options, input_sha256=manifest["input_sha256"])
+    if collapse_duplicates and encoding in COLLAPSIBLE:  # identical vectors computed once (duplicates.py)
+        first, index = distinct_rows(bits.reshape(n_samples, -1).view(np.uint8))
+        manifest["collapse_duplicates"] = True
+        if first.size < index.size:
+            manifest["n_distinct"] = int(first.size)
+            manifest["distinct_index"] = index.tolist()
+    write_record(manifest_out, manifest)
+    return manifest, bits
+
+
+def _manifest(path, encoding: str, reader: PlinkReader, options: dict, sha256: str, n_variants: int) -> dict:
+    """The manifest of store/ingest_vcf.ingest_vcf for a `genotype` PLINK ingest: the same keys in
+    the same order (tests/io/test_bed.py compares the files' bytes)."""
+    return {
+        "genotile": __version__,
+        "input": str(path),
+        "input_sha256": sha256,
+        "format": reader.format,
+        "encoding": encoding,
+        "n_vectors": len(reader.samples),
+        "n_fields": n_variants,
+        "n_kept": n_variants,
+        "options": {k: (str(v) if isinstance(v, os.PathLike) else v) for k, v in options.items()},
+        "counts": dict(reader.stats),
+        "ids": list(reader.samples),
+        "fileset": [str(f) for f in reader.files],
+        "fids": reader.fids,
+        "iids": reader.iids,
+    }
