@@ -16,7 +16,7 @@ from cpu_backends import NUMBA
 from genodata import random_genotypes, vcf_text
 
 from genotile.errors import GenotileError
-from genotile.io import vcf_fast
+from genotile.io import vcf, vcf_fast
 from genotile.io.vcf import GenotypeReader
 from genotile.store import ingest_vcf
 
@@ -299,8 +299,6 @@ def test_bcf_and_regions_use_cyvcf2(tmp_path, geno):
 @pytest.mark.parametrize("memory", [1 << 30, 1000])
 def test_ingest_same_codes(tmp_path, geno, memory, monkeypatch):
     """ingest_vcf through the fast path (codes in memory, or spilled) equals the cyvcf2 path."""
-    from genotile.io import vcf
-
     monkeypatch.setattr(ingest_vcf, "MEMORY_BYTES", memory)
     monkeypatch.setattr(ingest_vcf, "TILE", 5)
     monkeypatch.setattr(ingest_vcf, "TRANSPOSE_BYTES", 700)
@@ -425,3 +423,122 @@ def test_compiled_transpose_equals_numpy():
             vcf_kernels.transpose_into(block, out, c0, c1, v0)
             v0 += block.shape[0]
         assert np.array_equal(out, whole[:, c0:c1].T)
+
+
+# -- plain text in parallel blocks (vcf_fast._Plain, _plain_spans) -----------------------------
+
+
+def _plain_text(geno, seed, odd=None):
+    """Header and records of geno; odd: {record index: line} replacing those records."""
+    lines = records(geno, np.random.default_rng(seed))
+    for k, line in (odd or {}).items():
+        lines[k] = line
+    return header(geno.shape[1]) + "\n".join(lines) + "\n"
+
+
+@pytest.mark.parametrize("threads", [1, 3])
+def test_plain_spans_are_whole_lines(tmp_path, geno, threads, monkeypatch):
+    """Every span is whole lines, the spans in order are the records' text exactly, and their
+    nominal cuts (every CHUNK_BYTES) fall inside lines, on a newline and just after one."""
+    text = _plain_text(geno, 7)
+    path = write(tmp_path, "spans", text, "vcf")
+    body = text[text.index("\n#CHROM") + 1 :].split("\n", 1)[1].encode()
+    line = min(len(ln) + 1 for ln in body.split(b"\n")[:-1])  # the shortest record, with its newline
+    assert body.count(b"\n") == geno.shape[0]
+    cuts = [(c, 0) for c in (1, line - 1, line, line + 1, 3 * line + 5, 1 << 24)]
+    for chunk, least in [*cuts, (1 << 24, 1 << 20)]:
+        monkeypatch.setattr(vcf_fast, "CHUNK_BYTES", chunk)
+        monkeypatch.setattr(vcf_fast, "MAP_MIN_CHUNK", least)
+        with GenotypeReader(path) as r:
+            fast = vcf_fast.FastText(r)
+            plain = vcf_fast._Plain.open(path)
+            try:
+                spans = [bytes(buf.mm[s:e]) for buf, s, e in fast._plain_spans(plain, threads)]
+            finally:
+                plain.close()
+        assert b"".join(spans) == body
+        assert all(s.endswith(b"\n") for s in spans)
+        if chunk <= line:  # a cut in every line: a span per line
+            assert len(spans) == geno.shape[0]
+        elif least:  # a file smaller than MAP_MIN_CHUNK: one span
+            assert len(spans) == 1
+        elif chunk == 1 << 24:  # a file smaller than a chunk: about four spans a thread
+            assert 4 * threads <= len(spans) <= 4 * threads + 1
+
+
+@pytest.mark.parametrize("compiled", [True, False])
+@pytest.mark.parametrize("threads", [1, 2, 5])
+@pytest.mark.parametrize("chunk", [1, 250, 1 << 24])
+def test_plain_blocks_in_parallel(tmp_path, geno, compiled, threads, chunk, monkeypatch):
+    """Plain text decoded by several workers (compiled or numpy), blocks cut inside lines or the
+    file smaller than a block: the cyvcf2 path's codes and stats, IDs not wanted."""
+    monkeypatch.setattr(vcf_fast, "DECODERS", threads)
+    monkeypatch.setattr(vcf_fast, "MAP_MIN_CHUNK", 0)
+    monkeypatch.setattr(vcf_fast, "CHUNK_BYTES", chunk)
+    # records off the common case in the middle: GT:DP (numpy path), a half-missing call
+    odd = {
+        20: "1\t205\t.\tA\tG\t50\tPASS\t.\tGT:DP\t" + "\t".join(["0/1:7"] * geno.shape[1]),
+        33: "1\t335\t.\tA\tG\t50\tq10\t.\tGT\t" + "\t".join(["./1"] * 2 + ["0|1"] * (geno.shape[1] - 2)),
+    }
+    path = write(tmp_path, "par", _plain_text(geno, 8, odd), "vcf")
+    got = _read_compiled(path, compiled, monkeypatch)
+    monkeypatch.setattr(vcf, "FAST_PATH", False)
+    want = _read_compiled(path, False, monkeypatch)
+    assert got[0] == want[0] == "ok"
+    assert np.array_equal(got[1], want[1]) and got[2] == want[2]
+    assert got[1].shape == geno.shape
+    if compiled and chunk < 1000:  # several blocks: the kernel takes some, hands back the odd ones
+        assert got[3] > 0 and got[4] > 0
+
+
+@pytest.mark.parametrize("threads", [1, 4])
+def test_plain_hand_over_in_the_middle(tmp_path, geno, threads, monkeypatch):
+    """A record only cyvcf2 reads (a haploid call: an error; two-digit alleles: codes), in the
+    middle of a file read by several workers in many blocks: the fast path stops at its block,
+    cyvcf2 reads on from there, and the result is the cyvcf2 path's."""
+    monkeypatch.setattr(vcf_fast, "DECODERS", threads)
+    monkeypatch.setattr(vcf_fast, "MAP_MIN_CHUNK", 0)
+    monkeypatch.setattr(vcf_fast, "CHUNK_BYTES", 500)
+    n = geno.shape[1]
+    two_digits = "1\t305\t.\tA\tC,G,T,AA,AC,AG,AT,CA,CC,CG\t.\tPASS\t.\tGT\t" + "\t".join(["0/10"] + ["1/1"] * (n - 1))
+    for name, line in (("haploid", "1\t305\t.\tA\tG\t.\tPASS\t.\tGT\t" + "\t".join(["1"] + ["0/1"] * (n - 1))),
+                       ("digits", two_digits)):  # fmt: skip
+        path = write(tmp_path, name, _plain_text(geno, 9, {30: line}), "vcf")
+        out = assert_same(path, multiallelic="split")
+        if name == "haploid":
+            assert out[0] == "error" and "1:305" in out[1] and "s0" in out[1]
+        else:
+            assert out[0] == "ok" and 0 < out[4] <= 30 < out[3]["records"]
+
+
+def test_plain_last_line_without_newline(tmp_path, geno, monkeypatch):
+    """The last record without its newline, in a file cut into many blocks."""
+    monkeypatch.setattr(vcf_fast, "DECODERS", 3)
+    monkeypatch.setattr(vcf_fast, "MAP_MIN_CHUNK", 0)
+    monkeypatch.setattr(vcf_fast, "CHUNK_BYTES", 333)
+    path = write(tmp_path, "nonl", _plain_text(geno, 10).rstrip("\n"), "vcf")
+    assert assert_same(path, expect_fast="all")[2].shape == geno.shape
+    got = _read_compiled(path, True, monkeypatch)
+    assert got[0] == "ok" and got[1].shape == geno.shape
+
+
+@pytest.mark.parametrize("threads", [1, 3])
+def test_transpose_blocks_on_threads(tmp_path, threads, monkeypatch):
+    """ingest_vcf._transpose_blocks: the (samples, variants) .npy of the variant-row blocks,
+    whatever the threads and the size of their blocks of samples."""
+    rng = np.random.default_rng(5)
+    blocks = [rng.integers(0, 256, size=(rows, 37), dtype=np.uint8) for rows in (11, 1, 30)]
+    for transpose_bytes in (1, 200, 1 << 26):
+        monkeypatch.setattr(ingest_vcf, "TRANSPOSE_BYTES", transpose_bytes)
+        monkeypatch.setattr(ingest_vcf, "TILE", 4)
+        out = tmp_path / f"t{transpose_bytes}.npy"
+        ingest_vcf._transpose_blocks(blocks, out, threads=threads)
+        assert np.array_equal(np.load(out), np.concatenate(blocks).T)
+
+
+def test_memory_bytes(monkeypatch):
+    """The in-memory bound of a genotype ingest: MEMORY_BYTES when set, else at least 1 GiB."""
+    monkeypatch.setattr(ingest_vcf, "MEMORY_BYTES", 1234)
+    assert ingest_vcf.memory_bytes() == 1234
+    monkeypatch.setattr(ingest_vcf, "MEMORY_BYTES", None)
+    assert ingest_vcf.memory_bytes() >= 1 << 30
