@@ -542,3 +542,47 @@ def test_memory_bytes(monkeypatch):
     assert ingest_vcf.memory_bytes() == 1234
     monkeypatch.setattr(ingest_vcf, "MEMORY_BYTES", None)
     assert ingest_vcf.memory_bytes() >= 1 << 30
+
+
+def _bgzf(text: bytes, block: int) -> bytes:
+    """BGZF of text in blocks of `block` bytes of text (htslib writes 64 KiB), and the EOF block."""
+    import struct
+    import zlib
+
+    out = []
+    for k in range(0, len(text), block):
+        data = text[k : k + block]
+        z = zlib.compressobj(6, zlib.DEFLATED, -15)
+        comp = z.compress(data) + z.flush()
+        head = b"\x1f\x8b\x08\x04\0\0\0\0\0\xff\x06\0BC\x02\0" + struct.pack("<H", 18 + len(comp) + 8 - 1)
+        out.append(head + comp + struct.pack("<II", zlib.crc32(data), len(data)))
+    out.append(bytes.fromhex("1f8b08040000000000ff0600424302001b0003000000000000000000"))
+    return b"".join(out)
+
+
+@pytest.mark.parametrize("threads", [1, 4])
+def test_bgzf_groups_inflated_on_threads(tmp_path, geno, threads, inflater, monkeypatch):
+    """BGZF of many small blocks, inflated in groups of several blocks by several workers: the
+    cyvcf2 path's IDs, codes and stats; a bad CRC32 in a middle block: the same error."""
+    monkeypatch.setattr(vcf_fast, "DECODERS", threads)
+    monkeypatch.setattr(vcf_fast, "CHUNK_BYTES", 3500)  # about three blocks a group
+    g = np.repeat(geno, 6, axis=0)
+    text = (header(g.shape[1]) + "\n".join(records(g, np.random.default_rng(13), ids=True)) + "\n").encode()
+    data = _bgzf(text, 1000)
+    path = tmp_path / "small_blocks.vcf.gz"
+    path.write_bytes(data)
+    out = assert_same(path, expect_fast="all")
+    assert out[2].shape == g.shape
+    text_reader = vcf_fast._Text(str(path))
+    try:
+        with open(path, "rb") as fh:
+            groups = list(text_reader._bgzf_groups(fh))
+    finally:
+        text_reader.close()
+    assert len(groups) > 2 * threads and all(size <= 3500 for _, _, size in groups)
+    assert sum(len(blocks) for _, blocks, _ in groups) == len(text) // 1000 + 2  # and the EOF block
+    bad = bytearray(data)
+    crc_at = data.index(b"\x1f\x8b\x08\x04", len(data) // 2) - 8  # the CRC32 of a middle block
+    bad[crc_at] ^= 0xFF
+    path.write_bytes(bytes(bad))
+    assert assert_same(path)[0] == "error"

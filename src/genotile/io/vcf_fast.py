@@ -17,11 +17,12 @@ default every CPU the process may use), and their rows are handed out in file or
 Plain text is memory-mapped only to find where each block ends: the first newline about
 CHUNK_BYTES past its start (less on smaller files, so that every worker gets several
 blocks); a worker reads its block with pread into a buffer of its own and decodes it, so
-blocks are scanned and decoded side by side, nothing serial but the cutting. Compressed
-text is inflated by one thread, 16 MiB at a time (BGZF with the system's libdeflate
-through ctypes when there is one, else zlib; both release the GIL; pysam's BGZF reader
-holds it), and the main thread cuts it into lines, joining the line that straddles two
-pieces. Blocks of the commonest kind go whole to a worker (compiled, below); for any
+blocks are scanned and decoded side by side, nothing serial but the cutting. BGZF is cut
+by a thread into groups of blocks holding about CHUNK_BYTES of text, which DECODERS
+workers inflate side by side (the system's libdeflate through ctypes when there is one,
+else zlib; both release the GIL; pysam's BGZF reader holds it); plain gzip is one deflate
+stream, inflated by that thread alone. The main thread cuts the inflated text into lines,
+joining the line that straddles two pieces. Blocks of the commonest kind go whole to a worker (compiled, below); for any
 other, the main thread splits each line's first nine columns in Python and finds the calls
 by byte offsets: a GT-only line whose calls are all three characters has them at fixed
 offsets from the line's end (the common case: one copy per line); otherwise the tab
@@ -47,7 +48,7 @@ import struct
 import threading
 import zlib
 from collections import deque
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 
 import numpy as np
 
@@ -246,19 +247,6 @@ class _Buffer:
         self.view = None
 
 
-class _Out(_Buffer):
-    """An output chunk of `size` bytes (plus room for one block)."""
-
-    def __init__(self, size: int, lib):
-        self.size = size + (1 << 16)
-        super().__init__(bytearray(self.size), lib)
-
-    def take(self, filled: int) -> bytearray:
-        self.release()
-        del self.buf[filled:]
-        return self.buf
-
-
 class _Libdeflate:
     """libdeflate through ctypes (the GIL is released during each call): ~2.5x zlib's inflate,
     straight into the output buffer. Used when the system has it (Debian's plink2 depends on it)."""
@@ -319,18 +307,56 @@ def _libdeflate() -> "_Libdeflate | None":
     return _LIBDEFLATE[0]
 
 
+_INFLATER = threading.local()  # each worker's own libdeflate decompressor (not shareable)
+
+
+def _inflater() -> "_Libdeflate | None":
+    """This thread's libdeflate decompressor, or None (then zlib)."""
+    shared = _libdeflate()
+    if shared is None:
+        return None
+    if getattr(_INFLATER, "of", None) is not shared:  # a new library handle (tests switch it)
+        _INFLATER.lib, _INFLATER.of = _Libdeflate(shared.lib), shared
+    return _INFLATER.lib
+
+
+def _inflate_group(comp: bytearray, blocks: list, size: int) -> bytearray:
+    """The `size` bytes of text of a group of BGZF blocks (_Text._bgzf_groups), inflated in
+    this thread; ValueError when a block fails to inflate, or its CRC32 or size is wrong."""
+    lib = _inflater()
+    out = bytearray(size)
+    src, dst = _Buffer(comp, lib), _Buffer(out, lib)
+    try:
+        filled = 0
+        for start, stop, isize, crc in blocks:
+            if lib is not None:
+                ok = lib.inflate(src.addr + start, stop - start, dst.addr + filled, isize, crc)
+            else:
+                data = zlib.decompress(memoryview(comp)[start:stop], -15, max(1, isize))
+                ok = len(data) == isize and zlib.crc32(data) == crc
+                out[filled : filled + isize] = data
+            if not ok:
+                raise ValueError("BGZF block fails to inflate, or its CRC32 or size")
+            filled += isize
+    finally:
+        src.release()
+        dst.release()
+    return out
+
+
 class _Text:
     """Decompressed text in chunks of about CHUNK_BYTES, read ahead by a thread; b"" at the end.
 
-    BGZF is inflated block by block with zlib (which releases the GIL, so the thread runs
-    beside the parsing), each block's CRC32 and size checked as htslib does; other gzip
-    files stream through one zlib object per member; plain text is read as is. A read or
-    format error ends the fast path (`_Stop`): cyvcf2 then reads on and reports it.
+    BGZF: the thread cuts the file into groups of blocks (CHUNK_BYTES of text), which
+    `threads` workers inflate side by side (libdeflate or zlib, both release the GIL), each
+    block's CRC32 and size checked as htslib does; other gzip files stream through one zlib
+    object per member in the thread; plain text is read as is. A read or format error ends
+    the fast path (`_Stop`): cyvcf2 then reads on and reports it.
     """
 
-    def __init__(self, path: str, chunk: int | None = None):
-        self._path, self._chunk = path, chunk or CHUNK_BYTES
-        self._q: queue.Queue = queue.Queue(maxsize=2)
+    def __init__(self, path: str, chunk: int | None = None, threads: int = 1):
+        self._path, self._chunk, self._threads = path, chunk or CHUNK_BYTES, max(1, threads)
+        self._q: queue.Queue = queue.Queue(maxsize=2 * self._threads)  # (BGZF: futures, two a worker)
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="genotile-vcf-read", daemon=True)
         self._thread.start()
@@ -352,54 +378,55 @@ class _Text:
             self._put(exc)
 
     def _bgzf(self, fh):
-        lib = _libdeflate()
-        raw, pos = bytearray(), 0
-        out, filled = _Out(self._chunk, lib), 0
-        unpack = struct.unpack_from
+        """Groups of BGZF blocks, about CHUNK_BYTES of text each, inflated on `threads` workers;
+        their futures are queued in file order."""
+        pool = ThreadPoolExecutor(self._threads, thread_name_prefix="genotile-vcf-inflate")
         try:
-            while not self._stop.is_set():
-                if len(raw) - pos < 1 << 17:  # at least one whole block (<= 64 KiB) ahead
-                    raw = raw[pos:] + fh.read(1 << 22)
-                    pos = 0
-                    if not raw:
-                        break
-                    src = _Buffer(raw, lib)
-                if len(raw) - pos < 18 or raw[pos : pos + 4] != b"\x1f\x8b\x08\x04":
-                    raise ValueError("not a BGZF block")
-                xlen = unpack("<H", raw, pos + 10)[0]
-                if xlen == 6 and raw[pos + 12 : pos + 14] == b"BC":  # the usual extra field: BC alone
-                    bsize = unpack("<H", raw, pos + 16)[0] + 1
-                else:
-                    bsize, k = None, pos + 12
-                    while k + 4 <= pos + 12 + xlen:
-                        slen = unpack("<H", raw, k + 2)[0]
-                        if raw[k : k + 2] == b"BC" and slen == 2:
-                            bsize = unpack("<H", raw, k + 4)[0] + 1
-                        k += 4 + slen
-                if bsize is None or pos + bsize > len(raw) or bsize < 20 + xlen:
-                    raise ValueError("truncated or malformed BGZF block")
-                crc, isize = unpack("<II", raw, pos + bsize - 8)
-                if filled + isize > out.size:
-                    self._put(out.take(filled))
-                    out, filled = _Out(max(self._chunk, isize), lib), 0
-                start, stop = pos + 12 + xlen, pos + bsize - 8
-                if lib is not None:
-                    ok = lib.inflate(src.addr + start, stop - start, out.addr + filled, isize, crc)
-                else:
-                    data = zlib.decompress(memoryview(raw)[start:stop], -15, max(1, isize))
-                    ok = len(data) == isize and zlib.crc32(data) == crc
-                    out.buf[filled : filled + isize] = data
-                if not ok:
-                    raise ValueError("BGZF block fails to inflate, or its CRC32 or size")
-                filled += isize
-                pos += bsize
-                if filled >= self._chunk:
-                    self._put(out.take(filled))
-                    out, filled = _Out(self._chunk, lib), 0
-            if filled:
-                self._put(out.take(filled))
+            for comp, blocks, size in self._bgzf_groups(fh):
+                self._put(pool.submit(_inflate_group, comp, blocks, size))
         finally:
-            out.release()
+            # the queued groups are still to be read, unless the reader stopped
+            pool.shutdown(wait=False, cancel_futures=self._stop.is_set())
+
+    def _bgzf_groups(self, fh):
+        """(compressed bytes, blocks, text bytes) of consecutive BGZF blocks holding about
+        CHUNK_BYTES of text: blocks are (start, stop, isize, crc), the deflate data of each at
+        [start, stop) of the compressed bytes. Each block's header is checked here; a
+        malformed or truncated one raises ValueError after the groups before it."""
+        raw, pos = b"", 0
+        comp, blocks, size = bytearray(), [], 0
+        unpack = struct.unpack_from
+        while not self._stop.is_set():
+            if len(raw) - pos < 1 << 17:  # at least one whole block (<= 64 KiB) ahead
+                raw = raw[pos:] + fh.read(1 << 22)
+                pos = 0
+                if not raw:
+                    break
+            if len(raw) - pos < 18 or raw[pos : pos + 4] != b"\x1f\x8b\x08\x04":
+                raise ValueError("not a BGZF block")
+            xlen = unpack("<H", raw, pos + 10)[0]
+            if xlen == 6 and raw[pos + 12 : pos + 14] == b"BC":  # the usual extra field: BC alone
+                bsize = unpack("<H", raw, pos + 16)[0] + 1
+            else:
+                bsize, k = None, pos + 12
+                while k + 4 <= pos + 12 + xlen:
+                    slen = unpack("<H", raw, k + 2)[0]
+                    if raw[k : k + 2] == b"BC" and slen == 2:
+                        bsize = unpack("<H", raw, k + 4)[0] + 1
+                    k += 4 + slen
+            if bsize is None or pos + bsize > len(raw) or bsize < 20 + xlen:
+                raise ValueError("truncated or malformed BGZF block")
+            crc, isize = unpack("<II", raw, pos + bsize - 8)
+            if blocks and size + isize > self._chunk:
+                yield comp, blocks, size
+                comp, blocks, size = bytearray(), [], 0
+            at = len(comp)
+            comp += raw[pos + 12 + xlen : pos + bsize - 8]
+            blocks.append((at, len(comp), isize, crc))
+            size += isize
+            pos += bsize
+        if blocks:
+            yield comp, blocks, size
 
     def _gzip(self, fh):
         d = zlib.decompressobj(31)
@@ -433,6 +460,11 @@ class _Text:
 
     def get(self) -> bytes:
         item = self._q.get()
+        if isinstance(item, Future):  # a group of BGZF blocks, inflated by a worker
+            try:
+                item = item.result()
+            except BaseException as exc:
+                raise _Stop from exc
         if isinstance(item, BaseException):
             raise _Stop from item
         return item
@@ -568,7 +600,7 @@ class FastText:
         threads = decoders()
         try:
             plain = _Plain.open(self.r.path)
-            text = None if plain is not None else _Text(self.r.path)
+            text = None if plain is not None else _Text(self.r.path, threads=threads)
         except (OSError, ValueError):
             return
         pool = ThreadPoolExecutor(threads, thread_name_prefix="genotile-vcf-decode")
