@@ -46,9 +46,11 @@ def column_histogram(values, metric, column: str, xp=np):
     >>> h.size, h[[0, 100, 199]].tolist(), h[200:].tolist()
     (203, [1, 1, 1], [0, 1, 1])
     """
-    v = values.ravel()
     if column not in metric.float_bins:
-        return xp.bincount(v.astype(xp.int64, copy=False), minlength=1).astype(xp.int64, copy=False)
+        if xp is np and values.ndim == 2:
+            return _bincount_bands(values)
+        return xp.bincount(values.ravel().astype(xp.int64, copy=False), minlength=1).astype(xp.int64, copy=False)
+    v = values.ravel()
     low, high, bins = metric.float_bins[column]
     nan = xp.isnan(v)
     below = (v < low) & ~nan
@@ -59,6 +61,31 @@ def column_histogram(values, metric, column: str, xp=np):
     counts = xp.bincount(index, minlength=bins).astype(xp.int64)
     extra = xp.stack([below.sum(), above.sum(), nan.sum()]).astype(xp.int64)
     return xp.concatenate([counts, extra])
+
+
+BINCOUNT_CELLS = 1 << 22  # cells of a band of rows counted at a time
+
+
+def _bincount_bands(values: np.ndarray) -> np.ndarray:
+    """np.bincount of a 2-D block of non-negative integers, a band of rows at a time on threads:
+    a tile's block is often a view into a padded count buffer, which ravel() and astype(int64)
+    would copy whole (twice its bytes, then 8 bytes a cell)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from genotile.runtime.cpus import usable_cpus
+
+    step = max(1, BINCOUNT_CELLS // max(1, values.shape[1]))
+
+    def band(r0: int) -> np.ndarray:
+        return np.bincount(values[r0 : r0 + step].ravel().astype(np.int64, copy=False), minlength=1)
+
+    total = np.zeros(1, np.int64)
+    with ThreadPoolExecutor(usable_cpus(8), thread_name_prefix="genotile-bincount") as pool:
+        for counts in pool.map(band, range(0, values.shape[0], step)):
+            if counts.size > total.size:
+                total = np.pad(total, (0, counts.size - total.size))
+            total[: counts.size] += counts
+    return total
 
 
 def tile_histograms(metric, values: dict, unique, xp=np) -> dict:

@@ -352,7 +352,9 @@ def tile(
     else:  # rows stand for their copies: the dense block gives the weighted histogram (duplicates.py)
         from genotile.store.duplicates import weigh_tile
 
-        arrays, meta = compute_tile(planes_mm, layout, perm, p, metric, int(bi), int(bj), threshold, True, backend)
+        arrays, meta = compute_tile(
+            planes_mm, layout, perm, p, metric, int(bi), int(bj), threshold, True, backend, histograms=False
+        )
         w_i, w_j = weights[perm[rows_i]], weights[perm[rows_j]]
         weigh_tile(arrays, meta, planes_mm[rows_i], metric, layout, w_i, w_j, bi == bj, threshold)
         if not dense:

@@ -26,8 +26,10 @@ def compute_tile(
     threshold=None,
     dense: bool = False,
     backend: str = "auto",
+    histograms: bool = True,
 ) -> tuple[dict, dict]:
-    """Returns (arrays, meta) ready for `tilefile.write_tile`."""
+    """Returns (arrays, meta) ready for `tilefile.write_tile`; `histograms=False` leaves the
+    CPU path's `hist_*` out (a collapsed tile's are weighed from its dense block instead)."""
     t0 = time.perf_counter()
     rows_i, rows_j = plan.block(bi), plan.block(bj)
     n_i, n_j = rows_i.stop - rows_i.start, rows_j.stop - rows_j.start
@@ -55,14 +57,14 @@ def compute_tile(
         counts = module.count_matrices(left, right, metric.counts(layout))
         t_counts = time.perf_counter()
         values = metric.epilogue(counts)
-        keep = metric.passes(values, threshold)
-        if bi == bj:
-            keep &= np.triu(np.ones(keep.shape, dtype=bool), k=1)
-        ri, rj = np.nonzero(keep)
-        if bi == bj and histogram.symmetric_counts(metric):
+        ri, rj = passing_pairs(metric, values, threshold, diagonal=bi == bj)
+        if not histograms:
+            hist = {}
+        elif bi == bj and histogram.symmetric_counts(metric):
             hist = histogram.diagonal_tile_histograms(metric, values)  # no n^2 masks and gathers
         else:
-            unique = np.triu(np.ones(keep.shape, dtype=bool), k=1) if bi == bj else np.ones(keep.shape, dtype=bool)
+            shape = values[metric.dense_column].shape
+            unique = np.triu(np.ones(shape, dtype=bool), k=1) if bi == bj else np.ones(shape, dtype=bool)
             flipped = perm[rows_i][:, None] > perm[rows_j][None, :]
             hist = histogram.tile_histograms(
                 metric, histogram.in_input_order(values, metric.transposed, flipped), unique
@@ -99,3 +101,42 @@ def compute_tile(
         "seconds_total": time.perf_counter() - t0,
     }
     return arrays, meta
+
+
+PASS_CELLS = 1 << 22  # cells of a band of rows thresholded at a time
+
+
+def passing_pairs(metric, values: dict, threshold, diagonal: bool) -> tuple[np.ndarray, np.ndarray]:
+    """(rows, columns) int64 of the cells that pass the threshold, in row-major order, only those
+    above the diagonal on a diagonal tile: what np.nonzero of the masked block gives.
+
+    A band of rows at a time, on threads: no block-sized mask (and no (n, n) triangle mask on a
+    diagonal tile: a band's cells on or below the diagonal are dropped after np.nonzero, where
+    only the passing few are left).
+
+    >>> from genotile.core.metrics import get_metric
+    >>> v = {"snp": np.array([[0, 1, 5], [1, 0, 2], [5, 2, 0]])}
+    >>> [a.tolist() for a in passing_pairs(get_metric("snp"), v, 2, diagonal=True)]
+    [[0, 1], [1, 2]]
+    """
+    from concurrent.futures import ThreadPoolExecutor
+
+    from genotile.runtime.cpus import usable_cpus
+
+    n_rows, n_cols = values[metric.dense_column].shape
+    step = max(1, PASS_CELLS // max(1, n_cols))
+
+    def band(r0: int) -> tuple[np.ndarray, np.ndarray]:
+        keep = metric.passes({c: v[r0 : r0 + step] for c, v in values.items()}, threshold)
+        r, c = np.nonzero(keep)
+        r += r0
+        if diagonal:
+            above = c > r
+            r, c = r[above], c[above]
+        return r.astype(np.int64, copy=False), c.astype(np.int64, copy=False)
+
+    with ThreadPoolExecutor(usable_cpus(8), thread_name_prefix="genotile-pass") as pool:
+        parts = list(pool.map(band, range(0, n_rows, step)))
+    if not parts:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    return np.concatenate([r for r, _ in parts]), np.concatenate([c for _, c in parts])
