@@ -292,19 +292,21 @@ def test_store_job_holds_the_bed_as_bits_and_writes_the_same_files(
     assert np.array_equal(planes, genotype_planes(g[rows_of], layout))
 
 
+@pytest.mark.parametrize("n, m", [(37, 301), (101, 64), (70, 700)])
 @pytest.mark.parametrize("threads", [1, 2, 3])
-def test_bits_and_their_counts_against_brute_force(tmp_path, small_blocks, threads):
-    g = random_genotypes(37, 301, p_missing=0.1, seed=threads)
+def test_bits_and_their_counts_against_brute_force(tmp_path, small_blocks, n, m, threads):
+    g = random_genotypes(n, m, p_missing=0.1, seed=threads)
     g[:, 7] = MISSING  # all missing
     g[:, 8] = 1  # monomorphic, all het
     path = write_fileset(tmp_path / "x", g, padding="random")
-    bits, counts = bed.read_bits(path, 37, 301, threads=threads)
+    bits, counts = bed.read_bits(path, n, m, threads=threads)
+    assert bits.shape == (n, 2, -(-m // 64))
     lo = np.unpackbits(bits[:, 0].view(np.uint8), axis=1, bitorder="little")
     hi = np.unpackbits(bits[:, 1].view(np.uint8), axis=1, bitorder="little")
-    assert not lo[:, 301:].any() and not hi[:, 301:].any()  # past the last variant: 0
+    assert not lo[:, m:].any() and not hi[:, m:].any()  # past the last variant: 0
     two_bit = np.where(g == MISSING, 1, TWO_BIT[np.minimum(g, 2)])  # hi lo as the .bed holds them
-    assert np.array_equal(lo[:, :301], two_bit & 1) and np.array_equal(hi[:, :301], two_bit >> 1)
-    assert counts == {"variants": 301, **reference_counts(g)}
+    assert np.array_equal(lo[:, :m], two_bit & 1) and np.array_equal(hi[:, :m], two_bit >> 1)
+    assert counts == {"variants": m, **reference_counts(g)}
 
 
 def test_what_the_codes_path_keeps(tmp_path, monkeypatch):
@@ -343,3 +345,18 @@ def test_a_broken_bed_stops_the_store_job_with_nothing_written(tmp_path):
     with pytest.raises(GenotileError, match=message):
         store_job(path, tmp_path / "s")
     assert not (tmp_path / "s" / "ingest.json").exists() and not list((tmp_path / "s" / "store").iterdir())
+
+
+@pytest.mark.parametrize("collide", [False, True])
+def test_distinct_samples_equal_distinct_rows(monkeypatch, collide):
+    from genotile.store.duplicates import distinct_rows
+
+    rng = np.random.default_rng(4)
+    words = rng.integers(0, 4, size=(600, 3), dtype=np.uint64)  # 64 values: many copies, past HASH_ROWS
+    words[:, 1] = 0
+    if collide:  # every row one hash: the copies' check finds different rows and falls back
+        monkeypatch.setattr(ingest_bed, "row_hashes", lambda rows, threads: np.zeros((rows.shape[0], 2), np.uint64))
+    first, index = ingest_bed.distinct_samples(words, threads=2)
+    want_first, want_index = distinct_rows(words.view(np.uint8))
+    assert np.array_equal(first, want_first) and np.array_equal(index, want_index)
+    assert first.size == len(np.unique(words, axis=0))

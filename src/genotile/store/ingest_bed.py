@@ -9,8 +9,8 @@ word, about the .bed's bytes), and everything the codes gave is made from them:
 
 - the ingest counts (missing calls, monomorphic and all-missing variants), while reading;
 - the identical samples (`collapse_duplicates`): two bit rows are equal exactly where the two
-  samples' codes are, so store/duplicates.distinct_rows over the bit rows gives the same
-  distinct rows and index as over the codes;
+  samples' codes are, so the distinct rows and index over the bit rows are those over the codes
+  (`distinct_samples`: grouped by row hash, then only the copies compared);
 - the planes, in the plan's row order (store/pack.pack_bits, io/bed.py `write_planes`).
 
 Every file written is the same, byte for byte, as the ingest + pack of the codes would write
@@ -29,13 +29,14 @@ from genotile.io.atomic import write_record
 from genotile.io.checksums import file_sha256
 from genotile.io.plink import PlinkReader, plink_format
 from genotile.runtime.cpus import usable_cpus
-from genotile.store.duplicates import COLLAPSIBLE, distinct_rows
+from genotile.store.duplicates import COLLAPSIBLE, distinct_rows, row_hashes
 from genotile.store.ingest_vcf import check_options
 from genotile.store.sources import sources
 from genotile.version import __version__
 
 HOLD_BYTES = 1 << 30  # .bed bytes held as bits in memory at most (then the codes path)
 READ_THREADS = 2  # threads of read_bits at most (as the codes path's ingest)
+HASH_ROWS = 256  # samples hashed at a time (row_hashes' temporaries: a few MB)
 
 
 def takes(path, encoding: str, options: dict | None = None) -> bool:
@@ -91,7 +92,7 @@ def ingest_bed(path, encoding: str, manifest_out, collapse_duplicates: bool = Fa
     manifest = _manifest(path, encoding, reader, given, digest.result(), n_variants)
     manifest["sources"] = sources(path, options, input_sha256=manifest["input_sha256"])
     if collapse_duplicates and encoding in COLLAPSIBLE:  # identical vectors computed once (duplicates.py)
-        first, index = distinct_rows(bits.reshape(n_samples, -1).view(np.uint8))
+        first, index = distinct_samples(bits.reshape(n_samples, -1), threads)
         manifest["collapse_duplicates"] = True
         if first.size < index.size:
             manifest["n_distinct"] = int(first.size)
@@ -119,3 +120,24 @@ def _manifest(path, encoding: str, reader: PlinkReader, options: dict, sha256: s
         "fids": reader.fids,
         "iids": reader.iids,
     }
+
+
+def distinct_samples(words: np.ndarray, threads: int) -> tuple[np.ndarray, np.ndarray]:
+    """store/duplicates.distinct_rows of the samples' bit rows (uint64 (samples, words)): the
+    same (first, index), at less cost where few samples are copies.
+
+    Rows are grouped by their 128-bit row_hashes (distinct_rows over the hashes: 16 bytes a
+    row), then only the copies are compared with their group's first; a hash shared by two
+    different rows (never seen) falls back to distinct_rows over the rows themselves."""
+    n = words.shape[0]
+    starts = range(0, n, HASH_ROWS)
+    with ThreadPoolExecutor(max(1, threads), thread_name_prefix="genotile-hash") as pool:
+        parts = pool.map(lambda r0: row_hashes(words[r0 : r0 + HASH_ROWS].view(np.uint8), threads=1), starts)
+        hashes = np.concatenate([np.zeros((0, 2), dtype=np.uint64), *parts])
+    first, index = distinct_rows(hashes.view(np.uint8))
+    copies = np.flatnonzero(first[index] != np.arange(n))
+    for c0 in range(0, copies.size, HASH_ROWS):  # exact: the copies against their group's first
+        rows = copies[c0 : c0 + HASH_ROWS]
+        if not np.array_equal(words[rows], words[first[index[rows]]]):
+            return distinct_rows(words.view(np.uint8))
+    return first, index
