@@ -24,7 +24,8 @@ def _digest(arrays: dict[str, np.ndarray]) -> str:
     for name in sorted(arrays):
         a = np.ascontiguousarray(arrays[name])
         h.update(f"{name}|{a.dtype.str}|{a.shape}|".encode())
-        h.update(a.tobytes())
+        if a.size:  # the array's own bytes, not a tobytes() copy (a dense block can be GBs)
+            h.update(a.reshape(-1).view(np.uint8))
     return h.hexdigest()
 
 
