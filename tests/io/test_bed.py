@@ -360,3 +360,15 @@ def test_distinct_samples_equal_distinct_rows(monkeypatch, collide):
     want_first, want_index = distinct_rows(words.view(np.uint8))
     assert np.array_equal(first, want_first) and np.array_equal(index, want_index)
     assert first.size == len(np.unique(words, axis=0))
+
+
+@pytest.mark.parametrize("m", [1, 64, 130])
+def test_held_planes_equal_planes(m):
+    rng = np.random.default_rng(m)
+    words = -(-m // 64)
+    valid = bed.valid_bits(m)
+    lo, hi = (rng.integers(0, 2**64, size=(9, words), dtype=np.uint64) & valid for _ in range(2))
+    want, got = (np.empty((9, 5, words), dtype=np.uint64) for _ in range(2))
+    bed._planes(lo, hi, valid, [want[:, p] for p in range(5)])
+    bed.held_planes(lo, hi, valid, [got[:, p] for p in range(5)])
+    assert np.array_equal(got, want)

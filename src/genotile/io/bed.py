@@ -482,18 +482,19 @@ def _counts(parts: list[tuple[np.ndarray, int]], n_variants: int) -> dict:
 PLANE_CHUNK_BYTES = 1 << 21  # planes bytes made (then written, one pwrite) at a time
 
 
-def write_planes(bits: np.ndarray, n_variants: int, rows_of: np.ndarray, out_path, threads: int = 2) -> bool:
+def write_planes(bits: np.ndarray, n_variants: int, rows_of: np.ndarray, out_path, threads: int = 2) -> None:
     """Write the `genotype` store's planes (L H V Het Hom0) from held bits (`read_bits`) as an
-    .npy: row r holds sample rows_of[r]; return `complete` (no missing call among them).
+    .npy: row r holds sample rows_of[r]. (Whether a call is missing, the layout's `complete`,
+    is read_bits' missing_calls.)
 
     Chunks of output rows go to `threads` threads, each gathering its samples' bits, making
-    their planes as word operations (`_planes`) and writing the chunk with one pwrite: the
+    their planes as word operations (`held_planes`) and writing the chunk with one pwrite: the
     file is written in order, in large pieces.
 
     Parameters
     ----------
     bits : numpy.ndarray
-        uint64 (samples, 2, words), `read_bits`.
+        uint64 (samples, 2, words), `read_bits` (bits past the last variant 0).
     n_variants : int
         Variants of the .bed.
     rows_of : numpy.ndarray of int
@@ -513,18 +514,30 @@ def write_planes(bits: np.ndarray, n_variants: int, rows_of: np.ndarray, out_pat
         fh.truncate(start + rows_of.size * row_bytes)
         fd = fh.fileno()
 
-        def share(first: int) -> bool:
+        def share(first: int) -> None:
             held = np.empty((step, 2, n_words), dtype=np.uint64)
             planes = np.empty((step, len(PLANE_NAMES), n_words), dtype=np.uint64)
-            complete = True
             for r0 in starts[first::threads]:
                 rows = rows_of[r0 : r0 + step]
                 got, out = held[: rows.size], planes[: rows.size]
                 np.take(bits, rows, axis=0, out=got)
-                complete &= not _planes(got[:, 0], got[:, 1], valid, [out[:, p] for p in range(len(PLANE_NAMES))])
+                held_planes(got[:, 0], got[:, 1], valid, [out[:, p] for p in range(len(PLANE_NAMES))])
                 _pwrite(fd, out, start + r0 * row_bytes, out_path)
-            return complete
 
         threads = max(1, min(threads, len(starts)))
         with ThreadPoolExecutor(threads, thread_name_prefix="genotile-planes") as pool:
-            return all(list(pool.map(share, range(threads))))
+            list(pool.map(share, range(threads)))
+
+
+def held_planes(lo: np.ndarray, hi: np.ndarray, valid: np.ndarray, out: list[np.ndarray]) -> None:
+    """L H V Het Hom0 (into out) of packed lo and hi bits (words) that are 0 past the last
+    variant, as `_planes` makes them, in 7 word operations: a set of bits within `valid` is
+    complemented within it by XOR with `valid`."""
+    el, h, v, het, hom0 = out
+    np.bitwise_xor(lo, valid, out=el)  # L: 1 or 2 (hi lo 00, 10): not lo
+    np.bitwise_or(lo, hi, out=h)  # H: 2 (00): neither
+    np.bitwise_xor(h, valid, out=h)
+    np.bitwise_and(lo, hi, out=hom0)  # Hom0: 11
+    np.bitwise_xor(hi, hom0, out=het)  # Het: 10, hi without lo
+    np.bitwise_xor(lo, hom0, out=v)  # missing: 01, lo without hi
+    np.bitwise_xor(v, valid, out=v)  # V: not missing

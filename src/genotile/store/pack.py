@@ -229,8 +229,10 @@ def pack_bits(bits: np.ndarray, ingest_manifest: dict, plan: Plan, perm: np.ndar
     rows_of = perm if first is None else first[perm]  # store row r holds input row rows_of[r]
     progress = Progress("pack (from the .bed's bits)", total=n)
     with atomic_path(planes_out) as tmp:
-        complete = bed.write_planes(bits, n_fields, rows_of, tmp, threads=usable_cpus(PACK_THREADS))
+        bed.write_planes(bits, n_fields, rows_of, tmp, threads=usable_cpus(PACK_THREADS))
     progress.finish(n)
+    # complete: no missing call (the planes rows are every sample, or one of each set of copies)
+    complete = ingest_manifest["counts"]["missing_calls"] == 0
     return _bed_manifest(complete, ingest_manifest, plan, n_input, n_fields, manifest_out)
 
 
