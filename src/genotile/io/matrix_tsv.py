@@ -1,111 +1,149 @@
-"""matrix.tsv written at disk speed: the cells' text assembled by numpy, a block of rows at a time.
+"""matrix.tsv written at disk speed: the cells' text made by arrays, a block of rows at a time.
 
 The text is what tsvgz.format_rows writes, byte for byte (integers in decimal, floats as
-Python's repr). Each cell's text is formatted at most once with Python: integers 0..max from
-a table of their strings; a float matrix, symmetric as every metric's is, once per cell on
-and above the diagonal (any other matrix once per distinct bit pattern). Then each block of
-rows is gathered from a byte table of "\t<text>" entries, padded to whole uint64 words, and
-compacted by the entries' byte masks: a 10,000 x 10,000 distance matrix costs a few word
-gathers and one compaction per cell instead of 10^8 Python strings.
+Python's repr). No Python string is made per cell: each block of rows is formatted by
+number_text (a fixed-width byte row and a length per value; integers 0..max, a distance
+matrix's, once from a table of their text) and then assembled into "\\t<cell>\\t<cell>..." per
+row. With numba (the CPU path has it) a compiled loop copies each cell's bytes, and formats the
+floats; without it (a GPU machine may lack it) the cells are gathered as padded uint64 words
+and compacted by their byte masks. Blocks are made on threads (the compiled loops and numpy's
+gathers release the GIL), a bounded window ahead of the one being written, so memory stays a
+few blocks whatever the matrix.
 """
+
+from collections import deque
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from itertools import islice
 
 import numpy as np
 
+from genotile.io import number_text
 from genotile.io.atomic import atomic_path
-from genotile.io.tsvgz import format_column as _format_column
 
-BLOCK_BYTES = 1 << 21  # gathered cell bytes per block of rows (cache-sized: 2x faster than 64 MiB here)
-WRITE_BYTES = 1 << 24  # text written per write call
+BLOCK_CELLS = 1 << 16  # cells formatted and assembled at once (their bytes stay in cache)
 TABLE_MAX = 1 << 20  # integers 0..max formatted from a table when max is below this
 ROW_THREADS = 8  # threads assembling blocks of rows, at most
+# numba's import and kernel cache load cost ~1 s of a process here; a compiled float saves
+# ~0.2 us of the numpy path's ~0.55 us, an integer cell ~20 ns: they pay from about here
+COMPILED_MIN_FLOATS, COMPILED_MIN_INTS = 1 << 24, 1 << 25
+
+# a block of rows' cells: (table, lengths, index), cell (i, j) of the block is the entry
+# e = index[i, j], "\t<text>" in the first lengths[e] bytes of table[e] (zeros after; the
+# table's width a multiple of 8)
+BlockTexts = Callable[[int, int], tuple[np.ndarray, np.ndarray, np.ndarray]]
 
 
-def _repr_floats(values: np.ndarray) -> list[str]:
-    return list(map(repr, values.tolist()))  # tolist() gives Python floats already
+def tabbed(chars: np.ndarray, lengths: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Texts (number_text's chars, lengths) as entries "\t<text>" padded to whole uint64 words.
+
+    >>> table, n = tabbed(np.array([[49, 50, 0]], dtype=np.uint8), np.array([2]))
+    >>> bytes(table[0]), n
+    (b'\\t12\\x00\\x00\\x00\\x00\\x00', array([3]))
+    """
+    width = -(-(int(lengths.max(initial=0)) + 1) // 8) * 8
+    table = np.zeros((chars.shape[0], width), dtype=np.uint8)
+    table[:, 0] = ord("\t")
+    used = min(width - 1, chars.shape[1])
+    table[:, 1 : 1 + used] = chars[:, :used]
+    return table, lengths + 1
 
 
-def cell_table(matrix: np.ndarray):
-    """(texts, index_rows): the cell texts, and index_rows(r0, r1) -> (r1 - r0, columns) int64
-    positions in texts of the cells of rows r0..r1-1 (texts[index[i, j]] is the text of
-    matrix[i, j], format_column's)."""
-    n_rows, n_cols = matrix.shape
-    format_column = _format_column
+def cell_texts(matrix: np.ndarray, kernels=None) -> BlockTexts:
+    """The function giving a block of rows' cells (see BlockTexts), format_column's texts.
+
+    Parameters
+    ----------
+    matrix : (rows, columns) array
+    kernels : module, optional
+        text_kernels (numba) to format floats with; number_text's numpy path without.
+    """
+    n_cols = matrix.shape[1]
     if np.issubdtype(matrix.dtype, np.integer) and matrix.size and 0 <= matrix.min() and matrix.max() < TABLE_MAX:
-        return [str(v) for v in range(int(matrix.max()) + 1)], lambda r0, r1: matrix[r0:r1].astype(np.int64, copy=False)
-    if np.issubdtype(matrix.dtype, np.floating):  # format_column's repr(float(v)), without float()
-        format_column = _repr_floats
-    bits = np.ascontiguousarray(matrix).view(np.dtype(f"u{matrix.dtype.itemsize}"))
-    if n_rows == n_cols and np.array_equal(bits, bits.T):
-        # symmetric (every metric's matrix is): each cell on and above the diagonal formatted
-        # once, row by row; cell (i, j) reads entry (min, max) of that list
-        texts = format_column(matrix[np.triu(np.ones((n_rows, n_rows), dtype=bool))])
+        table, lengths = tabbed(*number_text.int_text(np.arange(int(matrix.max()) + 1)))
+        return lambda r0, r1: (table, lengths, matrix[r0:r1])
+    if np.issubdtype(matrix.dtype, np.integer):
+        fmt = number_text.int_text
+    else:  # format_column's repr(float(v)): float32, bool and the like widened to float64
+        fmt = kernels.float_text if kernels is not None else number_text.float_text
 
-        def upper(r0, r1):
-            i = np.arange(r0, r1, dtype=np.int64)[:, None]
-            j = np.arange(n_cols, dtype=np.int64)[None, :]
-            lo, hi = np.minimum(i, j), np.maximum(i, j)
-            return lo * n_rows - lo * (lo - 1) // 2 + (hi - lo)
+    def block(r0: int, r1: int):
+        table, lengths = tabbed(*fmt(matrix[r0:r1].reshape(-1)))
+        return table, lengths, np.arange((r1 - r0) * n_cols, dtype=np.int64).reshape(r1 - r0, n_cols)
 
-        return texts, upper
-    unique_bits, index = np.unique(bits.ravel(), return_inverse=True)
-    index = index.reshape(matrix.shape)
-    return format_column(unique_bits.view(matrix.dtype)), lambda r0, r1: index[r0:r1]
+    return block
 
 
-def row_bytes(texts: list[str], index_rows, n_rows: int, n_cols: int):
-    """Yield, per row, the bytes "\t<cell>\t<cell>..." of its cells' texts (cell_table)."""
-    # every entry "\t<text>" in one buffer: entry k starts at the k-th tab (texts hold no tab)
-    blob = np.frombuffer(("\t" + "\t".join(texts) + "\t").encode("utf-8"), dtype=np.uint8)
-    starts = np.flatnonzero(blob == ord("\t"))
-    lengths = np.diff(starts)
-    words = -(-int(lengths.max(initial=1)) // 8)  # each entry padded to whole uint64 words
-    width = np.arange(8 * words)
-    masks = width < lengths[:, None]  # (entries, 8 * words): bytes in use
-    table = np.where(masks, blob[np.minimum(starts[:-1, None] + width, blob.size - 1)], 0).astype(np.uint8)
-    table, masks = table.view(np.uint64), masks.view(np.uint64)
-    rows = max(1, BLOCK_BYTES // max(1, n_cols * 8 * words))
+def _assemble_numpy(table: np.ndarray, lengths: np.ndarray, index: np.ndarray) -> tuple[bytes, np.ndarray]:
+    """(text, ends): the rows' "\t<cell>..." bytes and each row's end in them: one uint64
+    gather per cell word (numpy gathers whole words fast), then one compaction by the entries'
+    byte masks."""
+    masks = np.arange(table.shape[1]) < lengths[:, None]
+    words, masks = table.view(np.uint64), masks.view(np.uint64)
+    cells = np.take(words, index, axis=0).view(np.uint8)
+    text = cells[np.take(masks, index, axis=0).view(bool)].tobytes()
+    return text, np.cumsum(lengths[index].sum(axis=1))
 
-    def assemble(r0: int) -> tuple[bytes, list[int]]:
-        block = index_rows(r0, min(n_rows, r0 + rows))
-        # one uint64 gather per cell word (numpy gathers whole words fast), then one compaction
-        cells = np.take(table, block, axis=0).view(np.uint8)
-        text = cells[np.take(masks, block, axis=0).view(bool)].tobytes()
-        return text, np.cumsum(lengths[block].sum(axis=1)).tolist()
 
-    # blocks assembled on threads (numpy releases the GIL in the gathers and the compaction), a
-    # bounded window ahead of the rows being yielded, so memory stays a few blocks
-    from collections import deque
-    from concurrent.futures import ThreadPoolExecutor
-    from itertools import islice
+def _lines_numpy(table, lengths, index, names: list[bytes], r0: int) -> bytes:
+    """Lines r0.. of the matrix, "<name>\t<cell>...\n", by _assemble_numpy."""
+    text, ends = _assemble_numpy(table, lengths, index)
+    pieces, start = [], 0
+    for name, end in zip(names[r0 : r0 + index.shape[0]], ends.tolist(), strict=True):
+        pieces += [name, text[start:end], b"\n"]
+        start = end
+    return b"".join(pieces)
 
+
+def line_blocks(texts: BlockTexts, ids: list[str], n_cols: int, kernels=None) -> Iterator:
+    """Yield the matrix's lines "<id>\t<cell>...\n", a block of rows at a time (bytes-like)."""
+    n_rows = len(ids)
+    rows = max(1, BLOCK_CELLS // max(1, n_cols))
+    encoded = [name.encode("utf-8") for name in ids]
+    if kernels is not None:
+        starts = np.zeros(n_rows + 1, dtype=np.int64)
+        np.cumsum([len(b) for b in encoded], out=starts[1:])
+        names = (np.frombuffer(b"".join(encoded), dtype=np.uint8), starts)
+
+    def make(r0: int):
+        chars, lengths, index = texts(r0, min(n_rows, r0 + rows))
+        if kernels is None:
+            return _lines_numpy(chars, lengths, index, encoded, r0)
+        return kernels.lines(chars, lengths, index, names, r0)
+
+    # blocks made on threads, a bounded window ahead of the one being yielded
     from genotile.runtime.cpus import usable_cpus
 
     threads = usable_cpus(ROW_THREADS)
     starts_ = iter(range(0, n_rows, rows))
     with ThreadPoolExecutor(threads, thread_name_prefix="genotile-matrix") as pool:
-        window = deque(pool.submit(assemble, r0) for r0 in islice(starts_, 2 * threads))
+        window = deque(pool.submit(make, r0) for r0 in islice(starts_, 2 * threads))
         while window:
-            text, ends = window.popleft().result()
+            block = window.popleft().result()
             nxt = next(starts_, None)
             if nxt is not None:
-                window.append(pool.submit(assemble, nxt))
-            start = 0
-            for end in ends:
-                yield text[start:end]
-                start = end
+                window.append(pool.submit(make, nxt))
+            yield block
+
+
+def compiled_kernels(matrix: np.ndarray):
+    """text_kernels where numba is installed and the matrix is large enough to pay for it."""
+    floats = not np.issubdtype(matrix.dtype, np.integer)
+    if matrix.size < (COMPILED_MIN_FLOATS if floats else COMPILED_MIN_INTS):
+        return None
+    try:
+        from genotile.io import text_kernels
+    except ImportError:  # no numba (a GPU machine's environment may lack it)
+        return None
+    return text_kernels
 
 
 def write_matrix_tsv(out_path, ids: list[str], matrix: np.ndarray) -> None:
     """The square matrix with IDs as header row and first column, an empty top-left cell
     (snp-dists -b), written atomically."""
-    texts, index_rows = cell_table(matrix)
+    kernels = compiled_kernels(matrix)
+    texts = cell_texts(matrix, kernels)
     with atomic_path(out_path) as tmp, open(tmp, "wb") as fh:
         fh.write(("\t".join(["", *ids]) + "\n").encode("utf-8"))
-        pieces, size = [], 0
-        for name, row in zip(ids, row_bytes(texts, index_rows, *matrix.shape), strict=True):
-            pieces += [name.encode("utf-8"), row, b"\n"]
-            size += len(row)
-            if size >= WRITE_BYTES:
-                fh.write(b"".join(pieces))
-                pieces, size = [], 0
-        fh.write(b"".join(pieces))
+        for block in line_blocks(texts, ids, matrix.shape[1], kernels):
+            fh.write(block)  # blocks of ~BLOCK_CELLS cells: large enough writes

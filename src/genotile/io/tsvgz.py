@@ -17,7 +17,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from genotile.io import pgzip
+from genotile.io import number_text, pgzip
 from genotile.io.atomic import atomic_path
 
 COMPRESSLEVEL = 1
@@ -34,10 +34,19 @@ class Cells(NamedTuple):
 
 
 def format_column(values: np.ndarray) -> list[str]:
-    """Integers as decimal; floats as Python's repr (the shortest string that reads back exactly)."""
+    """Integers as decimal (str); anything else as repr(float(v)), the shortest string that
+    reads back as the same double: number_text's arrays, one str per value at the end.
+
+    >>> format_column(np.array([3, -12])), format_column(np.array([0.1, 1e-05, np.nan]))
+    (['3', '-12'], ['0.1', '1e-05', 'nan'])
+    """
+    values = np.asarray(values).reshape(-1)
     if np.issubdtype(values.dtype, np.integer):
-        return [str(v) for v in values.tolist()]
-    return [repr(float(v)) for v in values.tolist()]
+        chars, _ = number_text.int_text(values)
+    else:
+        chars, _ = number_text.float_text(values)
+    # zero-padded ASCII rows as fixed-width bytes (numpy drops the trailing zeros), then str
+    return chars.view(f"S{chars.shape[1]}").reshape(-1).astype(str).tolist()
 
 
 def format_rows(matrix: np.ndarray):

@@ -1,0 +1,221 @@
+"""Compiled loops of matrix_tsv (numba; imported only where numba is installed, and only for
+matrices large enough to pay for numba's start: matrix_tsv.compiled_kernels).
+
+`float_text` is number_text.float_text's method value by value (the same shortest round-trip
+search and repr layout; the values it cannot settle are left to repr). `lines` writes a block
+of matrix.tsv's lines: each row's name, then each cell's text after a tab. It first sums the
+cells' lengths into their output positions, then copies each text as whole 8-byte groups from
+a zero-padded table (bytes past a text are overwritten by the next one): no copy waits for the
+previous one's length. `nogil`: the row threads run these side by side.
+"""
+
+import math
+
+import numpy as np
+from numba import njit
+
+from genotile.io.number_text import BAND, E10_MAX, E10_MIN, FLOAT_WIDTH, POW, POW_HI, POW_LO, SPLIT
+
+TAB, NL, PLUS, MINUS, POINT, ZERO, E = 9, 10, 43, 45, 46, 48, 101
+
+
+@njit(nogil=True, cache=True)
+def _lines(table, lengths, index, blob, starts, r0, out, cell_starts):
+    rows, cols = index.shape
+    words = table.shape[1]
+    pos = 0
+    for r in range(rows):  # output positions first: the copies below do not wait on lengths
+        pos += starts[r0 + r + 1] - starts[r0 + r]
+        for c in range(cols):
+            cell_starts[r, c] = pos
+            pos += lengths[index[r, c]]
+        pos += 1
+    for r in range(rows):
+        p = cell_starts[r, 0] - (starts[r0 + r + 1] - starts[r0 + r])
+        for b in range(starts[r0 + r], starts[r0 + r + 1]):
+            out[p] = blob[b]
+            p += 1
+        for c in range(cols):
+            e = index[r, c]
+            p = cell_starts[r, c]
+            for b in range(words):
+                out[p + b] = table[e, b]
+        out[p + lengths[index[r, cols - 1]]] = NL
+    return pos
+
+
+def lines(table: np.ndarray, lengths: np.ndarray, index: np.ndarray, names, r0: int) -> np.ndarray:
+    """Lines r0.. of the matrix: "<name>\t<cell>...\n" (uint8).
+
+    Parameters
+    ----------
+    table : (entries, width) uint8
+        Entry e, "\t<text>", in its first lengths[e] bytes, zeros after; width a multiple of 8.
+    lengths : (entries,) int64
+    index : (rows, columns) integer
+        The entry of each cell (at least one column).
+    names : (blob, starts)
+        Row i's name is blob[starts[i]:starts[i + 1]] (uint8, int64).
+    """
+    blob, starts = names
+    rows = index.shape[0]
+    size = int(starts[r0 + rows] - starts[r0]) + int(lengths[index].sum()) + rows
+    out = np.empty(size + table.shape[1], dtype=np.uint8)  # slack for the last 8-byte group
+    cell_starts = np.empty(index.shape, dtype=np.int64)
+    return out[: _lines(table, lengths, index, blob, starts, r0, out, cell_starts)]
+
+
+@njit(nogil=True, cache=True)
+def _read_back(a, k, nearest, gap, power_of_two):
+    """number_text._read_back for one value: (found, d, sure); gap: a's ulp."""
+    if abs(k) > 22:
+        return False, 0, False
+    big, b_hi, b_lo = POW[abs(k)], POW_HI[abs(k)], POW_LO[abs(k)]
+    hi = a * big if k >= 0 else a / big
+    factor = a if k >= 0 else hi
+    c = SPLIT * factor
+    f_hi = c - (c - factor)
+    f_lo = factor - f_hi
+    prod = factor * big
+    err = ((f_hi * b_hi - prod) + f_hi * b_lo + f_lo * b_hi) + f_lo * b_lo
+    lo = err if k >= 0 else ((a - prod) - err) / big
+    base = np.rint(hi)
+    r = (hi - base) + lo
+    step = np.rint(r)
+    r -= step
+    nearest_int = np.int64(base) + np.int64(step)
+    scale = big if k >= 0 else 1 / big
+    h_high = 0.5 * gap * scale
+    h_low = (0.25 if power_of_two else 0.5) * gap * scale
+    tie = 0.5 - abs(r) <= BAND
+    sure = True
+    count = 0
+    pick = 0
+    for j in range(0 if nearest else -1, 1 if nearest else 2):
+        dist = j - r
+        if dist < h_high and dist > -h_low:
+            count += 1
+            pick = j
+        sure = sure and abs(dist - h_high) > BAND and abs(dist + h_low) > BAND
+    if nearest:
+        return count > 0, nearest_int, sure and not tie
+    if count > 1:  # several read back: the closest, rint(v)
+        pick = 0
+        sure = sure and not tie
+    return count > 0, nearest_int + pick, sure
+
+
+@njit(nogil=True, cache=True)
+def _shortest(a, e10):
+    """number_text._shortest for one value: (d, k, ok)."""
+    low, high, d = 0, 17, 0
+    mantissa, exponent = math.frexp(a)
+    gap = math.ldexp(1.0, exponent - 53)  # a is normal here (at least 1e-7)
+    power_of_two = mantissa == 0.5  # its lower neighbour is half as far
+    while high - low > 1:
+        p = high - 1 if low == 0 and high >= 16 else (low + high) // 2
+        found, dp, sure = _read_back(a, p - 1 - e10, False, gap, power_of_two)
+        if not sure:
+            return 0, 0, False
+        if found:
+            high, d = p, dp
+        else:
+            low = p
+    if high == 17:
+        found, d, sure = _read_back(a, 16 - e10, True, gap, power_of_two)
+        if not (found and sure):
+            return 0, 0, False
+    return d, high - 1 - e10, True
+
+
+@njit(nogil=True, cache=True)
+def _put(out, pos, text, start, end):
+    for b in range(start, end):
+        out[pos + b - start] = text[b]
+    return pos + end - start
+
+
+@njit(nogil=True, cache=True)
+def _layout(out, pos, d, k, negative, digits):
+    """repr's text of -/+ d * 10^-k (d > 0) into out from pos; its length (number_text's
+    _repr_layout). digits: scratch of 20 bytes."""
+    start = pos
+    d = np.uint64(d)
+    ten = np.uint64(10)
+    first = 20  # the digits right-aligned in scratch, least significant first
+    while d > 0:
+        first -= 1
+        digits[first] = ZERO + np.uint8(d % ten)
+        d //= ten
+    last = 20
+    while digits[last - 1] == ZERO:  # trailing zeros dropped
+        last -= 1
+        k -= 1
+    ndig = last - first
+    e = ndig - 1 - k
+    if negative:
+        out[pos] = MINUS
+        pos += 1
+    if -4 <= e < 16:
+        if e >= 0:  # e + 1 integer digits (zeros past the digits), '.', the rest or '0'
+            for i in range(e + 1):
+                out[pos + i] = digits[first + i] if i < ndig else ZERO
+            pos += e + 1
+            out[pos] = POINT
+            pos += 1
+            if ndig > e + 1:
+                return _put(out, pos, digits, first + e + 1, last) - start
+            out[pos] = ZERO
+            return pos + 1 - start
+        out[pos], out[pos + 1] = ZERO, POINT
+        pos += 2
+        for _ in range(-e - 1):
+            out[pos] = ZERO
+            pos += 1
+        return _put(out, pos, digits, first, last) - start
+    out[pos] = digits[first]
+    pos += 1
+    if ndig > 1:
+        out[pos] = POINT
+        pos = _put(out, pos + 1, digits, first + 1, last)
+    out[pos], out[pos + 1] = E, MINUS if e < 0 else PLUS
+    pos += 2
+    mag = abs(e)
+    if mag >= 100:
+        out[pos] = ZERO + mag // 100
+        pos += 1
+    out[pos], out[pos + 1] = ZERO + mag // 10 % 10, ZERO + mag % 10
+    return pos + 2 - start
+
+
+@njit(nogil=True, cache=True)
+def _float_text(values, chars, lengths, left):
+    digits = np.empty(20, np.uint8)
+    flat = chars.reshape(-1)
+    width = chars.shape[1]
+    for i in range(values.size):
+        x = values[i]
+        a = abs(x)
+        if a == 0 or not math.isfinite(a):
+            left[i] = True  # 0.0, -0.0, inf, -inf, nan: number_text._specials
+            continue
+        e10 = int(math.floor(math.log10(a)))
+        d, k, ok = (0, 0, False) if e10 < E10_MIN or e10 > E10_MAX else _shortest(a, e10)
+        if ok:
+            lengths[i] = _layout(flat, i * width, d, k, x < 0, digits)
+        else:
+            left[i] = True
+
+
+def float_text(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """number_text.float_text, compiled: (chars (n, FLOAT_WIDTH) uint8, lengths (n,) int64)."""
+    from genotile.io.number_text import float_text as numpy_float_text
+
+    values = np.ascontiguousarray(values, dtype=np.float64).reshape(-1)
+    chars = np.zeros((values.size, FLOAT_WIDTH), dtype=np.uint8)
+    lengths = np.zeros(values.size, dtype=np.int64)
+    left = np.zeros(values.size, dtype=bool)
+    _float_text(values, chars, lengths, left)
+    if left.any():  # the specials, and what the search could not settle (repr then)
+        chars[left], lengths[left] = numpy_float_text(values[left])
+    return chars, lengths
