@@ -24,9 +24,11 @@ from genotile.io.atomic import atomic_path
 BLOCK_CELLS = 1 << 16  # cells formatted and assembled at once (their bytes stay in cache)
 TABLE_MAX = 1 << 20  # integers 0..max formatted from a table when max is below this
 ROW_THREADS = 8  # threads assembling blocks of rows, at most
-# numba's import and kernel cache load cost ~1 s of a process here; a compiled float saves
-# ~0.2 us of the numpy path's ~0.55 us, an integer cell ~20 ns: they pay from about here
-COMPILED_MIN_FLOATS, COMPILED_MIN_INTS = 1 << 24, 1 << 25
+# numba's import and kernel cache load cost ~0.6-1 s of a process here; a compiled float takes
+# ~0.17 us of one thread against the numpy path's ~0.55 us (whose many small operations hold
+# the GIL, so its threads hardly overlap), an integer cell ~10 ns against ~30: they pay from
+# about here
+COMPILED_MIN_FLOATS, COMPILED_MIN_INTS = 1 << 21, 1 << 25
 
 # a block of rows' cells: (table, lengths, index), cell (i, j) of the block is the entry
 # e = index[i, j], "\t<text>" in the first lengths[e] bytes of table[e] (zeros after; the

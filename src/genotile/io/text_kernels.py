@@ -17,6 +17,7 @@ from numba import njit
 from genotile.io.number_text import BAND, E10_MAX, E10_MIN, FLOAT_WIDTH, POW, POW_HI, POW_LO, SPLIT
 
 TAB, NL, PLUS, MINUS, POINT, ZERO, E = 9, 10, 43, 45, 46, 48, 101
+PAIRS = np.frombuffer(b"".join(b"%02d" % i for i in range(100)), dtype=np.uint8)  # "00".."99"
 
 
 @njit(nogil=True, cache=True)
@@ -140,13 +141,22 @@ def _layout(out, pos, d, k, negative, digits):
     """repr's text of -/+ d * 10^-k (d > 0) into out from pos; its length (number_text's
     _repr_layout). digits: scratch of 20 bytes."""
     start = pos
+    # all 20 digits right-aligned in scratch, leading zeros, as three independent 32-bit
+    # parts of 8, 8 and 4 digits two digits a step (a 64-bit division chain is ~3x slower)
     d = np.uint64(d)
-    ten = np.uint64(10)
-    first = 20  # the digits right-aligned in scratch, least significant first
-    while d > 0:
-        first -= 1
-        digits[first] = ZERO + np.uint8(d % ten)
-        d //= ten
+    e8 = np.uint64(100_000_000)
+    parts = (np.uint32(d % e8), np.uint32(d // e8 % e8), np.uint32(d // e8 // e8))
+    for part in range(3):
+        v = parts[part]
+        for pair in range(4 if part < 2 else 2):
+            two = v % 100
+            v //= 100
+            at = 18 - 8 * part - 2 * pair
+            digits[at] = PAIRS[2 * two]
+            digits[at + 1] = PAIRS[2 * two + 1]
+    first = 0
+    while first < 19 and digits[first] == ZERO:
+        first += 1
     last = 20
     while digits[last - 1] == ZERO:  # trailing zeros dropped
         last -= 1
