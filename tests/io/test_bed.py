@@ -321,6 +321,9 @@ def test_what_the_codes_path_keeps(tmp_path, monkeypatch):
     assert not ingest_bed.takes(path, "genotype_t", {})
     assert not ingest_bed.takes(tmp_path / "x.vcf", "genotype", {})
     assert not ingest_bed.takes(tmp_path / "absent.bed", "genotype", {})
+    assert not ingest_bed.takes(path, "genotype", {"bogus": 1})  # refused by the codes path's ingest, by name
+    with pytest.raises(GenotileError, match="unknown VCF option"):
+        store_job(path, tmp_path / "bogus", bogus=1)
     monkeypatch.setenv("GENOTILE_GPU_PACK", "1")
     assert not ingest_bed.takes(path, "genotype", {})
     monkeypatch.delenv("GENOTILE_GPU_PACK")
@@ -349,15 +352,20 @@ def test_a_broken_bed_stops_the_store_job_with_nothing_written(tmp_path):
 
 @pytest.mark.parametrize("collide", [False, True])
 def test_distinct_samples_equal_distinct_rows(monkeypatch, collide):
-    from genotile.store.duplicates import distinct_rows
+    from genotile.store import duplicates
 
     rng = np.random.default_rng(4)
     words = rng.integers(0, 4, size=(600, 3), dtype=np.uint64)  # 64 values: many copies, past HASH_ROWS
     words[:, 1] = 0
-    if collide:  # every row one hash: the copies' check finds different rows and falls back
-        monkeypatch.setattr(ingest_bed, "row_hashes", lambda rows, threads: np.zeros((rows.shape[0], 2), np.uint64))
+    if collide:  # every row one hash in distinct_samples' own calls (threads=1, a chunk of rows each):
+        real = duplicates.row_hashes  # the copies' check finds different rows and falls back
+
+        def one_hash(rows, threads=None):
+            return np.zeros((rows.shape[0], 2), np.uint64) if threads == 1 else real(rows, threads)
+
+        monkeypatch.setattr(duplicates, "row_hashes", one_hash)
     first, index = ingest_bed.distinct_samples(words, threads=2)
-    want_first, want_index = distinct_rows(words.view(np.uint8))
+    want_first, want_index = duplicates.distinct_rows(words.view(np.uint8))
     assert np.array_equal(first, want_first) and np.array_equal(index, want_index)
     assert first.size == len(np.unique(words, axis=0))
 

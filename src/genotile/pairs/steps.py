@@ -11,11 +11,7 @@ from genotile.core.limits import PAIRS_MAX, check_plan, check_threshold
 from genotile.core.metrics import METRICS, get_metric
 from genotile.core.plan import Plan, read_plan, write_plan
 from genotile.errors import GenotileError
-from genotile.io import peer_formats
 from genotile.io.readback import load_json, load_permutation
-from genotile.io.stale import remove_stale_files, remove_stale_matrix
-from genotile.io.tilefile import write_tile
-from genotile.pairs import tilecheck
 from genotile.runtime.progress import Progress
 from genotile.store.manifest import STORE_KEYS, store_identity
 from genotile.store.sources import differences, sources
@@ -376,6 +372,8 @@ def tile(
         from genotile.core.keys import narrowest
 
         arrays["dense"] = narrowest(arrays["dense"])
+    from genotile.io.tilefile import write_tile  # the tile stage's own code (job start-up)
+
     write_tile(tile_out, arrays, meta)
     log.info(
         "tile (%d, %d) of %s: %d pairs, %d pass, %.3f s in all",
@@ -457,6 +455,9 @@ def merge(
     dict
         The summary written.
     """
+    from genotile.io.stale import remove_stale_files, remove_stale_matrix  # the merge's own code (job start-up)
+    from genotile.pairs import tilecheck
+
     started = time.perf_counter()
     manifest = _load_json(manifest_path, STORE_KEYS)
     p = Plan.from_json(manifest["plan"])
@@ -625,6 +626,8 @@ def run_all(
     dict of str to dict
         {metric: its summary.json}.
     """
+    from genotile.io import peer_formats  # the opt-in outputs' checks (not the store job's)
+
     outdir = Path(outdir)
     thresholds, metric_params, opt_in = thresholds or {}, metric_params or {}, opt_in or {}
     peer_formats.check_dataset(str(input_path), {**opt_in, "metrics": list(metrics)}, thresholds.get("king"))

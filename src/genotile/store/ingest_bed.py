@@ -29,23 +29,22 @@ from genotile.io.atomic import write_record
 from genotile.io.checksums import file_sha256
 from genotile.io.plink import PlinkReader, plink_format
 from genotile.runtime.cpus import usable_cpus
-from genotile.store.duplicates import COLLAPSIBLE, distinct_rows, row_hashes
-from genotile.store.ingest_vcf import check_options
 from genotile.store.sources import sources
 from genotile.version import __version__
 
 HOLD_BYTES = 1 << 30  # .bed bytes held as bits in memory at most (then the codes path)
+HELD_OPTIONS = ("multiallelic", "filter_pass")  # change nothing in a .bed (no FILTER column, one ALT)
 READ_THREADS = 2  # threads of read_bits at most (as the codes path's ingest)
 HASH_ROWS = 256  # samples hashed at a time (row_hashes' temporaries: a few MB)
 
 
 def takes(path, encoding: str, options: dict | None = None) -> bool:
     """Can the store of `path` for `encoding` skip the codes matrix? A `genotype` store of a whole
-    .bed (no `samples`, no `regions`) of at most HOLD_BYTES, packed on the CPU."""
-    options = options or {}
+    .bed of at most HOLD_BYTES, packed on the CPU, with no option but HELD_OPTIONS (`samples` and
+    `regions` select calls; an unknown option is refused by the codes path's ingest)."""
     if encoding != "genotype" or plink_format(path) != "plink1":
         return False
-    if options.get("samples") is not None or options.get("regions") is not None:
+    if any(v is not None for k, v in (options or {}).items() if k not in HELD_OPTIONS):
         return False
     if os.environ.get("GENOTILE_GPU_PACK", "").strip().lower() in ("1", "true", "yes", "on"):
         return False  # GPU packing insisted on: it packs from the codes (store/pack.py)
@@ -69,7 +68,7 @@ def ingest_bed(path, encoding: str, manifest_out, collapse_duplicates: bool = Fa
     collapse_duplicates : bool
         As store/ingest.ingest: record identical samples (distinct_index, n_distinct).
     **options
-        The reader's options (multiallelic, filter_pass; samples and regions None).
+        The reader's options: HELD_OPTIONS (`takes`), others None.
 
     Returns
     -------
@@ -78,7 +77,7 @@ def ingest_bed(path, encoding: str, manifest_out, collapse_duplicates: bool = Fa
     bits : numpy.ndarray
         uint64 (samples, 2, words): io/bed.py `read_bits`.
     """
-    given = check_options(options)
+    given = {k: v for k, v in options.items() if v is not None}  # as ingest_vcf.check_options keeps them
     hashing = ThreadPoolExecutor(1, thread_name_prefix="genotile-sha256")
     digest = hashing.submit(file_sha256, path)  # hashlib releases the GIL: alongside the reading
     hashing.shutdown(wait=False)
@@ -91,7 +90,7 @@ def ingest_bed(path, encoding: str, manifest_out, collapse_duplicates: bool = Fa
         reader.stats[key] += value
     manifest = _manifest(path, encoding, reader, given, digest.result(), n_variants)
     manifest["sources"] = sources(path, options, input_sha256=manifest["input_sha256"])
-    if collapse_duplicates and encoding in COLLAPSIBLE:  # identical vectors computed once (duplicates.py)
+    if collapse_duplicates:  # identical vectors computed once (duplicates.py; `genotype` is collapsible)
         first, index = distinct_samples(bits.reshape(n_samples, -1), threads)
         manifest["collapse_duplicates"] = True
         if first.size < index.size:
@@ -129,6 +128,8 @@ def distinct_samples(words: np.ndarray, threads: int) -> tuple[np.ndarray, np.nd
     Rows are grouped by their 128-bit row_hashes (distinct_rows over the hashes: 16 bytes a
     row), then only the copies are compared with their group's first; a hash shared by two
     different rows (never seen) falls back to distinct_rows over the rows themselves."""
+    from genotile.store.duplicates import distinct_rows, row_hashes  # only where duplicates are collapsed
+
     n = words.shape[0]
     starts = range(0, n, HASH_ROWS)
     with ThreadPoolExecutor(max(1, threads), thread_name_prefix="genotile-hash") as pool:
