@@ -158,9 +158,7 @@ def _pinned(key, nbytes: int) -> np.ndarray:
     """A pinned host buffer of at least nbytes, kept for the process (grown as needed)."""
     buf = _PINNED.get(key)
     if buf is None or buf.nbytes < nbytes:
-        import cupyx
-
-        buf = _PINNED[key] = cupyx.empty_pinned((max(nbytes, 1),), dtype=np.uint8)
+        buf = _PINNED[key] = cc.empty_pinned(nbytes)
     return buf
 
 

@@ -44,9 +44,7 @@ def _staging(nbytes: int, count: int) -> list:
     global _RING
     with _RING_LOCK:
         if len(_RING) < count or _RING[0].nbytes < nbytes:
-            import cupyx
-
-            _RING = [cupyx.empty_pinned((max(nbytes, PIECE_BYTES),), dtype=np.uint8) for _ in range(count)]
+            _RING = [cc.empty_pinned(max(nbytes, PIECE_BYTES)) for _ in range(count)]
         return _RING[:count]
 
 
