@@ -380,3 +380,13 @@ def test_held_planes_equal_planes(m):
     bed._planes(lo, hi, valid, [want[:, p] for p in range(5)])
     bed.held_planes(lo, hi, valid, [got[:, p] for p in range(5)])
     assert np.array_equal(got, want)
+
+
+def test_bits_in_populated_memory_are_the_same(tmp_path, monkeypatch):
+    g = random_genotypes(21, 200, p_missing=0.1, seed=6)
+    path = write_fileset(tmp_path / "x", g, padding="random")
+    want = bed.read_bits(path, 21, 200, threads=2)
+    monkeypatch.setattr(bed, "POPULATE_BYTES", 0)  # mapped with MAP_POPULATE, where the system has it
+    bits, counts = bed.read_bits(path, 21, 200, threads=2)
+    assert np.array_equal(bits, want[0]) and counts == want[1] and bits.flags.writeable
+    assert not bed.zeros_populated((3, 2, 5)).any()

@@ -27,6 +27,7 @@ These are used where PlinkReader reads a whole fileset as it is (no `samples`, n
 `plain`); pgenlib reads the rest, with the same results (tests/io/test_bed.py).
 """
 
+import mmap
 import os
 from concurrent.futures import ThreadPoolExecutor
 
@@ -408,7 +409,7 @@ def read_bits(path, n_samples: int, n_variants: int, threads: int = 2, what=None
     n_words = -(-n_variants // WORD)
     width = record_bytes(n_samples)
     # rows of the padding samples of the last quad too: every quad's 4 rows are there to pack into
-    bits = np.zeros((4 * width, 2, n_words), dtype=np.uint64)
+    bits = zeros_populated((4 * width, 2, n_words))
     packed = bits.view(np.uint8)  # (rows, 2, bytes): 8 variants a byte
     todo = slabs(n_samples, 2 * n_words * 8, threads)
 
@@ -432,6 +433,21 @@ def read_bits(path, n_samples: int, n_variants: int, threads: int = 2, what=None
     else:
         parts = [(np.zeros((3, n_words), dtype=np.uint64), 0)]
     return bits[:n_samples], _counts(parts, n_variants)
+
+
+POPULATE_BYTES = 1 << 27  # arrays from this size on are mapped with their pages made at once
+
+
+def zeros_populated(shape: tuple[int, ...]) -> np.ndarray:
+    """A uint64 array of zeros; from POPULATE_BYTES on, anonymous memory mapped with MAP_POPULATE
+    (Linux): the kernel makes its pages in one call, where a page fault each, taken by the
+    threads writing them, costs several times more (250 MB: ~0.25 s against ~0.6 s here)."""
+    size = int(np.prod(shape)) * 8
+    populate = getattr(mmap, "MAP_POPULATE", None)
+    if size < POPULATE_BYTES or populate is None:
+        return np.zeros(shape, dtype=np.uint64)
+    memory = mmap.mmap(-1, size, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS | populate)
+    return np.frombuffer(memory, dtype=np.uint64).reshape(shape)  # the array keeps the mapping
 
 
 COUNT_ROWS = 64  # sample rows counted at a time (their temporaries stay in cache)
