@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """The output stages alone (issue 16): tiles read and checked, pairs.tsv.gz, matrix.tsv.
 
-    PYTHONPATH=src python3 bench/bench_output.py [--case NAME ...] [--repeats 3] [--out TABLE.md] [--smoke]
+    PYTHONPATH=src python3 bench/bench_output.py [--case NAME ...] [--matrix NAME[:N] ...] [--repeats 3]
+        [--out TABLE.md] [--smoke]
 
 Each case writes a FASTA alignment (bench_e2e.write_fasta), runs `genotile run` on it in this
 process (steps.run_all; not timed) for the tiles, then times, best of --repeats, each stage on
@@ -16,6 +17,12 @@ the outputs identical. Cases (scaled to a 2-core machine; issue 16 names the ful
             copies (collapse_duplicates: pairs expanded in the merge), threshold 2;
   clusters  snp_40k-like: 10,000 x 2,000, 2,000 variable, 100 clusters, 1% N, threshold 20;
   dense     10,000 x 3,000, 300 variable, threshold 10, every distance in matrix.tsv.
+Matrices (`--matrix`, stage `write`): io/matrix_tsv.write_matrix_tsv alone on a synthetic
+symmetric matrix (numba's start, where the writer uses it, included: the matrix job pays it
+too), NAME:N for another size:
+  snp_ints     10,000 x 10,000 uint16 distances 0..2999 (a snp matrix.tsv, 10^8 cells);
+  king_floats  2,000 x 2,000 kinship-like floats (a - 2b) / 2c (repr per cell).
+Each write runs in a new process (the matrix job's own), the matrix made there untimed.
 """
 
 import argparse
@@ -41,6 +48,8 @@ CASES = {
     "clusters": (Case("fasta", 10_000, 2_000, 20, variable=2_000, clusters=100, n_fraction=0.01), False),
     "dense": (Case("fasta", 10_000, 3_000, 10, variable=300, clusters=200), True),
 }
+MATRICES = {"snp_ints": 10_000, "king_floats": 2_000}
+SMOKE_MATRICES = {"snp_ints": 300, "king_floats": 200}
 SMOKE = {
     "near_dup": (replace(CASES["near_dup"][0], n=400, length=400, variable=60, clusters=8), True),
     "clusters": (replace(CASES["clusters"][0], n=300, length=300, variable=300, clusters=5), True),
@@ -118,6 +127,50 @@ def run_case(name: str, case: Case, dense: bool, root: Path, repeats: int) -> li
     return [{"case": label, **r} for r in rows]
 
 
+def synthetic(name: str, n: int):
+    """The symmetric matrix of a --matrix case (seeded)."""
+    import numpy as np
+
+    rng = np.random.default_rng(0)
+    if name == "snp_ints":
+        m = rng.integers(0, 3000, (n, n)).astype(np.uint16)
+    else:
+        a, b, c = (rng.integers(0, 3000, (n, n)) for _ in range(3))
+        m = (a - 2 * b) / (2.0 * (c + 1))
+    m = np.triu(m) + np.triu(m, 1).T
+    np.fill_diagonal(m, 0)
+    return m
+
+
+def write_once(name: str, n: int, out: str) -> None:
+    """One timed write_matrix_tsv in this (fresh) process: prints "wall cpu"."""
+    from genotile.io.matrix_tsv import write_matrix_tsv
+
+    matrix = synthetic(name, n)
+    ids = [f"sample{k}" for k in range(n)]
+    c0, t0 = cpu_seconds(), time.perf_counter()
+    write_matrix_tsv(out, ids, matrix)
+    print(time.perf_counter() - t0, cpu_seconds() - c0)
+
+
+def run_matrix(name: str, n: int, root: Path, repeats: int) -> list[dict]:
+    """Best of `repeats` writes, each in a new process as the matrix job is (numba's import and
+    kernel load, where the writer uses numba, are counted)."""
+    import subprocess
+
+    out = root / f"{name}_{n}.tsv"
+    runs = []
+    for _ in range(repeats):
+        args = [sys.executable, __file__, "--write-once", name, str(n), str(out)]
+        done = subprocess.run(args, check=True, capture_output=True, text=True)
+        runs.append(tuple(map(float, done.stdout.split()[-2:])))
+    wall, cpu = min(runs)
+    size, sha = content(out, gz=False)
+    out.unlink()
+    label = f"{name} ({n:,} x {n:,} {'uint16' if name == 'snp_ints' else 'float64'})"
+    return [{"case": label, "stage": "write", "wall": wall, "cpu": cpu, "mb": size / 1e6, "sha": sha[:16]}]
+
+
 def table(rows: list[dict], meta: str) -> str:
     lines = [
         meta,
@@ -127,7 +180,7 @@ def table(rows: list[dict], meta: str) -> str:
     ]
     for r in rows:
         mb = f"{r['mb']:.1f}" + (f" ({r['gz_mb']:.1f} gz)" if "gz_mb" in r else "")
-        what = "tiles" if r["stage"] == "read" else "text"
+        what = "tiles" if r["stage"] == "read" else "text"  # write: matrix.tsv alone
         lines.append(
             f"| {r['case']} | {r['stage']} | {r['wall']:.2f} | {r['cpu']:.2f} | {mb} {what} | "
             f"{r['mb'] / r['wall']:.0f} | {r['sha']} |"
@@ -138,17 +191,33 @@ def table(rows: list[dict], meta: str) -> str:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--case", action="append", choices=sorted(CASES), help="repeat; default: all")
+    ap.add_argument("--matrix", action="append", help="NAME or NAME:N, repeat; default: all (none with --case)")
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--out", help="also write the table to this file")
     ap.add_argument("--tmp", help="folder for the inputs and outputs (default: a temporary one)")
     ap.add_argument("--smoke", action="store_true", help="small cases, one repeat (CI)")
+    ap.add_argument("--write-once", nargs=3, metavar=("NAME", "N", "OUT"), help=argparse.SUPPRESS)
     a = ap.parse_args()
-    cases = SMOKE if a.smoke else {k: CASES[k] for k in (a.case or CASES)}
+    if a.write_once:
+        write_once(a.write_once[0], int(a.write_once[1]), a.write_once[2])
+        return 0
+    if a.smoke:
+        cases, matrices = SMOKE, SMOKE_MATRICES
+    else:
+        cases = {k: CASES[k] for k in (a.case or ([] if a.matrix else CASES))}
+        matrices = {k: MATRICES[k] for k in ([] if a.case and not a.matrix else MATRICES)}
+        if a.matrix:
+            picked = [m.split(":") for m in a.matrix]
+            if any(p[0] not in MATRICES for p in picked):
+                ap.error(f"--matrix: one of {sorted(MATRICES)}, optionally :N")
+            matrices = {p[0]: int(p[1]) if len(p) > 1 else MATRICES[p[0]] for p in picked}
     repeats = 1 if a.smoke else a.repeats
     rows = []
     with tempfile.TemporaryDirectory(dir=a.tmp) as tmp:
         for name, (case, dense) in cases.items():
             rows += run_case(name, case, dense, Path(tmp), repeats)
+        for name, n in matrices.items():
+            rows += run_matrix(name, n, Path(tmp), repeats)
     when = datetime.datetime.now().strftime("%Y-%m-%d %H:%M")
     text = table(rows, f"bench_output.py, {when}, {machine()}, commit {git_head()}, best of {repeats}")
     print(text)
