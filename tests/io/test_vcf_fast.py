@@ -586,3 +586,16 @@ def test_bgzf_groups_inflated_on_threads(tmp_path, geno, threads, inflater, monk
     bad[crc_at] ^= 0xFF
     path.write_bytes(bytes(bad))
     assert assert_same(path)[0] == "error"
+
+
+def test_newline_search_in_arrays():
+    """vcf_fast._newline on a uint8 array (BGZF text) finds what bytes.find / rfind find, the
+    newline in the first window, past several windows, or nowhere."""
+    rng = np.random.default_rng(14)
+    for size, at in ((0, []), (1, [0]), (10, []), (300_000, [0]), (300_000, [299_999]), (300_000, [70_000, 200_000])):
+        text = bytearray(rng.integers(11, 256, size=size, dtype=np.uint8).tobytes())
+        for k in at:
+            text[k] = 10
+        arr = np.frombuffer(bytes(text), dtype=np.uint8)
+        assert vcf_fast._newline(arr) == text.find(b"\n")
+        assert vcf_fast._newline(arr, last=True) == text.rfind(b"\n")

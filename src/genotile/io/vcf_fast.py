@@ -119,11 +119,11 @@ class _Plain:
 
 
 def _own(span: tuple) -> tuple:
-    """The span with its text as bytes: a plain file's span copied (the numpy path splits,
-    counts and views its buffer whole)."""
+    """The span with its text as bytes: a plain file's span or BGZF text copied (the numpy
+    path splits, counts and views its buffer whole)."""
     buf, start, end = span
-    if isinstance(buf, _Plain):
-        buf = buf.mm[start:end]
+    if isinstance(buf, (_Plain, np.ndarray)):
+        buf = buf.mm[start:end] if isinstance(buf, _Plain) else buf[start:end].tobytes()
         return buf, 0, len(buf)
     return span
 
@@ -320,28 +320,46 @@ def _inflater() -> "_Libdeflate | None":
     return _INFLATER.lib
 
 
-def _inflate_group(comp: bytearray, blocks: list, size: int) -> bytearray:
-    """The `size` bytes of text of a group of BGZF blocks (_Text._bgzf_groups), inflated in
-    this thread; ValueError when a block fails to inflate, or its CRC32 or size is wrong."""
+def _inflate_group(comp: bytearray, blocks: list, size: int) -> np.ndarray:
+    """(size,) uint8: the text of a group of BGZF blocks (_Text._bgzf_groups), inflated in
+    this thread; ValueError when a block fails to inflate, or its CRC32 or size is wrong.
+
+    The text goes to a numpy buffer: a bytearray is zero-filled, its pages faulted in, while
+    the GIL is held (~5 ms per 16 MiB here, which serialised the workers); numpy's is not
+    filled, and takes huge pages where the system gives them."""
     lib = _inflater()
-    out = bytearray(size)
-    src, dst = _Buffer(comp, lib), _Buffer(out, lib)
+    out = np.empty(size, dtype=np.uint8)
+    src = _Buffer(comp, lib)
     try:
         filled = 0
         for start, stop, isize, crc in blocks:
             if lib is not None:
-                ok = lib.inflate(src.addr + start, stop - start, dst.addr + filled, isize, crc)
+                ok = lib.inflate(src.addr + start, stop - start, out.ctypes.data + filled, isize, crc)
             else:
                 data = zlib.decompress(memoryview(comp)[start:stop], -15, max(1, isize))
                 ok = len(data) == isize and zlib.crc32(data) == crc
-                out[filled : filled + isize] = data
+                out[filled : filled + isize] = np.frombuffer(data, dtype=np.uint8)
             if not ok:
                 raise ValueError("BGZF block fails to inflate, or its CRC32 or size")
             filled += isize
     finally:
         src.release()
-        dst.release()
     return out
+
+
+def _newline(buf, last: bool = False) -> int:
+    """Offset of the first (or last) newline of buf, -1 if none. buf: bytes-like, or a uint8
+    array (BGZF text: searched a window at a time from its end, lines being short next to it)."""
+    if not isinstance(buf, np.ndarray):
+        return buf.rfind(b"\n") if last else buf.find(b"\n")
+    n, done, width = len(buf), 0, 1 << 16
+    while done < n:
+        lo, hi = (max(0, n - done - width), n - done) if last else (done, min(n, done + width))
+        hits = np.flatnonzero(buf[lo:hi] == NL)
+        if hits.size:
+            return lo + int(hits[-1] if last else hits[0])
+        done, width = done + hi - lo, 2 * width
+    return -1
 
 
 class _Text:
@@ -458,16 +476,20 @@ class _Text:
             except queue.Full:
                 continue
 
-    def get(self) -> bytes:
-        item = self._q.get()
-        if isinstance(item, Future):  # a group of BGZF blocks, inflated by a worker
-            try:
-                item = item.result()
-            except BaseException as exc:
-                raise _Stop from exc
-        if isinstance(item, BaseException):
-            raise _Stop from item
-        return item
+    def get(self):
+        """The next piece of text (bytes, or a uint8 array for BGZF); b"" at the end."""
+        while True:
+            item = self._q.get()
+            if isinstance(item, Future):  # a group of BGZF blocks, inflated by a worker
+                try:
+                    item = item.result()
+                except BaseException as exc:
+                    raise _Stop from exc
+                if not len(item):  # empty blocks only (an EOF marker): no text, not the end
+                    continue
+            if isinstance(item, BaseException):
+                raise _Stop from item
+            return item
 
     def close(self):
         self._stop.set()
@@ -534,38 +556,39 @@ class FastText:
         buf, pos = b"", 0
         while True:
             chunk = text.get()
-            buf = buf[pos:] + chunk
-            done, pos = self._header_end(buf, 0, final=not chunk)
+            buf = buf[pos:] + bytes(chunk)
+            done, pos = self._header_end(buf, 0, final=not len(chunk))
             if done:
                 return buf, pos
 
     # -- blocks --------------------------------------------------------------------------
 
     def _texts(self, text: _Text):
-        """(buffer, start, end) spans of whole lines, in file order, past the header."""
+        """(buffer, start, end) spans of whole lines, in file order, past the header (the
+        buffer bytes, or the uint8 array of BGZF text; the lines across two pieces as bytes)."""
         buf, pos = self._skip_header(text)
         tail = buf[pos:]
         while True:
             chunk = text.get()
-            if not chunk:
+            if not len(chunk):
                 if tail:  # lines left over, the last perhaps without its newline
                     if not tail.endswith(b"\n"):
                         tail += b"\n"
                     yield tail, 0, len(tail)
                 return
-            cut = chunk.rfind(b"\n")
+            cut = _newline(chunk, last=True)
             if cut < 0:
-                tail += chunk
+                tail += bytes(chunk)
                 continue
             start = 0
             if tail:  # the line that straddles the chunk boundary
-                first = chunk.find(b"\n") + 1
-                head = tail + chunk[:first]
+                first = _newline(chunk) + 1
+                head = tail + bytes(chunk[:first])
                 yield head, 0, len(head)
                 start = first
             if start <= cut:
                 yield chunk, start, cut + 1
-            tail = chunk[cut + 1 :]
+            tail = bytes(chunk[cut + 1 :])
 
     def _plain_spans(self, plain: _Plain, threads: int):
         """(plain, start, end) spans of whole lines of a plain text, past the header.
