@@ -390,3 +390,30 @@ def test_bits_in_populated_memory_are_the_same(tmp_path, monkeypatch):
     bits, counts = bed.read_bits(path, 21, 200, threads=2)
     assert np.array_equal(bits, want[0]) and counts == want[1] and bits.flags.writeable
     assert not bed.zeros_populated((3, 2, 5)).any()
+
+
+def test_the_store_job_of_a_bed_imports_no_codes_path(tmp_path):
+    """A job's imports are part of its fixed cost: the held path imports neither the codes path's
+    ingest (VCF reader, its compiled decoders) nor pgenlib, nor the tile and merge stages' code."""
+    import subprocess
+    import sys
+
+    path = write_fileset(tmp_path / "x", random_genotypes(9, 70, seed=3))
+    unwanted = [
+        "genotile.store.ingest",
+        "genotile.store.ingest_vcf",
+        "genotile.io.vcf_fast",
+        "genotile.io.tilefile",
+        "genotile.io.peer_formats",
+        "genotile.pairs.tilecheck",
+        "pgenlib",
+        "cyvcf2",
+        "numba",
+    ]
+    script = (
+        "import sys\nfrom genotile.pairs import steps\n"
+        f"steps.store({path!r}, 'genotype', {str(tmp_path / 'i.json')!r}, {str(tmp_path / 's')!r}, 4, 1)\n"
+        "print(' '.join(m for m in sys.argv[1:] if m in sys.modules))\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", script, *unwanted], capture_output=True, text=True, check=True)
+    assert proc.stdout.split() == [] and (tmp_path / "s" / "planes.npy").exists()
