@@ -1,8 +1,9 @@
 """matrix.tsv (io/matrix_tsv.py) against a plain writer: "\\t".join of str / repr(float) per cell.
 
-Both ways of assembling the rows are checked (numpy's word gathers and text_kernels' compiled
-loop, where numba is installed), with blocks of a few rows, so that block edges fall inside
-the matrix."""
+Both ways of making the rows are checked (numpy's formatting and word gathers, and
+text_kernels' compiled loops where numba is installed, with and without a symmetric matrix's
+triangle formatted once), with blocks of a few rows, so that block edges fall inside the
+matrix."""
 
 import numpy as np
 import pytest
@@ -14,7 +15,7 @@ from genotile.io.tsvgz import format_rows
 try:
     import numba  # noqa: F401
 
-    WAYS = ["numpy", "compiled"]
+    WAYS = ["numpy", "compiled", "compiled-per-block"]  # the last: no symmetric triangle kept
 except ImportError:
     WAYS = ["numpy"]
 
@@ -65,13 +66,15 @@ def matrices(rng, n):
 @pytest.mark.parametrize("n", [1, 2, 7, 64])
 def test_matrix_text_equals_plain_writer(tmp_path, n, way, monkeypatch):
     monkeypatch.setattr(matrix_tsv, "BLOCK_CELLS", 100)  # many blocks of rows, a row or a few each
-    limit = 0 if way == "compiled" else 1 << 62
+    limit = 0 if way.startswith("compiled") else 1 << 62
     monkeypatch.setattr(matrix_tsv, "COMPILED_MIN_FLOATS", limit)
     monkeypatch.setattr(matrix_tsv, "COMPILED_MIN_INTS", limit)
+    if way == "compiled-per-block":
+        monkeypatch.setattr(matrix_tsv, "SYMMETRIC_MAX", 0)
     rng = np.random.default_rng(n)
     ids = [f"s{k}\u00e9" if k % 3 else f"id {k}" for k in range(n)]
     for name, matrix in matrices(rng, n).items():
-        assert (matrix_tsv.compiled_kernels(matrix) is not None) == (way == "compiled")
+        assert (matrix_tsv.compiled_kernels(matrix) is not None) == way.startswith("compiled")
         path = tmp_path / f"{name}.tsv"
         write_matrix_tsv(path, ids, matrix)
         expected = plain_text(ids, matrix)

@@ -1,14 +1,17 @@
 """matrix.tsv written at disk speed: the cells' text made by arrays, a block of rows at a time.
 
 The text is what tsvgz.format_rows writes, byte for byte (integers in decimal, floats as
-Python's repr). No Python string is made per cell: each block of rows is formatted by
+Python's repr). No Python string is made per cell. Each block of rows is formatted by
 number_text (a fixed-width byte row and a length per value; integers 0..max, a distance
-matrix's, once from a table of their text) and then assembled into "\\t<cell>\\t<cell>..." per
-row. With numba (the CPU path has it) a compiled loop copies each cell's bytes, and formats the
-floats; without it (a GPU machine may lack it) the cells are gathered as padded uint64 words
-and compacted by their byte masks. Blocks are made on threads (the compiled loops and numpy's
-gathers release the GIL), a bounded window ahead of the one being written, so memory stays a
-few blocks whatever the matrix.
+matrix's, once from a table of their text), each text padded after a tab to whole uint64
+words, and the block's lines "<id>\t<cell>\t<cell>...\n" assembled from those words. Large
+matrices, where numba is installed (the CPU path has it), use text_kernels: compiled float
+formatting (a symmetric matrix's upper triangle once, up front, when it is small enough to
+keep) and a compiled assembly that shifts each cell's words into place. Without numba (a
+GPU machine may lack it), or for matrices too small to pay for its start, numpy gathers the
+cells' words and compacts them by their byte masks. Blocks are made on threads (the compiled
+loops and numpy's gathers release the GIL), a bounded window ahead of the one being written:
+memory stays a few blocks, the kept triangle aside, whatever the matrix.
 """
 
 from collections import deque
@@ -23,12 +26,13 @@ from genotile.io.atomic import atomic_path
 
 BLOCK_CELLS = 1 << 16  # cells formatted and assembled at once (their bytes stay in cache)
 TABLE_MAX = 1 << 20  # integers 0..max formatted from a table when max is below this
+SYMMETRIC_MAX = 1 << 23  # symmetric float matrices up to this many cells: each value formatted once
 ROW_THREADS = 8  # threads assembling blocks of rows, at most
-# numba's import and kernel cache load cost ~0.6-1 s of a process here; a compiled float takes
-# ~0.17 us of one thread against the numpy path's ~0.55 us (whose many small operations hold
-# the GIL, so its threads hardly overlap), an integer cell ~10 ns against ~30: they pay from
-# about here
-COMPILED_MIN_FLOATS, COMPILED_MIN_INTS = 1 << 21, 1 << 25
+# numba's import and first kernel call cost ~0.7 s of a process here; a compiled float takes
+# ~0.18 us of one thread against the numpy path's ~0.55 us (whose many small operations hold
+# the GIL, so its threads hardly overlap), formatted once where symmetric, and an integer cell
+# ~4 ns against ~30: they pay from about this many values to format, or cells
+COMPILED_MIN_FLOATS, COMPILED_MIN_INTS = 1 << 20, 1 << 25
 
 # a block of rows' cells: (table, lengths, index), cell (i, j) of the block is the entry
 # e = index[i, j], "\t<text>" in the first lengths[e] bytes of table[e] (zeros after; the
@@ -68,12 +72,51 @@ def cell_texts(matrix: np.ndarray, kernels=None) -> BlockTexts:
         fmt = number_text.int_text
     else:  # format_column's repr(float(v)): float32, bool and the like widened to float64
         fmt = kernels.float_text if kernels is not None else number_text.float_text
+        # compiled lines only: numpy's gathers of the cells below the diagonal, scattered over
+        # the whole triangle's table, cost more than formatting them again (~5 s against ~3 s
+        # for 2,000 x 2,000 here)
+        upper = _upper_texts(matrix, fmt) if kernels is not None else None
+        if upper is not None:
+            return upper
 
     def block(r0: int, r1: int):
         table, lengths = tabbed(*fmt(matrix[r0:r1].reshape(-1)))
         return table, lengths, np.arange((r1 - r0) * n_cols, dtype=np.int64).reshape(r1 - r0, n_cols)
 
     return block
+
+
+def _upper_texts(matrix: np.ndarray, fmt) -> BlockTexts | None:
+    """A symmetric matrix's texts, each value formatted once: its upper triangle (row by row)
+    formatted up front on the row threads, cell (i, j) reading entry (min, max) of it. None for
+    a matrix that is not symmetric (bit for bit) or has more than SYMMETRIC_MAX cells (the
+    triangle's text is kept: ~16 bytes a cell)."""
+    n = matrix.shape[0]
+    if matrix.shape[1] != n or matrix.size > SYMMETRIC_MAX:
+        return None
+    bits = np.ascontiguousarray(matrix).view(np.dtype(f"u{matrix.dtype.itemsize}"))
+    if not np.array_equal(bits, bits.T):
+        return None
+    values = matrix[np.triu(np.ones((n, n), dtype=bool))]
+    table = np.zeros((values.size, 8 * -(-(number_text.FLOAT_WIDTH + 1) // 8)), dtype=np.uint8)
+    lengths = np.zeros(values.size, dtype=np.int64)
+
+    def part(s: int) -> None:
+        t, n_ = tabbed(*fmt(values[s : s + BLOCK_CELLS]))
+        table[s : s + t.shape[0], : t.shape[1]], lengths[s : s + t.shape[0]] = t, n_
+
+    from genotile.runtime.cpus import usable_cpus
+
+    with ThreadPoolExecutor(usable_cpus(ROW_THREADS), thread_name_prefix="genotile-matrix") as pool:
+        list(pool.map(part, range(0, values.size, BLOCK_CELLS)))
+
+    def upper(r0: int, r1: int):
+        i = np.arange(r0, r1, dtype=np.int64)[:, None]
+        j = np.arange(n, dtype=np.int64)[None, :]
+        lo, hi = np.minimum(i, j), np.maximum(i, j)
+        return table, lengths, lo * n - lo * (lo - 1) // 2 + (hi - lo)
+
+    return upper
 
 
 def _assemble_numpy(table: np.ndarray, lengths: np.ndarray, index: np.ndarray) -> tuple[bytes, np.ndarray]:
@@ -131,7 +174,10 @@ def line_blocks(texts: BlockTexts, ids: list[str], n_cols: int, kernels=None) ->
 def compiled_kernels(matrix: np.ndarray):
     """text_kernels where numba is installed and the matrix is large enough to pay for it."""
     floats = not np.issubdtype(matrix.dtype, np.integer)
-    if matrix.size < (COMPILED_MIN_FLOATS if floats else COMPILED_MIN_INTS):
+    n = matrix.shape[0]
+    # compiled, a symmetric matrix's values are formatted once (_upper_texts): about half its cells
+    values = n * (n + 1) // 2 if floats and matrix.shape[1] == n and matrix.size <= SYMMETRIC_MAX else matrix.size
+    if values < (COMPILED_MIN_FLOATS if floats else COMPILED_MIN_INTS):
         return None
     try:
         from genotile.io import text_kernels
