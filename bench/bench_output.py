@@ -133,12 +133,16 @@ def synthetic(name: str, n: int):
 
     rng = np.random.default_rng(0)
     if name == "snp_ints":
-        m = rng.integers(0, 3000, (n, n)).astype(np.uint16)
-    else:
-        a, b, c = (rng.integers(0, 3000, (n, n)) for _ in range(3))
-        m = (a - 2 * b) / (2.0 * (c + 1))
-    m = np.triu(m) + np.triu(m, 1).T
-    np.fill_diagonal(m, 0)
+        m = rng.integers(0, 3000, (n, n), dtype=np.uint16)
+    else:  # int16 draws and in-place steps: 20,000 x 20,000 fits in ~7 GB
+        a, b = (rng.integers(0, 3000, (n, n), dtype=np.int16) for _ in range(2))
+        a -= 2 * b
+        del b
+        m = a / (2.0 * (rng.integers(0, 3000, (n, n), dtype=np.int16) + 1))
+        del a
+    for i in range(n):  # symmetric: the upper triangle mirrored (numpy buffers the overlap)
+        m[i, : i + 1] = 0
+    m += m.T
     return m
 
 
