@@ -9,6 +9,7 @@ straddle chunks and hand-overs happen mid-file, and with sample subsets.
 """
 
 import gzip
+import os
 
 import numpy as np
 import pytest
@@ -541,7 +542,10 @@ def test_memory_bytes(monkeypatch):
     monkeypatch.setattr(ingest_vcf, "MEMORY_BYTES", 1234)
     assert ingest_vcf.memory_bytes() == 1234
     monkeypatch.setattr(ingest_vcf, "MEMORY_BYTES", None)
-    assert ingest_vcf.memory_bytes() >= 1 << 30
+    limit = ingest_vcf._cgroup_memory_limit()
+    assert limit is None or limit > 0
+    physical = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    assert ingest_vcf.memory_bytes() == max(1 << 30, min(physical, limit or physical) // 4)
 
 
 def _bgzf(text: bytes, block: int) -> bytes:

@@ -87,18 +87,40 @@ def check_options(options: dict) -> dict:
 def memory_bytes() -> int:
     """Bytes of codes a `genotype` ingest holds in memory before it spills them to a file:
     MEMORY_BYTES when set, else a quarter of the memory this process may use (the machine's,
-    or its cgroup's limit where lower), at least 1 GiB."""
+    or its cgroup's limit where lower: SLURM, containers), at least 1 GiB."""
     if MEMORY_BYTES is not None:
         return MEMORY_BYTES
     try:
         usable = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
     except (ValueError, OSError, AttributeError):
         return 1 << 30
-    with contextlib.suppress(OSError, ValueError):  # cgroup v2 (SLURM, containers): "max" or bytes
-        limit = Path("/sys/fs/cgroup/memory.max").read_text().strip()
-        if limit != "max":
-            usable = min(usable, int(limit))
-    return max(1 << 30, usable // 4)
+    limit = _cgroup_memory_limit()
+    return max(1 << 30, min(usable, limit or usable) // 4)
+
+
+def _cgroup_memory_limit() -> int | None:
+    """The lowest memory limit of this process's cgroup (v2 memory.max, v1
+    memory.limit_in_bytes; by its path in /proc/self/cgroup, or at the root of a container's
+    view), None when there is none or none can be read (not Linux)."""
+    try:
+        lines = Path("/proc/self/cgroup").read_text().splitlines()
+    except OSError:
+        return None
+    names = []
+    for line in lines:
+        _, controllers, path = line.split(":", 2)
+        if controllers == "":  # v2: one hierarchy
+            names += [f"/sys/fs/cgroup{path.rstrip('/')}/memory.max", "/sys/fs/cgroup/memory.max"]
+        elif "memory" in controllers.split(","):
+            v1 = "/sys/fs/cgroup/memory"
+            names += [f"{v1}{path.rstrip('/')}/memory.limit_in_bytes", f"{v1}/memory.limit_in_bytes"]
+    limits = []
+    for name in names:
+        with contextlib.suppress(OSError, ValueError):
+            text = Path(name).read_text().strip()
+            if text != "max" and int(text) < 1 << 60:  # v1 writes "no limit" as a huge number
+                limits.append(int(text))
+    return min(limits) if limits else None
 
 
 class _Rows:
