@@ -21,12 +21,13 @@ blocks are scanned and decoded side by side, nothing serial but the cutting. BGZ
 by a thread into groups of blocks holding about CHUNK_BYTES of text, which DECODERS
 workers inflate side by side (the system's libdeflate through ctypes when there is one,
 else zlib; both release the GIL; pysam's BGZF reader holds it); plain gzip is one deflate
-stream, inflated by that thread alone. The main thread cuts the inflated text into lines,
-joining the line that straddles two pieces. Blocks of the commonest kind go whole to a worker (compiled, below); for any
-other, the main thread splits each line's first nine columns in Python and finds the calls
-by byte offsets: a GT-only line whose calls are all three characters has them at fixed
-offsets from the line's end (the common case: one copy per line); otherwise the tab
-offsets of the block give each call's start. A worker then decodes the block's calls at
+stream, inflated by that thread alone. The main thread cuts the inflated text into
+blocks of lines, joining the line that straddles two pieces. Blocks of the commonest kind
+go whole to a worker (compiled, below); for any other, the main thread splits each
+line's first nine columns in Python and finds the calls by byte offsets: a GT-only line
+whose calls are all three characters has them at fixed offsets from the line's end (the
+common case: one copy per line); otherwise the tab offsets of the block give each call's
+start. A worker then decodes the block's calls at
 once with numpy table lookups on the two 16-bit halves of each call ((allele, separator),
 (allele, end)), in cache-sized batches. Measured on 1,000 samples x 200,000 msprime
 variants (.vcf.gz, 2 cores): ~2.1 s of CPU, ~2 s wall, where cyvcf2 takes ~11 s.
@@ -36,8 +37,10 @@ sample is read and the file is at least COMPILED_MIN_BYTES, a worker hands each 
 vcf_kernels.decode_block first, which scans its lines and decodes their calls in one
 compiled pass (~1 GB/s of text per thread) when every line is of the commonest kind
 (GT-only 3-character calls, one ALT); any other block goes the way above, in the worker.
-On 2,000 samples x 50,000 variants (400 MB plain text, 2 shared cores) the blocks come at
-~0.9 GB/s with one worker and ~1.5 GB/s with two (bench/RESULTS.md, session 6).
+Plain text of 2,000 samples x 200,000 variants (1.6 GB) comes at ~0.9 GB/s with one worker
+and ~5.4 GB/s with 16 on a 16-core machine; 20,000 x 100,000 (8 GB) at ~4.9 GB/s. BGZF stops
+scaling at 4-8 workers (~1 GB/s of text with zlib): its block-by-block Python holds the GIL
+(bench/RESULTS.md, "Session 6: VCF ingest").
 """
 
 import contextlib
