@@ -27,10 +27,10 @@ go whole to a worker (compiled, below); for any other, the main thread splits ea
 line's first nine columns in Python and finds the calls by byte offsets: a GT-only line
 whose calls are all three characters has them at fixed offsets from the line's end (the
 common case: one copy per line); otherwise the tab offsets of the block give each call's
-start. A worker then decodes the block's calls at
-once with numpy table lookups on the two 16-bit halves of each call ((allele, separator),
-(allele, end)), in cache-sized batches. Measured on 1,000 samples x 200,000 msprime
-variants (.vcf.gz, 2 cores): ~2.1 s of CPU, ~2 s wall, where cyvcf2 takes ~11 s.
+start. A worker then decodes the block's calls at once with numpy table lookups on the
+two 16-bit halves of each call ((allele, separator), (allele, end)), in cache-sized
+batches. Measured on 1,000 samples x 200,000 msprime variants (.vcf.gz, 2 cores): ~2.1 s
+of CPU, ~2 s wall, where cyvcf2 takes ~11 s.
 
 Compiled blocks: where numba is installed, variant IDs are not wanted (ibs, king), every
 sample is read and the file is at least COMPILED_MIN_BYTES, a worker hands each block to
