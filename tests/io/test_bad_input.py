@@ -204,7 +204,8 @@ def central_directory(data: bytes) -> int:
     return zipfile.ZipFile(io.BytesIO(data)).start_dir
 
 
-def damage_tile(path, damage):
+def damage_tile(path, damage, values="dense.npy"):
+    """`values`: the member a value_flip hits (each stage reads, and checks, only its own)."""
     data = path.read_bytes()
     if damage == "truncated_half":
         data = data[: len(data) // 2]
@@ -221,7 +222,7 @@ def damage_tile(path, damage):
         if damage == "compression_method_flip":  # first central directory entry, compression method field
             flipped[central_directory(data) + 10] ^= 0x01
         else:  # a bit in the middle of a member's stored bytes (values, pair index, metadata)
-            member = {"value_flip": "dense.npy", "index_flip": "a.npy", "meta_flip": "__meta__.npy"}[damage]
+            member = {"value_flip": values, "index_flip": "a.npy", "meta_flip": "__meta__.npy"}[damage]
             start, size = member_data_offset(data, member)
             flipped[start + size - 3] ^= 0x10
         data = bytes(flipped)
@@ -245,7 +246,8 @@ def damage_tile(path, damage):
 def test_damaged_tile_refused_by_merge(finished_run, tmp_path, list_files, damage, stage):
     out, plan = finished_run
     victim = out / "snp" / "pairs" / "tile_1_2.npz"
-    damage_tile(victim, damage)
+    # the merge does not read the dense block (matrix.tsv's): its values are the snp column's
+    damage_tile(victim, damage, values="dense.npy" if stage == "matrix" else "snp.npy")
     dest = tmp_path / "remerged"
     store = out / "store" / "nucleotide" / "manifest.json"
     paths = steps.tile_paths(out / "snp" / "pairs", plan)

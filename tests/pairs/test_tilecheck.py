@@ -68,7 +68,6 @@ def test_tile_claiming_the_current_threshold_but_holding_failing_pairs_is_refuse
         (lambda a: a["b"].__setitem__(0, 13), r"pair \(\d+, \d+\) is not 0 <= a < b < 13"),
         (lambda a: a["a"].__setitem__(1, a["a"][0]) or a["b"].__setitem__(1, a["b"][0]), r"a pair is listed twice"),
         (lambda a: a.update(a=a["a"][1:]), r"its arrays do not all hold its \d+ pairs"),
-        (lambda a: a.update(dense_rows=a["dense_rows"][::-1].copy()), r"its dense block is not over blocks \(1, 2\)"),
     ],
 )
 def test_tile_with_a_valid_checksum_and_bad_indices_is_refused_by_name(snp_run, change, message):
@@ -76,6 +75,19 @@ def test_tile_with_a_valid_checksum_and_bad_indices_is_refused_by_name(snp_run, 
     rewrite(tile, lambda arrays, meta: change(arrays))
     with pytest.raises(GenotileError, match=rf"tile {tile}: " + message):
         merge(snp_run)
+
+
+def test_tile_whose_dense_block_is_not_its_blocks_is_refused_by_the_matrix(snp_run):
+    """The dense block is read (and checked) by the matrix stage; the merge, which does not read
+    it, still merges the tile's pairs."""
+    tile = snp_run / "snp" / "pairs" / "tile_1_2.npz"
+    rewrite(tile, lambda arrays, meta: arrays.update(dense_rows=arrays["dense_rows"][::-1].copy()))
+    store = snp_run / "store" / "nucleotide"
+    plan = steps.read_plan(store / "plan.json")
+    tiles = steps.tile_paths(snp_run / "snp" / "pairs", plan)
+    with pytest.raises(GenotileError, match=rf"tile {tile}: its dense block is not over blocks \(1, 2\)"):
+        steps.matrix(tiles, store / "manifest.json", "snp", snp_run / "snp" / "matrix2.tsv")
+    assert merge(snp_run)["pairs_passing"] == 13 * 12 // 2
 
 
 def test_pair_outside_the_tiles_blocks_is_refused(snp_run):
@@ -101,3 +113,30 @@ def test_ccc2_tiles_of_other_parameters_are_refused(tmp_path):
     assert merge(out, threshold=None, metric="ccc2", params={"multiplier": 4.0})["pairs_passing"] == 190
     with pytest.raises(GenotileError, match=r"tile_0_0.npz: computed with metric parameters \{'multiplier': 4.0"):
         merge(out, threshold=None, metric="ccc2", params={"multiplier": 4.5})
+
+
+def test_tile_read_without_its_dense_block_checks_what_it_reads(snp_run, monkeypatch):
+    """read_tile(skip=("dense",)) leaves the dense block out and still refuses a damaged array it
+    reads or a file with an array removed; large arrays are hashed in pieces on threads."""
+    import zipfile
+
+    from genotile.io import tilefile
+
+    tile = snp_run / "snp" / "pairs" / "tile_1_2.npz"
+    whole, meta, digest = read_tile(tile)
+    part, meta2, digest2 = read_tile(tile, skip=("dense",))
+    assert "dense" in whole and "dense" not in part and (meta, digest) == (meta2, digest2)
+    assert all(np.array_equal(part[k], whole[k]) for k in part)
+    assert write_tile(snp_run / "again.npz", whole, meta) == digest  # the digest is the content's
+    monkeypatch.setattr(tilefile, "DIGEST_PIECE", 16)  # arrays in many pieces, hashed on threads
+    small = write_tile(snp_run / "pieces.npz", whole, meta)
+    got, _, got_digest = read_tile(snp_run / "pieces.npz")
+    assert got_digest == small and all(np.array_equal(got[k], whole[k]) for k in whole)
+    # the file without its "a" member: refused, though every array read is intact
+    stripped = snp_run / "stripped.npz"
+    with zipfile.ZipFile(tile) as src, zipfile.ZipFile(stripped, "w") as dst:
+        for item in src.infolist():
+            if item.filename != "a.npy":
+                dst.writestr(item, src.read(item))
+    with pytest.raises(GenotileError, match="checksum mismatch"):
+        read_tile(stripped)

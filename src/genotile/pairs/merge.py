@@ -28,16 +28,17 @@ from genotile.version import __version__
 GATHER_CELLS = 1 << 20  # cells gathered into input order at a time (dense_values)
 
 
-def read_tiles(tile_paths, plan: Plan, metric: Metric, store: dict | None = None, perm=None, expect=None):
-    """Yield (path, arrays, meta, sha256) for every tile; refuse a missing, foreign or repeated one,
-    one of other settings (`expect`: threshold, params) and, given the permutation, one whose
-    indices or dense block are not its blocks' (pairs/tilecheck.py)."""
+def read_tiles(tile_paths, plan: Plan, metric: Metric, store: dict | None = None, perm=None, expect=None, skip=()):
+    """Yield (path, arrays, meta, sha256) for every tile, without its arrays named in `skip`
+    (tilefile.read_tile); refuse a missing, foreign or repeated one, one of other settings
+    (`expect`: threshold, params) and, given the permutation, one whose indices or dense block
+    are not its blocks' (pairs/tilecheck.py)."""
     expected = set(plan.tiles())
     blocks = None if perm is None else tilecheck.block_of(plan, perm)
     seen = set()
     progress = Progress(f"{metric.name}: tiles read", total=len(expected))
     for path in tile_paths:
-        arrays, meta, digest = read_tile(path)
+        arrays, meta, digest = read_tile(path, skip)
         tile = tuple(meta["tile"])
         if meta["metric"] != metric.name or tile not in expected:
             raise GenotileError(f"tile {path}: holds {meta['metric']} tile {tile}, not one of this plan's")
@@ -75,7 +76,8 @@ def merge_pairs(
     to the input pairs (store/duplicates.py)."""
     parts, tiles, selves = [], [], []
     hist: dict[str, np.ndarray] = {}
-    for path, arrays, meta, digest in read_tiles(tile_paths, plan, metric, store, perm, expect):
+    # the dense block (GBs for 20,000 vectors) is matrix.tsv's, not read here
+    for path, arrays, meta, digest in read_tiles(tile_paths, plan, metric, store, perm, expect, skip=("dense",)):
         parts.append({k: arrays[k] for k in ("a", "b", *metric.columns)})
         if distinct_index is not None:
             selves.append(duplicates.self_pairs(path, arrays, metric, plan))
