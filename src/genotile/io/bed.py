@@ -10,7 +10,7 @@ unused. A1 (the .bim's 5th column, genotile's ALT) is counted:
 so the genotype planes (core/genotype.py) are bitwise functions of the two bits of each call:
 L = not lo, H = not (lo or hi), V = not (lo and not hi), Het = hi and not lo, Hom0 = lo and hi.
 
-Both writers here take slabs of samples (up to QUADS record bytes, about SLAB_BYTES of
+The readers here take slabs of samples (up to QUADS record bytes, about SLAB_BYTES of
 output), a slab on one of the threads; a slab's .bed bytes a block of about BLOCK_BYTES at a
 time, transposed (numpy's copy of the transposed view: a block's source fits in cache) into
 `quads` (record bytes x variants): row q holds samples 4q .. 4q + 3 of each variant. From there
@@ -21,7 +21,12 @@ no table lookups, into buffers each thread reuses (`Scratch`):
   missing call): per sample k of a quad, code = f - 1 (mod 256) where f is the 2-bit field
   (not lo) << 1 | not (lo xor hi) (2 -> 2, missing -> 255, 1 -> 1, 0 -> 0);
 - planes (`pack_planes`): lo and hi of each sample packed 64 variants a word (np.packbits of
-  the quad bytes masked to one bit), then the five planes as word operations on them.
+  the quad bytes masked to one bit), then the five planes as word operations on them;
+- bits (`read_bits`, for the store job: store/ingest_bed.py): lo and hi of each sample packed as
+  for the planes, straight into rows of an array held in memory, uint64 (samples, 2, words):
+  [s, 0] the lo bits of sample s, [s, 1] its hi bits, variant v at bit v % 64 of word v // 64,
+  bits past the last variant 0; with the ingest counts. `write_planes` makes the planes of rows
+  of it (word operations, 7 a chunk) and writes them in the output's row order.
 
 These are used where PlinkReader reads a whole fileset as it is (no `samples`, no `regions`:
 `plain`); pgenlib reads the rest, with the same results (tests/io/test_bed.py).
