@@ -52,11 +52,16 @@ def _file_digest(digests: dict[str, str]) -> str:
     return hashlib.sha256("".join(f"{k} {digests[k]}\n" for k in sorted(digests)).encode()).hexdigest()
 
 
+def arrays_digest(arrays: dict[str, np.ndarray]) -> str:
+    """The digest a tile file of exactly these arrays carries (its meta is one of them)."""
+    return _file_digest({name: _array_digest(name, a) for name, a in arrays.items()})
+
+
 def write_tile(path, arrays: dict[str, np.ndarray], meta: dict) -> str:
     """Write the arrays and the JSON-able `meta` as a tile file; returns the file's digest."""
     arrays = {**arrays, META: np.frombuffer(json.dumps(meta, sort_keys=True).encode(), dtype=np.uint8)}
     digests = {name: _array_digest(name, a) for name, a in arrays.items()}
-    digest = _file_digest(digests)
+    digest = _file_digest(digests)  # arrays_digest(arrays)
     with atomic_path(path) as tmp:
         with open(tmp, "wb") as fh:
             members: dict[str, Any] = {
