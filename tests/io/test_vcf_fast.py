@@ -603,3 +603,16 @@ def test_newline_search_in_arrays():
         arr = np.frombuffer(bytes(text), dtype=np.uint8)
         assert vcf_fast._newline(arr) == text.find(b"\n")
         assert vcf_fast._newline(arr, last=True) == text.rfind(b"\n")
+
+
+def test_plain_read_without_preadv(tmp_path, geno, monkeypatch):
+    """Where os has no preadv, the plain-text workers read with pread: the same codes and stats."""
+    monkeypatch.delattr(vcf_fast.os, "preadv")
+    monkeypatch.setattr(vcf_fast, "DECODERS", 2)
+    monkeypatch.setattr(vcf_fast, "MAP_MIN_CHUNK", 0)
+    monkeypatch.setattr(vcf_fast, "CHUNK_BYTES", 700)
+    path = write(tmp_path, "pread", _plain_text(geno, 15), "vcf")
+    got = _read_compiled(path, True, monkeypatch)
+    want = _read_compiled(path, False, monkeypatch)
+    assert got[0] == want[0] == "ok" and got[3] > 0
+    assert np.array_equal(got[1], want[1]) and got[2] == want[2]

@@ -109,7 +109,7 @@ class _Plain:
             buf = self.local.buf = bytearray(end - start + (1 << 20))
         view, got = memoryview(buf), 0
         while got < end - start:
-            n = os.preadv(self.fd, [view[got : end - start]], start + got)
+            n = _pread_into(self.fd, view[got : end - start], start + got)
             if n <= 0:
                 raise _Stop
             got += n
@@ -119,6 +119,16 @@ class _Plain:
         with contextlib.suppress(BufferError):  # a view still held: the map closes with it
             self.mm.close()
         os.close(self.fd)
+
+
+def _pread_into(fd: int, view: memoryview, offset: int) -> int:
+    """Bytes read into view from offset of fd (fewer at the end of the file); the GIL is
+    released during the read."""
+    if hasattr(os, "preadv"):
+        return os.preadv(fd, [view], offset)
+    data = os.pread(fd, len(view), offset)  # (no preadv on this system: one copy more)
+    view[: len(data)] = data
+    return len(data)
 
 
 def _own(span: tuple) -> tuple:
