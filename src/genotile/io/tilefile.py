@@ -31,7 +31,7 @@ def _array_digest(name: str, a: np.ndarray) -> str:
     starts = range(0, data.size, DIGEST_PIECE)
 
     def piece(p0: int) -> bytes:  # hashlib releases the GIL on large buffers
-        return hashlib.sha256(data[p0 : p0 + DIGEST_PIECE]).digest()
+        return hashlib.sha256(data[p0 : p0 + DIGEST_PIECE].data).digest()
 
     if len(starts) > 1:
         from concurrent.futures import ThreadPoolExecutor
