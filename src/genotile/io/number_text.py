@@ -57,6 +57,9 @@ def int_text(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     [b'0', b'-7', b'1234']
     """
     values = np.asarray(values).reshape(-1)
+    if values.size > CHUNK:  # temporaries of a chunk at a time
+        parts = [int_text(values[s : s + CHUNK]) for s in range(0, values.size, CHUNK)]
+        return np.concatenate([c for c, _ in parts]), np.concatenate([n for _, n in parts])
     negative = values < 0
     # magnitudes in uint64: two's complement negation keeps int64's minimum exact
     mag = values.astype(np.uint64)

@@ -12,6 +12,7 @@ pairs.tsv.gz, level 9 (Python's default) took 24 s, level 6 12 s, level 1 3 s fo
 larger. The gzip header has no name and mtime 0, so equal tables give equal bytes.
 """
 
+import sys
 from collections.abc import Sequence
 from typing import NamedTuple
 
@@ -26,6 +27,22 @@ CHUNK_BYTES = 1 << 21  # padded cell bytes gathered at once (cache-sized)
 BLOCK_BYTES = 1 << 23  # padded cell bytes of one gzip block (each compressed on its own)
 
 
+class ByteTexts(Sequence[str]):
+    """Texts as number_text makes them: text i is chars[i, :lengths[i]] (ASCII); indexing gives
+    str, and write_tsv_gz pads them without making one."""
+
+    def __init__(self, chars: np.ndarray, lengths: np.ndarray):
+        self.chars, self.lengths = chars, lengths
+
+    def __len__(self) -> int:
+        return len(self.lengths)
+
+    def __getitem__(self, i):
+        if isinstance(i, slice):
+            return [self[k] for k in range(*i.indices(len(self)))]
+        return bytes(self.chars[i, : self.lengths[i]]).decode("ascii")
+
+
 class Cells(NamedTuple):
     """A column as row k's text `texts[codes[k]]`."""
 
@@ -35,16 +52,15 @@ class Cells(NamedTuple):
 
 def format_column(values: np.ndarray) -> list[str]:
     """Integers as decimal (str); anything else as repr(float(v)), the shortest string that
-    reads back as the same double: number_text's arrays, one str per value at the end.
+    reads back as the same double (number_text's arrays, one str per value at the end).
 
     >>> format_column(np.array([3, -12])), format_column(np.array([0.1, 1e-05, np.nan]))
     (['3', '-12'], ['0.1', '1e-05', 'nan'])
     """
     values = np.asarray(values).reshape(-1)
-    if np.issubdtype(values.dtype, np.integer):
-        chars, _ = number_text.int_text(values)
-    else:
-        chars, _ = number_text.float_text(values)
+    if np.issubdtype(values.dtype, np.integer):  # str() is as fast as any array path here
+        return [str(v) for v in values.tolist()]
+    chars, _ = number_text.float_text(values)
     # zero-padded ASCII rows as fixed-width bytes (numpy drops the trailing zeros), then str
     return chars.view(f"S{chars.shape[1]}").reshape(-1).astype(str).tolist()
 
@@ -69,7 +85,7 @@ def text_column(values: np.ndarray) -> Cells:
 
     Integers within a range narrower than TABLE_MAX come from a table of the range's strings;
     others (floats by bit pattern, so that -0.0 and each nan keep their own text) are formatted
-    once per distinct value.
+    once per distinct value, floats by number_text as bytes (ByteTexts: no str per value).
     """
     values = np.asarray(values)
     if values.dtype.kind in "iu" and values.size:
@@ -78,7 +94,22 @@ def text_column(values: np.ndarray) -> Cells:
             return Cells([str(v) for v in range(low, high + 1)], values.astype(np.int64) - low)
     bits = np.ascontiguousarray(values).view(np.dtype(f"u{values.dtype.itemsize}"))
     unique, index = np.unique(bits, return_inverse=True)
+    if values.dtype.kind == "f":  # repr's text as bytes, never as str
+        return Cells(ByteTexts(*_float_text(unique.view(values.dtype))), index.reshape(-1))
     return Cells(format_column(unique.view(values.dtype)), index.reshape(-1))
+
+
+def _float_text(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """number_text.float_text, compiled where this process has numba loaded already (its
+    start, ~0.7 s, is then paid)."""
+    if "numba" in sys.modules:
+        try:
+            from genotile.io import text_kernels
+        except ImportError:
+            pass
+        else:
+            return text_kernels.float_text(values)
+    return number_text.float_text(values)
 
 
 class _Padded:
@@ -86,6 +117,9 @@ class _Padded:
     are the entry's."""
 
     def __init__(self, texts: Sequence[str], end: bytes):
+        if isinstance(texts, ByteTexts):
+            self._from_bytes(texts, end)
+            return
         encoded = [t.encode("utf-8") for t in texts]
         lengths = np.fromiter(map(len, encoded), dtype=np.int64, count=len(encoded)) + len(end)
         blob = np.frombuffer(end.join(encoded) + end, dtype=np.uint8)
@@ -97,6 +131,18 @@ class _Padded:
             used = np.flatnonzero(lengths > k)
             table[used, k] = blob[starts[used] + k]
             masks[used, k] = True
+        self.table, self.masks = table.view(np.uint64), masks.view(np.uint64)
+
+    def _from_bytes(self, texts: ByteTexts, end: bytes) -> None:
+        lengths = texts.lengths.astype(np.int64) + len(end)
+        self.words = -(-int(lengths.max(initial=1)) // 8)
+        table = np.zeros((len(texts), 8 * self.words), dtype=np.uint8)
+        used = min(texts.chars.shape[1], 8 * self.words)
+        table[:, :used] = texts.chars[:, :used]
+        rows = np.arange(len(texts))
+        for k, byte in enumerate(end):  # the tab or newline right after each text
+            table[rows, texts.lengths + k] = byte
+        masks = np.arange(8 * self.words)[None, :] < lengths[:, None]
         self.table, self.masks = table.view(np.uint64), masks.view(np.uint64)
 
 
