@@ -140,3 +140,29 @@ def test_tile_read_without_its_dense_block_checks_what_it_reads(snp_run, monkeyp
                 dst.writestr(item, src.read(item))
     with pytest.raises(GenotileError, match="checksum mismatch"):
         read_tile(stripped)
+
+
+def test_large_members_memory_mapped_read_the_same_and_are_checked(snp_run, monkeypatch):
+    """Members of at least MAP_MIN bytes are memory-mapped in place of a zipfile read: the same
+    arrays, and a flipped byte in one (no zip CRC is checked then) is still refused."""
+    import struct
+    import zipfile
+
+    from genotile.io import tilefile
+
+    tile = snp_run / "snp" / "pairs" / "tile_1_2.npz"
+    want, meta, digest = read_tile(tile)
+    monkeypatch.setattr(tilefile, "MAP_MIN", 1)  # every stored member mapped
+    got, meta2, digest2 = read_tile(tile)
+    assert (meta2, digest2) == (meta, digest) and set(got) == set(want)
+    assert all(isinstance(got[k], np.memmap) and np.array_equal(got[k], want[k]) for k in want)
+    data = bytearray(tile.read_bytes())
+    with zipfile.ZipFile(tile) as zf:
+        member = zf.getinfo("dense.npy")
+    name_len, extra_len = struct.unpack("<HH", bytes(data[member.header_offset + 26 : member.header_offset + 30]))
+    data[member.header_offset + 30 + name_len + extra_len + member.file_size - 1] ^= 0x01  # last byte of dense
+    flipped = snp_run / "flipped.npz"
+    flipped.write_bytes(bytes(data))
+    with pytest.raises(GenotileError, match="checksum mismatch"):
+        read_tile(flipped)
+    assert "dense" not in read_tile(flipped, skip=("dense",))[0]  # a reader that skips it is unaffected

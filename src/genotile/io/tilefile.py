@@ -11,6 +11,7 @@ so a killed job leaves no tile behind.
 
 import hashlib
 import json
+import struct
 import zipfile
 from typing import Any
 
@@ -73,6 +74,32 @@ def write_tile(path, arrays: dict[str, np.ndarray], meta: dict) -> str:
     return digest
 
 
+MAP_MIN = 1 << 26  # members at least this large are memory-mapped, not read through zipfile
+
+
+def _member(npz, path, name: str) -> np.ndarray:
+    """Array `name` of the open .npz: a large stored (uncompressed) member memory-mapped in place
+    (the digest check reads it on threads; zipfile would read and CRC it on one), else read."""
+    info = npz.zip.getinfo(f"{name}.npy")
+    if info.compress_type != zipfile.ZIP_STORED or info.file_size < MAP_MIN:
+        return npz[name]
+    with open(path, "rb") as fh:
+        fh.seek(info.header_offset)
+        local = fh.read(30)
+        if len(local) != 30 or local[:4] != b"PK\x03\x04":
+            raise zipfile.BadZipFile(f"no local header of {name}")
+        name_len, extra_len = struct.unpack("<HH", local[26:30])
+        start = info.header_offset + 30 + name_len + extra_len
+        fh.seek(start)
+        version = np.lib.format.read_magic(fh)
+        read_header = np.lib.format.read_array_header_1_0 if version == (1, 0) else np.lib.format.read_array_header_2_0
+        shape, fortran, dtype = read_header(fh)
+        offset = fh.tell()
+    if dtype.hasobject or offset - start + int(np.prod(shape, dtype=np.int64)) * dtype.itemsize != info.file_size:
+        raise ValueError(f"member {name} is not the array its header says")
+    return np.memmap(path, dtype=dtype, mode="r", offset=offset, shape=shape, order="F" if fortran else "C")
+
+
 def read_tile(path, skip: tuple[str, ...] = ()) -> tuple[dict[str, np.ndarray], dict, str]:
     """(arrays, meta, file digest) of a tile, without the arrays named in `skip`; a truncated,
     corrupted or foreign file is refused, naming it (only the arrays read are checked)."""
@@ -80,7 +107,7 @@ def read_tile(path, skip: tuple[str, ...] = ()) -> tuple[dict[str, np.ndarray], 
         with np.load(path, allow_pickle=False) as npz:
             stored = npz[SHA] if SHA in npz.files else None
             listed = npz[DIGESTS] if DIGESTS in npz.files else None
-            arrays = {name: npz[name] for name in npz.files if name not in (SHA, DIGESTS, *skip)}
+            arrays = {name: _member(npz, path, name) for name in npz.files if name not in (SHA, DIGESTS, *skip)}
     except FileNotFoundError:
         raise GenotileError(f"tile {path}: missing") from None
     except (zipfile.BadZipFile, ValueError, OSError, EOFError, KeyError, NotImplementedError, RuntimeError) as exc:
