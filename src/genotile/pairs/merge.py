@@ -21,11 +21,13 @@ from genotile.io.matrix_tsv import write_matrix_tsv
 from genotile.io.tilefile import read_tile
 from genotile.io.tsvgz import Cells, text_column, write_tsv_gz
 from genotile.pairs import tilecheck
+from genotile.runtime.cpus import usable_cpus
 from genotile.runtime.progress import Progress
 from genotile.store import duplicates
 from genotile.version import __version__
 
 GATHER_CELLS = 1 << 20  # cells gathered into input order at a time (dense_values)
+GATHER_THREADS = 16  # threads gathering them, at most
 
 
 def read_tiles(tile_paths, plan: Plan, metric: Metric, store: dict | None = None, perm=None, expect=None, skip=()):
@@ -144,10 +146,14 @@ def dense_values(
         blocks.append((plan.block(bi), plan.block(bj), dense))
     if not blocks:
         raise GenotileError(f"{where}: {n * n} matrix cells were in no tile")
-    blockwise = np.zeros((n, n), dtype=np.result_type(*(d.dtype for *_, d in blocks)))
-    for rows, cols, dense in blocks:
-        blockwise[rows, cols] = dense
-        blockwise[cols, rows] = dense.T
+    if len(blocks) == 1:  # one tile: its block is the whole matrix in block order, no copy
+        blockwise = blocks[0][2]
+    else:
+        blockwise = np.zeros((n, n), dtype=np.result_type(*(d.dtype for *_, d in blocks)))
+        for rows, cols, dense in blocks:
+            blockwise[rows, cols] = dense
+            if rows != cols:  # a diagonal tile's block is symmetric: written once
+                blockwise[cols, rows] = dense.T
     del blocks
     order = np.concatenate([block_rows.get(k, np.zeros(0, np.int64)) for k in range(plan.n_blocks)])
     covered = count_distinct(order[(order >= 0) & (order < n)])
@@ -159,8 +165,14 @@ def dense_values(
         position = position[np.asarray(distinct_index, dtype=np.int64)]
     matrix = np.empty((position.size, position.size), dtype=blockwise.dtype)
     step = max(1, GATHER_CELLS // max(1, position.size))
-    for r0 in range(0, position.size, step):
-        matrix[r0 : r0 + step] = blockwise[position[r0 : r0 + step]][:, position]
+
+    def gather(r0: int) -> None:  # numpy's gathers release the GIL: bands of rows on threads
+        np.take(np.take(blockwise, position[r0 : r0 + step], axis=0), position, axis=1, out=matrix[r0 : r0 + step])
+
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(usable_cpus(GATHER_THREADS), thread_name_prefix="genotile-gather") as pool:
+        list(pool.map(gather, range(0, position.size, step)))
     return matrix
 
 
