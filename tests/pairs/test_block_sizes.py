@@ -44,7 +44,7 @@ def result_of(workdir):
     files = {name: (out / name).read_bytes() for name in OUTPUTS}
     summary = json.loads((out / "summary.json").read_text())
     files["summary"] = {k: v for k, v in summary.items() if k not in RUN_KEYS}
-    files["output_sha256"] = {k: v["sha256"] for k, v in summary["outputs"].items()}
+    files["output_digest"] = {k: v["digest"] for k, v in summary["outputs"].items()}
     return files
 
 
