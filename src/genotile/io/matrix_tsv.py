@@ -69,21 +69,28 @@ def cell_texts(matrix: np.ndarray, kernels=None) -> BlockTexts:
         table, lengths = tabbed(*number_text.int_text(np.arange(int(matrix.max()) + 1)))
         return lambda r0, r1: (table, lengths, matrix[r0:r1])
     if np.issubdtype(matrix.dtype, np.integer):
-        fmt = number_text.int_text
-    else:  # format_column's repr(float(v)): float32, bool and the like widened to float64
-        fmt = kernels.float_text if kernels is not None else number_text.float_text
-        # compiled lines only: numpy's gathers of the cells below the diagonal, scattered over
-        # the whole triangle's table, cost more than formatting them again (~5 s against ~3 s
-        # for 2,000 x 2,000 here)
-        upper = _upper_texts(matrix, fmt) if kernels is not None else None
+        fmt = _tabbed_by(number_text.int_text)
+    elif kernels is None:  # format_column's repr(float(v)): float32, bool... widened
+        fmt = _tabbed_by(number_text.float_text)
+    else:
+        # a symmetric matrix's triangle formatted once: compiled only, since numpy's gathers of
+        # the cells below the diagonal, scattered over the whole triangle's table, cost more
+        # than formatting them again (~5 s against ~3 s for 2,000 x 2,000 here)
+        upper = _upper_texts(matrix, kernels.float_table)
         if upper is not None:
             return upper
+        fmt = kernels.float_table
 
     def block(r0: int, r1: int):
-        table, lengths = tabbed(*fmt(matrix[r0:r1].reshape(-1)))
+        table, lengths = fmt(matrix[r0:r1].reshape(-1))
         return table, lengths, np.arange((r1 - r0) * n_cols, dtype=np.int64).reshape(r1 - r0, n_cols)
 
     return block
+
+
+def _tabbed_by(fmt):
+    """values -> tabbed(*fmt(values))."""
+    return lambda values: tabbed(*fmt(values))
 
 
 def _upper_texts(matrix: np.ndarray, fmt) -> BlockTexts | None:
@@ -102,7 +109,7 @@ def _upper_texts(matrix: np.ndarray, fmt) -> BlockTexts | None:
     lengths = np.zeros(values.size, dtype=np.int64)
 
     def part(s: int) -> None:
-        t, n_ = tabbed(*fmt(values[s : s + BLOCK_CELLS]))
+        t, n_ = fmt(values[s : s + BLOCK_CELLS])
         table[s : s + t.shape[0], : t.shape[1]], lengths[s : s + t.shape[0]] = t, n_
 
     from genotile.runtime.cpus import usable_cpus
