@@ -3,11 +3,11 @@ matrices large enough to pay for numba's start: matrix_tsv.compiled_kernels).
 
 `float_text` is number_text.float_text's method value by value (the same shortest round-trip
 search and repr layout, 0.0, inf and nan written here; the ~0.2% it cannot settle are left
-to repr); `float_table` writes the same texts after a tab, as matrix_tsv's tables hold them. `lines` writes a block
-of matrix.tsv's lines: each row's name, then each cell's text after a tab, from a zero-padded
-table of whole uint64 words: each word is shifted into a 64-bit accumulator at the text's
-current byte offset, and whole words are stored (a few register operations per cell where a
-byte loop cost ~3x more). `nogil`: the row threads run these side by side.
+to repr); `float_table` writes the same texts after a tab, as matrix_tsv's tables hold them.
+`lines` writes a block of matrix.tsv's lines: each row's name, then each cell's text after a
+tab, from a zero-padded table of whole uint64 words: each word is shifted into a 64-bit
+accumulator at the text's current byte offset, and whole words are stored (a few register
+operations per cell where a byte loop cost ~3x more). `nogil`: the row threads run these side by side.
 """
 
 import math
