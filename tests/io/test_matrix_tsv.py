@@ -1,9 +1,9 @@
 """matrix.tsv (io/matrix_tsv.py) against a plain writer: "\\t".join of str / repr(float) per cell.
 
 Both ways of making the rows are checked (numpy's formatting and word gathers, and
-text_kernels' compiled loops where numba is installed, with and without a symmetric matrix's
-triangle formatted once), with blocks of a few rows, so that block edges fall inside the
-matrix."""
+text_kernels' compiled loops where numba is installed), each with and without a symmetric
+matrix's triangle formatted once, with blocks of a few rows, so that block edges fall inside
+the matrix."""
 
 import numpy as np
 import pytest
@@ -15,9 +15,9 @@ from genotile.io.tsvgz import format_rows
 try:
     import numba  # noqa: F401
 
-    WAYS = ["numpy", "compiled", "compiled-per-block"]  # the last: no symmetric triangle kept
+    WAYS = ["numpy", "numpy-per-block", "compiled", "compiled-per-block"]  # per block: no triangle kept
 except ImportError:
-    WAYS = ["numpy"]
+    WAYS = ["numpy", "numpy-per-block"]
 
 
 def cell(v) -> str:
@@ -69,7 +69,7 @@ def test_matrix_text_equals_plain_writer(tmp_path, n, way, monkeypatch):
     limit = 0 if way.startswith("compiled") else 1 << 62
     monkeypatch.setattr(matrix_tsv, "COMPILED_MIN_FLOATS", limit)
     monkeypatch.setattr(matrix_tsv, "COMPILED_MIN_INTS", limit)
-    if way == "compiled-per-block":
+    if way.endswith("per-block"):
         monkeypatch.setattr(matrix_tsv, "SYMMETRIC_MAX", 0)
     rng = np.random.default_rng(n)
     ids = [f"s{k}\u00e9" if k % 3 else f"id {k}" for k in range(n)]
