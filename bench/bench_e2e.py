@@ -456,12 +456,23 @@ def first_run_cost(root: Path, args, env, name: str) -> dict:
     return out
 
 
+# warm-up inputs just past the sizes where compiled paths take over, so that they are compiled
+# before the timed cases: the VCF decode (vcf_fast.COMPILED_MIN_BYTES, 16 MB: ~17.6 MB here), the
+# float and integer matrix.tsv text (io/text_kernels: 2^20 floats, 2^25 integer cells: 5,800^2)
+WARM = {
+    "snp_smoke": Case("fasta", 5_800, 200, 12, variable=150, clusters=5, n_fraction=0.01),
+    "king_smoke": Case("vcf", 1_100, 4_000, 0.0442, n_fraction=0.01),
+}
+
+
 def warm_up(root: Path, args, env, cases) -> None:
-    """One small run of each metric first, so that no timed case pays numba's or CuPy's
-    compilation (a fresh machine's caches are empty; --first-run measures that cost)."""
+    """One run of each metric first, so that no timed case pays numba's or CuPy's compilation
+    (a fresh machine's caches are empty; --first-run measures that cost)."""
     for kind, name in (("fasta", "snp_smoke"), ("vcf", "king_smoke")):
         if any(c.kind == kind for c in cases.values()):
             case = Case(**{**SMOKE[name].__dict__, "peers": (), "run_too": False})
+            if not args.smoke:  # (CI's smoke run stays seconds)
+                case = Case(**WARM[name].__dict__)
             run_case(f"warm_up_{name}", case, root, args, env)
             if not any(c.gpu for c in cases.values()):
                 # tiles this small take numpy under auto; larger CPU tiles take numba: compile it too
