@@ -71,10 +71,15 @@ def _products(counts: dict, diagonal: bool):
 
 
 def _padded(words: np.ndarray, rows: int) -> np.ndarray:
+    """The words padded to `rows` rows, C-contiguous and always read-only: numba compiles a
+    kernel per argument type, and a read-only array (a memory-mapped store) is another type than
+    a writable one (a padded copy), so one fixed kind means one compilation, cached once."""
     if words.shape[0] == rows and words.flags.c_contiguous:
-        return words
-    out = np.zeros((rows, words.shape[1]), np.uint64)
-    out[: words.shape[0]] = words
+        out = words.view()
+    else:
+        out = np.zeros((rows, words.shape[1]), np.uint64)
+        out[: words.shape[0]] = words
+    out.flags.writeable = False
     return out
 
 
