@@ -39,6 +39,7 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 
 from genotile.errors import GenotileError
+from genotile.io import npy_rows
 
 MAGIC = b"\x6c\x1b\x01"
 QUADS = 256  # record bytes (4 samples each) of a slab at most
@@ -207,12 +208,6 @@ def pack_block(scratch: Scratch, targets: list[tuple[np.ndarray, np.ndarray]]) -
             packed[...] = np.packbits(bit, axis=1, bitorder="little")
 
 
-def _write_header(fh, shape: tuple[int, int], descr: str) -> int:
-    """An .npy header (version 1.0, as np.lib.format.open_memmap writes it); returns its bytes."""
-    np.lib.format.write_array_header_1_0(fh, {"descr": descr, "fortran_order": False, "shape": shape})
-    return fh.tell()
-
-
 def _shares(todo: list, threads: int) -> list[list]:
     """The slabs of each thread: every `threads`-th, so each thread's buffers are made once."""
     threads = max(1, min(threads, len(todo)))
@@ -247,8 +242,7 @@ def write_sample_rows(path, n_samples: int, n_variants: int, out_path, threads: 
     bed = open_bed(path, n_samples, n_variants, what)
     todo = slabs(n_samples, n_variants, threads)
     with open(out_path, "wb") as fh:
-        start = _write_header(fh, (n_samples, n_variants), "|u1")
-        fh.truncate(start + n_samples * n_variants)
+        start = npy_rows.write_header(fh, (n_samples, n_variants), np.uint8)
         fd = fh.fileno()
 
         def share(mine: list[tuple[int, int]]) -> tuple[np.ndarray, int]:
@@ -266,7 +260,7 @@ def write_sample_rows(path, n_samples: int, n_variants: int, out_path, threads: 
                     for k in range(3):
                         np.bitwise_or(any_of[k, v0:v1], block_any[k], out=any_of[k, v0:v1])
                     missing += block_missing - (4 * q1 - s1) * (v1 - v0)  # padding reads missing
-                _pwrite(fd, codes[: s1 - s0], start + s0 * n_variants, out_path)
+                npy_rows.pwrite_rows(fd, codes[: s1 - s0], start + s0 * n_variants, out_path)
             return any_of, missing
 
         shares = _shares(todo, threads)
@@ -282,16 +276,6 @@ def write_sample_rows(path, n_samples: int, n_variants: int, out_path, threads: 
         "monomorphic": int(np.count_nonzero(~((hom0 | het) & (het | hom2)))),
         "all_missing": int(np.count_nonzero(~(hom0 | het | hom2))),
     }
-
-
-def _pwrite(fd: int, data: np.ndarray, offset: int, path) -> None:
-    """All of a C-contiguous array's bytes at `offset` (pwrite may write less than asked)."""
-    view = memoryview(np.ascontiguousarray(data).reshape(-1).view(np.uint8).data)
-    while view.nbytes:
-        done = os.pwrite(fd, view, offset)
-        if done <= 0:
-            raise OSError(f"{path}: short write")
-        view, offset = view[done:], offset + done
 
 
 PLANE_NAMES = ("L", "H", "V", "Het", "Hom0")
@@ -328,8 +312,7 @@ def pack_planes(path, n_samples: int, n_variants: int, rows_of: np.ndarray, out_
     valid = valid_bits(n_variants)
     todo = slabs(n_samples, row_bytes, threads)
     with open(out_path, "wb") as fh:
-        start = _write_header(fh, (int(rows_of.size), len(PLANE_NAMES) * n_words), "<u8")
-        fh.truncate(start + rows_of.size * row_bytes)
+        start = npy_rows.write_header(fh, (int(rows_of.size), len(PLANE_NAMES) * n_words), np.dtype("<u8"))
         fd = fh.fileno()
 
         def share(mine: list[tuple[int, int]]) -> bool:
@@ -353,7 +336,7 @@ def pack_planes(path, n_samples: int, n_variants: int, rows_of: np.ndarray, out_
                     pick = slice(r0 - s0, r1 - s0)
                     complete &= not _planes(lo64[pick], hi64[pick], valid, [out[:, p] for p in range(len(PLANE_NAMES))])
                     for s in np.flatnonzero(row[r0:r1] >= 0).tolist():
-                        _pwrite(fd, out[s], start + int(row[r0 + s]) * row_bytes, out_path)
+                        npy_rows.pwrite_rows(fd, out[s], start + int(row[r0 + s]) * row_bytes, out_path)
             return complete
 
         shares = _shares(todo, threads)
@@ -531,8 +514,7 @@ def write_planes(bits: np.ndarray, n_variants: int, rows_of: np.ndarray, out_pat
     step = max(1, PLANE_CHUNK_BYTES // max(1, row_bytes))
     starts = list(range(0, int(rows_of.size), step))
     with open(out_path, "wb") as fh:
-        start = _write_header(fh, (int(rows_of.size), len(PLANE_NAMES) * n_words), "<u8")
-        fh.truncate(start + rows_of.size * row_bytes)
+        start = npy_rows.write_header(fh, (int(rows_of.size), len(PLANE_NAMES) * n_words), np.dtype("<u8"))
         fd = fh.fileno()
 
         def share(first: int) -> None:
@@ -543,7 +525,7 @@ def write_planes(bits: np.ndarray, n_variants: int, rows_of: np.ndarray, out_pat
                 got, out = held[: rows.size], planes[: rows.size]
                 np.take(bits, rows, axis=0, out=got)
                 held_planes(got[:, 0], got[:, 1], valid, [out[:, p] for p in range(len(PLANE_NAMES))])
-                _pwrite(fd, out, start + r0 * row_bytes, out_path)
+                npy_rows.pwrite_rows(fd, out, start + r0 * row_bytes, out_path)
 
         threads = max(1, min(threads, len(starts)))
         with ThreadPoolExecutor(threads, thread_name_prefix="genotile-planes") as pool:
