@@ -84,16 +84,24 @@ def _gpu_from_env() -> bool | None:
     return True if env in ("1", "true", "yes", "on") else None
 
 
+def store_rows(ingest_manifest: dict, n_input: int, plan: Plan, perm: np.ndarray, what) -> np.ndarray:
+    """The input row each store row holds: the permutation of the vectors, or of the distinct ones
+    where identical vectors were collapsed; GenotileError naming `what` when the plan is for
+    another number of vectors."""
+    first = distinct_first(ingest_manifest, n_input)  # the input row of each distinct vector
+    n = n_input if first is None else first.size
+    if n != plan.n_vectors or perm.shape != (n,):
+        raise GenotileError(f"{what}: {n} vectors, but the plan is for {plan.n_vectors}")
+    return perm if first is None else first[perm]
+
+
 def pack_store(
     codes_path, ingest_manifest: dict, plan: Plan, perm: np.ndarray, planes_out, manifest_out, gpu: bool | None = None
 ) -> dict:
     codes = load_npy(codes_path, "codes", dtype=np.uint8, ndim=2, mmap=True)
     n_input = codes.shape[0]
-    first = distinct_first(ingest_manifest, n_input)  # the input row of each distinct vector
-    n = n_input if first is None else first.size
-    if n != plan.n_vectors or perm.shape != (n,):
-        raise GenotileError(f"{codes_path}: {n} vectors, but the plan is for {plan.n_vectors}")
-    rows_of = perm if first is None else first[perm]  # store row r holds input row rows_of[r]
+    rows_of = store_rows(ingest_manifest, n_input, plan, perm, codes_path)
+    n = rows_of.size
     if not (gpu is True or (gpu is None and _gpu_from_env() is True)):  # a plain .bed: from its bytes, unless told GPU
         manifest = pack_from_bed(codes.shape, ingest_manifest, plan, rows_of, planes_out, manifest_out)
         if manifest is not None:
@@ -223,11 +231,8 @@ def pack_bits(bits: np.ndarray, ingest_manifest: dict, plan: Plan, perm: np.ndar
     from genotile.io import bed
 
     n_input, n_fields = bits.shape[0], int(ingest_manifest["n_fields"])
-    first = distinct_first(ingest_manifest, n_input)  # the input row of each distinct vector
-    n = n_input if first is None else first.size
-    if n != plan.n_vectors or perm.shape != (n,):
-        raise GenotileError(f"{ingest_manifest['input']}: {n} vectors, but the plan is for {plan.n_vectors}")
-    rows_of = perm if first is None else first[perm]  # store row r holds input row rows_of[r]
+    rows_of = store_rows(ingest_manifest, n_input, plan, perm, ingest_manifest["input"])
+    n = rows_of.size
     progress = Progress("pack (from the .bed's bits)", total=n)
     with atomic_path(planes_out) as tmp:
         bed.write_planes(bits, n_fields, rows_of, tmp, threads=usable_cpus(PACK_THREADS))
