@@ -211,7 +211,7 @@ class CategoricalEncoding:
     layout: PlaneLayout
     # (most symbols of a column, kept columns) uint8: the code of rank t in column c, MISSING
     # where the column has fewer symbols (the inverse of `ranks`, for packing by compares)
-    symbols: np.ndarray = field(repr=False, default_factory=lambda: np.zeros((0, 0), np.uint8))
+    symbols: np.ndarray = field(repr=False)
 
 
 def categorical_encoding(counts: np.ndarray, has_missing: bool) -> CategoricalEncoding:

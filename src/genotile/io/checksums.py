@@ -43,10 +43,6 @@ def file_digest(path) -> str:
     ...     file_digest(fh.name) == hashlib.sha256(hashlib.sha256(b"abc").digest()).hexdigest()
     True
     """
-    from concurrent.futures import ThreadPoolExecutor
-
-    from genotile.runtime.cpus import usable_cpus
-
     with open(path, "rb") as fh:
         size = os.fstat(fh.fileno()).st_size
 
@@ -56,9 +52,23 @@ def file_digest(path) -> str:
                 h.update(os.pread(fh.fileno(), min(READ, offset + PIECE - start, size - start), start))
             return h.digest()
 
-        with ThreadPoolExecutor(usable_cpus(16), thread_name_prefix="genotile-digest") as pool:
-            pieces = list(pool.map(piece, range(0, size, PIECE)))
+        pieces = piece_digests(size, piece)
     outer = hashlib.sha256()
     for d in pieces:
         outer.update(d)
     return outer.hexdigest()
+
+
+def piece_digests(size: int, digest_of, piece: int = PIECE) -> list[bytes]:
+    """[digest_of(offset) for each piece of `size` bytes], pieces of `piece` bytes hashed on
+    threads (hashlib releases the GIL on large buffers): the pieces of `file_digest` and of a
+    tile file's arrays (io/tilefile.py)."""
+    starts = range(0, size, piece)
+    if len(starts) <= 1:
+        return [digest_of(p0) for p0 in starts]
+    from concurrent.futures import ThreadPoolExecutor
+
+    from genotile.runtime.cpus import usable_cpus
+
+    with ThreadPoolExecutor(usable_cpus(16), thread_name_prefix="genotile-digest") as pool:
+        return list(pool.map(digest_of, starts))

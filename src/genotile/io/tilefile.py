@@ -19,6 +19,7 @@ import numpy as np
 
 from genotile.errors import GenotileError
 from genotile.io.atomic import atomic_path
+from genotile.io.checksums import piece_digests
 
 META = "__meta__"
 SHA = "__sha256__"
@@ -29,20 +30,9 @@ DIGEST_PIECE = 1 << 26  # bytes of an array hashed as one piece (on threads); pa
 def _array_digest(name: str, a: np.ndarray) -> str:
     a = np.ascontiguousarray(a)
     data = a.reshape(-1).view(np.uint8) if a.size else np.zeros(0, np.uint8)
-    starts = range(0, data.size, DIGEST_PIECE)
-
-    def piece(p0: int) -> bytes:  # hashlib releases the GIL on large buffers
-        return hashlib.sha256(data[p0 : p0 + DIGEST_PIECE].data).digest()
-
-    if len(starts) > 1:
-        from concurrent.futures import ThreadPoolExecutor
-
-        from genotile.runtime.cpus import usable_cpus
-
-        with ThreadPoolExecutor(usable_cpus(8), thread_name_prefix="genotile-sha256") as pool:
-            pieces = list(pool.map(piece, starts))
-    else:
-        pieces = [piece(p0) for p0 in starts]
+    pieces = piece_digests(
+        data.size, lambda p0: hashlib.sha256(data[p0 : p0 + DIGEST_PIECE].data).digest(), DIGEST_PIECE
+    )
     h = hashlib.sha256(f"{name}|{a.dtype.str}|{a.shape}|".encode())
     for d in pieces:
         h.update(d)
