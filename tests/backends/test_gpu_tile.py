@@ -246,3 +246,52 @@ def test_nan_canonicalization_and_specs():
         metric = get_metric(name)
         _, layout = store(metric, 6, 70, 1, 0.1)
         assert tile_select.fused_spec(metric, metric.counts(layout)) is not None, name
+
+
+@needs_gpu
+@pytest.mark.parametrize("dtype", [np.int32, np.int64])
+@pytest.mark.parametrize("shape", [(1, 1), (3, 7), (24, 24), (700, 600), (1500, 1100)])
+def test_window_start_is_the_rounded_mean_less_half_the_window(dtype, shape):
+    """kernels/hist_window.cu: base[k] = max(round-half-up(mean) - HIST_WINDOW // 2, 0), the other
+    starts untouched, its scratch left zero for the next sub-tile."""
+    cp = cupy_common.cupy_module()
+    rng = np.random.default_rng(shape[0])
+    hist = tile_select.DeviceHist(cp, [], 3)
+    hist.base.fill(-1)
+    for k, centre in enumerate((0, tile_select.HIST_WINDOW // 2 + 3, 50_000)):
+        counts = rng.integers(max(0, centre - 40), centre + 41, size=shape).astype(dtype)
+        hist.centre_window(k, cp.asarray(counts))
+        total, size = int(counts.sum()), counts.size
+        want = max((total + size // 2) // size - tile_select.HIST_WINDOW // 2, 0)
+        got = hist.base.get()
+        assert got[k] == want, (k, got, want)
+        assert (got[k + 1 :] == -1).all()
+        assert (hist.scratch.get() == 0).all()
+
+
+@needs_gpu
+def test_gpu_tile_imports_no_scipy(tmp_path):
+    """A GPU tile job imports neither SciPy nor cupyx.scipy: cupy's mean() did, through cupyx,
+    about a second of every tile job (the histogram window now starts in kernels/hist_window.cu)."""
+    import subprocess
+    import sys
+
+    code = """
+import sys
+import numpy as np
+from genotile.core.encode import NUCLEOTIDE, categorical_encoding, categorical_planes, symbol_counts
+from genotile.core.metrics import get_metric
+from genotile.core.plan import Plan
+from genotile.pairs.tile import compute_tile
+codes = np.random.default_rng(1).integers(0, 4, size=(300, 500)).astype(np.uint8)
+enc = categorical_encoding(symbol_counts(codes), NUCLEOTIDE.has_missing)
+p = Plan(300, 300, 1)
+perm = p.permutation()
+planes = categorical_planes(codes[perm], enc)
+compute_tile(planes, enc.layout, perm, p, get_metric("snp"), 0, 0, 200, False, "cupy-b1")
+bad = sorted(m for m in sys.modules if m == "scipy" or m.startswith(("scipy.", "cupyx.scipy")))
+print(bad)
+sys.exit(1 if bad else 0)
+"""
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path)
+    assert run.returncode == 0, run.stdout + run.stderr

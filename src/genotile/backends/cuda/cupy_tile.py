@@ -36,7 +36,6 @@ import numpy as np
 from genotile.backends.cuda import cupy_common as cc
 from genotile.backends.cuda import transfers
 from genotile.backends.cuda.tile_select import (
-    HIST_WINDOW,
     DeviceHist,
     canonical_nans,
     epilogue_params,
@@ -260,7 +259,7 @@ def _fused(
                 keep_alive.append(mat)
                 ptrs.append((mat.data.ptr, 0, 0))
                 if name in int_hist:  # the bincount's shared window: centred on the sub-tile's mean
-                    hist.base[int_hist[name]] = cp.maximum(cp.rint(mat.mean()) - HIST_WINDOW // 2, 0)
+                    hist.centre_window(int_hist[name], mat)
             else:
                 lv, rv = lvec.get(name), rvec.get(name)  # both None: a count with no term, 0
                 ptrs.append((0, 0 if lv is None else lv.data.ptr, 0 if rv is None else rv.data.ptr))

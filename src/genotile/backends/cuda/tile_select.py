@@ -34,6 +34,7 @@ SELECT_OPTIONS: tuple = ()  # extra NVRTC options of tile_select (diagnostics)
 SELECT_THREADS = 256
 SELECT_BLOCKS_PER_SM = 4  # tile_select's grid: a few blocks an SM looping over rows
 HIST_WINDOW = 10240  # bincount values counted in shared memory a block (40 KB), around the sub-tile's mean
+WINDOW_BLOCKS = 512  # grid of hist_window.cu's sum: enough to stream a sub-tile's counts
 
 
 @dataclass(frozen=True)
@@ -165,9 +166,22 @@ class DeviceHist:
         self.spec, self.off = cp.asarray(spec), cp.asarray(off)
         self.counts = cp.zeros(self.total + 1, dtype=cp.uint64)  # + the out-of-range counter
         self.base = cp.zeros(ncols, dtype=cp.int64)  # each bincount's shared window starts here
+        self.scratch = cp.zeros(2, dtype=cp.uint64)  # kernels/hist_window.cu's sum and blocks done
         self.win = HIST_WINDOW if any(h.kind == 1 for h in columns) else 0
         self.shared_bytes = 4 * (
             sum(h.size for h in columns if h.kind == 2) + self.win * sum(h.kind == 1 for h in columns)
+        )
+
+    def centre_window(self, k: int, counts) -> None:
+        """Start bincount `k`'s shared window at the mean of `counts` (a sub-tile's int32 or int64
+        counts, C order) less half the window, on the device (kernels/hist_window.cu)."""
+        cp = cc.cupy_module()
+        name = "window_start_i32" if counts.dtype == cp.int32 else "window_start_i64"
+        blocks = max(1, min(WINDOW_BLOCKS, -(-counts.size // SELECT_THREADS)))
+        cc.load_kernel("hist_window.cu", name)(
+            (blocks,),
+            (SELECT_THREADS,),
+            (counts, np.int64(counts.size), np.int64(HIST_WINDOW // 2), self.scratch, self.base, np.int32(k)),
         )
 
     def result(self) -> dict:
