@@ -42,6 +42,10 @@ rule all:
         all_outputs,
 
 
+onstart:
+    warm_scheduler_imports()
+
+
 onsuccess:
     cancel_scheduler_timers()
 

@@ -25,7 +25,8 @@ from genotile.store import inputs as _inputs  # noqa: E402
 from genotile.core import limits as _limits  # noqa: E402
 from genotile.runtime.rule import (
     cancel_scheduler_timers,
-)  # noqa: E402, F401 (Snakefile's onsuccess)
+    warm_scheduler_imports,
+)  # noqa: E402, F401 (Snakefile's onstart and onsuccess)
 
 validate(config, schema="../config/schema/config.schema.yaml")
 # NaN passes a JSON schema's number type (YAML `.nan`): refused here, with infinity

@@ -51,3 +51,19 @@ def cancel_scheduler_timers():
     for thread in threading.enumerate():
         if isinstance(thread, threading.Timer):
             thread.cancel()
+
+
+def warm_scheduler_imports() -> None:
+    """Import pandas on a thread of Snakemake's own process as the first jobs start.
+
+    Snakemake's persistence layer imports pandas, where it is installed (the report's plots need
+    it), the first time it records or compares a job's params: as the store checkpoint finishes,
+    in the scheduler's thread, about half a second (one H100 machine) in which no tile job is
+    started. Imported here it overlaps the store job, which runs in a process of its own. Not a
+    daemon thread: an import cut short at exit could leave the interpreter in a bad state, and a
+    run shorter than the import pays it anyway when its first job is recorded."""
+    import importlib
+    import importlib.util
+
+    if importlib.util.find_spec("pandas") is not None:
+        threading.Thread(target=importlib.import_module, args=("pandas",), name="genotile-warm-imports").start()
