@@ -1,6 +1,7 @@
 """The one-pass FASTA ingest (io/fasta_mmap.py, store/ingest.read_regular) against the streaming
 reader, the reference: the same IDs, codes, manifest and errors on every spelling of a file, and
-the fast path taken wherever the layout is regular."""
+the fast path taken wherever the layout is regular; the store job's alignment held in memory
+(store/ingest.hold_regular, store/pack.pack_held) against its codes, the same files."""
 
 import gzip
 
@@ -8,11 +9,13 @@ import numpy as np
 import pytest
 from conftest import make_alignment
 
-from genotile.core.columns import ColumnSpan, categorical_codes, encode_ascii
-from genotile.core.encode import ALPHABETS, CATEGORICAL, ColumnScan
+from genotile.core.columns import ColumnCounts, ColumnSpan, categorical_codes, code_bytes, encode_ascii, fold_ascii
+from genotile.core.encode import ALPHABETS, CATEGORICAL, MISSING, NUCLEOTIDE, ColumnScan, symbol_counts
 from genotile.errors import GenotileError
 from genotile.io import fasta_mmap
+from genotile.pairs import steps
 from genotile.store import ingest as ingest_module
+from genotile.store import pack as pack_module
 
 
 def fasta_bytes(records, width=None, eol=b"\n", final=True, widths=None, blank=False) -> bytes:
@@ -175,3 +178,164 @@ def test_column_span_agrees_with_column_scan(alphabet):
     assert np.array_equal(categorical_codes(raw), CATEGORICAL.encode(raw))
     every_byte = np.arange(fasta_mmap.LOWEST, fasta_mmap.HIGHEST + 1, dtype=np.uint8)[None, :]
     assert np.array_equal(encode_ascii(alpha, every_byte), alpha.encode(every_byte))
+
+
+def store_files(path, out, alphabet: str, collapse: bool, codes_out=None) -> dict[str, bytes]:
+    """The store job's files (steps.store): the alignment held in memory, or (`codes_out`) its
+    codes written and packed from the file, as `genotile run` keeps them."""
+    steps.store(
+        path, alphabet, out / "ingest.json", out / "store", 4, 3, collapse_duplicates=collapse, codes_out=codes_out
+    )
+    return {str(p.relative_to(out)): p.read_bytes() for p in sorted(out.rglob("*")) if p.is_file()}
+
+
+def held_and_coded(tmp_path, data: bytes, alphabet: str, collapse: bool, monkeypatch) -> tuple[dict, dict, bool]:
+    """(held store's files, codes path's files, whether the held path read it)."""
+    path = tmp_path / "in.fa"
+    path.write_bytes(data)
+    taken = []
+    real = pack_module.pack_held
+    with monkeypatch.context() as patch:
+        patch.setattr(pack_module, "pack_held", lambda *a: taken.append(1) or real(*a))
+        held = store_files(path, tmp_path / "held", alphabet, collapse)
+        coded = store_files(path, tmp_path / "coded", alphabet, collapse, codes_out=tmp_path / "codes.npy")
+    return held, coded, taken == [1]
+
+
+def with_copies(records, seed: int) -> list[tuple[str, str]]:
+    """records where some sequences repeat others, in other spellings of the same codes: case
+    (every alphabet) and, for nucleotides, another missing symbol."""
+    rng = np.random.default_rng(seed)
+    out = list(records)
+    for k in range(1, len(out), 3):
+        seq = out[int(rng.integers(0, k))][1]
+        seq = seq.swapcase() if k % 2 else seq.replace("N", "-").replace("?", "n")
+        out[k] = (out[k][0], seq)
+    return out
+
+
+@pytest.mark.parametrize("collapse", [False, True])
+@pytest.mark.parametrize("alphabet", sorted(ALPHABETS))
+@pytest.mark.parametrize("case", sorted(REGULAR))
+def test_held_alignment_stores_the_same_bytes(tmp_path, monkeypatch, case, alphabet, collapse):
+    """The store job's alignment held in memory (no codes written) gives every file the codes
+    path writes, byte for byte."""
+    held, coded, taken = held_and_coded(tmp_path, REGULAR[case], alphabet, collapse, monkeypatch)
+    assert taken and held == coded
+
+
+@pytest.mark.parametrize("seed", range(9))
+def test_held_alignment_with_copies_stores_the_same_bytes(tmp_path, monkeypatch, seed):
+    """Copies spelled otherwise (case, missing symbols) collapse as their codes do; random
+    layouts, alphabets, and held blocks and counting bands of a few rows and columns."""
+    rng = np.random.default_rng(seed)
+    kind = ["dna", "protein", "ascii"][seed % 3]
+    n, length = int(rng.integers(2, 40)), int(rng.integers(1, 200))
+    records = with_copies(make_alignment(n, length, seed=seed, kind=kind), seed)
+    records = [(name, seq.replace(">", "<")) for name, seq in records]
+    width = None if seed % 4 == 0 else int(rng.integers(1, length + 5))
+    monkeypatch.setattr(ingest_module, "CHUNK_BYTES", int(rng.integers(1, 3 * length)))
+    monkeypatch.setattr(ingest_module, "COUNT_COLUMNS", int(rng.integers(1, 50)))
+    monkeypatch.setattr(ColumnCounts, "ROWS", int(rng.integers(1, 9)))
+    monkeypatch.setattr(ColumnCounts, "BLOCK_BYTES", int(rng.integers(1, 200)))
+    data = fasta_bytes(records, width=width)
+    for alphabet in sorted(ALPHABETS):
+        out = tmp_path / alphabet
+        out.mkdir()
+        held, coded, taken = held_and_coded(out, data, alphabet, True, monkeypatch)
+        assert taken and held == coded
+
+
+@pytest.mark.parametrize("case", ["tab_in_sequence", "cr_in_sequence", "gzip", "varying_widths"])
+def test_held_store_falls_back_to_the_codes(tmp_path, monkeypatch, case):
+    """A byte the fast path does not take, or an odd layout: the codes are written and packed."""
+    path = tmp_path / "in.fa"
+    path.write_bytes(ODD[case])
+    held = store_files(path, tmp_path / "held", "categorical", True)
+    assert held == store_files(path, tmp_path / "coded", "categorical", True, codes_out=tmp_path / "codes.npy")
+
+
+def test_held_store_past_hold_bytes_or_gpu_packing_writes_the_codes(tmp_path, monkeypatch):
+    path = tmp_path / "in.fa"
+    path.write_bytes(REGULAR["wrapped_7"])
+    reference = store_files(path, tmp_path / "held", "nucleotide", True)
+    called = []
+    real = pack_module.pack_store
+    monkeypatch.setattr(pack_module, "pack_store", lambda *a, **k: called.append(1) or real(*a, **k))
+    with monkeypatch.context() as patch:
+        patch.setattr(ingest_module, "HOLD_BYTES", 10)
+        assert store_files(path, tmp_path / "big", "nucleotide", True) == reference
+    with monkeypatch.context() as patch:
+        patch.setenv("GENOTILE_GPU_PACK", "1")
+        patch.setattr(pack_module, "use_gpu_packing", lambda gpu=None: False)  # packed on the CPU all the same
+        assert store_files(path, tmp_path / "gpu", "nucleotide", True) == reference
+    assert called == [1, 1]
+
+
+@pytest.mark.parametrize("canonical", [False, True])
+def test_column_counts_are_the_symbol_counts_of_the_codes(canonical):
+    rng = np.random.default_rng(2)
+    symbols = np.frombuffer(b"ACGTacgtNn-.RYxz*?~ ", dtype=np.uint8)
+    raw = rng.choice(symbols, size=(600, 70))
+    raw[:, :10] = raw[:1, :10]  # constant columns
+    raw[:20, 10:15], raw[20:, 10:15] = ord("a"), ord("A")  # one base in two cases
+    codes = NUCLEOTIDE.encode(raw)
+    counts = ColumnCounts(70)
+    counts.add(raw[:300], canonical)
+    other = ColumnCounts(70)
+    other.add(raw[300:], canonical)
+    counts.update(other)
+    keep = np.flatnonzero(counts.informative)
+    scan = ColumnScan(70)
+    for row in codes:
+        scan.add(row)
+    assert np.array_equal(counts.informative, scan.informative) and keep.size < 70
+    assert np.array_equal(counts.code_counts(keep), symbol_counts(codes[:, keep]))
+    folded = code_bytes(NUCLEOTIDE)[np.minimum(codes, 4)]  # 4: a byte no code folds to (MISSING)
+    present = codes != MISSING
+    assert np.array_equal(raw[present], folded[present])  # raw is folded in place
+    assert not np.isin(raw[~present], np.frombuffer(b"ACGT", np.uint8)).any()
+    if canonical:
+        assert (raw[~present] == 0).all()
+
+
+@pytest.mark.parametrize("alphabet", sorted(ALPHABETS))
+def test_folded_bytes_are_the_codes_bytes(alphabet):
+    alpha = ALPHABETS[alphabet]
+    every_byte = np.arange(fasta_mmap.LOWEST, fasta_mmap.HIGHEST + 1, dtype=np.uint8)[None, :]
+    folded = every_byte.copy()
+    fold_ascii(alpha, folded)
+    codes = alpha.encode(every_byte)
+    table = code_bytes(alpha)
+    present = codes != MISSING
+    assert np.array_equal(table[codes[present]], folded[present])
+    assert not np.isin(folded[~present], table[table != MISSING]).any()
+
+
+HEADERS = {
+    "plain": ["s1", "s2", "x.3|a=b", "~!#$%"],
+    "descriptions": ["s1 one", "s2  two spaces", "s3", "s4 tail "],
+    "tab": ["s1\tdescription", "s2", "s3", "s4"],
+    "utf8": ["s1", "\u00e9t\u00e9", "s3", "s4"],
+    "duplicate": ["s1", "s2", "s1", "s4"],
+    "duplicate_after_description": ["s1 a", "s1 b", "s3", "s4"],
+    "empty_id": ["s1", " s2", "s3", "s4"],
+    "delete": ["s1", "s\x7f2", "s3", "s4"],
+}
+
+
+@pytest.mark.parametrize("case", sorted(HEADERS))
+def test_headers_read_at_once_as_record_by_record(tmp_path, monkeypatch, case):
+    """open_regular's IDs from all headers at once (_plain_ids) are fasta.record_id's, or its error."""
+    data = b"".join(b">" + h.encode() + b"\nACGT\n" for h in HEADERS[case])
+    (tmp_path / "in.fa").write_bytes(data)
+
+    def read():
+        try:
+            return fasta_mmap.open_regular(tmp_path / "in.fa").ids
+        except GenotileError as exc:
+            return str(exc)
+
+    fast = read()
+    monkeypatch.setattr(fasta_mmap, "_plain_ids", lambda *a: None)
+    assert fast == read()

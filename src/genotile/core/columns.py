@@ -4,6 +4,11 @@
 at a time, for the streaming reader): it keeps each column's smallest and largest present
 symbol over blocks of raw rows; `categorical_codes` is CATEGORICAL.encode by arithmetic.
 Both agree with the lookup tables of encode.py (tests/io/test_fasta_mmap.py).
+
+An alignment held in memory for the store job (store/ingest.py HeldAlignment) keeps its bytes
+folded in place (`fold_ascii`: one byte value for each code, `code_bytes`), so that its planes
+are compares of those bytes with each column's symbols, with no codes matrix made; `ColumnCounts`
+counts a nucleotide alignment's symbols while its rows are folded.
 """
 
 import numpy as np
@@ -85,3 +90,84 @@ def categorical_codes(raw: np.ndarray) -> np.ndarray:
     """CATEGORICAL.encode of ASCII bytes (< 128) by arithmetic: lower case letters less 32."""
     lower = (raw - np.uint8(ord("a"))) < np.uint8(26)
     return raw - (lower.view(np.uint8) << np.uint8(5))
+
+
+def fold_ascii(alphabet: Alphabet, raw: np.ndarray) -> None:
+    """Fold ASCII bytes (fasta_mmap.clean) in place so that a code is one byte value
+    (`code_bytes`): nucleotide upper case (a byte & 0xDF is A, C, G or T only where the byte is
+    that base in either case; every other byte is missing), categorical its code."""
+    if alphabet is NUCLEOTIDE:
+        np.bitwise_and(raw, np.uint8(0xDF), out=raw)
+    elif alphabet is CATEGORICAL:
+        lower = (raw - np.uint8(ord("a"))) < np.uint8(26)
+        np.subtract(raw, lower.view(np.uint8) << np.uint8(5), out=raw)
+    else:
+        raw[...] = alphabet.encode(raw)
+
+
+def code_bytes(alphabet: Alphabet) -> np.ndarray:
+    """(256,) uint8: the folded byte (`fold_ascii`) of each code; MISSING where none (a folded
+    byte is ASCII, never MISSING)."""
+    out = np.full(256, MISSING, dtype=np.uint8)
+    if alphabet is NUCLEOTIDE:
+        out[:4] = np.frombuffer(NUCLEOTIDE_BYTES, dtype=np.uint8)
+    else:  # categorical and any other: the folded byte is the code
+        out[:MISSING] = np.arange(MISSING, dtype=np.uint8)
+    return out
+
+
+NUCLEOTIDE_BYTES = b"ACGT"  # the folded byte of the codes 0, 1, 2, 3 (NUCLEOTIDE's table)
+
+
+class ColumnCounts:
+    """How often each base (codes 0-3) occurs in each column of a nucleotide alignment, counted
+    while its rows are folded (`fold_ascii`), a block at a time.
+
+    A compare and a uint8 sum over 255 rows a base (the sum cannot overflow): whole rows of
+    255 at a time, where ColumnSpan's min and max take more operations a byte. The counts give
+    the informative columns too (two or more bases), and are `symbol_counts` of the codes.
+    """
+
+    ROWS = 255  # rows summed in uint8
+    BLOCK_BYTES = 1 << 23  # bytes of a block of ROWS rows at most (long rows: a band of columns)
+
+    def __init__(self, n_columns: int):
+        self.bases = np.zeros((len(NUCLEOTIDE_BYTES), n_columns), dtype=np.int64)
+        self.rows = 0
+
+    def add(self, raw: np.ndarray, canonical: bool = False) -> None:
+        """Fold ASCII rows in place (fold_ascii) and count their bases. `canonical`: missing
+        bytes set to 0 as well, so that two rows' bytes are equal exactly where their codes are."""
+        step = max(1, self.BLOCK_BYTES // self.ROWS)
+        for r0 in range(0, raw.shape[0], self.ROWS):
+            for c0 in range(0, raw.shape[1], step):
+                self._add(raw[r0 : r0 + self.ROWS, c0 : c0 + step], self.bases[:, c0 : c0 + step], canonical)
+        self.rows += raw.shape[0]
+
+    @staticmethod
+    def _add(block: np.ndarray, bases: np.ndarray, canonical: bool) -> None:
+        np.bitwise_and(block, np.uint8(0xDF), out=block)
+        present = None
+        for k, base in enumerate(NUCLEOTIDE_BYTES):
+            equal = block == base
+            bases[k] += np.add.reduce(equal.view(np.uint8), axis=0, dtype=np.uint8)
+            if canonical:
+                present = equal if present is None else np.bitwise_or(present, equal, out=present)
+        if present is not None:
+            np.bitwise_and(block, np.uint8(0) - present.view(np.uint8), out=block)
+
+    def update(self, other: "ColumnCounts") -> None:
+        """Take in the counts of other rows."""
+        self.bases += other.bases
+        self.rows += other.rows
+
+    @property
+    def informative(self) -> np.ndarray:
+        return (self.bases > 0).sum(axis=0) >= 2
+
+    def code_counts(self, columns: np.ndarray) -> np.ndarray:
+        """(columns, 256) int64: `symbol_counts` of the columns' codes (MISSING counted too)."""
+        counts = np.zeros((columns.size, 256), dtype=np.int64)
+        counts[:, : self.bases.shape[0]] = self.bases[:, columns].T
+        counts[:, MISSING] = self.rows - counts.sum(axis=1)
+        return counts

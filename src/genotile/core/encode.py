@@ -240,19 +240,23 @@ def categorical_encoding(counts: np.ndarray, has_missing: bool) -> CategoricalEn
     >>> enc.order.tolist(), enc.n_b, enc.layout.segments()
     ([0, 2], 2, {'V': (0, 1), 'N': (1, 2)})
     """
-    counts = counts.copy()
-    counts[:, MISSING] = 0
-    n_symbols = (counts > 0).sum(axis=1)
+    # only the codes that occur in some column are ranked (a nucleotide store's 4 of 256): a code
+    # absent from a column ranks after all present ones, so leaving it out changes no rank
+    codes = np.flatnonzero(counts[:, :MISSING].any(axis=0))
+    present = counts[:, codes]
+    n_symbols = (present > 0).sum(axis=1)
     cols_b = np.flatnonzero(n_symbols == 2)
     cols_m = np.flatnonzero(n_symbols >= 3)
     cols_m = cols_m[np.argsort(-n_symbols[cols_m], kind="stable")]
     order = np.concatenate([cols_b, cols_m]).astype(np.int64)
     # rank by count descending, ties to the smaller code (stable sort on -count)
-    by_rank = np.argsort(-counts[order], axis=1, kind="stable")
+    present = present[order]
+    by_rank = np.argsort(-present, axis=1, kind="stable")
+    rank = np.empty(present.shape, dtype=np.uint8)  # (kept columns, codes): each code's rank
+    np.put_along_axis(rank, by_rank, np.arange(codes.size, dtype=np.uint8)[None, :], axis=1)
+    rank[present == 0] = MISSING
     ranks = np.full((order.size, 256), MISSING, dtype=np.uint8)
-    rows = np.arange(order.size)[:, None]
-    ranks[rows, by_rank] = np.arange(256, dtype=np.uint8)[None, :].repeat(order.size, 0)
-    ranks[counts[order] == 0] = MISSING
+    ranks[:, codes] = rank
     nonmajor_m = n_symbols[cols_m] - 1
     t_max = int(nonmajor_m.max()) if nonmajor_m.size else 0
     s_lengths = tuple(int((nonmajor_m >= t).sum()) for t in range(1, t_max + 1))
@@ -262,13 +266,13 @@ def categorical_encoding(counts: np.ndarray, has_missing: bool) -> CategoricalEn
         has_valid=has_missing,
         s_words=tuple(n_words(c) for c in s_lengths),
     )
-    kept_col, code = np.nonzero(ranks != MISSING)
+    kept_col, code = np.nonzero(rank != MISSING)
     symbols = np.full((int(n_symbols[order].max(initial=2)), order.size), MISSING, dtype=np.uint8)
-    symbols[ranks[kept_col, code], kept_col] = code
+    symbols[rank[kept_col, code], kept_col] = codes[code]
     return CategoricalEncoding(order, ranks, int(cols_b.size), s_lengths, layout, symbols)
 
 
-def categorical_planes(codes: np.ndarray, enc: CategoricalEncoding) -> np.ndarray:
+def categorical_planes(codes: np.ndarray, enc: CategoricalEncoding, rows: np.ndarray | None = None) -> np.ndarray:
     """Pack rows of codes into their planes (V, N, S_t), as laid out by `enc`.
 
     Parameters
@@ -277,6 +281,8 @@ def categorical_planes(codes: np.ndarray, enc: CategoricalEncoding) -> np.ndarra
         Codes of all columns; only `enc.order`'s are read.
     enc : CategoricalEncoding
         From `categorical_encoding` over the same columns.
+    rows : array_like of int, optional
+        The rows of `codes` to pack, in this order (default: all), gathered a block at a time.
 
     Returns
     -------
@@ -298,12 +304,13 @@ def categorical_planes(codes: np.ndarray, enc: CategoricalEncoding) -> np.ndarra
     [2]
     """
     codes = np.asarray(codes)
-    out = np.zeros((codes.shape[0], enc.layout.total_words), dtype=np.uint64)
+    n = codes.shape[0] if rows is None else len(rows)
+    out = np.zeros((n, enc.layout.total_words), dtype=np.uint64)
     # a block of rows at a time, so that its compares stay in cache
     step = max(1, PACK_BLOCK_BYTES // max(1, enc.order.size))
-    for r0 in range(0, codes.shape[0], step):
-        kept = np.take(codes[r0 : r0 + step], enc.order, axis=1)
-        _pack_block(kept, enc, out[r0 : r0 + step])
+    for r0 in range(0, n, step):
+        block = codes[r0 : r0 + step] if rows is None else codes[rows[r0 : r0 + step]]
+        _pack_block(np.take(block, enc.order, axis=1), enc, out[r0 : r0 + step])
     return out
 
 

@@ -98,18 +98,27 @@ def _map(path) -> np.ndarray:
 
 
 NEWLINE_CHUNK = 1 << 26  # bytes a thread scans for newlines
+NEWLINE_BLOCK = 1 << 20  # bytes compared at a time (the compare's booleans stay in cache)
 
 
 def _newlines(buf: np.ndarray) -> np.ndarray:
     """Offsets of every LF in `buf`, found on several threads (numpy releases the GIL), in order."""
+
+    def scan(start: int) -> np.ndarray:
+        stop = min(buf.size, start + NEWLINE_CHUNK)
+        equal = np.empty(min(NEWLINE_BLOCK, stop - start), dtype=bool)
+        found = [np.zeros(0, dtype=np.int64)]
+        for b0 in range(start, stop, NEWLINE_BLOCK):
+            block = equal[: min(NEWLINE_BLOCK, stop - b0)]
+            np.equal(buf[b0 : b0 + block.size], LF, out=block)
+            found.append(np.flatnonzero(block) + b0)
+        return np.concatenate(found)
+
     if buf.size <= NEWLINE_CHUNK:
-        return np.flatnonzero(buf == LF)
+        return scan(0)
     from concurrent.futures import ThreadPoolExecutor
 
     from genotile.runtime.cpus import usable_cpus
-
-    def scan(start: int) -> np.ndarray:
-        return np.flatnonzero(buf[start : start + NEWLINE_CHUNK] == LF) + start
 
     with ThreadPoolExecutor(usable_cpus(8), thread_name_prefix="genotile-lines") as pool:
         return np.concatenate(list(pool.map(scan, range(0, buf.size, NEWLINE_CHUNK))))
@@ -158,9 +167,34 @@ def open_regular(path) -> RegularFasta | None:
     head_start, head_end = starts[heads] + 1, content_end[heads]
     if ((head_end - head_start) > MAX_HEADER).any():
         return None
-    seen: dict[str, int] = {}
-    ids = [
-        record_id(buf[a:b].tobytes(), path, number, seen)
-        for number, (a, b) in enumerate(zip(head_start.tolist(), head_end.tolist(), strict=True), start=1)
-    ]
+    ids = _plain_ids(buf, head_start, head_end)
+    if ids is None:  # record by record: every rule, and the first bad record named
+        seen: dict[str, int] = {}
+        ids = [
+            record_id(buf[a:b].tobytes(), path, number, seen)
+            for number, (a, b) in enumerate(zip(head_start.tolist(), head_end.tolist(), strict=True), start=1)
+        ]
     return RegularFasta(buf, ids, starts[heads + 1].astype(np.int64), lines, width, last, width + eol)
+
+
+def _plain_ids(buf: np.ndarray, head_start: np.ndarray, head_end: np.ndarray) -> list[str] | None:
+    """The IDs of headers that need no check record by record (fasta.record_id would take them
+    all): printable ASCII, no whitespace but spaces (an ID ends at the first), no empty ID, no ID
+    twice. Gathered in one copy and split at C speed, where record_id takes ~10 us a record (0.2 s
+    for 20,000 on a 2-core VM); None where any header is otherwise, for record_id to say which."""
+    lengths = head_end - head_start
+    n = lengths.size
+    if n == 0 or (lengths <= 0).any():
+        return None
+    ends = np.cumsum(lengths + 1)  # `out`: each header, then a LF (none inside: they are lines)
+    firsts = ends - lengths - 1
+    body = np.ones(int(ends[-1]), dtype=bool)
+    body[ends - 1] = False
+    places = np.flatnonzero(body)
+    out = np.full(body.size, LF, dtype=np.uint8)
+    out[places] = text = buf[places + np.repeat(head_start - firsts, lengths)]
+    if (text < ord(" ")).any() or (text >= 0x7F).any() or (out[firsts] == ord(" ")).any():
+        return None
+    heads = out.tobytes().decode("ascii").split("\n")[:-1]
+    ids = [h.partition(" ")[0] for h in heads] if (text == ord(" ")).any() else heads
+    return ids if len(set(ids)) == n else None

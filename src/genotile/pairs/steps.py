@@ -77,6 +77,24 @@ def ingest_bed(input_path, encoding, manifest_out, options: dict | None = None, 
     return bits
 
 
+def ingest_held(input_path, encoding, codes_out, manifest_out, options=None, collapse_duplicates=False, hold=True):
+    """Stage 1 of the store job: `ingest`, but (`hold`) a regular alignment that fits in memory is
+    held there, no codes written (store/ingest.py ingest_holding).
+
+    Returns
+    -------
+    HeldAlignment or None
+        For `pack`'s `held`; None where the codes were written to `codes_out`.
+    """
+    from genotile.store.ingest import ingest_holding  # each stage imports only its own code (job start-up)
+
+    m, held = ingest_holding(
+        input_path, encoding, codes_out, manifest_out, collapse_duplicates, hold=hold, **(options or {})
+    )
+    _log_ingest(m, encoding)
+    return held
+
+
 def plan(
     ingest_manifest,
     block_size,
@@ -152,7 +170,7 @@ def resolve_auto_block_size(manifest: dict, metrics, backend: str, dense_max=Non
     return size
 
 
-def pack(codes, ingest_manifest, plan_path, perm_path, planes_out, manifest_out, *, bits=None) -> dict:
+def pack(codes, ingest_manifest, plan_path, perm_path, planes_out, manifest_out, *, bits=None, held=None) -> dict:
     """Stage 3: the codes as bit planes in permuted row order (store/pack.py).
 
     Parameters
@@ -167,6 +185,9 @@ def pack(codes, ingest_manifest, plan_path, perm_path, planes_out, manifest_out,
     bits : numpy.ndarray, optional
         A whole .bed's calls held as bits (`ingest_bed`), packed in place of the codes (then
         unused, and not made).
+    held : HeldAlignment, optional
+        An alignment held in memory (`ingest_held`), packed in place of the codes (then unused,
+        and not made).
 
     Returns
     -------
@@ -175,10 +196,12 @@ def pack(codes, ingest_manifest, plan_path, perm_path, planes_out, manifest_out,
     """
     p = read_plan(plan_path)
     perm = load_permutation(perm_path, p.n_vectors)
-    from genotile.store.pack import layout_from_json, pack_bits, pack_store
+    from genotile.store.pack import layout_from_json, pack_bits, pack_held, pack_store
 
     if bits is not None:
         m = pack_bits(bits, _load_json(ingest_manifest), p, perm, planes_out, manifest_out)
+    elif held is not None:
+        m = pack_held(held, _load_json(ingest_manifest), p, perm, planes_out, manifest_out)
     else:
         m = pack_store(codes, _load_json(ingest_manifest), p, perm, planes_out, manifest_out)
     words = layout_from_json(m["layout"]).total_words
@@ -208,8 +231,9 @@ def store(
     scheduler (a checkpoint in between), and the codes would be written for another process to
     read back. The codes go to `codes_out` when given (`genotile run` keeps them, to replan
     without reading the input again), else to a temporary file in `store_dir`, removed once the
-    planes are packed; a whole .bed's calls are then held in memory as bits instead, and no
-    codes are written (`ingest_bed`: the same files).
+    planes are packed; a whole .bed's calls are then held in memory as bits instead, and a
+    regular alignment that fits its folded bytes, and no codes are written (`ingest_bed`,
+    `ingest_held`: the same files).
 
     Parameters
     ----------
@@ -244,14 +268,10 @@ def store(
             if codes_out is not None
             else ingest_bed(input_path, encoding, ingest_manifest_out, options, collapse_duplicates)
         )
-        if bits is None:
-            ingest(
-                input_path,
-                encoding,
-                codes,
-                ingest_manifest_out,
-                collapse_duplicates=collapse_duplicates,
-                **(options or {}),
+        held = None
+        if bits is None:  # an alignment whose codes would be temporary: held in memory where it fits
+            held = ingest_held(
+                input_path, encoding, codes, ingest_manifest_out, options, collapse_duplicates, hold=codes_out is None
             )
         t1 = time.perf_counter()
         p = plan(
@@ -274,6 +294,7 @@ def store(
             store_dir / "planes.npy",
             store_dir / "manifest.json",
             bits=bits,
+            held=held,
         )
         seconds = {"ingest": t1 - t0, "plan": t2 - t1, "pack": time.perf_counter() - t2}
     finally:

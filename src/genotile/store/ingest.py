@@ -9,14 +9,21 @@ memory-mapped uint8 matrix (vectors x kept fields) in input order. A regular unc
 alignment (fasta_mmap) is read in one pass over a memory map, with numpy; any other file
 (gzip, BGZF, odd layouts, bytes the fast path does not take) in two streaming passes
 (fasta.read_alignment, the reference). Both give the same IDs, codes and errors.
+
+The store job (pairs/steps.store), whose codes would be a temporary file, has a regular
+alignment that fits in memory held there instead (`ingest_holding`, HeldAlignment): its bytes
+folded in place while its columns' symbols are counted, in the one pass over the memory map;
+store/pack.pack_held makes the planes from those bytes and counts, and no codes are written,
+read back or counted again. The files are the same, byte for byte.
 """
 
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 
 import numpy as np
 
-from genotile.core.columns import ColumnSpan, encode_ascii
-from genotile.core.encode import ALPHABETS, ColumnScan
+from genotile.core.columns import ColumnCounts, ColumnSpan, encode_ascii, fold_ascii
+from genotile.core.encode import ALPHABETS, MISSING, NUCLEOTIDE, Alphabet, ColumnScan, symbol_counts
 from genotile.errors import GenotileError
 from genotile.io import fasta_mmap, npy_rows
 from genotile.io.atomic import atomic_path, write_record
@@ -28,6 +35,7 @@ from genotile.runtime.progress import Progress
 from genotile.store.duplicates import COLLAPSIBLE, distinct_rows
 from genotile.store.ingest_vcf import ENCODINGS as VCF_ENCODINGS
 from genotile.store.ingest_vcf import ingest_vcf
+from genotile.store.pack import gpu_insisted
 from genotile.store.sources import sources
 from genotile.version import __version__
 
@@ -47,13 +55,42 @@ def ingest(path, encoding: str, codes_out, manifest_out, collapse_duplicates: bo
     alignments take none. Genotype encodings read a VCF/BCF or a PLINK fileset named by its
     .bed / .pgen (io/plink.py; ingest_vcf picks the reader).
     """
+    return ingest_holding(path, encoding, codes_out, manifest_out, collapse_duplicates, hold=False, **options)[0]
+
+
+@dataclass(frozen=True)
+class HeldAlignment:
+    """A regular alignment held in memory for the store job's pack (store/pack.pack_held), in
+    place of its codes matrix."""
+
+    alphabet: Alphabet
+    rows: np.ndarray  # (vectors, fields) uint8: the sequences' bytes, folded (columns.fold_ascii)
+    keep: np.ndarray  # (kept,) int64: the informative fields
+    counts: np.ndarray  # (kept, 256) int64: encode.symbol_counts of the kept fields' codes
+
+    def codes_alike(self) -> np.ndarray:
+        """(vectors, kept) uint8 rows equal exactly where their codes are (for distinct_rows):
+        the kept fields of `rows`, held canonical (hold_regular) where the alphabet has missing
+        bytes of several values."""
+        if self.keep.size == self.rows.shape[1]:
+            return self.rows
+        return np.take(self.rows, self.keep, axis=1)
+
+
+def ingest_holding(
+    path, encoding: str, codes_out, manifest_out, collapse_duplicates: bool = False, hold: bool = True, **options
+) -> tuple[dict, HeldAlignment | None]:
+    """`ingest`, but (`hold`) a regular alignment of at most HOLD_BYTES of sequence is held in
+    memory and returned, and no codes are written (the store job, whose codes are temporary);
+    (manifest, None) where the codes were written to `codes_out`."""
     if encoding in ALPHABETS and plink_format(path):
         raise GenotileError(f"{path}: a PLINK fileset holds genotypes (ibs, king, ccc2, ccc3), not an alignment")
+    held = None
     if encoding in ALPHABETS:
         given = sorted(k for k, v in options.items() if v is not None)
         if given:
             raise GenotileError(f"option(s) {', '.join(given)} apply to VCF input, not to {path}")
-        m = ingest_alignment(path, encoding, codes_out, manifest_out)
+        m, held = ingest_alignment(path, encoding, codes_out, hold, canonical=collapse_duplicates)
     elif encoding in VCF_ENCODINGS:
         m = ingest_vcf(path, encoding, codes_out, manifest_out, **options)
     else:
@@ -61,23 +98,32 @@ def ingest(path, encoding: str, codes_out, manifest_out, collapse_duplicates: bo
     # what the codes were computed from (input, options, option files, index), for reruns to compare
     m["sources"] = sources(path, options, input_sha256=m["input_sha256"])
     if collapse_duplicates and encoding in COLLAPSIBLE:  # identical vectors computed once (duplicates.py)
-        first, index = distinct_rows(np.load(codes_out, mmap_mode="r"))
+        codes = held.codes_alike() if held is not None else np.load(codes_out, mmap_mode="r")
+        first, index = distinct_rows(codes)
         m["collapse_duplicates"] = True
         if first.size < index.size:
             m["n_distinct"] = int(first.size)
             m["distinct_index"] = index.tolist()
     write_record(manifest_out, m)
-    return m
+    return m, held
 
 
-def ingest_alignment(path, alphabet: str, codes_out, manifest_out) -> dict:
-    """The codes of the informative columns, and the manifest (returned)."""
+def ingest_alignment(path, alphabet: str, codes_out, hold: bool = False, canonical: bool = False):
+    """(manifest, held): the codes of the informative columns written to `codes_out`, or (`hold`,
+    a regular alignment that fits) the alignment held in memory (`canonical`: as
+    HeldAlignment.codes_alike wants it); the manifest, not yet written."""
     check_fasta(path)
+    alpha = ALPHABETS[alphabet]
     with ThreadPoolExecutor(1, thread_name_prefix="genotile-sha256") as pool:
         digest = pool.submit(file_sha256, path)  # hashlib releases the GIL: alongside the reading
         layout = fasta_mmap.open_regular(path)
-        read = None if layout is None else read_regular(layout, ALPHABETS[alphabet], codes_out)
-        ids, n_fields, n_kept = read or read_streaming(path, ALPHABETS[alphabet], codes_out)
+        read = held = None
+        if layout is not None and hold and layout.n * layout.length <= HOLD_BYTES and not gpu_insisted():
+            held = hold_regular(layout, alpha, canonical)  # None: a byte for the streaming reader
+            read = None if held is None else (layout.ids, layout.length, int(held.keep.size))
+        elif layout is not None:
+            read = read_regular(layout, alpha, codes_out)
+        ids, n_fields, n_kept = read or read_streaming(path, alpha, codes_out)
         manifest = {
             "genotile": __version__,
             "input": str(path),
@@ -89,8 +135,55 @@ def ingest_alignment(path, alphabet: str, codes_out, manifest_out) -> dict:
             "n_kept": n_kept,
             "ids": ids,
         }
-    write_record(manifest_out, manifest)
-    return manifest
+    return manifest, held
+
+
+def hold_regular(layout: fasta_mmap.RegularFasta, alpha: Alphabet, canonical: bool = False) -> HeldAlignment | None:
+    """A regular alignment held in memory, read in one pass over its memory map: blocks of rows
+    gathered on several threads (numpy releases the GIL), folded in place (columns.fold_ascii)
+    and, nucleotides, their bases counted while in cache (ColumnCounts); other alphabets' symbols
+    are counted after (encode.symbol_counts of the folded bytes, which are their codes). None
+    when a sequence holds a byte the fast path does not take (as read_regular)."""
+    n, length = layout.n, layout.length
+    chunk = max(1, CHUNK_BYTES // max(1, length))
+    starts = range(0, n, chunk)
+    whole = np.empty((n, length), dtype=np.uint8)
+    counted = alpha is NUCLEOTIDE  # canonical then too: other alphabets' folded bytes are their codes
+
+    def scan(r0: int) -> ColumnCounts | bool:
+        raw = layout.rows(r0, min(n, r0 + chunk), whole[r0 : r0 + chunk])
+        if not fasta_mmap.clean(raw):
+            return False
+        if not counted:
+            fold_ascii(alpha, raw)
+            return True
+        part = ColumnCounts(length)
+        part.add(raw, canonical)
+        return part
+
+    progress = Progress("ingest (columns)", total=n)
+    bases = ColumnCounts(length)
+    with ThreadPoolExecutor(usable_cpus(INGEST_THREADS), thread_name_prefix="genotile-ingest") as pool:
+        for r0, part in zip(starts, pool.map(scan, starts), strict=True):
+            if part is False:
+                return None
+            if counted:
+                bases.update(part)
+            progress.update(min(n, r0 + chunk))
+    progress.finish(n)
+    if counted:
+        keep = np.flatnonzero(bases.informative)
+        return HeldAlignment(alpha, whole, keep, bases.code_counts(keep))
+    keep, counts = [], []
+    for c0 in range(0, length, COUNT_COLUMNS):  # a band of columns at a time: only the kept ones' counts kept
+        band = symbol_counts(whole[:, c0 : c0 + COUNT_COLUMNS])
+        informative = np.flatnonzero((band[:, :MISSING] > 0).sum(axis=1) >= 2)
+        keep.append(c0 + informative)
+        counts.append(band[informative])
+    return HeldAlignment(alpha, whole, np.concatenate(keep).astype(np.int64), np.concatenate(counts))
+
+
+COUNT_COLUMNS = 1 << 16  # columns of a held alignment counted at a time (other than nucleotide)
 
 
 def read_regular(layout: fasta_mmap.RegularFasta, alpha, codes_out) -> tuple[list[str], int, int] | None:

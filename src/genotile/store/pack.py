@@ -5,12 +5,14 @@ laid out as the manifest's `layout` says. `manifest.json` carries the IDs (in
 input order), the permutation's seed, the layout and the input's checksum.
 """
 
+import dataclasses
 import os
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
 from genotile.core.bits import n_words
+from genotile.core.columns import code_bytes
 from genotile.core.encode import ALPHABETS, PlaneLayout, categorical_encoding, categorical_planes, symbol_counts
 from genotile.core.genotype import PLANES, GenotypeLayout, genotype_layout, genotype_planes
 from genotile.core.plan import Plan
@@ -32,17 +34,22 @@ def _categorical(codes, ingest_manifest: dict, gpu: bool = False):
     """(layout, rows -> planes, manifest keys) of an alphabet's store."""
     alphabet = ALPHABETS[ingest_manifest["alphabet"]]
     enc = categorical_encoding(symbol_counts(codes), alphabet.has_missing)
-    extra = {
-        "alphabet": alphabet.name,
-        "n_kept": int(enc.order.size),
-        "n_two_symbol": enc.n_b,
-        "s_lengths": list(enc.s_lengths),
-    }
+    extra = _categorical_keys(alphabet.name, enc)
     if gpu:
         from genotile.backends.cuda import cupy_pack
 
         return enc.layout, cupy_pack.categorical_packer(enc), extra
     return enc.layout, lambda rows: categorical_planes(rows, enc), extra
+
+
+def _categorical_keys(alphabet: str, enc) -> dict:
+    """The store manifest's keys of an alphabet's encoding."""
+    return {
+        "alphabet": alphabet,
+        "n_kept": int(enc.order.size),
+        "n_two_symbol": enc.n_b,
+        "s_lengths": list(enc.s_lengths),
+    }
 
 
 def _genotype(codes, ingest_manifest: dict, gpu: bool = False):
@@ -76,6 +83,11 @@ def use_gpu_packing(gpu: bool | None = None) -> bool:
     raise GenotileError("GPU packing was asked for, but CuPy with a CUDA GPU is not available")
 
 
+def gpu_insisted() -> bool:
+    """GPU packing insisted on (GENOTILE_GPU_PACK=1): the planes are packed from the codes."""
+    return _gpu_from_env() is True
+
+
 def _gpu_from_env() -> bool | None:
     """GENOTILE_GPU_PACK: False (0, false, no, off), True (1, true, yes, on), else None (auto)."""
     env = os.environ.get("GENOTILE_GPU_PACK", "").strip().lower()
@@ -101,8 +113,7 @@ def pack_store(
     codes = load_npy(codes_path, "codes", dtype=np.uint8, ndim=2, mmap=True)
     n_input = codes.shape[0]
     rows_of = store_rows(ingest_manifest, n_input, plan, perm, codes_path)
-    n = rows_of.size
-    if not (gpu is True or (gpu is None and _gpu_from_env() is True)):  # a plain .bed: from its bytes, unless told GPU
+    if not (gpu is True or (gpu is None and gpu_insisted())):  # a plain .bed: from its bytes, unless told GPU
         manifest = pack_from_bed(codes.shape, ingest_manifest, plan, rows_of, planes_out, manifest_out)
         if manifest is not None:
             return manifest
@@ -111,26 +122,52 @@ def pack_store(
         layout, to_planes, extra = _genotype(codes, ingest_manifest, on_gpu)
     else:
         layout, to_planes, extra = _categorical(codes, ingest_manifest, on_gpu)
-    # rows per chunk bounded in bytes too: a genotype row can hold a million fields
-    chunk = max(1, min(ROW_CHUNK, CHUNK_BYTES // max(1, codes.shape[1])))
     threads = 1 if on_gpu else usable_cpus(PACK_THREADS)
+    _write_planes(rows_of, layout, lambda rows: to_planes(codes[rows]), codes.shape[1], threads, planes_out)
+    return _write_manifest(extra, layout, ingest_manifest, plan, n_input, manifest_out)
+
+
+def pack_held(held, ingest_manifest: dict, plan: Plan, perm: np.ndarray, planes_out, manifest_out) -> dict:
+    """The planes of an alignment held in memory (store/ingest.py HeldAlignment), packed from its
+    folded bytes and its counts, no codes matrix; the same files as pack_store writes from the
+    codes. Returns the store manifest.
+
+    The encoding is that of the codes (the counts are theirs); its columns are then the held
+    rows' (the kept fields, in the encoding's order) and its symbols their folded bytes
+    (columns.code_bytes), so that encode.categorical_planes compares the bytes as it would the
+    codes."""
+    n_input = held.rows.shape[0]
+    rows_of = store_rows(ingest_manifest, n_input, plan, perm, ingest_manifest["input"])
+    enc = categorical_encoding(held.counts, held.alphabet.has_missing)
+    on_bytes = dataclasses.replace(enc, order=held.keep[enc.order], symbols=code_bytes(held.alphabet)[enc.symbols])
+    planes = lambda rows: categorical_planes(held.rows, on_bytes, rows)  # noqa: E731
+    _write_planes(rows_of, enc.layout, planes, held.rows.shape[1], usable_cpus(PACK_THREADS), planes_out)
+    extra = _categorical_keys(held.alphabet.name, enc)
+    return _write_manifest(extra, enc.layout, ingest_manifest, plan, n_input, manifest_out)
+
+
+def _write_planes(rows_of: np.ndarray, layout, planes_of, row_bytes: int, threads: int, planes_out) -> None:
+    """planes.npy: the planes of input rows `rows_of` (planes_of(rows): uint64 (rows, words)),
+    blocks of rows packed on `threads` threads and written with pwrite (npy_rows)."""
+    n = rows_of.size
+    # rows per chunk bounded in bytes too: a genotype row can hold a million fields
+    chunk = max(1, min(ROW_CHUNK, CHUNK_BYTES // max(1, row_bytes)))
     if threads > 1:  # enough chunks for the threads to share evenly
         chunk = max(1, min(chunk, -(-n // (4 * threads))))
     progress = Progress("pack", total=n)
-    row_bytes = layout.total_words * 8
+    out_bytes = layout.total_words * 8
     with atomic_path(planes_out) as tmp, open(tmp, "wb") as fh:
         start = npy_rows.write_header(fh, (n, layout.total_words), np.uint64)
 
         def pack_rows(r0: int) -> int:
             rows = rows_of[r0 : r0 + chunk]
-            npy_rows.pwrite_rows(fh.fileno(), to_planes(codes[rows]), start + r0 * row_bytes, tmp)
+            npy_rows.pwrite_rows(fh.fileno(), planes_of(rows), start + r0 * out_bytes, tmp)
             return r0 + rows.size
 
         with ThreadPoolExecutor(threads, thread_name_prefix="genotile-pack") as pool:
             for done in pool.map(pack_rows, range(0, n, chunk)):  # in order: progress only grows
                 progress.update(done)
     progress.finish(n)
-    return _write_manifest(extra, layout, ingest_manifest, plan, n_input, manifest_out)
 
 
 def _write_manifest(extra: dict, layout, ingest_manifest: dict, plan: Plan, n_input: int, manifest_out) -> dict:
