@@ -6,7 +6,9 @@ given); the ingest records it in its manifest and the pack copies it into the st
 later run can tell what changed (`differences`) whatever the files' modification times say:
 `genotile run` recomputes a store whose recorded sources differ, and the workflow keeps a
 small fingerprint file per dataset (`write_fingerprint`) whose modification time moves only
-when the content does, as an input of the store rule.
+when the content does, as an input of the store rule. The store job then takes its input's
+digest from that fingerprint while the input's stat is the one recorded with it
+(`recorded_digest`), rather than hashing the input once more.
 """
 
 import json
@@ -50,10 +52,44 @@ def _plain(value):
     return value
 
 
-def _file(path, sha256: str | None = None) -> dict:
+def _file(path, sha256: str | None = None, digest: str | None = None) -> dict:
     """Size and content digest (pieces hashed on threads: the workflow computes it at parse
-    time); the SHA-256 as well where it is known already (a store's ingest computed it)."""
-    return {"size": os.path.getsize(path), "digest": file_digest(path), **({"sha256": sha256} if sha256 else {})}
+    time), `digest` where it is known; the SHA-256 as well where it is known already (a store's
+    ingest computed it)."""
+    digest = digest or file_digest(path)
+    return {"size": os.path.getsize(path), "digest": digest, **({"sha256": sha256} if sha256 else {})}
+
+
+# Where the workflow keeps its fingerprints (rules/common.smk FINGERPRINTS), relative to the
+# directory its jobs run in.
+FINGERPRINTS = Path(".snakemake/genotile/sources")
+
+
+def recorded_digest(path, records=FINGERPRINTS) -> str | None:
+    """The digest of `path` a workflow fingerprint (`write_fingerprint`, in `records`) recorded
+    as its input's, where the file's stat (device, inode, size, mtime, ctime) is still the one
+    recorded with it (as write_fingerprint trusts it); else None.
+
+    The fingerprints were written when the workflow was parsed, the input hashed then: the store
+    job need not hash it again (a second of CPU on a few GB)."""
+    try:
+        key = _stat_key(path)
+        candidates = sorted(Path(records).glob("*.json"))
+    except OSError:
+        return None
+    for candidate in candidates:
+        try:
+            record = json.loads(candidate.read_text())
+        except (OSError, ValueError):
+            continue
+        if not isinstance(record, dict) or not isinstance(record.get("stat"), dict):
+            continue
+        recorded = (record.get("sources") or {}).get("input") if isinstance(record.get("sources"), dict) else None
+        if not isinstance(recorded, dict) or not isinstance(recorded.get("digest"), str):
+            continue
+        if record["stat"].get(recorded.get("path")) == key and recorded.get("size") == key[2]:
+            return recorded["digest"]
+    return None
 
 
 def sources(input_path, options: dict | None = None, input_sha256: str | None = None) -> dict:
@@ -68,7 +104,7 @@ def sources(input_path, options: dict | None = None, input_sha256: str | None = 
     if options.get("regions") is not None:
         files.update({f"index {p.suffix[1:]}": _file(p) for p in index_files(input_path)})
     return {
-        "input": {"path": str(input_path), **_file(input_path, input_sha256)},
+        "input": {"path": str(input_path), **_file(input_path, input_sha256, recorded_digest(input_path))},
         "options": options,
         "files": files,
     }

@@ -1,0 +1,67 @@
+"""store/sources.py: the store job takes its input's digest from the workflow's fingerprint while
+the input's stat is the one recorded with it, and hashes the input where it is not."""
+
+import os
+
+import pytest
+
+from genotile.io import checksums
+from genotile.store import sources as sources_module
+from genotile.store.sources import recorded_digest, sources, write_fingerprint
+
+
+@pytest.fixture
+def hashed(monkeypatch) -> list[str]:
+    """The files file_digest hashes, in order."""
+    seen: list[str] = []
+    real = checksums.file_digest
+    monkeypatch.setattr(sources_module, "file_digest", lambda path: seen.append(str(path)) or real(path))
+    return seen
+
+
+def test_the_fingerprints_digest_is_taken_while_the_stat_holds(tmp_path, monkeypatch, hashed):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "in.fa").write_bytes(b">a\nACGT\n>b\nACGA\n")
+    write_fingerprint(sources_module.FINGERPRINTS / "d.json", "in.fa")
+    assert hashed == ["in.fa"]
+    recorded = sources("in.fa")
+    assert hashed == ["in.fa"], "not hashed again"
+    assert recorded["input"]["digest"] == checksums.file_digest("in.fa")
+    (tmp_path / "other.fa").write_bytes(b">a\nACGT\n")
+    assert recorded_digest("other.fa") is None  # no fingerprint of it
+    sources("other.fa")
+    assert hashed == ["in.fa", "other.fa"]
+
+
+@pytest.mark.parametrize("change", ["content", "mtime", "replaced"])
+def test_a_changed_stat_hashes_the_input_again(tmp_path, monkeypatch, hashed, change):
+    monkeypatch.chdir(tmp_path)
+    path = tmp_path / "in.fa"
+    path.write_bytes(b">a\nACGT\n>b\nACGA\n")
+    write_fingerprint(sources_module.FINGERPRINTS / "d.json", "in.fa")
+    before = os.stat(path)
+    if change == "content":  # the same size and mtime: only the ctime moves
+        path.write_bytes(b">a\nACGT\n>b\nACGC\n")
+        os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))
+    elif change == "mtime":
+        os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns + 10**9))
+    else:  # another file of the same name
+        (tmp_path / "new.fa").write_bytes(b">a\nACGT\n>b\nACGC\n")
+        os.replace(tmp_path / "new.fa", path)
+    assert recorded_digest("in.fa") is None
+    assert sources("in.fa")["input"]["digest"] == checksums.file_digest(path)
+    assert hashed == ["in.fa", "in.fa"]
+
+
+def test_unreadable_or_odd_fingerprints_are_passed_over(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "in.fa").write_bytes(b">a\nACGT\n")
+    records = sources_module.FINGERPRINTS
+    records.mkdir(parents=True)
+    (records / "a.json").write_text("{not json")
+    (records / "b.json").write_text('{"stat": [], "sources": 3}')
+    (records / "c.json").write_text('{"stat": {"in.fa": [1]}, "sources": {"input": {"path": "in.fa"}}}')
+    assert recorded_digest("in.fa") is None
+    write_fingerprint(records / "d.json", "in.fa")
+    assert recorded_digest("in.fa") == checksums.file_digest("in.fa")
+    assert recorded_digest(tmp_path / "absent.fa") is None
