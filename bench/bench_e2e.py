@@ -20,9 +20,10 @@ peers on the same file, checks that the outputs agree pair for pair, and prints 
 
 Per-stage breakdown: the `s` column of Snakemake's benchmark files (benchmarks/), summed per
 rule; "Snakemake and plan" is the rest of the wall time (start-up, DAG, scheduling, the plan
-checkpoint, which has no benchmark file). The tile row also gives the seconds spent counting
-(the tiles' own `seconds_counts`, from summary.json) over the tile jobs' seconds: on a GPU, the
-share of the tile stage the device was busy with counts.
+checkpoint, which has no benchmark file). The store's split: ingest, pack, and the tiles it
+computed itself (config `tiles_in_store`: a local GPU run; its tile jobs then only move them into
+place). The tile row also gives the seconds spent computing and counting tiles (the tiles' own
+`seconds_total` and `seconds_counts`, from summary.json), wherever they were computed.
 
 First-run cost: the first case runs twice with empty compiler caches (NUMBA_CACHE_DIR,
 CUPY_CACHE_DIR) and once more warm; the difference is what a fresh install pays once (numba and
@@ -237,14 +238,17 @@ def stages(work: Path, metric: str) -> dict:
         lines = f.read_text().splitlines()
         if rule in out and len(lines) > 1:
             out[rule] += float(lines[1].split("\t")[0])
-    # the store job's own split (pairs/steps.store logs it): ingest, plan and pack
-    out["ingest"] = out["pack"] = 0.0
+    # the store job's own split (pairs/steps.store logs it): ingest, plan and pack; and the tiles
+    # it computed itself (config tiles_in_store, pairs/early.py; scripts/store.py logs them)
+    out["ingest"] = out["pack"] = out["store_tiles"] = 0.0
     for log in (work / "logs" / "bench").glob("store.*.log"):
         for line in log.read_text().splitlines():
             if "store stages (s):" in line:
                 parts = dict(p.split() for p in line.split("store stages (s):")[1].split(","))
                 out["ingest"] += float(parts.get("ingest", 0.0))
                 out["pack"] += float(parts.get("pack", 0.0))
+            elif "store tiles (s):" in line:
+                out["store_tiles"] += float(line.split("store tiles (s):")[1].split()[0])
     summary = json.loads((work / "results/bench" / metric / "summary.json").read_text())
     out["tile_jobs"] = summary["plan"]["n_tiles"]
     out["block_size"] = summary["plan"]["block_size"]
@@ -482,14 +486,14 @@ def warm_up(root: Path, args, env, cases) -> None:
 
 
 def table(results: list[dict], first: dict | None, meta: str) -> str:
-    lines = [meta, "", "| case | input | genotile Snakemake (s) | tile jobs (block) | stages: store (ingest, pack) / "
-             "tile (compute_tile, counting) / matrix / merge / Snakemake (s) | `genotile run` (s) | peer | "
+    lines = [meta, "", "| case | input | genotile Snakemake (s) | tile jobs (block) | stages: store (ingest, pack, "
+             "tiles) / tile (compute_tile, counting) / matrix / merge / Snakemake (s) | `genotile run` (s) | peer | "
              "peer (s) | genotile / peer | outputs agree |", "|---|---|---|---|---|---|---|---|---|---|"]  # fmt: skip
     for r in results:
         g = r["genotile"]
         rest = g["wall"] - sum(g[k] for k in ("store", "tile", "matrix", "merge"))
         st = (
-            f"{g['store']:.2f} ({g['ingest']:.2f}, {g['pack']:.2f}) / "
+            f"{g['store']:.2f} ({g['ingest']:.2f}, {g['pack']:.2f}, {g.get('store_tiles', 0.0):.2f}) / "
             f"{g['tile']:.2f} ({g['tile_compute']:.2f}, {g['counts']:.2f}) / "
             f"{g['matrix']:.2f} / "
             f"{g['merge']:.2f} / {rest:.2f}"

@@ -109,6 +109,27 @@ def tile_partition():
     return None
 
 
+def store_gpus(wildcards) -> int:
+    """The store job's `gpu` resource: 1 where it may compute its tiles itself (config
+    `tiles_in_store`, pairs/early.py): a local run whose tile jobs take a GPU, for a store that 2-way
+    metrics read. The job decides once its plan is made (at most EARLY_TILES_MAX tiles).
+    """
+    if config["tiles_in_store"] is False or workflow.non_local_exec:
+        return 0
+    metrics = config["datasets"][wildcards.dataset]["metrics"]
+    if not any(
+        REGISTRY[m].encoding == wildcards.encoding and REGISTRY[m].workload == "pairs"
+        for m in metrics
+    ):
+        return 0
+    return tile_gpus(wildcards)
+
+
+def store_env(wildcards) -> str:
+    """The store job's conda env: the tile jobs' where it may compute tiles on a GPU."""
+    return tile_env() if store_gpus(wildcards) else "../envs/cpu.yaml"
+
+
 def store_collapse(wildcards) -> bool:
     """config `collapse_duplicates` resolved (pairs/steps.collapse_wanted): `auto` collapses
     identical vectors where the tile jobs run on the CPU (tile_gpus), not on a GPU."""

@@ -24,7 +24,10 @@ checkpoint store:
     benchmark:
         "benchmarks/{dataset}/store.{encoding}.tsv"
     conda:
-        "../envs/cpu.yaml"
+        store_env
+    resources:
+        # a GPU where the job computes its tiles itself (config tiles_in_store, pairs/early.py)
+        gpu=store_gpus,
     params:
         options=ingest_options,
         # identical vectors computed once (genotile.store.duplicates; not for genotype_t)

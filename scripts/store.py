@@ -1,34 +1,67 @@
+import contextlib
+import logging
 import sys
 
-from genotile.core.registry import REGISTRY
-from genotile.pairs import steps
+from genotile.core.registry import REGISTRY, config_params
+from genotile.pairs import early, steps
+from genotile.runtime.gpu_slots import slot_for_backend
 from genotile.runtime.rule import run_rule
+
+log = logging.getLogger("genotile")
 
 
 def store(sm):
     dataset = sm.config["datasets"][sm.wildcards.dataset]
+    of_store = [m for m in dataset["metrics"] if REGISTRY[m].encoding == sm.wildcards.encoding]
     # the bounds on output (limits.check_plan), as `genotile run` applies them
     bounds = {
-        "metrics": [m for m in dataset["metrics"] if REGISTRY[m].encoding == sm.wildcards.encoding],
+        "metrics": of_store,
         "thresholds": sm.config["thresholds"],
         "pairs_max": sm.config["pairs_max"],
         "ccc3_null_max": (sm.config.get("ccc3") or {}).get("null_threshold_max"),
         "where": f"dataset {sm.wildcards.dataset}: ",
     }
-    p = steps.store(
-        sm.input.data,
-        sm.wildcards.encoding,
-        sm.output.ingest,
-        sm.output.plan.rsplit("/", 1)[0],
-        sm.params.block_size,
-        sm.params.seed,
-        options=sm.params.options,
-        collapse_duplicates=sm.params.collapse,
-        **sm.params.auto,
-        bounds=bounds,
-    )
-    # shown on the console too, before any tile job is scheduled
-    print(f"genotile plan for {sm.wildcards.dataset} ({sm.wildcards.encoding}): {p.describe()}", file=sys.stderr)
+    store_dir = sm.output.plan.rsplit("/", 1)[0]
+    early.clear(store_dir)
+    # config `tiles_in_store` (pairs/early.py): the job may compute the tiles itself where it was
+    # granted a GPU (rules/common.smk, store_gpus); CuPy and the CUDA context are then made ready
+    # on a thread while the input is read
+    mode = sm.config["tiles_in_store"]
+    granted = int(getattr(sm.resources, "gpu", 0)) > 0
+    pairs = [m for m in of_store if REGISTRY[m].workload == "pairs"]
+    backend = sm.config["backend"]
+    may = bool(pairs) and (mode is True or (mode == "auto" and granted))
+    with slot_for_backend(backend) if granted else contextlib.nullcontext():
+        if may and granted:
+            early.warm_gpu()
+        p = steps.store(
+            sm.input.data,
+            sm.wildcards.encoding,
+            sm.output.ingest,
+            store_dir,
+            sm.params.block_size,
+            sm.params.seed,
+            options=sm.params.options,
+            collapse_duplicates=sm.params.collapse,
+            **sm.params.auto,
+            bounds=bounds,
+        )
+        # shown on the console too, before any tile job is scheduled
+        print(f"genotile plan for {sm.wildcards.dataset} ({sm.wildcards.encoding}): {p.describe()}", file=sys.stderr)
+        if may and early.wanted(mode, granted, len(p.tiles())):
+            settings = {
+                m: {
+                    # the tile rule's params (rules/tiles.smk): a tile job adopts only its own
+                    "threshold": sm.config["thresholds"].get(m),
+                    "dense": p.input_vectors <= sm.config["dense_max"],
+                    "backend": backend,
+                    "metric_params": config_params(m, sm.config),
+                }
+                for m in pairs
+            }
+            seconds = early.compute_tiles(store_dir, p, settings, gpu_only=mode == "auto")
+            # one line a benchmark reads (bench/bench_e2e.py), as the store stages'
+            log.info("store tiles (s): %.3f for %d tile(s)", seconds, len(p.tiles()) * len(pairs) if seconds else 0)
 
 
 run_rule(snakemake, store)

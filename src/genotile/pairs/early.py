@@ -1,0 +1,170 @@
+"""Tiles computed by the store job, for its tile jobs to adopt (config `tiles_in_store`).
+
+A GPU tile job pays a process start, numpy's and CuPy's imports and a CUDA context for what is
+often a fraction of a second of GPU work (snp, 40,000 x 20,000: ~0.3 s of counting in a 1.6 s job
+on an H100). Where the store job runs beside the GPU (a local run), it computes the plan's tiles
+itself once the planes are packed, CuPy having been imported and the CUDA context made on a
+thread while the input was read, and leaves each tile beside the store with the settings it was
+computed with. The tile job then moves the tile into place when those settings are its own
+(the store it reads, threshold, dense block, backend, metric parameters) and computes the tile
+itself otherwise. The DAG, the tile files and what a rerun recomputes are the workflow's as
+before: an early tile is only ever the file its job would have written.
+
+This module imports only the standard library: a tile job that adopts imports nothing else.
+"""
+
+import json
+import logging
+import shutil
+import threading
+import time
+from pathlib import Path
+
+log = logging.getLogger("genotile")
+
+EARLY_DIR = "early"  # under results/<dataset>/store/<encoding>/
+EARLY_TILES_MAX = 16  # `auto`: a store job computes at most this many tiles (else its tile jobs do)
+MODES = ("auto", True, False)
+
+
+def tile_path(store_dir, metric: str, i: int, j: int) -> Path:
+    """Where the store job leaves tile (i, j) of `metric`."""
+    return Path(store_dir) / EARLY_DIR / metric / f"tile_{i}_{j}.npz"
+
+
+def tile_settings(store: dict, threshold, dense: bool, backend: str, metric_params) -> dict:
+    """What a tile file depends on besides its metric and blocks, as JSON holds it.
+
+    >>> tile_settings({"plan": {}}, 20, 0, "auto", None)
+    {'store': {'plan': {}}, 'threshold': 20, 'dense': False, 'backend': 'auto', 'metric_params': {}}
+    """
+    values = {
+        "store": store,
+        "threshold": threshold,
+        "dense": bool(dense),
+        "backend": backend,
+        "metric_params": dict(metric_params or {}),
+    }
+    return json.loads(json.dumps(values))  # a float threshold round-trips exactly (repr)
+
+
+def clear(store_dir) -> None:
+    """Remove the early tiles of an earlier store job (a new store makes them stale)."""
+    shutil.rmtree(Path(store_dir) / EARLY_DIR, ignore_errors=True)
+
+
+def adopt(manifest_path, metric: str, i: int, j: int, wanted: dict, tile_out) -> bool:
+    """Move the store job's tile (i, j) of `metric` to `tile_out` if it was computed with the
+    settings `wanted` (tile_settings' keywords but `store`) from the store `manifest_path`
+    describes; a tile of other settings is removed. True if the tile was adopted."""
+    from genotile.store.manifest import store_identity  # standard library only
+
+    tile = tile_path(Path(manifest_path).parent, metric, i, j)
+    record = tile.with_suffix(".json")
+    try:
+        have = json.loads(record.read_text(encoding="utf-8"))
+        manifest = json.loads(Path(manifest_path).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    if have != tile_settings(store_identity(manifest), **wanted) or not tile.is_file():
+        log.info("tile (%d, %d) of %s: the store job's tile has other settings; computing it", i, j, metric)
+        tile.unlink(missing_ok=True)
+        record.unlink(missing_ok=True)
+        return False
+    shutil.move(tile, tile_out)  # a rename where both are on one file system
+    record.unlink(missing_ok=True)
+    log.info("tile (%d, %d) of %s: computed by the store job, moved to %s", i, j, metric, tile_out)
+    return True
+
+
+def wanted(mode, gpu_granted: bool, n_tiles: int) -> bool:
+    """Whether the store job computes its tiles: config `tiles_in_store` true; or auto, when the
+    job was granted a GPU (rules/common.smk: a local run whose tile jobs use one) and the plan
+    has at most EARLY_TILES_MAX tiles (more: several GPUs may share them out, one tile job each).
+
+    >>> wanted("auto", True, 1), wanted("auto", False, 1), wanted("auto", True, 100), wanted(True, False, 100)
+    (True, False, False, True)
+    """
+    if mode not in MODES:
+        raise ValueError(f"tiles_in_store must be auto, true or false, not {mode!r}")
+    if mode == "auto":
+        return gpu_granted and n_tiles <= EARLY_TILES_MAX
+    return bool(mode)
+
+
+def warm_gpu() -> threading.Thread:
+    """Import CuPy and make the CUDA context on a thread, while the store job reads its input
+    (numpy and the readers release the GIL): about half a second of a GPU tile's start."""
+
+    def warm() -> None:
+        try:
+            from genotile.backends.cuda import cupy_common
+
+            cupy_common.has_gpu()
+        except Exception:  # noqa: BLE001 -- a warm-up only: the tiles find out for themselves
+            pass
+
+    thread = threading.Thread(target=warm, name="genotile-warm-gpu", daemon=True)
+    thread.start()
+    return thread
+
+
+def compute_tiles(store_dir, plan, metrics: dict, *, gpu_only: bool) -> float:
+    """Compute every tile of `plan` for each metric into the store's early tiles.
+
+    Parameters
+    ----------
+    store_dir : str or os.PathLike
+        The packed store (planes.npy, manifest.json, perm.npy).
+    plan : genotile.core.plan.Plan
+    metrics : dict of str to dict
+        {metric: tile_settings' keywords but `store`}: the settings its tile jobs will have.
+    gpu_only : bool
+        Compute nothing unless the backend resolves to a GPU one here (`auto` mode: a store job
+        without CuPy, a conda env of the CPU rules say, leaves the tiles to their jobs).
+
+    Returns
+    -------
+    float
+        Seconds spent; 0 where nothing was computed. A failure is logged and leaves no early
+        tile: the tile jobs then compute their tiles as they would have.
+    """
+    from genotile.backends import registry, resolve
+    from genotile.pairs import steps
+
+    store_dir = Path(store_dir)
+    started = time.perf_counter()
+    try:
+        backends = {settings["backend"] for settings in metrics.values()}
+        if gpu_only and not all(registry.uses_gpu(resolve(b)) for b in backends):
+            log.info("tiles in store: no GPU backend here (%s); the tile jobs compute the tiles", sorted(backends))
+            return 0.0
+        manifest = json.loads((store_dir / "manifest.json").read_text(encoding="utf-8"))
+        from genotile.store.manifest import store_identity
+
+        identity = store_identity(manifest)
+        for metric, settings in metrics.items():
+            for i, j in plan.tiles():
+                tile = tile_path(store_dir, metric, i, j)
+                tile.parent.mkdir(parents=True, exist_ok=True)
+                steps.tile(
+                    store_dir / "planes.npy",
+                    store_dir / "manifest.json",
+                    store_dir / "perm.npy",
+                    metric,
+                    i,
+                    j,
+                    threshold=settings["threshold"],
+                    dense=settings["dense"],
+                    backend=settings["backend"],
+                    tile_out=tile,
+                    metric_params=settings["metric_params"],
+                )
+                # the record after the tile: a record means a whole tile
+                record = json.dumps(tile_settings(identity, **settings))
+                tile.with_suffix(".json").write_text(record, encoding="utf-8")
+    except Exception:  # noqa: BLE001 -- the tile jobs compute what is missing
+        log.warning("tiles in store: failed; the tile jobs compute the tiles", exc_info=True)
+        clear(store_dir)
+        return 0.0
+    return time.perf_counter() - started

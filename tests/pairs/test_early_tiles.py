@@ -1,0 +1,125 @@
+"""Tiles computed by the store job and moved into place by their tile jobs (config
+`tiles_in_store`, pairs/early.py): the same outputs, byte for byte, as tile jobs computing them;
+a tile of other settings is never adopted."""
+
+import json
+
+import numpy as np
+import pytest
+from snakerun import random_alignment, snakemake, write_fasta
+
+from genotile.pairs import early, steps
+
+OUTPUTS = ("pairs.tsv.gz", "histogram.tsv", "matrix.tsv")
+
+
+@pytest.fixture(scope="module")
+def source(tmp_path_factory):
+    path = tmp_path_factory.mktemp("early") / "aln.fa"
+    write_fasta(path, random_alignment(np.random.default_rng(7), 23, 40))
+    return path
+
+
+def config(source, tiles_in_store, threshold=9) -> dict:
+    return {
+        "datasets": {"d": {"input": str(source), "metrics": ["snp", "hamming"]}},
+        "thresholds": {"snp": threshold, "hamming": threshold},
+        "block_size": 8,  # 3 blocks: 6 tiles a metric
+        "backend": "numpy",
+        "tiles_in_store": tiles_in_store,
+    }
+
+
+def test_store_job_tiles_give_the_same_outputs(tmp_path, source):
+    (tmp_path / "early").mkdir()
+    (tmp_path / "jobs").mkdir()
+    snakemake(tmp_path / "early", config(source, True))
+    snakemake(tmp_path / "jobs", config(source, False))
+    for metric in ("snp", "hamming"):
+        for name in OUTPUTS:
+            got = (tmp_path / "early" / "results" / "d" / metric / name).read_bytes()
+            assert got == (tmp_path / "jobs" / "results" / "d" / metric / name).read_bytes(), (metric, name)
+        logs = sorted((tmp_path / "early" / "logs" / "d" / metric).glob("tile_*.log"))
+        assert len(logs) == 6 and all("computed by the store job" in log.read_text() for log in logs)
+        computed = [log.read_text() for log in (tmp_path / "jobs").rglob("tile_*.log")]
+        assert computed and not any("computed by the store job" in text for text in computed)
+    store_logs = sorted((tmp_path / "early" / "logs" / "d").glob("store.*.log"))  # snp's and hamming's stores
+    assert len(store_logs) == 2 and all("for 6 tile(s)" in log.read_text() for log in store_logs)
+    # every early tile was moved into place: none is left beside the store
+    assert not list((tmp_path / "early" / "results" / "d" / "store").rglob("*.npz"))
+
+
+def test_a_changed_threshold_is_computed_not_adopted(tmp_path, source):
+    """After a run whose store computed the tiles, a new threshold reruns the tile jobs (their
+    params changed), not the store: they compute, and the outputs are a fresh run's."""
+    snakemake(tmp_path, config(source, True))
+    snakemake(tmp_path, config(source, True, threshold=5))
+    ref = tmp_path / "ref"
+    steps.run_all(source, ref, ["snp"], block_size=8, thresholds={"snp": 5}, backend="numpy")
+    for name in OUTPUTS:
+        assert (tmp_path / "results" / "d" / "snp" / name).read_bytes() == (ref / "snp" / name).read_bytes(), name
+
+
+def early_tile(tmp_path, settings: dict):
+    """A store manifest and an early tile (i, j) = (0, 1) of snp recorded with `settings`."""
+    manifest = tmp_path / "store" / "manifest.json"
+    manifest.parent.mkdir(parents=True)
+    manifest.write_text(json.dumps({"input_sha256": "ab", "plan": {"n_vectors": 3}, "ids": ["a", "b", "c"]}))
+    tile = early.tile_path(manifest.parent, "snp", 0, 1)
+    tile.parent.mkdir(parents=True)
+    tile.write_bytes(b"tile")
+    store = {"input_sha256": "ab", "plan": {"n_vectors": 3}}
+    tile.with_suffix(".json").write_text(json.dumps(early.tile_settings(store, **settings)))
+    return manifest, tile
+
+
+SETTINGS = {"threshold": 0.5, "dense": True, "backend": "auto", "metric_params": {}}
+
+
+@pytest.mark.parametrize(
+    "change",
+    [{}, {"threshold": 0.25}, {"threshold": None}, {"dense": False}, {"backend": "numpy"}, {"metric_params": {"x": 1}}],
+)
+def test_adopts_only_a_tile_of_its_own_settings(tmp_path, change):
+    manifest, tile = early_tile(tmp_path, SETTINGS)
+    out = tmp_path / "pairs" / "tile_0_1.npz"
+    out.parent.mkdir()
+    adopted = early.adopt(manifest, "snp", 0, 1, {**SETTINGS, **change}, out)
+    assert adopted == (not change)
+    assert out.exists() == adopted and not tile.exists() and not tile.with_suffix(".json").exists()
+    if adopted:
+        assert out.read_bytes() == b"tile"
+
+
+def test_adopts_nothing_of_another_store_or_tile(tmp_path):
+    manifest, tile = early_tile(tmp_path, SETTINGS)
+    out = tmp_path / "tile.npz"
+    assert not early.adopt(manifest, "snp", 1, 1, SETTINGS, out)  # no such early tile
+    assert not early.adopt(manifest, "hamming", 0, 1, SETTINGS, out)
+    manifest.write_text(json.dumps({"input_sha256": "cd", "plan": {"n_vectors": 3}}))  # the store was rebuilt
+    assert not early.adopt(manifest, "snp", 0, 1, SETTINGS, out)
+    assert not out.exists() and not tile.exists()
+
+
+def _has_gpu() -> bool:
+    from genotile.backends.cuda import cupy_common
+
+    return cupy_common.has_gpu()
+
+
+@pytest.mark.skipif(not _has_gpu(), reason="no CUDA GPU / CuPy: tiles_in_store auto computes nothing early here")
+def test_auto_on_a_gpu_machine(tmp_path, source):
+    """The default (`auto`) on a local GPU run: the store job, given the GPU, computes every tile on
+    it and the tile jobs adopt them; outputs equal those of tile jobs that compute."""
+    for name, mode in (("auto", "auto"), ("jobs", False)):
+        (tmp_path / name).mkdir()
+        cfg = {**config(source, mode), "backend": "auto"}
+        snakemake(tmp_path / name, cfg, "--resources", "gpu=1")
+    logs = list((tmp_path / "auto" / "logs" / "d").glob("store.*.log"))
+    assert logs and all("for 6 tile(s)" in log.read_text() for log in logs)
+    for metric in ("snp", "hamming"):
+        summary = json.loads((tmp_path / "auto" / "results" / "d" / metric / "summary.json").read_text())
+        assert summary["backend"] == ["cupy-b1"], summary["backend"]
+        for name in OUTPUTS:
+            got = (tmp_path / "auto" / "results" / "d" / metric / name).read_bytes()
+            assert got == (tmp_path / "jobs" / "results" / "d" / metric / name).read_bytes(), (metric, name)
