@@ -47,20 +47,27 @@ def row_hashes(codes, threads: int | None = None) -> np.ndarray:
     words = max(1, -(-m // 8))
     mult = np.random.default_rng(_HASH_SEED).integers(0, 2**63, size=(2, words), dtype=np.uint64) * 2 + 1
     out = np.empty((n, 2), dtype=np.uint64)
+    step = max(1, min(ROW_CHUNK, HASH_BLOCK_BYTES // (words * 8)))  # a block and its products in cache
 
     def block(r0: int) -> None:
-        rows = np.asarray(codes[r0 : r0 + ROW_CHUNK])
-        padded = np.zeros((rows.shape[0], words * 8), dtype=np.uint8)
-        padded[:, :m] = rows
-        w = padded.view("<u8")
+        rows = np.asarray(codes[r0 : r0 + step])
+        if m % 8 == 0 and m and rows.flags.c_contiguous:  # whole words already: no padded copy
+            w = rows.view("<u8")
+        else:
+            padded = np.zeros((rows.shape[0], words * 8), dtype=np.uint8)
+            padded[:, :m] = rows
+            w = padded.view("<u8")
         prod = np.empty_like(w)
         for k in range(2):
             np.multiply(w, mult[k], out=prod)  # wraps mod 2**64
             np.sum(prod, axis=1, dtype=np.uint64, out=out[r0 : r0 + rows.shape[0], k])
 
     with ThreadPoolExecutor(threads or usable_cpus(THREADS), thread_name_prefix="genotile-hash") as pool:
-        list(pool.map(block, range(0, n, ROW_CHUNK)))
+        list(pool.map(block, range(0, n, step)))
     return out
+
+
+HASH_BLOCK_BYTES = 1 << 22  # bytes of rows hashed at a time
 
 
 def distinct_rows(codes, threads: int | None = None) -> tuple[np.ndarray, np.ndarray]:
@@ -92,12 +99,17 @@ def distinct_rows(codes, threads: int | None = None) -> tuple[np.ndarray, np.nda
     index[order] = rank[group_of]
     first = np.sort(group_first).astype(np.int64)
 
-    def check(r0: int) -> bool:  # exact: a hash collision would be caught here
-        rows = np.asarray(codes[r0 : r0 + ROW_CHUNK])
-        return bool(np.array_equal(rows, np.asarray(codes[first[index[r0 : r0 + ROW_CHUNK]]])))
+    # exact: every copy compared with its group's first (a hash collision would be caught here);
+    # the firsts are themselves
+    copies = np.flatnonzero(first[index] != np.arange(n))
+    step = max(1, min(ROW_CHUNK, HASH_BLOCK_BYTES // max(1, codes.shape[1])))
+
+    def check(c0: int) -> bool:
+        rows = copies[c0 : c0 + step]
+        return bool(np.array_equal(np.asarray(codes[rows]), np.asarray(codes[first[index[rows]]])))
 
     with ThreadPoolExecutor(threads or usable_cpus(THREADS), thread_name_prefix="genotile-hash") as pool:
-        if not all(pool.map(check, range(0, n, ROW_CHUNK))):
+        if not all(pool.map(check, range(0, copies.size, step))):
             raise RuntimeError("distinct_rows: two different rows share a 128-bit hash")
     return first, index
 
