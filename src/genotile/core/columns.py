@@ -168,7 +168,8 @@ class ColumnCounts:
 
     def code_counts(self, columns: np.ndarray) -> np.ndarray:
         """(columns, 256) int64: `symbol_counts` of the columns' codes (MISSING counted too)."""
+        bases = self.bases[:, columns]
         counts = np.zeros((columns.size, 256), dtype=np.int64)
-        counts[:, : self.bases.shape[0]] = self.bases[:, columns].T
-        counts[:, MISSING] = self.rows - counts.sum(axis=1)
+        counts[:, : bases.shape[0]] = bases.T
+        counts[:, MISSING] = self.rows - bases.sum(axis=0)
         return counts
