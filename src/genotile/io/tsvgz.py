@@ -18,7 +18,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from genotile.io import number_text, pgzip
+from genotile.io import pgzip
 from genotile.io.atomic import atomic_path
 
 COMPRESSLEVEL = 1
@@ -60,6 +60,8 @@ def format_column(values: np.ndarray) -> list[str]:
     values = np.asarray(values).reshape(-1)
     if np.issubdtype(values.dtype, np.integer):  # str() is as fast as any array path here
         return [str(v) for v in values.tolist()]
+    from genotile.io import number_text  # floats only: its tables cost integer tables' jobs 3 ms of start-up
+
     chars, _ = number_text.float_text(values)
     # zero-padded ASCII rows as fixed-width bytes (numpy drops the trailing zeros), then str
     return chars.view(f"S{chars.shape[1]}").reshape(-1).astype(str).tolist()
@@ -109,6 +111,8 @@ def _float_text(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
             pass
         else:
             return text_kernels.float_text(values)
+    from genotile.io import number_text  # floats only (job start-up)
+
     return number_text.float_text(values)
 
 

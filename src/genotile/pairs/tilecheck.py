@@ -58,10 +58,14 @@ def check_settings(path, meta: dict, expect: dict, what: str = "tile") -> None:
         )
 
 
-def check_pair_tile(path, arrays: dict, meta: dict, plan: Plan, metric: Metric, blocks: np.ndarray, perm) -> None:
+def check_pair_tile(
+    path, arrays: dict, meta: dict, plan: Plan, metric: Metric, blocks: np.ndarray, perm, repeats: bool = True
+) -> None:
     """Index ranges of a pairs tile: 0 <= a < b < n, one of each pair in block I and the other in
     block J, no pair twice, as many pairs as the tile says, every one passing its threshold; its
-    dense block (if any) over exactly the vectors of blocks I and J."""
+    dense block (if any) over exactly the vectors of blocks I and J. `repeats=False` leaves out
+    the pair-twice check (a sort of the tile's keys) for a caller that sorts them anyway and
+    checks them there (merge.merge_pairs)."""
     bi, bj = meta["tile"]
     names = ("a", "b", *metric.columns)
     absent = [k for k in names if k not in arrays]
@@ -80,15 +84,16 @@ def check_pair_tile(path, arrays: dict, meta: dict, plan: Plan, metric: Metric, 
         raise GenotileError(
             f"tile {path}: pair ({a[k]}, {b[k]}) is not 0 <= a < b < {n} (indices out of range); {RERUN}"
         )
-    ka, kb = blocks[a], blocks[b]
-    wrong = ~(((ka == bi) & (kb == bj)) | ((ka == bj) & (kb == bi)))
-    if wrong.any():
-        k = int(np.flatnonzero(wrong)[0])
-        raise GenotileError(
-            f"tile {path}: pair ({a[k]}, {b[k]}) lies in blocks ({ka[k]}, {kb[k]}), not in this tile's "
-            f"blocks ({bi}, {bj}); {RERUN}"
-        )
-    if has_repeats(a * n + b):
+    if plan.n_blocks > 1:  # with one block, every index in range is in it
+        ka, kb = blocks[a], blocks[b]
+        wrong = ~(((ka == bi) & (kb == bj)) | ((ka == bj) & (kb == bi)))
+        if wrong.any():
+            k = int(np.flatnonzero(wrong)[0])
+            raise GenotileError(
+                f"tile {path}: pair ({a[k]}, {b[k]}) lies in blocks ({ka[k]}, {kb[k]}), not in this tile's "
+                f"blocks ({bi}, {bj}); {RERUN}"
+            )
+    if repeats and has_repeats(a * n + b):
         raise GenotileError(f"tile {path}: a pair is listed twice; {RERUN}")
     threshold = meta.get("threshold")
     if threshold is not None and a.size and not metric.passes({c: arrays[c] for c in metric.columns}, threshold).all():
