@@ -76,8 +76,18 @@ def device_attr(name: str) -> int:
 @functools.cache
 def _load_module(filename: str, options: tuple[str, ...], device_id: int):
     cp = cupy_module()
-    code = (KERNEL_DIR / filename).read_text()
-    return cp.RawModule(code=code, options=("--std=c++17",) + options)
+    # -D options become #define lines of the source: CuPy runs NVRTC on an empty file once per
+    # process and distinct option set to key its kernel cache (~50 ms each on the H100 machine),
+    # so kernels that differ only in their defines share one set; the cache still keys the source
+    defines, rest = [], []
+    for option in options:
+        if option.startswith("-D"):
+            name, _, value = option[2:].partition("=")
+            defines.append(f"#define {name} {value or 1}\n")
+        else:
+            rest.append(option)
+    code = "".join(defines) + f'#line 1 "{filename}"\n' + (KERNEL_DIR / filename).read_text()
+    return cp.RawModule(code=code, options=("--std=c++17", *rest))
 
 
 def load_kernel(filename: str, name: str, options: tuple[str, ...] = ()):
