@@ -247,7 +247,8 @@ def ingest_option_files(wildcards):
 
 # Fingerprints live beside Snakemake's own records, not in results/: they are written when the
 # workflow is parsed, so a dry run or a refused config must not leave files among the results.
-FINGERPRINTS = ".snakemake/genotile/sources"
+# The store job reads its input's digest from them (store/sources.py, recorded_digest).
+FINGERPRINTS = _sources.FINGERPRINTS.as_posix()
 
 
 def dataset_fingerprint(dataset):

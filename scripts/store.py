@@ -32,8 +32,7 @@ def store(sm):
     backend = sm.config["backend"]
     may = bool(pairs) and (mode is True or (mode == "auto" and granted))
     with slot_for_backend(backend) if granted else contextlib.nullcontext():
-        if may and granted:
-            early.warm_gpu()
+        warming = early.warm_gpu() if may and granted else None
         p = steps.store(
             sm.input.data,
             sm.wildcards.encoding,
@@ -62,6 +61,8 @@ def store(sm):
             seconds = early.compute_tiles(store_dir, p, settings, gpu_only=mode == "auto")
             # one line a benchmark reads (bench/bench_e2e.py), as the store stages'
             log.info("store tiles (s): %.3f for %d tile(s)", seconds, len(p.tiles()) * len(pairs) if seconds else 0)
+        if warming is not None:  # not left importing CuPy as the interpreter shuts down
+            warming.join()
 
 
 run_rule(snakemake, store)

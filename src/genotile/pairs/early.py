@@ -94,7 +94,8 @@ def wanted(mode, gpu_granted: bool, n_tiles: int) -> bool:
 
 def warm_gpu() -> threading.Thread:
     """Import CuPy and make the CUDA context on a thread, while the store job reads its input
-    (numpy and the readers release the GIL): about half a second of a GPU tile's start."""
+    (numpy and the readers release the GIL): about half a second of a GPU tile's start. The
+    caller joins the thread before it exits."""
 
     def warm() -> None:
         try:

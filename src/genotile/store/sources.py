@@ -60,8 +60,8 @@ def _file(path, sha256: str | None = None, digest: str | None = None) -> dict:
     return {"size": os.path.getsize(path), "digest": digest, **({"sha256": sha256} if sha256 else {})}
 
 
-# Where the workflow keeps its fingerprints (rules/common.smk FINGERPRINTS), relative to the
-# directory its jobs run in.
+# Where the workflow keeps its fingerprints (rules/common.smk writes them as the workflow is
+# parsed), relative to the directory its jobs run in.
 FINGERPRINTS = Path(".snakemake/genotile/sources")
 
 
