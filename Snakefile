@@ -43,6 +43,7 @@ rule all:
 
 
 onstart:
+    clear_early_tiles()
     warm_scheduler_imports()
 
 

@@ -25,6 +25,7 @@ from genotile.store import inputs as _inputs  # noqa: E402
 from genotile.core import limits as _limits  # noqa: E402
 from genotile.runtime.rule import (
     cancel_scheduler_timers,
+    clear_early_tiles,
     warm_scheduler_imports,
 )  # noqa: E402, F401 (Snakefile's onstart and onsuccess)
 
@@ -114,7 +115,11 @@ def store_gpus(wildcards) -> int:
     `tiles_in_store`, pairs/early.py): a local run whose tile jobs take a GPU, for a store that 2-way
     metrics read. The job decides once its plan is made (at most EARLY_TILES_MAX tiles).
     """
-    if config["tiles_in_store"] is False or workflow.non_local_exec:
+    if (
+        config["tiles_in_store"] is False
+        or workflow.non_local_exec
+        or _backend_registry.is_cpu(config["backend"])
+    ):
         return 0
     metrics = config["datasets"][wildcards.dataset]["metrics"]
     if not any(
@@ -123,11 +128,6 @@ def store_gpus(wildcards) -> int:
     ):
         return 0
     return tile_gpus(wildcards)
-
-
-def store_env(wildcards) -> str:
-    """The store job's conda env: the tile jobs' where it may compute tiles on a GPU."""
-    return tile_env() if store_gpus(wildcards) else "../envs/cpu.yaml"
 
 
 def store_collapse(wildcards) -> bool:

@@ -24,7 +24,9 @@ checkpoint store:
     benchmark:
         "benchmarks/{dataset}/store.{encoding}.tsv"
     conda:
-        store_env
+        # the tile jobs' env (a superset of the CPU rules'): the job may compute tiles (config
+        # tiles_in_store); one env whatever the host, so that no rerun follows a change of host
+        tile_env()
     resources:
         # a GPU where the job computes its tiles itself (config tiles_in_store, pairs/early.py)
         gpu=store_gpus,

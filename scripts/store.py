@@ -33,36 +33,40 @@ def store(sm):
     may = bool(pairs) and (mode is True or (mode == "auto" and granted))
     with slot_for_backend(backend) if granted else contextlib.nullcontext():
         warming = early.warm_gpu() if may and granted else None
-        p = steps.store(
-            sm.input.data,
-            sm.wildcards.encoding,
-            sm.output.ingest,
-            store_dir,
-            sm.params.block_size,
-            sm.params.seed,
-            options=sm.params.options,
-            collapse_duplicates=sm.params.collapse,
-            **sm.params.auto,
-            bounds=bounds,
-        )
-        # shown on the console too, before any tile job is scheduled
-        print(f"genotile plan for {sm.wildcards.dataset} ({sm.wildcards.encoding}): {p.describe()}", file=sys.stderr)
-        if may and early.wanted(mode, granted, len(p.tiles())):
-            settings = {
-                m: {
-                    # the tile rule's params (rules/tiles.smk): a tile job adopts only its own
-                    "threshold": sm.config["thresholds"].get(m),
-                    "dense": p.input_vectors <= sm.config["dense_max"],
-                    "backend": backend,
-                    "metric_params": config_params(m, sm.config),
+        try:
+            p = steps.store(
+                sm.input.data,
+                sm.wildcards.encoding,
+                sm.output.ingest,
+                store_dir,
+                sm.params.block_size,
+                sm.params.seed,
+                options=sm.params.options,
+                collapse_duplicates=sm.params.collapse,
+                **sm.params.auto,
+                bounds=bounds,
+            )
+            # shown on the console too, before any tile job is scheduled
+            what = f"{sm.wildcards.dataset} ({sm.wildcards.encoding})"
+            print(f"genotile plan for {what}: {p.describe()}", file=sys.stderr)
+            if may and early.wanted(mode, granted, len(p.tiles())):
+                settings = {
+                    m: {
+                        # the tile rule's params (rules/tiles.smk): a tile job adopts only its own
+                        "threshold": sm.config["thresholds"].get(m),
+                        "dense": p.input_vectors <= sm.config["dense_max"],
+                        "backend": backend,
+                        "metric_params": config_params(m, sm.config),
+                    }
+                    for m in pairs
                 }
-                for m in pairs
-            }
-            seconds = early.compute_tiles(store_dir, p, settings, gpu_only=mode == "auto")
-            # one line a benchmark reads (bench/bench_e2e.py), as the store stages'
-            log.info("store tiles (s): %.3f for %d tile(s)", seconds, len(p.tiles()) * len(pairs) if seconds else 0)
-        if warming is not None:  # not left importing CuPy as the interpreter shuts down
-            warming.join()
+                seconds = early.compute_tiles(store_dir, p, settings, gpu_only=mode == "auto")
+                # one line a benchmark reads (bench/bench_e2e.py), as the store stages'
+                done = len(p.tiles()) * len(pairs) if seconds else 0
+                log.info("store tiles (s): %.3f for %d tile(s)", seconds, done)
+        finally:
+            if warming is not None:  # not left importing CuPy as the interpreter shuts down
+                warming.join()
 
 
 run_rule(snakemake, store)

@@ -68,8 +68,7 @@ def early_tile(tmp_path, settings: dict):
     tile = early.tile_path(manifest.parent, "snp", 0, 1)
     tile.parent.mkdir(parents=True)
     tile.write_bytes(b"tile")
-    store = {"input_sha256": "ab", "plan": {"n_vectors": 3}}
-    tile.with_suffix(".json").write_text(json.dumps(early.tile_settings(store, **settings)))
+    tile.with_suffix(".json").write_text(json.dumps(early.tile_settings(early.store_digest(manifest), **settings)))
     return manifest, tile
 
 
@@ -96,9 +95,25 @@ def test_adopts_nothing_of_another_store_or_tile(tmp_path):
     out = tmp_path / "tile.npz"
     assert not early.adopt(manifest, "snp", 1, 1, SETTINGS, out)  # no such early tile
     assert not early.adopt(manifest, "hamming", 0, 1, SETTINGS, out)
-    manifest.write_text(json.dumps({"input_sha256": "cd", "plan": {"n_vectors": 3}}))  # the store was rebuilt
+    # the store was rebuilt: same input and plan, other IDs (say, another `samples:` list)
+    manifest.write_text(json.dumps({"input_sha256": "ab", "plan": {"n_vectors": 3}, "ids": ["a", "b", "d"]}))
     assert not early.adopt(manifest, "snp", 0, 1, SETTINGS, out)
     assert not out.exists() and not tile.exists()
+
+
+def test_a_run_adopts_no_tile_left_by_an_earlier_one(tmp_path, source):
+    """Tiles left beside a store (a run stopped after its store job: `--until store`) are cleared
+    as the next run starts; its tile jobs compute, and the outputs are unchanged."""
+    snakemake(tmp_path, config(source, True), "--until", "store")
+    assert len(list((tmp_path / "results" / "d" / "store").rglob("early/*/*.npz"))) == 12
+    snakemake(tmp_path, config(source, True))
+    logs = list((tmp_path / "logs" / "d").rglob("tile_*.log"))
+    assert len(logs) == 12 and not any("computed by the store job" in log.read_text() for log in logs)
+    assert not list((tmp_path / "results" / "d" / "store").rglob("*.npz"))
+    ref = tmp_path / "ref"
+    steps.run_all(source, ref, ["snp"], block_size=8, thresholds={"snp": 9}, backend="numpy")
+    for name in OUTPUTS:
+        assert (tmp_path / "results" / "d" / "snp" / name).read_bytes() == (ref / "snp" / name).read_bytes(), name
 
 
 def _has_gpu() -> bool:

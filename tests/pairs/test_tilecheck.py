@@ -142,10 +142,12 @@ def test_tile_read_without_its_dense_block_checks_what_it_reads(snp_run, monkeyp
         read_tile(stripped)
 
 
-def test_large_members_memory_mapped_read_the_same_and_are_checked(snp_run, monkeypatch):
-    """Members of at least MAP_MIN bytes are memory-mapped in place of a zipfile read, and arrays
-    of at least HASH_MIN bytes hashed on threads: the same arrays and digest, and a flipped byte in
-    one (no zip CRC is checked then) is still refused."""
+@pytest.mark.parametrize("mapped", [True, False])
+def test_large_members_read_in_place_the_same_and_are_checked(snp_run, monkeypatch, mapped):
+    """Members of at least READ_MIN bytes are read in place of a zipfile read (memory-mapped from
+    MAP_MIN bytes, else read with no file descriptor kept), and arrays of at least HASH_MIN bytes
+    hashed on threads: the same arrays and digest, read-only, and a flipped byte in one (no zip
+    CRC is checked then) is still refused."""
     import struct
     import zipfile
 
@@ -153,11 +155,13 @@ def test_large_members_memory_mapped_read_the_same_and_are_checked(snp_run, monk
 
     tile = snp_run / "snp" / "pairs" / "tile_1_2.npz"
     want, meta, digest = read_tile(tile)
-    monkeypatch.setattr(tilefile, "MAP_MIN", 1)  # every stored member mapped
+    monkeypatch.setattr(tilefile, "READ_MIN", 1)  # every stored member read in place
+    monkeypatch.setattr(tilefile, "MAP_MIN", 1 if mapped else 1 << 40)  # ... mapped, or read
     monkeypatch.setattr(tilefile, "HASH_MIN", 1)  # every array hashed on a thread
     got, meta2, digest2 = read_tile(tile)
     assert (meta2, digest2) == (meta, digest) and set(got) == set(want)
-    assert all(isinstance(got[k], np.memmap) and np.array_equal(got[k], want[k]) for k in want)
+    assert all(isinstance(got[k], np.memmap) == mapped and np.array_equal(got[k], want[k]) for k in want)
+    assert not any(got[k].flags.writeable for k in want if k != "meta")
     data = bytearray(tile.read_bytes())
     with zipfile.ZipFile(tile) as zf:
         member = zf.getinfo("dense.npy")

@@ -13,7 +13,7 @@ import hashlib
 import json
 import struct
 import zipfile
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
@@ -81,7 +81,9 @@ def write_tile(path, arrays: dict[str, np.ndarray], meta: dict) -> str:
     return digest
 
 
-MAP_MIN = 1 << 20  # members at least this large are memory-mapped, not read through zipfile
+READ_MIN = 1 << 20  # members at least this large are read in place, not through zipfile
+MAP_MIN = 1 << 26  # ... and memory-mapped from this size (each map holds a file descriptor, and a
+# merge holds every tile's pairs: below it they are read, with no descriptor kept)
 HASH_MIN = 1 << 20  # arrays at least this large are hashed each on a thread of their own
 
 
@@ -90,7 +92,7 @@ def _member(npz, path, name: str) -> np.ndarray:
     (the digest check reads it on threads; zipfile would read it into a copy and CRC it on one:
     half of reading a 1M-pair tile's 24 MB of pairs), else read."""
     info = npz.zip.getinfo(f"{name}.npy")
-    if info.compress_type != zipfile.ZIP_STORED or info.file_size < MAP_MIN:
+    if info.compress_type != zipfile.ZIP_STORED or info.file_size < READ_MIN:
         return npz[name]
     with open(path, "rb") as fh:
         fh.seek(info.header_offset)
@@ -106,7 +108,13 @@ def _member(npz, path, name: str) -> np.ndarray:
         offset = fh.tell()
     if dtype.hasobject or offset - start + int(np.prod(shape, dtype=np.int64)) * dtype.itemsize != info.file_size:
         raise ValueError(f"member {name} is not the array its header says")
-    return np.memmap(path, dtype=dtype, mode="r", offset=offset, shape=shape, order="F" if fortran else "C")
+    order: Literal["C", "F"] = "F" if fortran else "C"
+    if info.file_size < MAP_MIN:
+        count = int(np.prod(shape, dtype=np.int64))
+        values = np.fromfile(path, dtype=dtype, count=count, offset=offset).reshape(shape, order=order)
+        values.flags.writeable = False  # as a memory-mapped member is
+        return values
+    return np.memmap(path, dtype=dtype, mode="r", offset=offset, shape=shape, order=order)
 
 
 def read_tile(path, skip: tuple[str, ...] = ()) -> tuple[dict[str, np.ndarray], dict, str]:

@@ -13,6 +13,7 @@ before: an early tile is only ever the file its job would have written.
 This module imports only the standard library: a tile job that adopts imports nothing else.
 """
 
+import hashlib
 import json
 import logging
 import shutil
@@ -32,11 +33,18 @@ def tile_path(store_dir, metric: str, i: int, j: int) -> Path:
     return Path(store_dir) / EARLY_DIR / metric / f"tile_{i}_{j}.npz"
 
 
-def tile_settings(store: dict, threshold, dense: bool, backend: str, metric_params) -> dict:
-    """What a tile file depends on besides its metric and blocks, as JSON holds it.
+def store_digest(manifest_path) -> str:
+    """The SHA-256 of the store manifest's bytes: its input and options (`sources`), plan, layout,
+    IDs, duplicates and genotile version. A store rebuilt in any of these has another."""
+    return hashlib.sha256(Path(manifest_path).read_bytes()).hexdigest()
 
-    >>> tile_settings({"plan": {}}, 20, 0, "auto", None)
-    {'store': {'plan': {}}, 'threshold': 20, 'dense': False, 'backend': 'auto', 'metric_params': {}}
+
+def tile_settings(store: str, threshold, dense: bool, backend: str, metric_params) -> dict:
+    """What a tile file depends on besides its metric and blocks, as JSON holds it (`store`: the
+    manifest's store_digest).
+
+    >>> tile_settings("ab12", 20, 0, "auto", None)
+    {'store': 'ab12', 'threshold': 20, 'dense': False, 'backend': 'auto', 'metric_params': {}}
     """
     values = {
         "store": store,
@@ -49,25 +57,35 @@ def tile_settings(store: dict, threshold, dense: bool, backend: str, metric_para
 
 
 def clear(store_dir) -> None:
-    """Remove the early tiles of an earlier store job (a new store makes them stale)."""
-    shutil.rmtree(Path(store_dir) / EARLY_DIR, ignore_errors=True)
+    """Remove the early tiles of a store: those of an earlier store job are never adopted (the
+    store job clears them before it computes any, and the workflow's onstart clears every
+    dataset's, so that a tile is adopted only in the invocation that computed it)."""
+    early = Path(store_dir) / EARLY_DIR
+    shutil.rmtree(early, ignore_errors=True)
+    if early.exists():
+        raise OSError(f"{early}: could not remove the store job's earlier tiles")
+
+
+def clear_all(results="results") -> None:
+    """`clear` for every store under `results` (the Snakefile's onstart)."""
+    for early in Path(results).glob(f"*/store/*/{EARLY_DIR}"):
+        clear(early.parent)
 
 
 def adopt(manifest_path, metric: str, i: int, j: int, wanted: dict, tile_out) -> bool:
     """Move the store job's tile (i, j) of `metric` to `tile_out` if it was computed with the
     settings `wanted` (tile_settings' keywords but `store`) from the store `manifest_path`
     describes; a tile of other settings is removed. True if the tile was adopted."""
-    from genotile.store.manifest import store_identity  # standard library only
-
     tile = tile_path(Path(manifest_path).parent, metric, i, j)
     record = tile.with_suffix(".json")
     try:
         have = json.loads(record.read_text(encoding="utf-8"))
-        manifest = json.loads(Path(manifest_path).read_text(encoding="utf-8"))
+        store = store_digest(manifest_path)
     except (OSError, ValueError):
         return False
-    if have != tile_settings(store_identity(manifest), **wanted) or not tile.is_file():
-        log.info("tile (%d, %d) of %s: the store job's tile has other settings; computing it", i, j, metric)
+    if have != tile_settings(store, **wanted) or not tile.is_file():
+        why = "has other settings" if tile.is_file() else "is missing"
+        log.info("tile (%d, %d) of %s: the store job's tile %s; computing it", i, j, metric, why)
         tile.unlink(missing_ok=True)
         record.unlink(missing_ok=True)
         return False
@@ -101,7 +119,8 @@ def warm_gpu() -> threading.Thread:
         try:
             from genotile.backends.cuda import cupy_common
 
-            cupy_common.has_gpu()
+            if cupy_common.has_gpu():
+                cupy_common.cupy_module().empty(1, dtype="uint8")  # an allocation makes the context
         except Exception:  # noqa: BLE001 -- a warm-up only: the tiles find out for themselves
             pass
 
@@ -140,10 +159,7 @@ def compute_tiles(store_dir, plan, metrics: dict, *, gpu_only: bool) -> float:
         if gpu_only and not all(registry.uses_gpu(resolve(b)) for b in backends):
             log.info("tiles in store: no GPU backend here (%s); the tile jobs compute the tiles", sorted(backends))
             return 0.0
-        manifest = json.loads((store_dir / "manifest.json").read_text(encoding="utf-8"))
-        from genotile.store.manifest import store_identity
-
-        identity = store_identity(manifest)
+        store = store_digest(store_dir / "manifest.json")
         for metric, settings in metrics.items():
             for i, j in plan.tiles():
                 tile = tile_path(store_dir, metric, i, j)
@@ -162,7 +178,7 @@ def compute_tiles(store_dir, plan, metrics: dict, *, gpu_only: bool) -> float:
                     metric_params=settings["metric_params"],
                 )
                 # the record after the tile: a record means a whole tile
-                record = json.dumps(tile_settings(identity, **settings))
+                record = json.dumps(tile_settings(store, **settings))
                 tile.with_suffix(".json").write_text(record, encoding="utf-8")
     except Exception:  # noqa: BLE001 -- the tile jobs compute what is missing
         log.warning("tiles in store: failed; the tile jobs compute the tiles", exc_info=True)

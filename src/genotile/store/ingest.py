@@ -167,20 +167,21 @@ def hold_regular(layout: fasta_mmap.RegularFasta, alpha: Alphabet, canonical: bo
         for r0, part in zip(starts, pool.map(scan, starts), strict=True):
             if part is False:
                 return None
-            if counted:
+            if isinstance(part, ColumnCounts):
                 bases.update(part)
             progress.update(min(n, r0 + chunk))
     progress.finish(n)
     if counted:
         keep = np.flatnonzero(bases.informative)
         return HeldAlignment(alpha, whole, keep, bases.code_counts(keep))
-    keep, counts = [], []
+    kept: list[np.ndarray] = []
+    counts: list[np.ndarray] = []
     for c0 in range(0, length, COUNT_COLUMNS):  # a band of columns at a time: only the kept ones' counts kept
         band = symbol_counts(whole[:, c0 : c0 + COUNT_COLUMNS])
         informative = np.flatnonzero((band[:, :MISSING] > 0).sum(axis=1) >= 2)
-        keep.append(c0 + informative)
+        kept.append(c0 + informative)
         counts.append(band[informative])
-    return HeldAlignment(alpha, whole, np.concatenate(keep).astype(np.int64), np.concatenate(counts))
+    return HeldAlignment(alpha, whole, np.concatenate(kept).astype(np.int64), np.concatenate(counts))
 
 
 COUNT_COLUMNS = 1 << 16  # columns of a held alignment counted at a time (other than nucleotide)

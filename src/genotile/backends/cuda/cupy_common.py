@@ -81,9 +81,9 @@ def _load_module(filename: str, options: tuple[str, ...], device_id: int):
     # so kernels that differ only in their defines share one set; the cache still keys the source
     defines, rest = [], []
     for option in options:
-        if option.startswith("-D"):
-            name, _, value = option[2:].partition("=")
-            defines.append(f"#define {name} {value or 1}\n")
+        if option.startswith("-D") and len(option) > 2:  # -DNAME=VALUE, -DNAME= (empty), -DNAME (1)
+            name, given, value = option[2:].partition("=")
+            defines.append(f"#define {name} {value if given else 1}\n")
         else:
             rest.append(option)
     code = "".join(defines) + f'#line 1 "{filename}"\n' + (KERNEL_DIR / filename).read_text()
