@@ -299,8 +299,8 @@ def phase_stages(a) -> dict:
     from unittest import mock
 
     from genotile.core import encode
-    from genotile.io import fasta_mmap
-    from genotile.pairs import merge, steps
+    from genotile.io import fasta_mmap, matrix_tsv
+    from genotile.pairs import steps
     from genotile.store import pack as pack_module
 
     work = Path(a.outdir) / "stages"
@@ -346,7 +346,7 @@ def phase_stages(a) -> dict:
         return lambda: steps.matrix(tiles, store / "manifest.json", "snp", work / f"{tag}.matrix.tsv")
 
     def matrix_old():
-        with mock.patch.object(merge, "write_matrix_tsv", _old_matrix_tsv):
+        with mock.patch.object(matrix_tsv, "write_matrix_tsv", _old_matrix_tsv):  # merge imports it per call
             matrix("old")()
 
     out["matrix"] = (_best(matrix_old, a.repeats, cpu, "matrix"), _best(matrix("new"), a.repeats, cpu, "matrix"))
