@@ -157,7 +157,7 @@ def test_large_members_read_in_place_the_same_and_are_checked(snp_run, monkeypat
     want, meta, digest = read_tile(tile)
     monkeypatch.setattr(tilefile, "READ_MIN", 1)  # every stored member read in place
     monkeypatch.setattr(tilefile, "MAP_MIN", 1 if mapped else 1 << 40)  # ... mapped, or read
-    monkeypatch.setattr(tilefile, "HASH_MIN", 1)  # every array hashed on a thread
+    monkeypatch.setattr(tilefile, "HASH_MIN", 1)  # every array's pieces hashed on threads
     got, meta2, digest2 = read_tile(tile)
     assert (meta2, digest2) == (meta, digest) and set(got) == set(want)
     assert all(isinstance(got[k], np.memmap) == mapped and np.array_equal(got[k], want[k]) for k in want)

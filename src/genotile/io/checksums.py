@@ -61,14 +61,20 @@ def file_digest(path) -> str:
 
 def piece_digests(size: int, digest_of, piece: int = PIECE) -> list[bytes]:
     """[digest_of(offset) for each piece of `size` bytes], pieces of `piece` bytes hashed on
-    threads (hashlib releases the GIL on large buffers): the pieces of `file_digest` and of a
-    tile file's arrays (io/tilefile.py)."""
-    starts = range(0, size, piece)
-    if len(starts) <= 1:
-        return [digest_of(p0) for p0 in starts]
+    threads (`digests_on_threads`): the pieces of `file_digest`."""
+    return digests_on_threads(digest_of, range(0, size, piece))
+
+
+def digests_on_threads(digest_of, items) -> list[bytes]:
+    """[digest_of(item) for item in items], on threads where there are several (hashlib releases
+    the GIL on large buffers): `piece_digests`, and the pieces of a tile file's arrays
+    (io/tilefile.py)."""
+    items = list(items)
+    if len(items) <= 1:
+        return [digest_of(item) for item in items]
     from concurrent.futures import ThreadPoolExecutor
 
     from genotile.runtime.cpus import usable_cpus
 
     with ThreadPoolExecutor(usable_cpus(16), thread_name_prefix="genotile-digest") as pool:
-        return list(pool.map(digest_of, starts))
+        return list(pool.map(digest_of, items))

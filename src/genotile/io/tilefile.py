@@ -19,7 +19,7 @@ import numpy as np
 
 from genotile.errors import GenotileError
 from genotile.io.atomic import atomic_path
-from genotile.io.checksums import piece_digests
+from genotile.io.checksums import digests_on_threads
 
 META = "__meta__"
 SHA = "__sha256__"
@@ -27,32 +27,32 @@ DIGESTS = "__digests__"
 DIGEST_PIECE = 1 << 26  # bytes of an array hashed as one piece (on threads); part of the format
 
 
-def _array_digest(name: str, a: np.ndarray) -> str:
-    a = np.ascontiguousarray(a)
-    data = a.reshape(-1).view(np.uint8) if a.size else np.zeros(0, np.uint8)
-    pieces = piece_digests(
-        data.size, lambda p0: hashlib.sha256(data[p0 : p0 + DIGEST_PIECE].data).digest(), DIGEST_PIECE
-    )
-    h = hashlib.sha256(f"{name}|{a.dtype.str}|{a.shape}|".encode())
-    for d in pieces:
-        h.update(d)
-    return h.hexdigest()
-
-
 def _array_digests(arrays: dict[str, np.ndarray]) -> dict[str, str]:
-    """{name: _array_digest} of every array, the large ones hashed on threads at once (hashlib
-    releases the GIL): a pairs tile's a, b and value columns are of equal size, each below a
-    DIGEST_PIECE, so one by one they would be hashed on one core."""
-    large = [name for name, a in arrays.items() if a.nbytes >= HASH_MIN]
-    if len(large) < 2:
-        return {name: _array_digest(name, a) for name, a in arrays.items()}
-    from concurrent.futures import ThreadPoolExecutor
+    """{name: digest} of every array: the SHA-256 of its name, dtype, shape and the SHA-256s of
+    its bytes in pieces of DIGEST_PIECE. Where the arrays hold HASH_MIN bytes or more, the pieces
+    of all of them are hashed on threads together (checksums.digests_on_threads): a pairs tile's
+    a, b and value columns are one piece each, so array by array they would be hashed on one
+    core."""
+    data = {}
+    for name, a in arrays.items():
+        a = np.ascontiguousarray(a)
+        data[name] = a.reshape(-1).view(np.uint8) if a.size else np.zeros(0, np.uint8)
+    pieces = [(name, p0) for name, d in data.items() for p0 in range(0, d.size, DIGEST_PIECE)]
 
-    from genotile.runtime.cpus import usable_cpus
+    def piece(job: tuple[str, int]) -> bytes:
+        name, p0 = job
+        return hashlib.sha256(data[name][p0 : p0 + DIGEST_PIECE].data).digest()
 
-    out = {name: _array_digest(name, a) for name, a in arrays.items() if name not in large}
-    with ThreadPoolExecutor(usable_cpus(len(large)), thread_name_prefix="genotile-digest") as pool:
-        out.update(zip(large, pool.map(lambda name: _array_digest(name, arrays[name]), large), strict=True))
+    if sum(d.size for d in data.values()) >= HASH_MIN:
+        hashed = iter(digests_on_threads(piece, pieces))
+    else:
+        hashed = map(piece, pieces)
+    out = {}
+    for name, a in arrays.items():  # the pieces in the order they were listed: array by array
+        h = hashlib.sha256(f"{name}|{a.dtype.str}|{a.shape}|".encode())
+        for _ in range(0, data[name].size, DIGEST_PIECE):
+            h.update(next(hashed))
+        out[name] = h.hexdigest()
     return out
 
 
@@ -62,13 +62,13 @@ def _file_digest(digests: dict[str, str]) -> str:
 
 def arrays_digest(arrays: dict[str, np.ndarray]) -> str:
     """The digest a tile file of exactly these arrays carries (its meta is one of them)."""
-    return _file_digest({name: _array_digest(name, a) for name, a in arrays.items()})
+    return _file_digest(_array_digests(arrays))
 
 
 def write_tile(path, arrays: dict[str, np.ndarray], meta: dict) -> str:
     """Write the arrays and the JSON-able `meta` as a tile file; returns the file's digest."""
     arrays = {**arrays, META: np.frombuffer(json.dumps(meta, sort_keys=True).encode(), dtype=np.uint8)}
-    digests = {name: _array_digest(name, a) for name, a in arrays.items()}
+    digests = _array_digests(arrays)
     digest = _file_digest(digests)  # arrays_digest(arrays)
     with atomic_path(path) as tmp:
         with open(tmp, "wb") as fh:
@@ -84,7 +84,7 @@ def write_tile(path, arrays: dict[str, np.ndarray], meta: dict) -> str:
 READ_MIN = 1 << 20  # members at least this large are read in place, not through zipfile
 MAP_MIN = 1 << 26  # ... and memory-mapped from this size (each map holds a file descriptor, and a
 # merge holds every tile's pairs: below it they are read, with no descriptor kept)
-HASH_MIN = 1 << 20  # arrays at least this large are hashed each on a thread of their own
+HASH_MIN = 1 << 20  # arrays of at least this many bytes in all are hashed on threads
 
 
 def _member(npz, path, name: str) -> np.ndarray:
