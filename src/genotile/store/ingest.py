@@ -145,32 +145,22 @@ def hold_regular(layout: fasta_mmap.RegularFasta, alpha: Alphabet, canonical: bo
     are counted after (encode.symbol_counts of the folded bytes, which are their codes). None
     when a sequence holds a byte the fast path does not take (as read_regular)."""
     n, length = layout.n, layout.length
-    chunk = max(1, CHUNK_BYTES // max(1, length))
-    starts = range(0, n, chunk)
     whole = np.empty((n, length), dtype=np.uint8)
     counted = alpha is NUCLEOTIDE  # canonical then too: other alphabets' folded bytes are their codes
 
-    def scan(r0: int) -> ColumnCounts | bool:
-        raw = layout.rows(r0, min(n, r0 + chunk), whole[r0 : r0 + chunk])
-        if not fasta_mmap.clean(raw):
-            return False
+    def measure(raw: np.ndarray) -> ColumnCounts | None:
         if not counted:
             fold_ascii(alpha, raw)
-            return True
+            return None
         part = ColumnCounts(length)
         part.add(raw, canonical)
         return part
 
-    progress = Progress("ingest (columns)", total=n)
     bases = ColumnCounts(length)
+    combine = bases.update if counted else (lambda part: None)
     with ThreadPoolExecutor(usable_cpus(INGEST_THREADS), thread_name_prefix="genotile-ingest") as pool:
-        for r0, part in zip(starts, pool.map(scan, starts), strict=True):
-            if part is False:
-                return None
-            if isinstance(part, ColumnCounts):
-                bases.update(part)
-            progress.update(min(n, r0 + chunk))
-    progress.finish(n)
+        if not _scan_blocks(layout, _block_rows(length), whole, measure, combine, pool):
+            return None
     if counted:
         keep = np.flatnonzero(bases.informative)
         return HeldAlignment(alpha, whole, keep, bases.code_counts(keep))
@@ -195,29 +185,19 @@ def read_regular(layout: fasta_mmap.RegularFasta, alpha, codes_out) -> tuple[lis
     GIL). None, and nothing written, when a sequence holds a byte the fast path does not take:
     the streaming reader then reads the file."""
     n, length = layout.n, layout.length
-    chunk = max(1, CHUNK_BYTES // max(1, length))
-    starts = range(0, n, chunk)
+    chunk = _block_rows(length)
     held = n * length <= HOLD_BYTES  # small enough: gather once, keep the bytes for the codes
     whole = np.empty((n, length), dtype=np.uint8) if held else None
 
-    def scan(r0: int) -> ColumnSpan | None:
-        r1 = min(n, r0 + chunk)
-        raw = layout.rows(r0, r1, None if whole is None else whole[r0:r1])
-        if not fasta_mmap.clean(raw):
-            return None
-        span = ColumnSpan(alpha, length)
-        span.add(raw)
-        return span
+    def measure(raw: np.ndarray) -> ColumnSpan:
+        part = ColumnSpan(alpha, length)
+        part.add(raw)
+        return part
 
-    progress = Progress("ingest (columns)", total=n)
     span = ColumnSpan(alpha, length)
     with ThreadPoolExecutor(usable_cpus(INGEST_THREADS), thread_name_prefix="genotile-ingest") as pool:
-        for r0, part in zip(starts, pool.map(scan, starts), strict=True):
-            if part is None:
-                return None
-            span.update(part)
-            progress.update(min(n, r0 + chunk))
-        progress.finish(n)
+        if not _scan_blocks(layout, chunk, whole, measure, span.update, pool):
+            return None
         keep = np.flatnonzero(span.informative)
         every = keep.size == length
         with atomic_path(codes_out) as tmp, open(tmp, "wb") as fh:
@@ -229,8 +209,35 @@ def read_regular(layout: fasta_mmap.RegularFasta, alpha, codes_out) -> tuple[lis
                 codes = encode_ascii(alpha, raw if every else raw[:, keep])
                 npy_rows.pwrite_rows(fh.fileno(), codes, start + r0 * keep.size, tmp)
 
-            list(pool.map(write, starts))
+            list(pool.map(write, range(0, n, chunk)))
     return layout.ids, length, int(keep.size)
+
+
+def _block_rows(length: int) -> int:
+    """Rows of a block of CHUNK_BYTES of sequence (the one-pass readers' unit of work)."""
+    return max(1, CHUNK_BYTES // max(1, length))
+
+
+def _scan_blocks(layout: fasta_mmap.RegularFasta, chunk: int, whole, measure, combine, pool) -> bool:
+    """Gather a regular alignment's rows `chunk` at a time on `pool`'s threads (into `whole`
+    where given, else into a scratch block), `combine(measure(raw))` for each block in order;
+    False, at the first block holding a byte the fast path does not take (fasta_mmap.clean):
+    the caller leaves the file to the streaming reader."""
+    n = layout.n
+    starts = range(0, n, chunk)
+
+    def scan(r0: int):
+        raw = layout.rows(r0, min(n, r0 + chunk), None if whole is None else whole[r0 : r0 + chunk])
+        return (measure(raw),) if fasta_mmap.clean(raw) else None  # a tuple: measure may give None
+
+    progress = Progress("ingest (columns)", total=n)
+    for r0, part in zip(starts, pool.map(scan, starts), strict=True):
+        if part is None:
+            return False
+        combine(part[0])
+        progress.update(min(n, r0 + chunk))
+    progress.finish(n)
+    return True
 
 
 def read_streaming(path, alpha, codes_out) -> tuple[list[str], int, int]:
