@@ -237,6 +237,15 @@ def store_job(path, out, collapse: bool = False, **options) -> dict[str, bytes]:
     return {str(p.relative_to(out)): p.read_bytes() for p in sorted(out.rglob("*")) if p.is_file()}
 
 
+def as_read(out) -> dict:
+    """A store job's files as the tiles read them: the store's planes (made from the bits of a
+    held .bed, pack.open_store), its manifest but `stored`, every other file's bytes."""
+    planes, manifest, _ = pack_module.open_store(out / "store" / "planes.npy", out / "store" / "manifest.json")
+    manifest.pop("stored", None)
+    files = {str(p.relative_to(out)): p.read_bytes() for p in sorted(out.rglob("*")) if p.is_file()}
+    return {**files, "store/planes.npy": np.asarray(planes).tobytes(), "store/manifest.json": manifest}
+
+
 def spy(monkeypatch, names) -> list[str]:
     """The names of io/bed.py's readers, in the order they are called."""
     called: list[str] = []
@@ -267,14 +276,20 @@ def test_store_job_holds_the_bed_as_bits_and_writes_the_same_files(
     if n >= 3:
         g[n - 1] = g[0]  # a duplicate sample besides random_genotypes' own
     path = write_fileset(tmp_path / "x", g, seed=n, padding=padding)
-    called = spy(monkeypatch, ["read_bits", "write_planes", "write_sample_rows", "pack_planes"])
+    called = spy(monkeypatch, ["read_bits", "write_bits", "write_sample_rows", "pack_planes"])
     held = store_job(path, tmp_path / "held", collapse, filter_pass=True)
-    assert called == ["read_bits", "write_planes"]  # no codes, no second reading of the .bed
+    assert called == ["read_bits", "write_bits"]  # no codes, no second reading of the .bed
     with monkeypatch.context() as patch:
         no_numpy_bed(patch)
         slow = store_job(path, tmp_path / "pgenlib", collapse, filter_pass=True)
     assert list(held) == ["ingest.json", "store/manifest.json", "store/perm.npy", "store/plan.json", "store/planes.npy"]
-    assert list(held) == list(slow) and held == slow
+    assert list(held) == list(slow)
+    # 2 bits a call on disk, the .bed's size: the planes read from it are the codes path's, and so
+    # is every other file
+    assert json.loads(held["store/manifest.json"])["stored"] == pack_module.STORED_BITS
+    rows = np.load(tmp_path / "held" / "store" / "perm.npy").size
+    assert np.load(tmp_path / "held" / "store" / "planes.npy").shape == (rows, 2 * -(-m // 64))
+    assert as_read(tmp_path / "held") == as_read(tmp_path / "pgenlib")
     ingest_manifest = json.loads(held["ingest.json"])
     assert {k: ingest_manifest["counts"][k] for k in ("missing_calls", "monomorphic", "all_missing")} == (
         reference_counts(g)
@@ -288,8 +303,14 @@ def test_store_job_holds_the_bed_as_bits_and_writes_the_same_files(
     else:
         assert not collapse or len(np.unique(g, axis=0)) == n
     layout = genotype_layout(g, "genotype")
-    planes = np.load(tmp_path / "held" / "store" / "planes.npy")
-    assert np.array_equal(planes, genotype_planes(g[rows_of], layout))
+    planes, _, _ = pack_module.open_store(
+        tmp_path / "held" / "store" / "planes.npy", tmp_path / "held" / "store" / "manifest.json"
+    )
+    assert np.array_equal(np.asarray(planes), genotype_planes(g[rows_of], layout))
+    if len(planes):  # rows read alone, as a slice, as a list, from the end: the same planes
+        want = genotype_planes(g[rows_of], layout)
+        assert np.array_equal(planes[len(planes) - 1], want[-1]) and np.array_equal(planes[-1], want[-1])
+        assert np.array_equal(planes[1:3], want[1:3]) and np.array_equal(planes[[0, 0]], want[[0, 0]])
 
 
 @pytest.mark.parametrize("n, m", [(37, 301), (101, 64), (70, 700)])
@@ -327,17 +348,23 @@ def test_what_the_codes_path_keeps(tmp_path, monkeypatch):
     monkeypatch.setenv("GENOTILE_GPU_PACK", "1")
     assert not ingest_bed.takes(path, "genotype", {})
     monkeypatch.delenv("GENOTILE_GPU_PACK")
-    held = store_job(path, tmp_path / "held")
+    store_job(path, tmp_path / "held")
+    held = as_read(tmp_path / "held")
     called = spy(monkeypatch, ["read_bits", "write_sample_rows", "pack_planes"])
     with monkeypatch.context() as patch:
         patch.setattr(ingest_bed, "HOLD_BYTES", 10)
-        assert store_job(path, tmp_path / "big") == held
+        store_job(path, tmp_path / "big")
+        assert as_read(tmp_path / "big") == held
     assert called == ["write_sample_rows", "pack_planes"]
     called.clear()
     (tmp_path / "run").mkdir()
     steps.current_store(path, "genotype", tmp_path / "run", 5, 3)
     assert called == ["write_sample_rows", "pack_planes"]  # the codes are kept: reused to replan
-    assert (tmp_path / "run" / "store" / "genotype" / "planes.npy").read_bytes() == held["store/planes.npy"]
+    planes, _, _ = pack_module.open_store(
+        tmp_path / "run" / "store" / "genotype" / "planes.npy",
+        tmp_path / "run" / "store" / "genotype" / "manifest.json",
+    )
+    assert np.asarray(planes).tobytes() == held["store/planes.npy"]
 
 
 def test_a_broken_bed_stops_the_store_job_with_nothing_written(tmp_path):
@@ -417,3 +444,55 @@ def test_the_store_job_of_a_bed_imports_no_codes_path(tmp_path):
     )
     proc = subprocess.run([sys.executable, "-c", script, *unwanted], capture_output=True, text=True, check=True)
     assert proc.stdout.split() == [] and (tmp_path / "s" / "planes.npy").exists()
+
+
+def tile_arrays(store, metric: str, bi: int, bj: int, backend: str, out) -> dict:
+    """The arrays of one tile of a store (steps.tile, the dense block kept)."""
+    from genotile.io.tilefile import read_tile
+
+    steps.tile(
+        store / "planes.npy",
+        store / "manifest.json",
+        store / "perm.npy",
+        metric,
+        bi,
+        bj,
+        threshold=None,
+        dense=True,
+        backend=backend,
+        tile_out=out,
+    )
+    arrays, _, _ = read_tile(out)
+    return arrays
+
+
+@pytest.mark.parametrize("metric", ["ibs", "king"])
+def test_tiles_of_a_held_bed_equal_the_codes_paths(tmp_path, monkeypatch, metric):
+    """The planes a tile makes from the store's bits count as the planes packed from the codes."""
+    g = random_genotypes(23, 150, p_missing=0.05, seed=5)
+    path = write_fileset(tmp_path / "x", g, padding="random")
+    store_job(path, tmp_path / "held")
+    with monkeypatch.context() as patch:
+        no_numpy_bed(patch)
+        store_job(path, tmp_path / "codes")
+    for bi, bj in [(0, 0), (1, 3)]:
+        held = tile_arrays(tmp_path / "held" / "store", metric, bi, bj, "numpy", tmp_path / "a.tile")
+        codes = tile_arrays(tmp_path / "codes" / "store", metric, bi, bj, "numpy", tmp_path / "b.tile")
+        assert held.keys() == codes.keys() and all(np.array_equal(held[k], codes[k], equal_nan=True) for k in held)
+
+
+@pytest.mark.skipif(
+    not __import__("genotile.backends.cuda.cupy_common", fromlist=["has_gpu"]).has_gpu(),
+    reason="no CUDA GPU / CuPy: the GPU tiles of a .bed's store of bits are not testable here",
+)
+@pytest.mark.parametrize("backend", ["cupy-b1", "cupy-int8"])
+@pytest.mark.parametrize("metric", ["ibs", "king"])
+def test_gpu_tiles_of_a_held_bed_equal_numpys(tmp_path, backend, metric):
+    g = random_genotypes(45, 200, p_missing=0.05, seed=4)
+    path = write_fileset(tmp_path / "x", g, padding="random")
+    store_job(path, tmp_path / "held")
+    store = tmp_path / "held" / "store"
+    for bi, bj in [(0, 0), (1, 4)]:
+        want = tile_arrays(store, metric, bi, bj, "numpy", tmp_path / "a.tile")
+        got = tile_arrays(store, metric, bi, bj, backend, tmp_path / "b.tile")
+        assert got.keys() == want.keys() and all(np.array_equal(got[k], want[k], equal_nan=True) for k in want)

@@ -25,8 +25,9 @@ no table lookups, into buffers each thread reuses (`Scratch`):
 - bits (`read_bits`, for the store job: store/ingest_bed.py): lo and hi of each sample packed as
   for the planes, straight into rows of an array held in memory, uint64 (samples, 2, words):
   [s, 0] the lo bits of sample s, [s, 1] its hi bits, variant v at bit v % 64 of word v // 64,
-  bits past the last variant 0; with the ingest counts. `write_planes` makes the planes of rows
-  of it (word operations, 7 a chunk) and writes them in the output's row order.
+  bits past the last variant 0; with the ingest counts. `write_bits` writes its rows in the
+  store's row order, and `BitsPlanes` makes the planes of the rows read from that file (word
+  operations, 7 a row).
 
 These are used where PlinkReader reads a whole fileset as it is (no `samples`, no `regions`:
 `plain`); pgenlib reads the rest, with the same results (tests/io/test_bed.py).
@@ -119,8 +120,8 @@ class Scratch:
     `load` fills `quads` with a block; the other buffers are uint64 words over the same bytes
     (numpy shifts uint64 several times faster than uint8)."""
 
-    def __init__(self, slabs: list[tuple[int, int]], n_variants: int):
-        most = max((q1 - q0) * min(n_variants, block_variants(q1 - q0)) for q0, q1 in slabs)
+    def __init__(self, most: int):
+        """Buffers for blocks of up to `most` calls' bytes (record bytes x variants)."""
         n_words = -(-most // 8)
         self.raw = np.zeros(n_words * 8, dtype=np.uint8)
         self.lo, self.hi, self.f, self.part = (np.empty(n_words, dtype=np.uint64) for _ in range(4))
@@ -161,6 +162,11 @@ class Scratch:
         np.right_shift(q, np.uint64(1), out=hi)
         np.bitwise_and(hi, LOW64, out=hi)
         return lo, hi
+
+
+def _most(slabs: list[tuple[int, int]], n_variants: int) -> int:
+    """Bytes of the largest block of a thread's slabs of samples (`Scratch`)."""
+    return max((q1 - q0) * min(n_variants, block_variants(q1 - q0)) for q0, q1 in slabs)
 
 
 def decode_codes(scratch: Scratch, targets: list[np.ndarray]) -> None:
@@ -248,7 +254,7 @@ def write_sample_rows(path, n_samples: int, n_variants: int, out_path, threads: 
         def share(mine: list[tuple[int, int]]) -> tuple[np.ndarray, int]:
             most = max(q1 - q0 for q0, q1 in mine)
             codes = np.empty((4 * most, n_variants), dtype=np.uint8)
-            scratch = Scratch(mine, n_variants)
+            scratch = Scratch(_most(mine, n_variants))
             any_of = np.zeros((3, n_variants), dtype=np.uint8)  # any 0, any 1, any 2 of each variant
             missing = 0
             for q0, q1 in mine:
@@ -266,16 +272,7 @@ def write_sample_rows(path, n_samples: int, n_variants: int, out_path, threads: 
         shares = _shares(todo, threads)
         with ThreadPoolExecutor(len(shares), thread_name_prefix="genotile-bed") as pool:
             parts = list(pool.map(share, shares))
-    flags = parts[0][0]
-    for any_of, _ in parts[1:]:
-        np.bitwise_or(flags, any_of, out=flags)
-    hom0, het, hom2 = flags != 0
-    return {
-        "variants": n_variants,
-        "missing_calls": sum(missing for _, missing in parts),
-        "monomorphic": int(np.count_nonzero(~((hom0 | het) & (het | hom2)))),
-        "all_missing": int(np.count_nonzero(~(hom0 | het | hom2))),
-    }
+    return _flag_counts(parts, n_variants)
 
 
 PLANE_NAMES = ("L", "H", "V", "Het", "Hom0")
@@ -320,7 +317,7 @@ def pack_planes(path, n_samples: int, n_variants: int, rows_of: np.ndarray, out_
             lo = np.zeros((most, 4, n_words * 8), dtype=np.uint8)  # the bits of each sample, packed
             hi = np.zeros_like(lo)
             planes = np.empty((PLANE_ROWS, len(PLANE_NAMES), n_words), dtype=np.uint64)  # a few rows at a time
-            scratch = Scratch(mine, n_variants)
+            scratch = Scratch(_most(mine, n_variants))
             complete = True
             for q0, q1 in mine:
                 s0, s1 = 4 * q0, min(n_samples, 4 * q1)
@@ -365,13 +362,19 @@ def _planes(lo: np.ndarray, hi: np.ndarray, valid: np.ndarray, out: list[np.ndar
     return missing
 
 
+READ_BYTES = 1 << 22  # .bed bytes a thread reads (one pread) at a time: whole records, in file order
+
+
 def read_bits(path, n_samples: int, n_variants: int, threads: int = 2, what=None) -> tuple[np.ndarray, dict]:
     """The lo and hi bits of every call of a whole .bed, sample-major, held in memory; and the
     VCF reader's counts of its calls.
 
-    Slabs of samples go to `threads` threads, each packing its samples' bits a block of
-    variants at a time straight into their rows (`pack_block`), then counting them
-    (`bit_counts`).
+    Blocks of whole records (about READ_BYTES, a whole number of plane words of variants) go to
+    `threads` threads. Each reads its block with pread into a buffer it reuses (the file in
+    order, in large pieces: no page faults on a map of it, which threads take in turn), then
+    transposes and packs it a run of record bytes at a time straight into the samples' rows
+    (`pack_block`). Then the threads count the calls of runs of samples' rows (`bit_counts`:
+    word operations on the packed bits cost less than on the records' bytes).
 
     Parameters
     ----------
@@ -380,7 +383,7 @@ def read_bits(path, n_samples: int, n_variants: int, threads: int = 2, what=None
     n_samples, n_variants : int
         From the .fam and the .bim.
     threads : int
-        Threads taking the slabs.
+        Threads taking the blocks.
     what : (str, str), optional
         Names of the .bim and the .fam, for errors.
 
@@ -393,34 +396,57 @@ def read_bits(path, n_samples: int, n_variants: int, threads: int = 2, what=None
     counts : dict
         variants, missing_calls, monomorphic, all_missing (as `write_sample_rows`).
     """
-    bed = open_bed(path, n_samples, n_variants, what)
+    open_bed(path, n_samples, n_variants, what)  # magic and size
     n_words = -(-n_variants // WORD)
     width = record_bytes(n_samples)
     # rows of the padding samples of the last quad too: every quad's 4 rows are there to pack into
     bits = zeros_populated((4 * width, 2, n_words))
     packed = bits.view(np.uint8)  # (rows, 2, bytes): 8 variants a byte
-    todo = slabs(n_samples, 2 * n_words * 8, threads)
+    step = max(WORD, READ_BYTES // max(1, width) // WORD * WORD)  # variants a read
+    quads = max(1, BLOCK_BYTES // step)  # record bytes transposed at a time (in cache)
+    runs = [(q0, min(width, q0 + quads)) for q0 in range(0, width, quads)]
 
-    def share(mine: list[tuple[int, int]]) -> tuple[np.ndarray, int]:
-        scratch = Scratch(mine, n_variants)
-        any_of = np.zeros((3, n_words), dtype=np.uint64)
-        missing = 0
-        for q0, q1 in mine:
-            for v0, v1 in variant_blocks(q1 - q0, n_variants):
-                scratch.load(bed, q0, q1, v0, v1, n_samples)
+    def share(starts: list[int]) -> None:
+        buffer = np.empty(step * width, dtype=np.uint8)
+        scratch = Scratch(quads * step)
+        with open(path, "rb") as fh:
+            for v0 in starts:
+                v1 = min(n_variants, v0 + step)
+                records = buffer[: (v1 - v0) * width].reshape(v1 - v0, width)
+                npy_rows.pread_rows(fh.fileno(), records, len(MAGIC) + v0 * width, path)
                 b0, b1 = v0 // 8, -(-v1 // 8)
-                rows = [packed[4 * q0 + k : 4 * q1 : 4, :, b0:b1] for k in range(4)]
-                pack_block(scratch, [(r[:, 0], r[:, 1]) for r in rows])
-            missing += bit_counts(bits[4 * q0 : min(n_samples, 4 * q1)], any_of)
-        return any_of, missing
+                for q0, q1 in runs:
+                    scratch.load(records, q0, q1, 0, v1 - v0, n_samples)
+                    rows = [packed[4 * q0 + k : 4 * q1 : 4, :, b0:b1] for k in range(4)]
+                    pack_block(scratch, [(r[:, 0], r[:, 1]) for r in rows])
 
-    if n_words and width:
-        shares = _shares(todo, threads)
-        with ThreadPoolExecutor(len(shares), thread_name_prefix="genotile-bed") as pool:
-            parts = list(pool.map(share, shares))
-    else:
-        parts = [(np.zeros((3, n_words), dtype=np.uint64), 0)]
+    def count(r0: int) -> tuple[np.ndarray, int]:
+        any_of = np.zeros((3, n_words), dtype=np.uint64)
+        return any_of, bit_counts(bits[r0 : min(n_samples, r0 + count_rows)], any_of)
+
+    if not (n_words and width):
+        return bits[:n_samples], _counts([(np.zeros((3, n_words), dtype=np.uint64), 0)], n_variants)
+    shares = _shares(list(range(0, n_variants, step)), threads)
+    count_rows = max(COUNT_ROWS, -(-n_samples // max(1, len(shares))))
+    with ThreadPoolExecutor(len(shares), thread_name_prefix="genotile-bed") as pool:
+        list(pool.map(share, shares))
+        parts = list(pool.map(count, range(0, n_samples, count_rows)))
     return bits[:n_samples], _counts(parts, n_variants)
+
+
+def _flag_counts(parts: list[tuple[np.ndarray, int]], n_variants: int) -> dict:
+    """The VCF reader's counts from each thread's (uint8 (3, variants) any 0 / 1 / 2 flags,
+    missing calls)."""
+    flags = parts[0][0]
+    for any_of, _ in parts[1:]:
+        np.bitwise_or(flags, any_of, out=flags)
+    hom0, het, hom2 = flags != 0
+    return {
+        "variants": n_variants,
+        "missing_calls": sum(missing for _, missing in parts),
+        "monomorphic": int(np.count_nonzero(~((hom0 | het) & (het | hom2)))),
+        "all_missing": int(np.count_nonzero(~(hom0 | het | hom2))),
+    }
 
 
 POPULATE_BYTES = 1 << 27  # arrays from this size on are mapped with their pages made at once
@@ -470,66 +496,101 @@ def valid_bits(n_variants: int) -> np.ndarray:
 
 
 def _counts(parts: list[tuple[np.ndarray, int]], n_variants: int) -> dict:
-    """The counts of `write_sample_rows` from each thread's (any 0 / 1 / 2 words, missing calls)."""
-    any_of = np.bitwise_or.reduce(np.stack([a for a, _ in parts]), axis=0) & valid_bits(n_variants)
-    hom0, het, hom2 = any_of
-    polymorphic = int(np.bitwise_count((hom0 | het) & (het | hom2)).sum(dtype=np.int64))
-    called = int(np.bitwise_count(hom0 | het | hom2).sum(dtype=np.int64))
-    return {
-        "variants": n_variants,
-        "missing_calls": sum(missing for _, missing in parts),
-        "monomorphic": n_variants - polymorphic,
-        "all_missing": n_variants - called,
-    }
+    """The counts of `_flag_counts` from each thread's (uint64 (3, words) any 0 / 1 / 2 bits,
+    missing calls)."""
+    words = np.bitwise_or.reduce(np.stack([a for a, _ in parts]), axis=0)
+    flags = np.unpackbits(words.view(np.uint8), axis=1, count=n_variants, bitorder="little")
+    return _flag_counts([(flags, sum(missing for _, missing in parts))], n_variants)
 
 
-PLANE_CHUNK_BYTES = 1 << 21  # planes bytes made (then written, one pwrite) at a time
+BITS_CHUNK_BYTES = 1 << 21  # bits rows gathered (then written, one pwrite) at a time
 
 
-def write_planes(bits: np.ndarray, n_variants: int, rows_of: np.ndarray, out_path, threads: int = 2) -> None:
-    """Write the `genotype` store's planes (L H V Het Hom0) from held bits (`read_bits`) as an
-    .npy: row r holds sample rows_of[r]. (Whether a call is missing, the layout's `complete`,
-    is read_bits' missing_calls.)
+def write_bits(bits: np.ndarray, rows_of: np.ndarray, out_path, threads: int = 2) -> None:
+    """Write held bits (`read_bits`) in the store's row order as an .npy: row r holds sample
+    rows_of[r], its lo words then its hi words. The store's planes are made from them as they are
+    read (`BitsPlanes`): 2 bits a call on disk, the .bed's size, where the five planes take 5.
 
-    Chunks of output rows go to `threads` threads, each gathering its samples' bits, making
-    their planes as word operations (`held_planes`) and writing the chunk with one pwrite: the
-    file is written in order, in large pieces.
+    Chunks of output rows go to `threads` threads, each gathering its samples' bits and writing
+    the chunk with one pwrite: the file is written in order, in large pieces.
 
     Parameters
     ----------
     bits : numpy.ndarray
         uint64 (samples, 2, words), `read_bits` (bits past the last variant 0).
-    n_variants : int
-        Variants of the .bed.
     rows_of : numpy.ndarray of int
-        The sample of each planes row (a permutation of the samples, or of distinct ones).
+        The sample of each row (a permutation of the samples, or of distinct ones).
     out_path : str or os.PathLike
-        The .npy to write: uint64 (rows_of.size, 5 * words), as `pack_planes`.
+        The .npy to write: uint64 (rows_of.size, 2 * words).
     threads : int
         Threads taking the chunks.
     """
     n_words = bits.shape[2]
-    valid = valid_bits(n_variants)
-    row_bytes = len(PLANE_NAMES) * n_words * 8
-    step = max(1, PLANE_CHUNK_BYTES // max(1, row_bytes))
+    row_bytes = 2 * n_words * 8
+    step = max(1, BITS_CHUNK_BYTES // max(1, row_bytes))
     starts = list(range(0, int(rows_of.size), step))
     with open(out_path, "wb") as fh:
-        start = npy_rows.write_header(fh, (int(rows_of.size), len(PLANE_NAMES) * n_words), np.dtype("<u8"))
+        start = npy_rows.write_header(fh, (int(rows_of.size), 2 * n_words), np.dtype("<u8"))
         fd = fh.fileno()
 
         def share(first: int) -> None:
             held = np.empty((step, 2, n_words), dtype=np.uint64)
-            planes = np.empty((step, len(PLANE_NAMES), n_words), dtype=np.uint64)
             for r0 in starts[first::threads]:
                 rows = rows_of[r0 : r0 + step]
-                got, out = held[: rows.size], planes[: rows.size]
+                got = held[: rows.size]
                 np.take(bits, rows, axis=0, out=got)
-                held_planes(got[:, 0], got[:, 1], valid, [out[:, p] for p in range(len(PLANE_NAMES))])
-                npy_rows.pwrite_rows(fd, out, start + r0 * row_bytes, out_path)
+                npy_rows.pwrite_rows(fd, got, start + r0 * row_bytes, out_path)
 
         threads = max(1, min(threads, len(starts)))
-        with ThreadPoolExecutor(threads, thread_name_prefix="genotile-planes") as pool:
+        with ThreadPoolExecutor(threads, thread_name_prefix="genotile-bits") as pool:
             list(pool.map(share, range(threads)))
+
+
+class BitsPlanes:
+    """The `genotype` store's planes (L H V Het Hom0) of a file of bits (`write_bits`), made as
+    rows are read: indexed like the planes array it stands for, uint64 (rows, 5 * words).
+
+    A tile reads two blocks of rows once; making their planes (7 word operations a row,
+    `held_planes`) costs less than reading the 2.5 times larger planes would.
+
+    Parameters
+    ----------
+    bits : numpy.ndarray
+        uint64 (rows, 2 * words): each row's lo words then its hi words (a memory map).
+    n_variants : int
+        Variants of the .bed (the bits past the last are 0).
+
+    Examples
+    --------
+    >>> bits = np.array([[0b0101, 0b0011]], dtype=np.uint64)  # variants 0-3 (hi lo): 11 10 01 00
+    >>> planes = BitsPlanes(bits, 4)
+    >>> planes.shape, [bin(int(w)) for w in planes[0]]  # L H V Het Hom0
+    ((1, 5), ['0b1010', '0b1000', '0b1011', '0b10', '0b1'])
+    """
+
+    dtype = np.dtype(np.uint64)
+    ndim = 2
+
+    def __init__(self, bits: np.ndarray, n_variants: int):
+        self.bits = bits
+        self.words = bits.shape[1] // 2
+        self.valid = valid_bits(n_variants)
+        self.shape = (bits.shape[0], len(PLANE_NAMES) * self.words)
+
+    def __len__(self) -> int:
+        return self.shape[0]
+
+    def __getitem__(self, rows) -> np.ndarray:
+        if isinstance(rows, (int, np.integer)):
+            return self[int(rows) : int(rows) + 1][0] if rows >= 0 else self[len(self) + int(rows)]
+        held = np.asarray(self.bits[rows]).reshape(-1, 2, self.words)
+        out = np.empty((held.shape[0], len(PLANE_NAMES), self.words), dtype=np.uint64)
+        held_planes(held[:, 0], held[:, 1], self.valid, [out[:, p] for p in range(len(PLANE_NAMES))])
+        return out.reshape(held.shape[0], self.shape[1])
+
+    def __array__(self, dtype=None, copy=None) -> np.ndarray:
+        whole = self[:]
+        return whole if dtype is None else whole.astype(dtype)
 
 
 def held_planes(lo: np.ndarray, hi: np.ndarray, valid: np.ndarray, out: list[np.ndarray]) -> None:

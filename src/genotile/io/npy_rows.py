@@ -47,3 +47,18 @@ def pwrite_rows(fd: int, data: np.ndarray, offset: int, path) -> None:
         if done <= 0:
             raise OSError(f"{path}: short write")
         view, offset = view[done:], offset + done
+
+
+def pread_rows(fd: int, out: np.ndarray, offset: int, path) -> np.ndarray:
+    """Fill the contiguous array `out` with the file's bytes from `offset` (pread may read less
+    than asked, so it is repeated; the GIL is released while it reads); `path` names the file in
+    the error."""
+    if not out.flags.c_contiguous:
+        raise ValueError("pread_rows reads into a contiguous array only")  # (a reshape would copy)
+    view, done = out.reshape(-1).view(np.uint8).data, 0
+    while done < view.nbytes:
+        got = os.preadv(fd, [view[done:]], offset + done)
+        if got <= 0:
+            raise OSError(f"{path}: short read at byte {offset + done}")
+        done += got
+    return out

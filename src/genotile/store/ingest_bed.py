@@ -11,10 +11,12 @@ word, about the .bed's bytes), and everything the codes gave is made from them:
 - the identical samples (`collapse_duplicates`): two bit rows are equal exactly where the two
   samples' codes are, so the distinct rows and index over the bit rows are those over the codes
   (`distinct_samples`: grouped by row hash, then only the copies compared);
-- the planes, in the plan's row order (store/pack.pack_bits, io/bed.py `write_planes`).
+- the store: the bits, in the plan's row order (store/pack.pack_bits, io/bed.py `write_bits`; the
+  tiles make the planes of the rows they read, `BitsPlanes`).
 
-Every file written is the same, byte for byte, as the ingest + pack of the codes would write
-(tests/io/test_bed.py), and the .bed's SHA-256 is taken while it is read. Larger .bed files
+Every file written is the same, byte for byte, as the ingest + pack of the codes would write,
+but the store's planes.npy and its manifest's `stored` key: its planes, as the tiles read them,
+are the same (tests/io/test_bed.py). The .bed's SHA-256 is taken while it is read. Larger .bed files
 than HOLD_BYTES, GPU packing insisted on (GENOTILE_GPU_PACK=1), and any selection go through
 the codes (store/ingest.py, store/pack.py).
 """
@@ -26,10 +28,10 @@ import numpy as np
 
 from genotile.io import bed
 from genotile.io.atomic import write_record
-from genotile.io.checksums import file_sha256
+from genotile.io.checksums import file_digest, file_sha256
 from genotile.io.plink import PlinkReader, plink_format
 from genotile.runtime.cpus import usable_cpus
-from genotile.store.sources import sources
+from genotile.store.sources import recorded_digest, sources
 from genotile.version import __version__
 
 HOLD_BYTES = 1 << 30  # .bed bytes held as bits in memory at most (then the codes path)
@@ -78,8 +80,11 @@ def ingest_bed(path, encoding: str, manifest_out, collapse_duplicates: bool = Fa
         uint64 (samples, 2, words): io/bed.py `read_bits`.
     """
     given = {k: v for k, v in options.items() if v is not None}  # as ingest_vcf.check_options keeps them
-    hashing = ThreadPoolExecutor(1, thread_name_prefix="genotile-sha256")
-    digest = hashing.submit(file_sha256, path)  # hashlib releases the GIL: alongside the reading
+    # hashlib releases the GIL: the SHA-256, and the digest the workflow's fingerprint did not
+    # record (store/sources.py), alongside the reading
+    hashing = ThreadPoolExecutor(2, thread_name_prefix="genotile-sha256")
+    digest = hashing.submit(file_sha256, path)
+    content = None if recorded_digest(path) else hashing.submit(file_digest, path)
     hashing.shutdown(wait=False)
     reader = PlinkReader(path, **given)
     n_samples, n_variants = len(reader.samples), int(reader.plan[0].size)
@@ -89,7 +94,9 @@ def ingest_bed(path, encoding: str, manifest_out, collapse_duplicates: bool = Fa
     for key, value in counts.items():
         reader.stats[key] += value
     manifest = _manifest(path, encoding, reader, given, digest.result(), n_variants)
-    manifest["sources"] = sources(path, options, input_sha256=manifest["input_sha256"])
+    manifest["sources"] = sources(
+        path, options, input_sha256=manifest["input_sha256"], input_digest=None if content is None else content.result()
+    )
     if collapse_duplicates:  # identical vectors computed once (duplicates.py; `genotype` is collapsible)
         first, index = distinct_samples(bits.reshape(n_samples, -1), threads)
         manifest["collapse_duplicates"] = True

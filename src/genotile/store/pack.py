@@ -3,6 +3,10 @@
 `planes.npy` is uint64 (vectors, words): row r holds vector perm[r], its planes
 laid out as the manifest's `layout` says. `manifest.json` carries the IDs (in
 input order), the permutation's seed, the layout and the input's checksum.
+
+A whole .bed's store holds its calls instead, 2 bits each (manifest `stored`: STORED_BITS;
+row r: vector perm[r]'s lo words, then its hi words): its five genotype planes are made from
+them as rows are read (`open_store`), so the store job writes the .bed's size, not 2.5 times it.
 """
 
 import dataclasses
@@ -26,6 +30,9 @@ from genotile.version import __version__
 
 ROW_CHUNK = 4096
 CHUNK_BYTES = 1 << 26  # codes read per packing step
+# what planes.npy holds where not the planes: a .bed's calls as bits, 2 a call (io/bed.py write_bits),
+# the planes made from them as they are read (open_store)
+STORED_BITS = "bed_bits"
 PACK_THREADS = 8  # CPU packing threads at most (numpy releases the GIL in compares and packbits;
 # 16 packed 40,000 x 20,000 no faster than 8 on the 16-core H100 machine)
 
@@ -242,11 +249,16 @@ class _NotTheIngested(Exception):
     """The .bed is not the one ingest read: pack from the codes."""
 
 
-def _bed_manifest(complete: bool, ingest_manifest: dict, plan: Plan, n_input: int, n_fields: int, manifest_out) -> dict:
+def _bed_manifest(
+    complete: bool, ingest_manifest: dict, plan: Plan, n_input: int, n_fields: int, manifest_out, stored=None
+) -> dict:
     """The store manifest of a `genotype` store packed from a .bed's calls (`complete`: no
-    missing call), as pack_store writes it from the codes."""
+    missing call), as pack_store writes it from the codes; `stored`: what planes.npy holds, where
+    not the planes themselves (STORED_BITS)."""
     layout = GenotypeLayout(n_words(n_fields), PLANES["genotype"], complete)
     extra = {"encoding": "genotype", "n_kept": int(n_fields), "ingest_counts": ingest_manifest.get("counts", {})}
+    if stored is not None:
+        extra["stored"] = stored
     return _write_manifest(extra, layout, ingest_manifest, plan, n_input, manifest_out)
 
 
@@ -270,13 +282,13 @@ def pack_bits(bits: np.ndarray, ingest_manifest: dict, plan: Plan, perm: np.ndar
     n_input, n_fields = bits.shape[0], int(ingest_manifest["n_fields"])
     rows_of = store_rows(ingest_manifest, n_input, plan, perm, ingest_manifest["input"])
     n = rows_of.size
-    progress = Progress("pack (from the .bed's bits)", total=n)
+    progress = Progress("pack (the .bed's bits)", total=n)
     with atomic_path(planes_out) as tmp:
-        bed.write_planes(bits, n_fields, rows_of, tmp, threads=usable_cpus(PACK_THREADS))
+        bed.write_bits(bits, rows_of, tmp, threads=usable_cpus(PACK_THREADS))
     progress.finish(n)
     # complete: no missing call (the planes rows are every sample, or one of each set of copies)
     complete = ingest_manifest["counts"]["missing_calls"] == 0
-    return _bed_manifest(complete, ingest_manifest, plan, n_input, n_fields, manifest_out)
+    return _bed_manifest(complete, ingest_manifest, plan, n_input, n_fields, manifest_out, stored=STORED_BITS)
 
 
 def distinct_first(manifest: dict, n_input: int) -> np.ndarray | None:
@@ -301,11 +313,21 @@ def layout_from_json(d: dict):
 
 
 def open_store(planes_path, manifest_path):
-    """(planes memmap, manifest dict, layout)."""
+    """(planes, manifest dict, layout): the planes a memory map, or for a store of a .bed's bits
+    (manifest `stored`: STORED_BITS) io/bed.BitsPlanes over one, making the planes of the rows
+    read; either is indexed by rows alike."""
     manifest = load_json(manifest_path, "store manifest", ("n_vectors", "layout", "plan", "ids", "input_sha256"))
     planes = load_npy(planes_path, "store planes", dtype=np.uint64, ndim=2, mmap=True)
     layout = layout_from_json(manifest["layout"])
     rows = manifest["n_distinct"] if "distinct_index" in manifest else manifest["n_vectors"]
-    if planes.shape != (rows, layout.total_words) or manifest["plan"].get("n_vectors") != rows:
+    stored = manifest.get("stored")
+    if stored not in (None, STORED_BITS) or (stored and not isinstance(layout, GenotypeLayout)):
+        raise GenotileError(f"{manifest_path}: unknown stored form {stored!r}; delete it and rerun")
+    width = 2 * layout.words if stored else layout.total_words
+    if planes.shape != (rows, width) or manifest["plan"].get("n_vectors") != rows:
         raise GenotileError(f"{planes_path}: shape {planes.shape} does not match {manifest_path}")
+    if stored:
+        from genotile.io.bed import BitsPlanes
+
+        return BitsPlanes(planes, int(manifest["n_kept"])), manifest, layout
     return planes, manifest, layout

@@ -92,11 +92,14 @@ def recorded_digest(path, records=FINGERPRINTS) -> str | None:
     return None
 
 
-def sources(input_path, options: dict | None = None, input_sha256: str | None = None) -> dict:
+def sources(
+    input_path, options: dict | None = None, input_sha256: str | None = None, input_digest: str | None = None
+) -> dict:
     """{"input": {path, size, digest[, sha256]}, "options": {...}, "files": {name: {size, digest}}}.
 
     `files` holds the option files and, where `regions:` is given (the only case the index
-    is read), the VCF's index files. `input_sha256`: the input's checksum when already known.
+    is read), the VCF's index files. `input_sha256`, `input_digest`: the input's checksum and
+    digest (`file_digest`) when already known.
     """
     options = {k: _plain(v) for k, v in sorted((options or {}).items()) if v is not None}
     files = {key: _file(p) for key, p in option_files(options).items()}
@@ -104,7 +107,10 @@ def sources(input_path, options: dict | None = None, input_sha256: str | None = 
     if options.get("regions") is not None:
         files.update({f"index {p.suffix[1:]}": _file(p) for p in index_files(input_path)})
     return {
-        "input": {"path": str(input_path), **_file(input_path, input_sha256, recorded_digest(input_path))},
+        "input": {
+            "path": str(input_path),
+            **_file(input_path, input_sha256, input_digest or recorded_digest(input_path)),
+        },
         "options": options,
         "files": files,
     }

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from genotile.backends.cuda import cupy_common as cc
+from genotile.io import npy_rows
 
 PIECE_BYTES = 16 << 20  # host -> device copy piece (one pinned staging buffer)
 STAGING_BUFFERS = 16
@@ -91,16 +92,6 @@ def file_range(src) -> tuple[str, int] | None:
         return None
 
 
-def _pread_all(fd: int, buf: np.ndarray, offset: int) -> None:
-    view = buf.data  # a memoryview of the buffer's bytes
-    done = 0
-    while done < len(view):
-        got = os.preadv(fd, [view[done:]], offset + done)
-        if got <= 0:
-            raise OSError(f"short read at byte {offset + done}")
-        done += got
-
-
 @dataclass(frozen=True)
 class Piece:
     side: str  # "L" (block I) or "R" (block J)
@@ -165,7 +156,7 @@ def upload(sources: dict, targets: dict, pieces: list[Piece], copy_stream, on_ch
         dst = view(b, p.r1 - p.r0)
         if p.side in files:
             path, offset = files[p.side]
-            _pread_all(fds[path], dst.reshape(-1).view(np.uint8), offset + p.r0 * row_bytes)
+            npy_rows.pread_rows(fds[path], dst, offset + p.r0 * row_bytes, path)
         else:
             np.copyto(dst, sources[p.side][p.r0 : p.r1])
         with lock:
