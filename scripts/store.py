@@ -52,7 +52,9 @@ def store(sm):
             if may and early.wanted(mode, granted, len(p.tiles())):
                 settings = {
                     m: {
-                        # the tile rule's params (rules/tiles.smk): a tile job adopts only its own
+                        # the tile rule's params as rules/tiles.smk takes them from the config: a
+                        # tile job adopts a tile recorded with all of its params, with these
+                        # values (pairs/early.py), else computes it (a param missing here is safe)
                         "threshold": sm.config["thresholds"].get(m),
                         "dense": p.input_vectors <= sm.config["dense_max"],
                         "backend": backend,

@@ -4,14 +4,10 @@ from genotile.runtime.rule import run_rule
 
 def tile(sm):
     i, j = int(sm.wildcards.i), int(sm.wildcards.j)
-    settings = {
-        "threshold": sm.params.threshold,
-        "dense": sm.params.dense,
-        "backend": sm.params.backend,
-        "metric_params": sm.params.metric_params,
-    }
-    # the store job may have computed this tile already (config tiles_in_store): then nothing
-    # more is imported
+    # every param of the tile rule (rules/tiles.smk) is a keyword of steps.tile, and a tile the
+    # store job computed (config tiles_in_store) is adopted only where its record holds them all,
+    # with these values (pairs/early.py): then nothing more is imported
+    settings = dict(sm.params.items())
     if early.adopt(sm.input.manifest, sm.wildcards.metric, i, j, settings, sm.output[0]):
         return
     from genotile import backends
@@ -20,7 +16,7 @@ def tile(sm):
 
     backends.limit_threads(sm.threads)  # the CPU backends use the job's threads, no more
     # Pin this job to one GPU before anything initialises CUDA.
-    with slot_for_backend(sm.params.backend):
+    with slot_for_backend(settings["backend"]):
         steps.tile(
             sm.input.planes,
             sm.input.manifest,
@@ -28,11 +24,8 @@ def tile(sm):
             sm.wildcards.metric,
             i,
             j,
-            threshold=sm.params.threshold,
-            dense=sm.params.dense,
-            backend=sm.params.backend,
             tile_out=sm.output[0],
-            metric_params=sm.params.metric_params,
+            **settings,
         )
 
 

@@ -55,9 +55,14 @@ def write_fileset(prefix, g: np.ndarray, seed: int = 0, padding: str = "zero") -
 
 @pytest.fixture
 def small_blocks(monkeypatch):
-    """Slabs of a few quads and blocks of a few words: every path (slabs, blocks, threads) is taken."""
+    """Slabs of a few quads and blocks of a few words: every path (slabs, blocks, threads) is taken;
+    read_bits reads a word of variants at a time, transposes runs of 3 quads, counts rows one
+    at a time."""
     monkeypatch.setattr(bed, "QUADS", 3)
     monkeypatch.setattr(bed, "BLOCK_BYTES", 64 * 3)
+    monkeypatch.setattr(bed, "READ_BYTES", 1)
+    monkeypatch.setattr(bed, "RUN_BYTES", 64 * 3)
+    monkeypatch.setattr(bed, "COUNT_ROWS", 1)
 
 
 def no_numpy_bed(monkeypatch) -> None:
@@ -496,3 +501,38 @@ def test_gpu_tiles_of_a_held_bed_equal_numpys(tmp_path, backend, metric):
         want = tile_arrays(store, metric, bi, bj, "numpy", tmp_path / "a.tile")
         got = tile_arrays(store, metric, bi, bj, backend, tmp_path / "b.tile")
         assert got.keys() == want.keys() and all(np.array_equal(got[k], want[k], equal_nan=True) for k in want)
+
+
+def test_bits_planes_are_indexed_by_rows_only():
+    planes = bed.BitsPlanes(np.zeros((2, 2), dtype=np.uint64), 10)
+    assert planes[0:2].shape == (2, 5) and planes[[1]].shape == (1, 5)
+    with pytest.raises(TypeError, match="rows only"):
+        planes[:, 0:1]
+
+
+def test_a_store_of_bits_that_does_not_fit_its_layout_is_refused(tmp_path):
+    path = write_fileset(tmp_path / "x", random_genotypes(9, 130, seed=2))
+    store_job(path, tmp_path / "s")
+    manifest_path = tmp_path / "s" / "store" / "manifest.json"
+    manifest = json.loads(manifest_path.read_text())
+    manifest["n_kept"] = 300  # 5 words a plane, where the layout and the file have 3
+    manifest_path.write_text(json.dumps(manifest))
+    with pytest.raises(GenotileError, match="does not fit its layout"):
+        pack_module.open_store(tmp_path / "s" / "store" / "planes.npy", manifest_path)
+
+
+def test_a_bed_shorter_than_when_checked_stops_naming_it(tmp_path, monkeypatch, small_blocks):
+    """A .bed cut after open_bed checked its size (changed while read): one line naming it."""
+    g = random_genotypes(10, 300, seed=1)
+    path = write_fileset(tmp_path / "x", g)
+    real = bed.open_bed
+
+    def check_then_cut(*args, **kwargs):
+        out = real(*args, **kwargs)
+        with open(path, "r+b") as fh:
+            fh.truncate(100)
+        return out
+
+    monkeypatch.setattr(bed, "open_bed", check_then_cut)
+    with pytest.raises(GenotileError, match=r"x\.bed: cannot read its records"):
+        bed.read_bits(path, 10, 300, threads=2)

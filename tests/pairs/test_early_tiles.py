@@ -90,6 +90,15 @@ def test_adopts_only_a_tile_of_its_own_settings(tmp_path, change):
         assert out.read_bytes() == b"tile"
 
 
+def test_a_tile_param_the_record_lacks_is_not_adopted(tmp_path):
+    """A param the tile rule gains (scripts/tile.py passes every one to steps.tile and to adopt)
+    that the store job did not record: its tile is computed, not adopted."""
+    manifest, tile = early_tile(tmp_path, SETTINGS)
+    out = tmp_path / "tile.npz"
+    assert not early.adopt(manifest, "snp", 0, 1, {**SETTINGS, "new_param": 1}, out)
+    assert not out.exists() and not tile.exists()
+
+
 def test_adopts_nothing_of_another_store_or_tile(tmp_path):
     manifest, tile = early_tile(tmp_path, SETTINGS)
     out = tmp_path / "tile.npz"

@@ -10,12 +10,14 @@ unused. A1 (the .bim's 5th column, genotile's ALT) is counted:
 so the genotype planes (core/genotype.py) are bitwise functions of the two bits of each call:
 L = not lo, H = not (lo or hi), V = not (lo and not hi), Het = hi and not lo, Hom0 = lo and hi.
 
-The readers here take slabs of samples (up to QUADS record bytes, about SLAB_BYTES of
-output), a slab on one of the threads; a slab's .bed bytes a block of about BLOCK_BYTES at a
-time, transposed (numpy's copy of the transposed view: a block's source fits in cache) into
-`quads` (record bytes x variants): row q holds samples 4q .. 4q + 3 of each variant. From there
-every step is a whole-array bitwise operation on uint64 words (numpy releases the GIL in them),
-no table lookups, into buffers each thread reuses (`Scratch`):
+The codes and planes writers take slabs of samples (up to QUADS record bytes, about SLAB_BYTES
+of output), a slab on one of the threads; a slab's .bed bytes a block of about BLOCK_BYTES at a
+time (`read_bits` instead gives each thread blocks of whole records, READ_BYTES read at a time
+and RUN_BYTES of them transposed at a time), transposed (numpy's copy of the transposed view:
+a block's source fits in cache) into `quads` (record bytes x variants): row q holds samples
+4q .. 4q + 3 of each variant. From there every step is a whole-array bitwise operation on uint64
+words (numpy releases the GIL in them), no table lookups, into buffers each thread reuses
+(`Scratch`):
 
 - codes (`write_sample_rows`, the `genotype` store's samples x variants matrix, MISSING for a
   missing call): per sample k of a quad, code = f - 1 (mod 256) where f is the 2-bit field
@@ -416,7 +418,10 @@ def read_bits(path, n_samples: int, n_variants: int, threads: int = 2, what=None
             for v0 in starts:
                 v1 = min(n_variants, v0 + step)
                 records = buffer[: (v1 - v0) * width].reshape(v1 - v0, width)
-                npy_rows.pread_rows(fh.fileno(), records, len(MAGIC) + v0 * width, path)
+                try:
+                    npy_rows.pread_rows(fh.fileno(), records, len(MAGIC) + v0 * width, path)
+                except OSError as exc:  # shorter than open_bed found it: changed while read
+                    raise GenotileError(f"{path}: cannot read its records ({exc}); was it changed?") from None
                 b0, b1 = v0 // 8, -(-v1 // 8)
                 for q0, q1 in runs:
                     scratch.load(records, q0, q1, 0, v1 - v0, n_samples)
@@ -584,6 +589,8 @@ class BitsPlanes:
         return self.shape[0]
 
     def __getitem__(self, rows) -> np.ndarray:
+        if isinstance(rows, tuple):  # planes[rows, words] would index the bits' words
+            raise TypeError("BitsPlanes is indexed by rows only: take the rows, then their words")
         if isinstance(rows, (int, np.integer)):
             return self[int(rows) : int(rows) + 1][0] if rows >= 0 else self[len(self) + int(rows)]
         held = np.asarray(self.bits[rows]).reshape(-1, 2, self.words)

@@ -39,20 +39,19 @@ def store_digest(manifest_path) -> str:
     return hashlib.sha256(Path(manifest_path).read_bytes()).hexdigest()
 
 
-def tile_settings(store: str, threshold, dense: bool, backend: str, metric_params) -> dict:
-    """What a tile file depends on besides its metric and blocks, as JSON holds it (`store`: the
-    manifest's store_digest).
+def tile_settings(store: str, **settings) -> dict:
+    """What a tile file depends on besides its metric and blocks, as JSON holds it: `store` (the
+    manifest's store_digest) and the tile rule's params (rules/tiles.smk), which are steps.tile's
+    keyword arguments: threshold, dense, backend, metric_params, and any the rule gains.
 
-    >>> tile_settings("ab12", 20, 0, "auto", None)
+    >>> tile_settings("ab12", threshold=20, dense=0, backend="auto", metric_params=None)
     {'store': 'ab12', 'threshold': 20, 'dense': False, 'backend': 'auto', 'metric_params': {}}
     """
-    values = {
-        "store": store,
-        "threshold": threshold,
-        "dense": bool(dense),
-        "backend": backend,
-        "metric_params": dict(metric_params or {}),
-    }
+    values = {"store": store, **settings}
+    if "dense" in values:
+        values["dense"] = bool(values["dense"])
+    if "metric_params" in values:
+        values["metric_params"] = dict(values["metric_params"] or {})
     return json.loads(json.dumps(values))  # a float threshold round-trips exactly (repr)
 
 
@@ -74,8 +73,9 @@ def clear_all(results="results") -> None:
 
 def adopt(manifest_path, metric: str, i: int, j: int, wanted: dict, tile_out) -> bool:
     """Move the store job's tile (i, j) of `metric` to `tile_out` if it was computed with the
-    settings `wanted` (tile_settings' keywords but `store`) from the store `manifest_path`
-    describes; a tile of other settings is removed. True if the tile was adopted."""
+    settings `wanted` (the tile job's params, every one: `tile_settings`) from the store
+    `manifest_path` describes; a tile of other settings, or recorded without one of them, is
+    removed. True if the tile was adopted."""
     tile = tile_path(Path(manifest_path).parent, metric, i, j)
     record = tile.with_suffix(".json")
     try:
