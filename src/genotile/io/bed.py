@@ -29,7 +29,7 @@ words (numpy releases the GIL in them), no table lookups, into buffers each thre
   [s, 0] the lo bits of sample s, [s, 1] its hi bits, variant v at bit v % 64 of word v // 64,
   bits past the last variant 0; with the ingest counts. `write_bits` writes its rows in the
   store's row order, and `BitsPlanes` makes the planes of the rows read from that file (word
-  operations, 7 a row).
+  operations, 7 a word).
 
 These are used where PlinkReader reads a whole fileset as it is (no `samples`, no `regions`:
 `plain`); pgenlib reads the rest, with the same results (tests/io/test_bed.py).

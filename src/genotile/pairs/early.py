@@ -138,7 +138,8 @@ def compute_tiles(store_dir, plan, metrics: dict, *, gpu_only: bool) -> float:
         The packed store (planes.npy, manifest.json, perm.npy).
     plan : genotile.core.plan.Plan
     metrics : dict of str to dict
-        {metric: tile_settings' keywords but `store`}: the settings its tile jobs will have.
+        {metric: steps.tile's keyword arguments (the tile rule's params)}: the settings its tile
+        jobs will have; each tile is computed with them, and its record holds them.
     gpu_only : bool
         Compute nothing unless the backend resolves to a GPU one here (`auto` mode: a store job
         without CuPy, a conda env of the CPU rules say, leaves the tiles to their jobs).
@@ -171,11 +172,8 @@ def compute_tiles(store_dir, plan, metrics: dict, *, gpu_only: bool) -> float:
                     metric,
                     i,
                     j,
-                    threshold=settings["threshold"],
-                    dense=settings["dense"],
-                    backend=settings["backend"],
                     tile_out=tile,
-                    metric_params=settings["metric_params"],
+                    **settings,
                 )
                 # the record after the tile: a record means a whole tile
                 record = json.dumps(tile_settings(store, **settings))

@@ -84,7 +84,8 @@ def ingest_bed(path, encoding: str, manifest_out, collapse_duplicates: bool = Fa
     # record (store/sources.py), alongside the reading
     hashing = ThreadPoolExecutor(2, thread_name_prefix="genotile-sha256")
     digest = hashing.submit(file_sha256, path)
-    content = None if recorded_digest(path) else hashing.submit(file_digest, path)
+    recorded = recorded_digest(path)
+    content = None if recorded else hashing.submit(file_digest, path)
     hashing.shutdown(wait=False)
     reader = PlinkReader(path, **given)
     n_samples, n_variants = len(reader.samples), int(reader.plan[0].size)
@@ -94,9 +95,8 @@ def ingest_bed(path, encoding: str, manifest_out, collapse_duplicates: bool = Fa
     for key, value in counts.items():
         reader.stats[key] += value
     manifest = _manifest(path, encoding, reader, given, digest.result(), n_variants)
-    manifest["sources"] = sources(
-        path, options, input_sha256=manifest["input_sha256"], input_digest=None if content is None else content.result()
-    )
+    known = recorded if content is None else content.result()
+    manifest["sources"] = sources(path, options, input_sha256=manifest["input_sha256"], input_digest=known)
     if collapse_duplicates:  # identical vectors computed once (duplicates.py; `genotype` is collapsible)
         first, index = distinct_samples(bits.reshape(n_samples, -1), threads)
         manifest["collapse_duplicates"] = True

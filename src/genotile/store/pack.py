@@ -321,13 +321,11 @@ def open_store(planes_path, manifest_path):
     layout = layout_from_json(manifest["layout"])
     rows = manifest["n_distinct"] if "distinct_index" in manifest else manifest["n_vectors"]
     stored = manifest.get("stored")
-    if stored not in (None, STORED_BITS) or (
-        stored
-        and not (
-            isinstance(layout, GenotypeLayout)
-            and layout.planes == PLANES["genotype"]
-            and layout.words == n_words(int(manifest.get("n_kept", -1)))
-        )
+    if stored is not None and not (
+        stored == STORED_BITS
+        and isinstance(layout, GenotypeLayout)
+        and layout.planes == PLANES["genotype"]
+        and layout.words == n_words(int(manifest.get("n_kept", -1)))
     ):
         raise GenotileError(f"{manifest_path}: stored form {stored!r} does not fit its layout; delete it and rerun")
     width = 2 * layout.words if stored else layout.total_words
