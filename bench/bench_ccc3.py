@@ -35,7 +35,8 @@ from bench_gpu import b1_ceiling  # noqa: E402
 from genotile.backends.cuda import cupy_b1, cupy_int8, cupy_tile3  # noqa: E402
 from genotile.core import ccc3  # noqa: E402
 from genotile.core.genotype import genotype_layout, genotype_planes  # noqa: E402
-from genotile.core.plan import Plan, write_plan  # noqa: E402
+from genotile.core.plan import Plan  # noqa: E402
+from genotile.io.planfile import write_plan  # noqa: E402
 from genotile.store.pack import open_store, pack_store  # noqa: E402
 from genotile.triples import steps as steps3  # noqa: E402
 

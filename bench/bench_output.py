@@ -80,10 +80,10 @@ def content(path: Path, gz: bool) -> tuple[int, str]:
 def run_case(name: str, case: Case, dense: bool, root: Path, repeats: int) -> list[dict]:
     from genotile.core.metrics import get_metric
     from genotile.core.plan import Plan
-    from genotile.io.readback import load_json, load_permutation
     from genotile.pairs import steps
     from genotile.pairs.merge import read_tiles
     from genotile.store.manifest import store_identity
+    from genotile.util.readback import load_json, load_permutation
 
     work = root / name
     work.mkdir()

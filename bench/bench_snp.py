@@ -281,8 +281,8 @@ def _child_cpu(cmd) -> tuple[float, float, subprocess.CompletedProcess]:
 
 def _old_matrix_tsv(out_path, ids, matrix):
     """matrix.tsv as genotile wrote it before io/matrix_tsv.py: one Python string a cell."""
-    from genotile.io.atomic import atomic_path
     from genotile.io.tsvgz import format_rows
+    from genotile.util.atomic import atomic_path
 
     with atomic_path(out_path) as tmp, open(tmp, "w", encoding="utf-8", newline="\n") as fh:
         fh.write("\t".join(["", *ids]) + "\n")

@@ -16,7 +16,8 @@ from genotile.core import ccc3 as _ccc3  # noqa: E402
 from genotile.core.metrics import METRICS  # noqa: E402
 from genotile.core.registry import REGISTRY, config_params  # noqa: E402
 from genotile.backends import registry as _backend_registry  # noqa: E402
-from genotile.core.plan import Plan, read_plan  # noqa: E402
+from genotile.core.plan import Plan  # noqa: E402
+from genotile.io.planfile import read_plan  # noqa: E402
 from genotile.triples import steps as _triples  # noqa: E402
 from genotile.pairs import steps as _steps  # noqa: E402
 from genotile.runtime import gpu_request as _gpu_request  # noqa: E402

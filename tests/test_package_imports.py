@@ -66,7 +66,7 @@ def test_the_graph_is_read():
     graph = import_graph()
     assert len(graph) > 40
     assert "genotile.store.ingest_vcf" in graph["genotile.store.ingest"]  # ingest dispatches to it
-    assert "genotile.io.checksums" in graph["genotile.store.ingest_vcf"]
+    assert "genotile.util.checksums" in graph["genotile.store.ingest_vcf"]
 
 
 def test_no_import_cycles():

@@ -25,11 +25,11 @@ from genotile.core.encode import MISSING
 from genotile.core.metrics import get_metric
 from genotile.core.plan import Plan
 from genotile.errors import GenotileError
-from genotile.io.atomic import write_text
 from genotile.pairs import steps
 from genotile.pairs.tile import compute_tile
 from genotile.store.inputs import check_input, metric_encoding
 from genotile.store.pack import open_store
+from genotile.util.atomic import write_text
 from genotile.version import __version__
 
 DENSE_MAX = 20000  # the workflow's default dense_max: a matrix is kept up to this many vectors

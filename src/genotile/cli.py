@@ -13,8 +13,8 @@ from genotile.core.metrics import METRICS
 from genotile.core.plan import Plan
 from genotile.core.registry import REGISTRY
 from genotile.errors import GenotileError
-from genotile.io.atomic import DISK_ERRORS, disk_error
 from genotile.io.peer_formats import FORMATS
+from genotile.util.atomic import DISK_ERRORS, disk_error
 from genotile.version import __version__
 
 

@@ -11,9 +11,9 @@ from snakerun import random_alignment, write_fasta
 
 from genotile.cli import main
 from genotile.errors import GenotileError
-from genotile.io.atomic import write_text
 from genotile.io.tilefile import write_tile
 from genotile.runtime.rule import run_rule
+from genotile.util.atomic import write_text
 
 
 def refuse(code):

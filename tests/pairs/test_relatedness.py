@@ -12,8 +12,8 @@ import pytest
 from genodata import MISSING, vcf_text
 
 from genotile.core.metrics import get_metric
-from genotile.core.plan import read_plan
 from genotile.io import peer_formats
+from genotile.io.planfile import read_plan
 from genotile.pairs import peers, relatedness, steps
 
 

@@ -5,9 +5,9 @@ import os
 
 import pytest
 
-from genotile.io import checksums
 from genotile.store import sources as sources_module
 from genotile.store.sources import recorded_digest, sources, write_fingerprint
+from genotile.util import checksums
 
 
 @pytest.fixture

@@ -125,7 +125,7 @@ def symbol_counts(codes: np.ndarray, chunk_columns: int = 4096, threads: int | N
 
     from concurrent.futures import ThreadPoolExecutor
 
-    from genotile.runtime.cpus import usable_cpus
+    from genotile.util.cpus import usable_cpus
 
     workers = threads or usable_cpus(COUNT_THREADS)
     band = 255 * max(1, -(-n_rows // (255 * workers)))  # rows a thread counts, a multiple of 255

@@ -72,7 +72,7 @@ def _bincount_bands(values: np.ndarray) -> np.ndarray:
     would copy whole (twice its bytes, then 8 bytes a cell)."""
     from concurrent.futures import ThreadPoolExecutor
 
-    from genotile.runtime.cpus import usable_cpus
+    from genotile.util.cpus import usable_cpus
 
     step = max(1, BINCOUNT_CELLS // max(1, values.shape[1]))
 

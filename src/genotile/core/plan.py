@@ -5,12 +5,9 @@ then cut into blocks of `block_size` consecutive permuted rows. Tile (I, J)
 with I <= J compares block I with block J; a diagonal tile counts each pair once.
 """
 
-import json
 from dataclasses import MISSING, asdict, dataclass, field, fields
 
 import numpy as np
-
-from genotile.io.atomic import atomic_path, write_text
 
 
 @dataclass(frozen=True)
@@ -96,36 +93,3 @@ class Plan:
         Plan(n_vectors=10, block_size=4, seed=1, n_input=0)
         """
         return cls(**{f.name: int(d[f.name]) for f in fields(cls) if f.name in d or f.default is MISSING})
-
-
-def write_plan(plan: Plan, plan_out, perm_out) -> None:
-    """Write plan.json and perm.npy (int64, shape (n_vectors,)), each atomically.
-
-    Parameters
-    ----------
-    plan : Plan
-        The plan to record.
-    plan_out, perm_out : str or os.PathLike
-        Paths of plan.json and perm.npy.
-    """
-    with atomic_path(perm_out) as tmp:
-        with open(tmp, "wb") as fh:
-            np.save(fh, plan.permutation(), allow_pickle=False)
-    write_text(plan_out, json.dumps(plan.to_json(), indent=1) + "\n")
-
-
-def read_plan(plan_path) -> Plan:
-    """The Plan of a plan.json, refused by name (GenotileError) when damaged or incomplete.
-
-    Parameters
-    ----------
-    plan_path : str or os.PathLike
-        A plan.json written by `write_plan`.
-
-    Returns
-    -------
-    Plan
-    """
-    from genotile.io.readback import load_json
-
-    return Plan.from_json(load_json(plan_path, "plan", ("n_vectors", "block_size", "seed")))

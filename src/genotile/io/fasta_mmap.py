@@ -118,7 +118,7 @@ def _newlines(buf: np.ndarray) -> np.ndarray:
         return scan(0)
     from concurrent.futures import ThreadPoolExecutor
 
-    from genotile.runtime.cpus import usable_cpus
+    from genotile.util.cpus import usable_cpus
 
     with ThreadPoolExecutor(usable_cpus(8), thread_name_prefix="genotile-lines") as pool:
         return np.concatenate(list(pool.map(scan, range(0, buf.size, NEWLINE_CHUNK))))

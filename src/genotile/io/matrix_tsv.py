@@ -23,7 +23,7 @@ from itertools import islice
 import numpy as np
 
 from genotile.io import number_text
-from genotile.io.atomic import atomic_path
+from genotile.util.atomic import atomic_path
 
 BLOCK_CELLS = 1 << 16  # cells formatted and assembled at once (their bytes stay in cache)
 TABLE_MAX = 1 << 20  # integers 0..max formatted from a table when max is below this
@@ -114,7 +114,7 @@ def _upper_texts(matrix: np.ndarray, fmt, gathered: bool = False) -> BlockTexts 
         t, n_ = fmt(values[s : s + BLOCK_CELLS])
         table[s : s + t.shape[0], : t.shape[1]], lengths[s : s + t.shape[0]] = t, n_
 
-    from genotile.runtime.cpus import usable_cpus
+    from genotile.util.cpus import usable_cpus
 
     with ThreadPoolExecutor(usable_cpus(ROW_THREADS), thread_name_prefix="genotile-matrix") as pool:
         list(pool.map(part, range(0, values.size, BLOCK_CELLS)))
@@ -174,7 +174,7 @@ def line_blocks(texts: BlockTexts, ids: list[str], n_cols: int, kernels=None) ->
         return kernels.lines(chars, lengths, index, names, r0)
 
     # blocks made on threads, a bounded window ahead of the one being yielded
-    from genotile.runtime.cpus import usable_cpus
+    from genotile.util.cpus import usable_cpus
 
     threads = usable_cpus(ROW_THREADS)
     starts_ = iter(range(0, n_rows, rows))

@@ -14,8 +14,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from genotile.errors import GenotileError
-from genotile.io.atomic import atomic_path
 from genotile.io.tsvgz import format_rows
+from genotile.util.atomic import atomic_path
 
 # -- PLINK's number printing ------------------------------------------------------------
 #

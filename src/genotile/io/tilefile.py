@@ -18,8 +18,8 @@ from typing import Any, Literal
 import numpy as np
 
 from genotile.errors import GenotileError
-from genotile.io.atomic import atomic_path
-from genotile.io.checksums import digests_on_threads
+from genotile.util.atomic import atomic_path
+from genotile.util.checksums import digests_on_threads
 
 META = "__meta__"
 SHA = "__sha256__"

@@ -19,7 +19,7 @@ from typing import NamedTuple
 import numpy as np
 
 from genotile.io import pgzip
-from genotile.io.atomic import atomic_path
+from genotile.util.atomic import atomic_path
 
 COMPRESSLEVEL = 1
 TABLE_MAX = 1 << 20  # integers within a range this wide are formatted from a table of their strings

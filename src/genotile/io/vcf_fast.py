@@ -56,7 +56,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 import numpy as np
 
 from genotile.core.encode import MISSING
-from genotile.runtime.cpus import usable_cpus
+from genotile.util.cpus import usable_cpus
 
 CHUNK_BYTES = 1 << 24  # text per block
 BATCH_CALLS = 1 << 16  # calls per table lookup

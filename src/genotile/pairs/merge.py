@@ -15,13 +15,13 @@ from genotile.core.keys import count_distinct, narrowest
 from genotile.core.metrics import Metric
 from genotile.core.plan import Plan
 from genotile.errors import GenotileError
-from genotile.io.atomic import write_text
-from genotile.io.checksums import file_digest
 from genotile.io.tilefile import read_tile
 from genotile.io.tsvgz import Cells, text_column, write_tsv_gz
 from genotile.pairs import tilecheck
-from genotile.runtime.cpus import usable_cpus
-from genotile.runtime.progress import Progress
+from genotile.util.atomic import write_text
+from genotile.util.checksums import file_digest
+from genotile.util.cpus import usable_cpus
+from genotile.util.progress import Progress
 from genotile.version import __version__
 
 GATHER_CELLS = 1 << 20  # cells gathered into input order at a time (dense_values)

@@ -15,12 +15,12 @@ from genotile.core.metrics import Metric, get_metric
 from genotile.core.plan import Plan
 from genotile.errors import GenotileError
 from genotile.io import peer_formats
-from genotile.io.readback import load_json
 from genotile.io.tsvgz import format_column, write_tsv_gz
 from genotile.pairs import relatedness
 from genotile.pairs.merge import dense_values, read_tiles
 from genotile.store import duplicates
 from genotile.store.manifest import STORE_KEYS, store_identity
+from genotile.util.readback import load_json
 
 log = logging.getLogger("genotile")
 

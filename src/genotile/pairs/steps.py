@@ -9,12 +9,13 @@ from pathlib import Path
 from genotile.core.blocks import AUTO, auto_block_size, device_memory_bytes, gpu_tiles, words_per_vector
 from genotile.core.limits import PAIRS_MAX, check_plan, check_threshold
 from genotile.core.metrics import METRICS, get_metric
-from genotile.core.plan import Plan, read_plan, write_plan
+from genotile.core.plan import Plan
 from genotile.errors import GenotileError
-from genotile.io.readback import load_json, load_permutation
-from genotile.runtime.progress import Progress
+from genotile.io.planfile import read_plan, write_plan
 from genotile.store.manifest import STORE_KEYS, store_identity
 from genotile.store.sources import differences, sources
+from genotile.util.progress import Progress
+from genotile.util.readback import load_json, load_permutation
 
 log = logging.getLogger("genotile")
 

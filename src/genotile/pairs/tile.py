@@ -121,7 +121,7 @@ def passing_pairs(metric, values: dict, threshold, diagonal: bool) -> tuple[np.n
     """
     from concurrent.futures import ThreadPoolExecutor
 
-    from genotile.runtime.cpus import usable_cpus
+    from genotile.util.cpus import usable_cpus
 
     n_rows, n_cols = values[metric.dense_column].shape
     step = max(1, PASS_CELLS // max(1, n_cols))

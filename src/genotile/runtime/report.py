@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 
 from genotile.errors import GenotileError
-from genotile.io.atomic import atomic_path, write_text
+from genotile.util.atomic import atomic_path, write_text
 
 log = logging.getLogger("genotile")
 KING_DEGREES = {"1st degree": 0.177, "2nd degree": 0.0884, "3rd degree": 0.0442}

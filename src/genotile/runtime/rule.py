@@ -5,7 +5,7 @@ import sys
 import threading
 
 from genotile.errors import GenotileError
-from genotile.io.atomic import DISK_ERRORS, disk_error
+from genotile.util.atomic import DISK_ERRORS, disk_error
 
 log = logging.getLogger("genotile")
 

@@ -16,10 +16,7 @@ import numpy as np
 from genotile.backends import resolve_screen
 from genotile.core.keys import has_repeats
 from genotile.errors import GenotileError
-from genotile.io.atomic import atomic_path, write_text
-from genotile.io.checksums import file_sha256
 from genotile.io.fastq import PHRED_OFFSET, QUAL_MAX, read_fastq
-from genotile.io.readback import RERUN, load_json, load_npy
 from genotile.io.stale import remove_stale_files
 from genotile.io.tilefile import read_tile, write_tile
 from genotile.io.tsvgz import write_tsv_gz
@@ -28,6 +25,9 @@ from genotile.screen import backend as search
 from genotile.screen.encode import SequenceSet, from_records
 from genotile.screen.score import format_score, hundredths, passes
 from genotile.screen.signatures import read_signatures
+from genotile.util.atomic import atomic_path, write_text
+from genotile.util.checksums import file_sha256
+from genotile.util.readback import RERUN, load_json, load_npy
 
 STORE_ARRAYS = ("seq", "qual", "offsets", "sig_seq", "sig_offsets")
 HEADER = ("sample", "signature", "position", "score")

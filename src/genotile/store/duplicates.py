@@ -41,7 +41,7 @@ def row_hashes(codes, threads: int | None = None) -> np.ndarray:
     then compares every row with its group's first."""
     from concurrent.futures import ThreadPoolExecutor
 
-    from genotile.runtime.cpus import usable_cpus
+    from genotile.util.cpus import usable_cpus
 
     n, m = codes.shape
     words = max(1, -(-m // 8))
@@ -82,7 +82,7 @@ def distinct_rows(codes, threads: int | None = None) -> tuple[np.ndarray, np.nda
     """
     from concurrent.futures import ThreadPoolExecutor
 
-    from genotile.runtime.cpus import usable_cpus
+    from genotile.util.cpus import usable_cpus
 
     n = codes.shape[0]
     if n == 0:
@@ -208,7 +208,7 @@ def weigh_tile(arrays: dict, meta: dict, planes_i, metric, layout, weights_i, we
     the weights never take more than a few bands' memory (a GPU tile's block can be 10^9 cells)."""
     from concurrent.futures import ThreadPoolExecutor
 
-    from genotile.runtime.cpus import usable_cpus
+    from genotile.util.cpus import usable_cpus
 
     dense = arrays["dense"]
     if tuple(metric.histogram_columns) != (metric.dense_column,):

@@ -26,17 +26,17 @@ from genotile.core.columns import ColumnCounts, ColumnSpan, encode_ascii, fold_a
 from genotile.core.encode import ALPHABETS, MISSING, NUCLEOTIDE, Alphabet, ColumnScan, symbol_counts
 from genotile.errors import GenotileError
 from genotile.io import fasta_mmap, npy_rows
-from genotile.io.atomic import atomic_path, write_record
-from genotile.io.checksums import file_sha256
 from genotile.io.fasta import check_fasta, read_alignment
 from genotile.io.plink import plink_format
-from genotile.runtime.cpus import usable_cpus
-from genotile.runtime.progress import Progress
 from genotile.store.duplicates import COLLAPSIBLE, distinct_rows
 from genotile.store.ingest_vcf import ENCODINGS as VCF_ENCODINGS
 from genotile.store.ingest_vcf import ingest_vcf
 from genotile.store.pack import gpu_insisted
 from genotile.store.sources import sources
+from genotile.util.atomic import atomic_path, write_record
+from genotile.util.checksums import file_sha256
+from genotile.util.cpus import usable_cpus
+from genotile.util.progress import Progress
 from genotile.version import __version__
 
 CHUNK_BYTES = 1 << 23  # sequence bytes gathered per block of rows

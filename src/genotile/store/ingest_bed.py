@@ -27,11 +27,11 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 
 from genotile.io import bed
-from genotile.io.atomic import write_record
-from genotile.io.checksums import file_digest, file_sha256
 from genotile.io.plink import PlinkReader, plink_format
-from genotile.runtime.cpus import usable_cpus
 from genotile.store.sources import recorded_digest, sources
+from genotile.util.atomic import write_record
+from genotile.util.checksums import file_digest, file_sha256
+from genotile.util.cpus import usable_cpus
 from genotile.version import __version__
 
 HOLD_BYTES = 1 << 30  # .bed bytes held as bits in memory at most (then the codes path)

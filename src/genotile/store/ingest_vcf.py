@@ -24,13 +24,13 @@ import numpy as np
 
 from genotile.errors import GenotileError
 from genotile.io import vcf_fast
-from genotile.io.atomic import atomic_path, write_record
-from genotile.io.checksums import file_sha256
 from genotile.io.ids import check_ids, check_unique
 from genotile.io.plink import PlinkReader, plink_format
 from genotile.io.vcf import GenotypeReader
-from genotile.runtime.cpus import usable_cpus
-from genotile.runtime.progress import Progress
+from genotile.util.atomic import atomic_path, write_record
+from genotile.util.checksums import file_sha256
+from genotile.util.cpus import usable_cpus
+from genotile.util.progress import Progress
 from genotile.version import __version__
 
 ENCODINGS = ("genotype", "genotype_t")

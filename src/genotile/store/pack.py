@@ -22,10 +22,10 @@ from genotile.core.genotype import PLANES, GenotypeLayout, genotype_layout, geno
 from genotile.core.plan import Plan
 from genotile.errors import GenotileError
 from genotile.io import npy_rows
-from genotile.io.atomic import atomic_path, write_record
-from genotile.io.readback import load_json, load_npy
-from genotile.runtime.cpus import usable_cpus
-from genotile.runtime.progress import Progress
+from genotile.util.atomic import atomic_path, write_record
+from genotile.util.cpus import usable_cpus
+from genotile.util.progress import Progress
+from genotile.util.readback import load_json, load_npy
 from genotile.version import __version__
 
 ROW_CHUNK = 4096
@@ -222,7 +222,7 @@ def pack_from_bed(shape, ingest_manifest: dict, plan: Plan, rows_of, planes_out,
     if path is None:
         return None
     from genotile.io import bed
-    from genotile.io.checksums import file_sha256
+    from genotile.util.checksums import file_sha256
 
     n_input, n_fields = shape
     hashing = ThreadPoolExecutor(1, thread_name_prefix="genotile-sha256")

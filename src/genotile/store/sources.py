@@ -15,8 +15,8 @@ import json
 import os
 from pathlib import Path
 
-from genotile.io.atomic import write_text
-from genotile.io.checksums import file_digest
+from genotile.util.atomic import write_text
+from genotile.util.checksums import file_digest
 
 
 def index_files(path) -> list[Path]:

@@ -12,12 +12,12 @@ import numpy as np
 from genotile.core import ccc3
 from genotile.core.keys import has_repeated_rows
 from genotile.errors import GenotileError
-from genotile.io.atomic import write_text
 from genotile.io.tilefile import read_tile
 from genotile.io.tsvgz import Cells, text_column, write_tsv_gz
 from genotile.pairs import tilecheck
 from genotile.pairs.merge import input_provenance, output_records, versions
-from genotile.runtime.progress import Progress
+from genotile.util.atomic import write_text
+from genotile.util.progress import Progress
 
 
 def read_triple_files(

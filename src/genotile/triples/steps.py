@@ -9,14 +9,14 @@ from pathlib import Path
 from genotile.core import ccc3
 from genotile.core.limits import check_plan, check_threshold
 from genotile.core.plan import Plan
-from genotile.io.readback import load_json, load_permutation
 from genotile.io.stale import remove_stale_files
 from genotile.io.tilefile import write_tile
-from genotile.runtime.progress import Progress
 from genotile.store.manifest import STORE_KEYS, store_identity
 from genotile.store.pack import open_store
 from genotile.triples.merge import merge_triples, write_summary
 from genotile.triples.tile import compute_triples
+from genotile.util.progress import Progress
+from genotile.util.readback import load_json, load_permutation
 
 log = logging.getLogger("genotile")
 

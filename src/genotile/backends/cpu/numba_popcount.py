@@ -21,7 +21,7 @@ from collections import defaultdict
 import numpy as np
 
 from genotile.backends.terms import add_row_sums, is_diagonal
-from genotile.runtime.cpus import usable_cpus
+from genotile.util.cpus import usable_cpus
 
 _KERNEL = None
 MAX_THREADS: int | None = None  # at most this many threads (backends.limit_threads), else every usable CPU

@@ -41,7 +41,7 @@ import numpy as np
 from genotile.backends.cpu.numpy_popcount import _product
 from genotile.backends.terms import add_row_sums, is_diagonal
 from genotile.core.bits import WORD_BITS
-from genotile.runtime.cpus import usable_cpus
+from genotile.util.cpus import usable_cpus
 
 EXACT_LIMIT = 2**24  # float32 holds every integer of magnitude <= 2**24
 CHUNK_WORDS = 256  # words of K per GEMM at most (16,384 fields); also bounded by CHUNK_BYTES

@@ -5,8 +5,8 @@ import logging
 
 import pytest
 
-from genotile.runtime import progress as progress_mod
-from genotile.runtime.progress import Progress
+from genotile.util import progress as progress_mod
+from genotile.util.progress import Progress
 
 
 class FakeTTY(io.StringIO):

@@ -74,7 +74,7 @@ def digests_on_threads(digest_of, items) -> list[bytes]:
         return [digest_of(item) for item in items]
     from concurrent.futures import ThreadPoolExecutor
 
-    from genotile.runtime.cpus import usable_cpus
+    from genotile.util.cpus import usable_cpus
 
     with ThreadPoolExecutor(usable_cpus(16), thread_name_prefix="genotile-digest") as pool:
         return list(pool.map(digest_of, items))
