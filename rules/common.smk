@@ -26,9 +26,9 @@ from genotile.store import inputs as _inputs  # noqa: E402
 from genotile.core import limits as _limits  # noqa: E402
 from genotile.runtime.rule import (
     cancel_scheduler_timers,
-    clear_early_tiles,
     warm_scheduler_imports,
 )  # noqa: E402, F401 (Snakefile's onstart and onsuccess)
+from genotile.pairs.early import clear_all as clear_early_tiles  # noqa: E402, F401
 
 validate(config, schema="../config/schema/config.schema.yaml")
 # NaN passes a JSON schema's number type (YAML `.nan`): refused here, with infinity

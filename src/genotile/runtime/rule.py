@@ -68,10 +68,3 @@ def warm_scheduler_imports() -> None:
     if importlib.util.find_spec("pandas") is not None:
         threading.Thread(target=importlib.import_module, args=("pandas",), name="genotile-warm-imports").start()
 
-
-def clear_early_tiles() -> None:
-    """Remove every store's early tiles as the run starts (pairs/early.py): a tile job adopts only
-    a tile its store job computed in this run, never one left by an interrupted or older run."""
-    from genotile.pairs import early
-
-    early.clear_all()
