@@ -5,7 +5,7 @@
 
 1. The b1 mma.sync ceiling measured here and now (bench_gpu.b1_ceiling).
 2. One off-diagonal block triple (I < J < K, blocks of --block SNPs x --fields samples, random
-   genotypes with 2% missing), --middle rows of J: cupy_tile3.triples_device (mask, 8 counts,
+   genotypes with 2% missing), --middle rows of J: cupy_ccc3.triples_device (mask, 8 counts,
    epilogue, threshold, compaction on the device; a threshold few triples pass) per backend.
    element comparisons/s = triples x fields / s; bit-MAC/s = triples x 27 plane products x
    64 x words / s, against the ceiling.
@@ -32,7 +32,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import cupy as cp  # noqa: E402
 from bench_gpu import b1_ceiling  # noqa: E402
 
-from genotile.backends.cuda import cupy_b1, cupy_int8, cupy_tile3  # noqa: E402
+from genotile.backends.cuda import cupy_b1, cupy_ccc3, cupy_int8  # noqa: E402
 from genotile.core import ccc3  # noqa: E402
 from genotile.core.genotype import genotype_layout, genotype_planes  # noqa: E402
 from genotile.core.plan import Plan  # noqa: E402
@@ -61,7 +61,7 @@ def block_rows(add, args, ceiling):
     products = sum(1 for ts in ccc3.count_terms(layout).values() for t in ts if t.left and t.right)
     for backend, middle in (("cupy-b1", args.middle), ("cupy-int8", max(1, args.middle // 8))):
         plan = ccc3.Plan3(3 * n, n, 1, n // middle)  # stage 0 of J = the first `middle` rows
-        run = lambda thr, plan=plan, backend=backend: cupy_tile3.triples_device(  # noqa: E731
+        run = lambda thr, plan=plan, backend=backend: cupy_ccc3.triples_device(  # noqa: E731
             ENGINES[backend], blocks, stats, layout, plan, ccc3.Params(), (0, 1, 2), 0, thr
         )
         run(0.5)  # warm-up (compiles)
@@ -109,7 +109,7 @@ def e2e(add, args, ceiling, out):
     sample = min(256, n // 3)
     blocks = [np.asarray(planes[b * sample : (b + 1) * sample]) for b in range(3)]
     stats = [ccc3.vector_stats(b, layout) for b in blocks]
-    res = cupy_tile3.triples_device(
+    res = cupy_ccc3.triples_device(
         cupy_b1.ENGINE, blocks, stats, layout, ccc3.Plan3(3 * sample, sample, 1, 1), ccc3.Params(), (0, 1, 2), 0, None
     )
     best = np.sort(res.values.max(axis=1))[::-1]

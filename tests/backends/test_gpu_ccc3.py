@@ -24,11 +24,11 @@ needs_gpu = pytest.mark.skipif(
 @pytest.fixture(autouse=True)
 def small_batches(monkeypatch):
     if cupy_common.has_gpu(80):
-        from genotile.backends.cuda import cupy_tile3
+        from genotile.backends.cuda import cupy_ccc3
 
         monkeypatch.setattr(cupy_common, "POISON", True)
-        monkeypatch.setattr(cupy_tile3, "BATCH_ROWS", 40)
-        monkeypatch.setattr(cupy_tile3, "INITIAL_CAPACITY", 17)
+        monkeypatch.setattr(cupy_ccc3, "BATCH_ROWS", 40)
+        monkeypatch.setattr(cupy_ccc3, "INITIAL_CAPACITY", 17)
 
 
 @needs_gpu

@@ -310,10 +310,10 @@ def tile_pairs(left, right, metric, layout, threshold=None, diagonal=False, dens
 
 
 def triples_device(*args):
-    """A ccc3 job's triples on the device (see cupy_tile3)."""
-    from genotile.backends.cuda import cupy_tile3
+    """A ccc3 job's triples on the device (see cupy_ccc3)."""
+    from genotile.backends.cuda import cupy_ccc3
 
-    return cupy_tile3.triples_device(ENGINE, *args)
+    return cupy_ccc3.triples_device(ENGINE, *args)
 
 
 def _engine():

@@ -195,10 +195,10 @@ def _count_device(dl, dr, terms, int32: bool = False, cache=None, keys=None):
 
 
 def triples_device(*args):
-    """A ccc3 job's triples on the device (see cupy_tile3)."""
-    from genotile.backends.cuda import cupy_tile3
+    """A ccc3 job's triples on the device (see cupy_ccc3)."""
+    from genotile.backends.cuda import cupy_ccc3
 
-    return cupy_tile3.triples_device(ENGINE, *args)
+    return cupy_ccc3.triples_device(ENGINE, *args)
 
 
 def _engine():
