@@ -59,11 +59,12 @@ def encoding_of(wildcards):
     return METRICS[wildcards.metric].encoding
 
 
-def store_file(name):
-    """A file of the packed store that the metric's encoding reads."""
+def store_file(name, metric=None):
+    """A file of the packed store that the metric's encoding reads (the `metric` wildcard's, or `metric`)."""
 
     def path(wildcards):
-        return f"results/{wildcards.dataset}/store/{encoding_of(wildcards)}/{name}"
+        encoding = REGISTRY[metric].encoding if metric else encoding_of(wildcards)
+        return f"results/{wildcards.dataset}/store/{encoding}/{name}"
 
     return path
 
@@ -388,7 +389,7 @@ def ccc3_plan(dataset):
     """The ccc3 plan once the genotype_t store checkpoint has run; a null threshold past 2,000
     vectors is refused here, before any triple job is scheduled."""
     plan_json = checkpoints.store.get(
-        dataset=dataset, encoding="genotype_t"
+        dataset=dataset, encoding=REGISTRY["ccc3"].encoding
     ).output.plan
     block_size, stages = ccc3_settings()
     threshold = config["thresholds"].get("ccc3")

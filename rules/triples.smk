@@ -4,10 +4,10 @@
 
 rule triples:
     input:
-        planes="results/{dataset}/store/genotype_t/planes.npy",
-        manifest="results/{dataset}/store/genotype_t/manifest.json",
-        perm="results/{dataset}/store/genotype_t/perm.npy",
-        plan="results/{dataset}/store/genotype_t/plan.json",
+        planes=store_file("planes.npy", metric="ccc3"),
+        manifest=store_file("manifest.json", metric="ccc3"),
+        perm=store_file("perm.npy", metric="ccc3"),
+        plan=store_file("plan.json", metric="ccc3"),
     output:
         "results/{dataset}/ccc3/triples/triples_{i}_{j}_{k}_{stage}.npz",
     log:
@@ -39,7 +39,7 @@ rule triples:
 rule triples_merge:
     input:
         triples=lambda wildcards: ccc3_files(wildcards.dataset),
-        manifest="results/{dataset}/store/genotype_t/manifest.json",
+        manifest=store_file("manifest.json", metric="ccc3"),
     output:
         triples="results/{dataset}/ccc3/triples.tsv.gz",
         summary="results/{dataset}/ccc3/summary.json",

@@ -22,6 +22,7 @@ from pathlib import Path
 import numpy as np
 
 from genotile.core.encode import MISSING
+from genotile.core.encodings import ENCODINGS
 from genotile.core.metrics import get_metric
 from genotile.core.plan import Plan
 from genotile.errors import GenotileError
@@ -162,10 +163,10 @@ def _ids(ids, n: int, what: str) -> list[str]:
 def _ingest_array(x, encoding: str, ids, work: Path) -> tuple[Path, Path]:
     """Write what ingest would for an in-memory array; returns (codes, manifest) paths."""
     codes_path, manifest_path = work / "codes.npy", work / "ingest.json"
-    if encoding in ("genotype", "genotype_t"):
+    if ENCODINGS[encoding].genotypes:
         codes = _genotype_codes(x)
         n_samples, n_variants = codes.shape
-        if encoding == "genotype_t":  # vectors are variants (ccc2, ccc3)
+        if ENCODINGS[encoding].transposed:  # vectors are variants (ccc2, ccc3)
             codes = np.ascontiguousarray(codes.T)
             vector_ids, extra = _ids(ids, n_variants, "variants"), {"field_ids": [str(k) for k in range(n_samples)]}
         else:

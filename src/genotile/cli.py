@@ -265,13 +265,14 @@ def _check_peer_options(args, metrics: list[str]) -> None:
 
 def _check_run(args) -> list[str]:
     """The run's metrics; an option that does not apply to them or to the input is refused by its flag."""
-    from genotile.store.inputs import GENOTYPE_ENCODINGS, check_input, metric_encoding
+    from genotile.core.encodings import ENCODINGS
+    from genotile.store.inputs import check_input, metric_encoding
 
     metrics = list(dict.fromkeys(args.metric))
     for metric, _ in args.threshold:
         if metric not in metrics:
             raise GenotileError(f"--threshold {metric}=...: {metric} is not one of --metric ({', '.join(metrics)})")
-    genotype = {m for m in metrics if metric_encoding(m) in GENOTYPE_ENCODINGS}
+    genotype = {m for m in metrics if ENCODINGS[metric_encoding(m)].genotypes}
     if genotype and len(genotype) < len(metrics):
         others = [m for m in metrics if m not in genotype]
         raise GenotileError(
@@ -350,9 +351,10 @@ def _run(args) -> None:
 
         from genotile.triples.steps import run_ccc3
 
+        ccc3_store = REGISTRY["ccc3"].encoding
         current_store(
             args.input,
-            "genotype_t",
+            ccc3_store,
             args.outdir,
             args.block_size,
             args.seed,
@@ -363,7 +365,7 @@ def _run(args) -> None:
         )
         block_size = args.ccc3_block_size or (args.block_size if args.block_size != "auto" else 4096)
         s = run_ccc3(
-            Path(args.outdir) / "store" / "genotype_t",
+            Path(args.outdir) / "store" / ccc3_store,
             Path(args.outdir) / "ccc3",
             block_size=block_size,
             stages=args.ccc3_stages or 1,

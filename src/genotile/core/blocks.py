@@ -13,13 +13,10 @@ import os
 import shutil
 import subprocess
 
+from genotile.core.encodings import ENCODINGS
 from genotile.core.metrics import METRICS
 
 AUTO = "auto"
-
-# bit planes per informative field (V where data is missing, N, S_t on 3+ symbol columns;
-# genotypes L H V, Het and Hom0 for king): an upper estimate, as the store is not packed yet
-PLANES_PER_FIELD = {"nucleotide": 2, "categorical": 3, "genotype": 5, "genotype_t": 3}
 
 # CPU: a tile of at most this many pair-words (pairs x plane words per vector) is a few seconds
 # of numba on 2 threads (~2e10 pair-words/s, bench/RESULTS.md); larger work is cut into tiles
@@ -46,7 +43,7 @@ def bytes_per_pair(metric_names) -> int:
 
 def words_per_vector(encoding: str, n_fields_kept: int) -> int:
     """Plane words per vector of the store about to be packed (an upper estimate)."""
-    return PLANES_PER_FIELD.get(encoding, 5) * max(1, math.ceil(n_fields_kept / 64))
+    return ENCODINGS[encoding].planes_per_field * max(1, math.ceil(n_fields_kept / 64))
 
 
 def blocks_for(n_vectors: int, n_blocks: int) -> int:

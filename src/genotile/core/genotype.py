@@ -17,6 +17,7 @@ import numpy as np
 
 from genotile.core.bits import n_words, pack_bits
 from genotile.core.encode import MISSING
+from genotile.core.encodings import ENCODINGS
 from genotile.errors import GenotileError
 
 PLANE_BITS = {
@@ -26,10 +27,8 @@ PLANE_BITS = {
     "Het": lambda g: g == 1,
     "Hom0": lambda g: g == 0,
 }
-PLANES = {
-    "genotype": ("L", "H", "V", "Het", "Hom0"),
-    "genotype_t": ("L", "H", "V"),
-}
+# each genotype encoding's planes, in store order (core/encodings.py holds them)
+PLANES = {name: e.planes for name, e in ENCODINGS.items() if e.genotypes}
 SCAN_BYTES = 1 << 26
 
 

@@ -23,8 +23,9 @@ import numpy as np
 
 from genotile.core import histogram
 from genotile.core.bits import popcount_rows
+from genotile.core.encodings import ENCODINGS
 
-COLLAPSIBLE = ("nucleotide", "categorical", "genotype")  # genotype_t is ccc3's too
+COLLAPSIBLE = tuple(name for name, e in ENCODINGS.items() if e.collapsible)
 ROW_CHUNK = 4096
 
 

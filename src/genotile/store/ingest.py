@@ -24,12 +24,12 @@ import numpy as np
 
 from genotile.core.columns import ColumnCounts, ColumnSpan, encode_ascii, fold_ascii
 from genotile.core.encode import ALPHABETS, MISSING, NUCLEOTIDE, Alphabet, ColumnScan, symbol_counts
+from genotile.core.encodings import GENOTYPE_ENCODINGS
 from genotile.errors import GenotileError
 from genotile.io import fasta_mmap, npy_rows
 from genotile.io.fasta import check_fasta, read_alignment
 from genotile.io.plink import plink_format
 from genotile.store.duplicates import COLLAPSIBLE, distinct_rows
-from genotile.store.ingest_vcf import ENCODINGS as VCF_ENCODINGS
 from genotile.store.ingest_vcf import ingest_vcf
 from genotile.store.pack import gpu_insisted
 from genotile.store.sources import sources
@@ -91,7 +91,7 @@ def ingest_holding(
         if given:
             raise GenotileError(f"option(s) {', '.join(given)} apply to VCF input, not to {path}")
         m, held = ingest_alignment(path, encoding, codes_out, hold, canonical=collapse_duplicates)
-    elif encoding in VCF_ENCODINGS:
+    elif encoding in GENOTYPE_ENCODINGS:
         m = ingest_vcf(path, encoding, codes_out, manifest_out, **options)
     else:
         raise GenotileError(f"unknown encoding {encoding!r}")

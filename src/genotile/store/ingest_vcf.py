@@ -22,6 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
+from genotile.core.encodings import ENCODINGS
 from genotile.errors import GenotileError
 from genotile.io import vcf_fast
 from genotile.io.ids import check_ids, check_unique
@@ -33,7 +34,6 @@ from genotile.util.cpus import usable_cpus
 from genotile.util.progress import Progress
 from genotile.version import __version__
 
-ENCODINGS = ("genotype", "genotype_t")
 OPTIONS = ("multiallelic", "filter_pass", "samples", "regions")
 TRANSPOSE_BYTES = 1 << 26  # bytes of one transposed block (_transpose_blocks: of all its threads, 4x)
 TRANSPOSE_THREADS = 4  # _transpose_blocks' threads at most (more were slower: see its docstring)
@@ -246,7 +246,7 @@ def ingest_vcf(path, encoding: str, codes_out, manifest_out, **options) -> dict:
     digest = hashing.submit(file_sha256, path)  # hashlib releases the GIL: alongside the reading
     hashing.shutdown(wait=False)
     with open_genotypes(path, **options) as reader, atomic_path(codes_out) as tmp:
-        if encoding == "genotype_t":
+        if ENCODINGS[encoding].transposed:
             ids_variants: list = _read_rows(reader, RowAppender(tmp, len(reader.samples)))
         elif isinstance(reader, PlinkReader) and reader.direct:  # samples x variants straight from pgenlib
             ids_variants = [None] * reader.write_sample_rows(tmp, threads=usable_cpus(2))
@@ -272,7 +272,7 @@ def ingest_vcf(path, encoding: str, codes_out, manifest_out, **options) -> dict:
             raise GenotileError(f"{path}: no variants left after the VCF rules ({_describe(reader.stats)})")
         samples, stats = list(reader.samples), dict(reader.stats)
         plink = isinstance(reader, PlinkReader)
-        if encoding == "genotype_t":  # variant IDs are vector IDs: they go to the TSV outputs
+        if ENCODINGS[encoding].transposed:  # variant IDs are vector IDs: they go to the TSV outputs
             check_ids(ids_variants, path, "variant")
             check_unique(
                 ids_variants,
@@ -283,7 +283,7 @@ def ingest_vcf(path, encoding: str, codes_out, manifest_out, **options) -> dict:
                 "(bcftools annotate --set-id) or drop repeated records (bcftools norm -d exact)",
             )
     n_variants, n_samples = len(ids_variants), len(samples)
-    if encoding == "genotype_t":
+    if ENCODINGS[encoding].transposed:
         ids, n_fields = ids_variants, n_samples
     else:
         ids, n_fields = samples, n_variants
@@ -299,7 +299,7 @@ def ingest_vcf(path, encoding: str, codes_out, manifest_out, **options) -> dict:
         "options": {k: (str(v) if isinstance(v, os.PathLike) else v) for k, v in options.items()},
         "counts": stats,
         "ids": ids,
-        **({"field_ids": samples} if encoding == "genotype_t" else {}),
+        **({"field_ids": samples} if ENCODINGS[encoding].transposed else {}),
         # PLINK: the fileset's files, and FID / IID of each sample (vectors or fields) for PLINK-style outputs
         **({"fileset": [str(f) for f in reader.files], "fids": reader.fids, "iids": reader.iids} if plink else {}),
     }

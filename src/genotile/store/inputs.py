@@ -9,6 +9,7 @@ metric's reader decides, as before).
 
 from pathlib import Path
 
+from genotile.core.encodings import ENCODINGS
 from genotile.errors import GenotileError
 from genotile.io.plink import fileset, plink_format
 
@@ -16,8 +17,6 @@ FASTA_SUFFIXES = (".fa", ".fasta", ".fas", ".fna", ".aln")
 VCF_SUFFIXES = (".vcf", ".vcf.gz", ".vcf.bgz", ".bcf")
 GENOTYPE_KINDS = ("vcf", "plink1", "plink2")
 VCF_OPTIONS = ("multiallelic", "filter_pass", "samples", "regions")
-GENOTYPE_ENCODINGS = ("genotype", "genotype_t")
-TRIPLE_ENCODING = {"ccc3": "genotype_t"}  # metrics outside core.metrics.METRICS (3-way)
 
 
 def input_kind(path) -> str | None:
@@ -42,13 +41,12 @@ def input_files(path) -> list[Path]:
 
 
 def metric_encoding(metric: str) -> str:
-    from genotile.core.metrics import METRICS
+    """The store encoding a metric (2-way or 3-way) reads, refused by name when unknown."""
+    from genotile.core.registry import REGISTRY
 
-    if metric in TRIPLE_ENCODING:
-        return TRIPLE_ENCODING[metric]
-    if metric not in METRICS:
+    if metric not in REGISTRY:
         raise GenotileError(f"unknown metric {metric!r}")
-    return METRICS[metric].encoding
+    return REGISTRY[metric].encoding
 
 
 def check_input(path, metrics, options: dict | None = None, where: str = "") -> str | None:
@@ -64,7 +62,7 @@ def check_input(path, metrics, options: dict | None = None, where: str = "") -> 
     if kind is None:
         return None
     genotype = kind in GENOTYPE_KINDS
-    wrong = [m for m in metrics if (metric_encoding(m) in GENOTYPE_ENCODINGS) != genotype]
+    wrong = [m for m in metrics if ENCODINGS[metric_encoding(m)].genotypes != genotype]
     if wrong:
         what = {"fasta": "a FASTA alignment", "vcf": "a VCF/BCF"}.get(kind, "a PLINK fileset")
         needs = "a FASTA alignment" if genotype else "genotypes (VCF/BCF or PLINK .bed/.pgen)"
