@@ -41,8 +41,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
 import cupy as cp  # noqa: E402
 
-from genotile.backends.cuda import cupy_screen as cupy_backend  # noqa: E402
-from genotile.screen import backend  # noqa: E402
+from genotile.screen import backend, cupy_search  # noqa: E402
 from genotile.screen.encode import SequenceSet  # noqa: E402
 
 ACGT = np.frombuffer(b"ACGT", dtype=np.uint8)
@@ -95,9 +94,9 @@ def timed(fn, repeats):
 def gpu_case(name, S, G, repeats=3):
     secs, (pos, qs) = timed(lambda: backend.first_matches_and_sums(S, G, "cupy"), repeats)
     stages = {}
-    cupy_backend.first_matches(S, G, timings=stages)
+    cupy_search.first_matches(S, G, timings=stages)
     t = time.perf_counter()
-    cupy_backend.qual_sums(S, pos, G.lengths)
+    cupy_search.qual_sums(S, pos, G.lengths)
     stages["quality sums"] = time.perf_counter() - t
     row = {
         "case": name,

@@ -13,9 +13,8 @@ import numpy as np
 import pytest
 import screenref as R
 
-from genotile.backends.cpu import screen_numpy as numpy_backend
 from genotile.backends.cuda import cupy_common
-from genotile.screen import encode, score
+from genotile.screen import encode, numpy_search, score
 
 HAS_GPU = cupy_common.has_gpu()
 needs_gpu = pytest.mark.skipif(not HAS_GPU, reason="no CUDA GPU / CuPy")
@@ -27,14 +26,14 @@ def poisoned_outputs(monkeypatch):
 
 
 def check(samples, sigs, force_global=False):
-    from genotile.backends.cuda import cupy_screen as cupy_backend
+    from genotile.screen import cupy_search
 
     S, G = R.as_sets(samples, sigs)
     want = np.array([[R.first_match(s[1], g[1]) for g in sigs] for s in samples], dtype=np.int32)
-    got = cupy_backend.first_matches(S, G, force_global=force_global)
+    got = cupy_search.first_matches(S, G, force_global=force_global)
     np.testing.assert_array_equal(got, want)
-    np.testing.assert_array_equal(numpy_backend.first_matches(S, G), want)
-    qs = cupy_backend.qual_sums(S, got, G.lengths)
+    np.testing.assert_array_equal(numpy_search.first_matches(S, G), want)
+    qs = cupy_search.qual_sums(S, got, G.lengths)
     np.testing.assert_array_equal(qs, score.qual_sums(S, got, G.lengths))
     h = score.hundredths(qs, G.lengths[None, :])
     for i, j in zip(*np.nonzero(want >= 0), strict=True):
@@ -87,9 +86,9 @@ def test_adversarial():
 
 @needs_gpu
 def test_sample_longer_than_shared_memory():
-    from genotile.backends.cuda import cupy_screen as cupy_backend
+    from genotile.screen import cupy_search
 
-    length = cupy_backend.smem_limit() // 4 * 8 + 5000  # too many words for the planes in shared memory
+    length = cupy_search.smem_limit() // 4 * 8 + 5000  # too many words for the planes in shared memory
     rng = np.random.default_rng(5)
     seq = list(R.random_bases(rng, length))
     sigs = [(f"s{k}", R.with_ns(rng, R.random_bases(rng, 200), 0.05)) for k in range(6)]
@@ -102,13 +101,13 @@ def test_sample_longer_than_shared_memory():
 
 @needs_gpu
 def test_device_probes_match_host_order():
-    from genotile.backends.cuda import cupy_screen as cupy_backend
+    from genotile.screen import cupy_search
 
     rng = np.random.default_rng(3)
     _, sigs = R.random_screen(rng, 1, 10, 50, 300)
     sigs.append(("skewed", "A" * 50 + "C" + "G" * 3 + "N" * 5 + "T" * 9))
     _, G = R.as_sets([], sigs)
-    d_prb, d_start, d_levels = cupy_backend.device_probes(G)
+    d_prb, d_start, d_levels = cupy_search.device_probes(G)
     prb, start, levels = encode.all_probes(G)
     np.testing.assert_array_equal(d_prb.get(), prb)
     np.testing.assert_array_equal(d_start.get(), start)
@@ -121,9 +120,9 @@ def test_low_complexity(seed):
     rng = np.random.default_rng(seed)
     samples, sigs = R.low_complexity_screen(rng, 16, 3000, 40, 700)
     _, G = R.as_sets([], sigs)
-    from genotile.backends.cuda import cupy_screen as cupy_backend
+    from genotile.screen import cupy_search
 
-    d_prb, d_start, d_levels = cupy_backend.device_probes(G)  # run and alternation probes, same order
+    d_prb, d_start, d_levels = cupy_search.device_probes(G)  # run and alternation probes, same order
     prb, start, levels = encode.all_probes(G)
     np.testing.assert_array_equal(d_prb.get(), prb)
     np.testing.assert_array_equal(d_start.get(), start)

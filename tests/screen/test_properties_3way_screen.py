@@ -211,7 +211,7 @@ def test_property_screen_numpy_equals_brute_force(case):
 @settings(max_examples=150, deadline=None, suppress_health_check=SLOW_OK)
 @given(case=screen_case(max_samples=30, max_sigs=40, max_len=2500, max_sig_len=400), force_global=st.booleans())
 def test_property_gpu_screen_equals_numpy(case, force_global):
-    from genotile.backends.cuda import cupy_screen as cupy_backend
+    from genotile.screen import cupy_search
 
     samples, sigs = case
     S, G = R.as_sets(samples, sigs)
@@ -224,6 +224,6 @@ def test_property_gpu_screen_equals_numpy(case, force_global):
         np.testing.assert_array_equal(sums, want_sums)
         assert pos.dtype == want.dtype and sums.dtype == want_sums.dtype
         if force_global:
-            np.testing.assert_array_equal(cupy_backend.first_matches(S, G, force_global=True), want)
+            np.testing.assert_array_equal(cupy_search.first_matches(S, G, force_global=True), want)
     finally:
         cupy_common.POISON = saved

@@ -5,15 +5,14 @@ import numpy as np
 import pytest
 import screenref as R
 
-from genotile.backends.cpu import screen_numpy as numpy_backend
 from genotile.errors import GenotileError
-from genotile.screen import encode, score
+from genotile.screen import encode, numpy_search, score
 
 
 def check(samples, sigs):
     S, G = R.as_sets(samples, sigs)
     want = np.array([[R.first_match(s[1], g[1]) for g in sigs] for s in samples], dtype=np.int32)
-    got = numpy_backend.first_matches(S, G)
+    got = numpy_search.first_matches(S, G)
     np.testing.assert_array_equal(got, want)
     h = score.hundredths(score.qual_sums(S, got, G.lengths), G.lengths[None, :])
     for i, j in zip(*np.nonzero(want >= 0), strict=True):
@@ -197,11 +196,29 @@ def test_sample_masks_layout():
 
 
 def test_every_cpu_backend_name_screens_on_the_numpy_backend():
-    from genotile.backends import registry, resolve_screen
+    from genotile.backends import registry
+    from genotile.screen.backend import resolve
 
     cpu = [name for name in registry.BACKENDS if registry.is_cpu(name)]
     assert cpu == ["numba", "numpy", "numpy-popcount"]
     for name in cpu:
-        assert resolve_screen(name) == "numpy"
+        assert resolve(name) == "numpy"
     with pytest.raises(GenotileError, match="unknown backend"):
-        resolve_screen("fortran")
+        resolve("fortran")
+    with pytest.raises(GenotileError, match=r"unknown backend 'cupy'; known: auto, cupy-b1"):
+        resolve("cupy")
+
+
+def test_screen_family_follows_the_registry():
+    from genotile.backends import registry
+    from genotile.backends.cuda import cupy_common
+    from genotile.screen.backend import resolve
+
+    for name in registry.BACKENDS:
+        if registry.is_cpu(name):
+            assert resolve(name) == "numpy"
+        elif not cupy_common.has_gpu():
+            with pytest.raises(GenotileError, match="needs CuPy and a CUDA GPU"):
+                resolve(name)
+    if not cupy_common.has_gpu():
+        assert resolve("auto") == "numpy"

@@ -10,7 +10,6 @@ import importlib
 
 from genotile.backends import registry
 from genotile.backends.cpu import numba_popcount, numpy_blas
-from genotile.backends.cuda import cupy_common
 from genotile.errors import GenotileError
 
 # name -> module, fastest first (backends/registry.py: the names, their modules, which use a GPU)
@@ -44,17 +43,6 @@ def resolve(name: str, work: int | None = None) -> str:
     if not BACKENDS[name].is_available():
         raise GenotileError(f"backend {name!r} is not available on this machine")
     return name
-
-
-def resolve_screen(name: str) -> str:
-    """The screening backend `name` stands for: "cupy" or "numpy" (screening has one backend of
-    each family: a CPU backend maps to numpy, a CuPy one to cupy; auto takes cupy on a GPU)."""
-    uses = registry.uses_gpu(name)
-    if uses is None:
-        return "cupy" if cupy_common.has_gpu() else "numpy"
-    if uses and not cupy_common.has_gpu():
-        raise GenotileError(f"backend {name!r} needs CuPy and a CUDA GPU, and none is available")
-    return registry.BACKENDS[name].screen
 
 
 def get(name: str):

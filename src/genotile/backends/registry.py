@@ -1,8 +1,8 @@
 """The config's `backend` names and what each one is, in one place.
 
-Tiles, triples and screening (backends/__init__.py: `resolve`, `resolve_screen`), the GPU slot of
-a job (runtime/gpu_slots.py) and the rules (rules/common.smk: the conda env and GPU request) all
-read the answer from here. Importing this module imports no backend (no numba, no CuPy), so the
+Tiles and triples (backends/__init__.py: `resolve`), screening (screen/backend.py: `resolve`),
+the GPU slot of a job (runtime/gpu_slots.py) and the rules (rules/common.smk: the conda env and
+GPU request) all read the answer from here. Importing this module imports no backend (no numba, no CuPy), so the
 rules can ask it at parse time.
 """
 

@@ -1,6 +1,6 @@
 """Screening samples (FASTQ) against signatures (FASTA) with N wildcards.
 
-`encode` holds the data (samples, signatures, probes), `numpy_backend` and `cupy_backend`
-find each pair's first match, `score` turns matches into exact scores, `steps` runs the
+`encode` holds the data (samples, signatures, probes), `numpy_search` and `cupy_search`
+find each pair's first match (`backend` picks one), `score` turns matches into exact scores, `steps` runs the
 pipeline's ingest, tile and merge.
 """

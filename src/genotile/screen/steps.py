@@ -13,7 +13,6 @@ from pathlib import Path
 
 import numpy as np
 
-from genotile.backends import resolve_screen
 from genotile.core.keys import has_repeats
 from genotile.errors import GenotileError
 from genotile.io.fastq import PHRED_OFFSET, QUAL_MAX, read_fastq
@@ -205,7 +204,7 @@ def tile(store_dir, i: int, j: int, *, backend: str, tile_out) -> dict:
     s0, s1 = i * manifest["sample_block"], min(len(samples), (i + 1) * manifest["sample_block"])
     g0, g1 = j * manifest["signature_block"], min(len(sigs), (j + 1) * manifest["signature_block"])
     block_s, block_g = samples.subset(s0, s1), sigs.subset(g0, g1)
-    chosen = resolve_screen(backend)
+    chosen = search.resolve(backend)
     t0 = time.perf_counter()
     pos, qsum = search.first_matches_and_sums(block_s, block_g, chosen)
     seconds_search = time.perf_counter() - t0

@@ -1,4 +1,5 @@
-"""First matches on the GPU (kernels/screen_search.cu) and the matches' quality sums.
+"""First matches on the GPU (backends/cuda/kernels/screen_search.cu, compiled by cupy_common) and
+the matches' quality sums.
 
 Host arrays in, host arrays out: the samples' bytes are copied as they are and encoded on the
 device (ballots, then the run and every-other-base masks by doubling, in chunks of samples
