@@ -11,7 +11,7 @@ min_version("9.0")
 # rules' conda envs (envs/*.yaml, from $GENOTILE_SOURCE), not reached through a checkout's src/,
 # which a module deployed from git does not have.
 
-from genotile.store.ingest import VCF_ENCODINGS  # noqa: E402
+from genotile.core.encodings import GENOTYPE_ENCODINGS  # noqa: E402
 from genotile.core import ccc3 as _ccc3  # noqa: E402
 from genotile.core.metrics import METRICS  # noqa: E402
 from genotile.core.registry import REGISTRY, config_params  # noqa: E402
@@ -221,7 +221,7 @@ VCF_OPTIONS = ("multiallelic", "filter_pass", "samples", "regions")
 
 def ingest_options(wildcards):
     """The VCF reader's options of a dataset (alignments take none)."""
-    if wildcards.encoding not in VCF_ENCODINGS:
+    if wildcards.encoding not in GENOTYPE_ENCODINGS:
         return {}
     spec = config["datasets"][wildcards.dataset]
     return {key: spec[key] for key in VCF_OPTIONS if key in spec}

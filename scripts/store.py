@@ -3,9 +3,10 @@ import logging
 import sys
 
 from genotile.core.registry import REGISTRY, config_params
-from genotile.pairs import early, steps
+from genotile.pairs import early
 from genotile.runtime.gpu_slots import slot_for_backend
 from genotile.runtime.rule import run_rule
+from genotile.store import stage
 
 log = logging.getLogger("genotile")
 
@@ -31,10 +32,33 @@ def store(sm):
     pairs = [m for m in of_store if REGISTRY[m].workload == "pairs"]
     backend = sm.config["backend"]
     may = bool(pairs) and (mode is True or (mode == "auto" and granted))
+
+    def after_pack(p):
+        # shown on the console too, before any tile job is scheduled
+        what = f"{sm.wildcards.dataset} ({sm.wildcards.encoding})"
+        print(f"genotile plan for {what}: {p.describe()}", file=sys.stderr)
+        if may and early.wanted(mode, granted, len(p.tiles())):
+            settings = {
+                m: {
+                    # the tile rule's params as rules/tiles.smk takes them from the config: a
+                    # tile job adopts a tile recorded with all of its params, with these
+                    # values (pairs/early.py), else computes it (a param missing here is safe)
+                    "threshold": sm.config["thresholds"].get(m),
+                    "dense": p.input_vectors <= sm.config["dense_max"],
+                    "backend": backend,
+                    "metric_params": config_params(m, sm.config),
+                }
+                for m in pairs
+            }
+            seconds = early.compute_tiles(store_dir, p, settings, gpu_only=mode == "auto")
+            # one line a benchmark reads (bench/bench_e2e.py), as the store stages'
+            done = len(p.tiles()) * len(pairs) if seconds else 0
+            log.info("store tiles (s): %.3f for %d tile(s)", seconds, done)
+
     with slot_for_backend(backend) if granted else contextlib.nullcontext():
         warming = early.warm_gpu() if may and granted else None
         try:
-            p = steps.store(
+            stage.store(
                 sm.input.data,
                 sm.wildcards.encoding,
                 sm.output.ingest,
@@ -45,27 +69,8 @@ def store(sm):
                 collapse_duplicates=sm.params.collapse,
                 **sm.params.auto,
                 bounds=bounds,
+                after_pack=after_pack,
             )
-            # shown on the console too, before any tile job is scheduled
-            what = f"{sm.wildcards.dataset} ({sm.wildcards.encoding})"
-            print(f"genotile plan for {what}: {p.describe()}", file=sys.stderr)
-            if may and early.wanted(mode, granted, len(p.tiles())):
-                settings = {
-                    m: {
-                        # the tile rule's params as rules/tiles.smk takes them from the config: a
-                        # tile job adopts a tile recorded with all of its params, with these
-                        # values (pairs/early.py), else computes it (a param missing here is safe)
-                        "threshold": sm.config["thresholds"].get(m),
-                        "dense": p.input_vectors <= sm.config["dense_max"],
-                        "backend": backend,
-                        "metric_params": config_params(m, sm.config),
-                    }
-                    for m in pairs
-                }
-                seconds = early.compute_tiles(store_dir, p, settings, gpu_only=mode == "auto")
-                # one line a benchmark reads (bench/bench_e2e.py), as the store stages'
-                done = len(p.tiles()) * len(pairs) if seconds else 0
-                log.info("store tiles (s): %.3f for %d tile(s)", seconds, done)
         finally:
             if warming is not None:  # not left importing CuPy as the interpreter shuts down
                 warming.join()

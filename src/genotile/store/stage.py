@@ -1,0 +1,403 @@
+"""The store stage: an input read (ingest), planned (plan) and packed as bit planes (pack).
+
+What the workflow's store job runs (scripts/store.py: `store`), what `genotile run` runs
+(`current_store`, reusing what an earlier run made from the same input and settings) and what
+the API runs (`ingest`, `plan`, `pack`). Every workload (pairs, triples, screen) reads the
+store; this stage imports none of them: work the store job does once its planes are packed (the
+pairs workload's early tiles, pairs/early.py) is handed in as `after_pack`.
+"""
+
+import json
+import logging
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from genotile.core.blocks import AUTO, auto_block_size, device_memory_bytes, gpu_tiles, words_per_vector
+from genotile.core.limits import check_plan
+from genotile.core.metrics import METRICS
+from genotile.core.plan import Plan
+from genotile.errors import GenotileError
+from genotile.io.planfile import read_plan, write_plan
+from genotile.store.sources import differences, sources
+from genotile.util.readback import load_json, load_permutation
+
+log = logging.getLogger("genotile")
+
+
+def _load_json(path, keys=("n_vectors", "n_fields", "ids")) -> dict:
+    """An ingest manifest, refused by name when damaged or incomplete."""
+    return load_json(path, "manifest", keys)
+
+
+def ingest(input_path, encoding, codes_out, manifest_out, **options) -> dict:
+    """Stage 1: read an input and write its codes matrix and manifest (store/ingest.py).
+
+    Parameters
+    ----------
+    input_path : str or os.PathLike
+        FASTA alignment or VCF/BCF.
+    encoding : str
+        "nucleotide", "categorical" (alignments), "genotype" or "genotype_t" (VCF).
+    codes_out, manifest_out : str or os.PathLike
+        The codes (.npy, uint8 (vectors, kept fields), input order) and the manifest (.json).
+    **options
+        The VCF reader's options (multiallelic, filter_pass, samples, regions).
+
+    Returns
+    -------
+    dict
+        The manifest: input and its SHA-256, n_vectors, n_fields, n_kept, ids, ...
+    """
+    from genotile.store.ingest import ingest as ingest_input  # each stage imports only its own code (job start-up)
+
+    m = ingest_input(input_path, encoding, codes_out, manifest_out, **options)
+    _log_ingest(m, encoding)
+    return m
+
+
+def _log_ingest(m: dict, encoding: str) -> None:
+    log.info(
+        "ingest: %d vectors x %d fields, %d informative (%s)", m["n_vectors"], m["n_fields"], m["n_kept"], encoding
+    )
+
+
+def ingest_bed(input_path, encoding, manifest_out, options: dict | None = None, collapse_duplicates: bool = False):
+    """Stage 1 of the store job for a whole .bed: its calls held in memory as bits, no codes
+    matrix written (store/ingest_bed.py); the same ingest manifest as `ingest`.
+
+    Returns
+    -------
+    numpy.ndarray or None
+        uint64 (samples, 2, words), for `pack`'s `bits`; None, with nothing written, where the
+        input is not one (then `ingest` writes the codes).
+    """
+    from genotile.store import ingest_bed as held  # each stage imports only its own code (job start-up)
+
+    if not held.takes(input_path, encoding, options):
+        return None
+    m, bits = held.ingest_bed(
+        input_path, encoding, manifest_out, collapse_duplicates=collapse_duplicates, **(options or {})
+    )
+    _log_ingest(m, encoding)
+    return bits
+
+
+def ingest_held(input_path, encoding, codes_out, manifest_out, options=None, collapse_duplicates=False, hold=True):
+    """Stage 1 of the store job: `ingest`, but (`hold`) a regular alignment that fits in memory is
+    held there, no codes written (store/ingest.py ingest_holding).
+
+    Returns
+    -------
+    HeldAlignment or None
+        For `pack`'s `held`; None where the codes were written to `codes_out`.
+    """
+    from genotile.store.ingest import ingest_holding  # each stage imports only its own code (job start-up)
+
+    m, held = ingest_holding(
+        input_path, encoding, codes_out, manifest_out, collapse_duplicates, hold=hold, **(options or {})
+    )
+    _log_ingest(m, encoding)
+    return held
+
+
+def plan(
+    ingest_manifest,
+    block_size,
+    seed: int,
+    plan_out,
+    perm_out,
+    *,
+    metrics=(),
+    backend="auto",
+    dense_max=None,
+    bounds: dict | None = None,
+) -> Plan:
+    """The tile plan; `block_size` "auto" sizes blocks by the work and memory of a tile
+    (core/blocks.py) from the store's size, `metrics` (names reading it), `backend` and
+    `dense_max` (whether tiles keep their dense block).
+
+    Parameters
+    ----------
+    ingest_manifest : str or os.PathLike
+        The ingest manifest (its n_vectors).
+    block_size : int or "auto"
+        Vectors per block.
+    seed : int
+        Seed of the permutation.
+    plan_out, perm_out : str or os.PathLike
+        plan.json and perm.npy (int64, shape (n_vectors,)).
+    bounds : dict, optional
+        limits.check_plan's keywords (metrics, thresholds, pairs_max, ccc3_null_max, where):
+        a run past them is refused before the plan is written.
+
+    Returns
+    -------
+    Plan
+    """
+    manifest = _load_json(ingest_manifest)
+    if block_size == AUTO:
+        block_size = resolve_auto_block_size(manifest, metrics, backend, dense_max)
+    elif isinstance(block_size, bool) or not isinstance(block_size, int) or block_size < 1:
+        raise GenotileError(f"block_size must be a positive integer or 'auto', not {block_size!r}")
+    p = plan_of_manifest(manifest, int(block_size), int(seed))
+    if bounds is not None:  # a run past the bounds on output stops here, before any tile job
+        check_plan(p.input_vectors, **bounds)  # output is over the input vectors
+    write_plan(p, plan_out, perm_out)
+    log.info("tile plan: %s", p.describe())
+    return p
+
+
+def plan_of_manifest(manifest: dict, block_size: int, seed: int) -> Plan:
+    """The plan of an ingest manifest's vectors: its distinct ones where identical vectors were
+    collapsed (store/duplicates.py; n_input then records every input vector)."""
+    if "n_distinct" in manifest:
+        return Plan(int(manifest["n_distinct"]), block_size, seed, n_input=int(manifest["n_vectors"]))
+    return Plan(int(manifest["n_vectors"]), block_size, seed)
+
+
+def resolve_auto_block_size(manifest: dict, metrics, backend: str, dense_max=None) -> int:
+    """`block_size: auto` for the store an ingest manifest describes (core/blocks.py)."""
+    n = manifest.get("n_distinct", manifest["n_vectors"])
+    names = [m for m in metrics if m in METRICS] or ["snp"]
+    encoding = METRICS[names[0]].encoding
+    gpu = gpu_tiles(backend)
+    size = auto_block_size(
+        n,
+        words_per_vector(encoding, manifest.get("n_kept", manifest["n_fields"])),
+        names,
+        gpu=gpu,
+        device_bytes=device_memory_bytes() if gpu else None,
+        # a collapsed store's tiles keep their dense block too: it weighs their histograms
+        # (pairs/stage.tile, duplicates.weigh_tile), so a GPU tile must hold it
+        dense=(dense_max is not None and manifest["n_vectors"] <= dense_max) or "n_distinct" in manifest,
+    )
+    log.info("block_size auto: %d (%s tiles)", size, "GPU" if gpu else "CPU")
+    return size
+
+
+def pack(codes, ingest_manifest, plan_path, perm_path, planes_out, manifest_out, *, bits=None, held=None) -> dict:
+    """Stage 3: the codes as bit planes in permuted row order (store/pack.py).
+
+    Parameters
+    ----------
+    codes, ingest_manifest : str or os.PathLike
+        Ingest's outputs.
+    plan_path, perm_path : str or os.PathLike
+        The plan's outputs.
+    planes_out, manifest_out : str or os.PathLike
+        planes.npy (uint64 (n_vectors, total words); row r holds vector perm[r]) and the store
+        manifest (layout, plan, ids, input checksum).
+    bits : numpy.ndarray, optional
+        A whole .bed's calls held as bits (`ingest_bed`), packed in place of the codes (then
+        unused, and not made).
+    held : HeldAlignment, optional
+        An alignment held in memory (`ingest_held`), packed in place of the codes (then unused,
+        and not made).
+
+    Returns
+    -------
+    dict
+        The store manifest.
+    """
+    p = read_plan(plan_path)
+    perm = load_permutation(perm_path, p.n_vectors)
+    from genotile.store.pack import layout_from_json, pack_bits, pack_held, pack_store
+
+    if bits is not None:
+        m = pack_bits(bits, _load_json(ingest_manifest), p, perm, planes_out, manifest_out)
+    elif held is not None:
+        m = pack_held(held, _load_json(ingest_manifest), p, perm, planes_out, manifest_out)
+    else:
+        m = pack_store(codes, _load_json(ingest_manifest), p, perm, planes_out, manifest_out)
+    words = layout_from_json(m["layout"]).total_words
+    log.info("pack: %d vectors x %d words of planes per vector", m["n_vectors"], words)
+    return m
+
+
+def store(
+    input_path,
+    encoding,
+    ingest_manifest_out,
+    store_dir,
+    block_size,
+    seed: int,
+    *,
+    options: dict | None = None,
+    collapse_duplicates: bool = False,
+    metrics=(),
+    backend="auto",
+    dense_max=None,
+    bounds: dict | None = None,
+    codes_out=None,
+    after_pack: Callable[[Plan], None] | None = None,
+) -> Plan:
+    """Stages 1-3 in one process, the workflow's `store` job: ingest, plan and pack.
+
+    One job, not three: each would pay a process start, its imports and a trip through the
+    scheduler (a checkpoint in between), and the codes would be written for another process to
+    read back. The codes go to `codes_out` when given (`genotile run` keeps them, to replan
+    without reading the input again), else to a temporary file in `store_dir`, removed once the
+    planes are packed; a whole .bed's calls are then held in memory as bits instead, and a
+    regular alignment that fits its folded bytes, and no codes are written (`ingest_bed`,
+    `ingest_held`: the same files).
+
+    Parameters
+    ----------
+    input_path : str or os.PathLike
+        FASTA alignment, VCF/BCF or PLINK fileset.
+    encoding : str
+        The store's encoding (core/encode.py, core/genotype.py).
+    ingest_manifest_out : str or os.PathLike
+        The ingest manifest (.json).
+    store_dir : str or os.PathLike
+        Gets plan.json, perm.npy, planes.npy and manifest.json (`plan` and `pack`).
+    block_size, seed, metrics, backend, dense_max, bounds
+        As `plan`.
+    options : dict, optional
+        The VCF reader's options (multiallelic, filter_pass, samples, regions).
+    collapse_duplicates : bool
+        As `ingest`.
+    after_pack : callable, optional
+        Called with the plan once the planes are packed and the codes removed: the store job's
+        own work on the packed store (scripts/store.py: the plan shown, the early tiles of
+        pairs/early.py), which this stage does not import.
+
+    Returns
+    -------
+    Plan
+    """
+    store_dir = Path(store_dir)
+    store_dir.mkdir(parents=True, exist_ok=True)
+    codes = Path(codes_out) if codes_out is not None else store_dir / "codes.partial.npy"
+    seconds = {}
+    try:
+        t0 = time.perf_counter()
+        # a whole .bed whose codes would be temporary: held as bits instead, no codes written
+        bits = (
+            None
+            if codes_out is not None
+            else ingest_bed(input_path, encoding, ingest_manifest_out, options, collapse_duplicates)
+        )
+        held = None
+        if bits is None:  # an alignment whose codes would be temporary: held in memory where it fits
+            held = ingest_held(
+                input_path, encoding, codes, ingest_manifest_out, options, collapse_duplicates, hold=codes_out is None
+            )
+        t1 = time.perf_counter()
+        p = plan(
+            ingest_manifest_out,
+            block_size,
+            seed,
+            store_dir / "plan.json",
+            store_dir / "perm.npy",
+            metrics=metrics,
+            backend=backend,
+            dense_max=dense_max,
+            bounds=bounds,
+        )
+        t2 = time.perf_counter()
+        pack(
+            codes,
+            ingest_manifest_out,
+            store_dir / "plan.json",
+            store_dir / "perm.npy",
+            store_dir / "planes.npy",
+            store_dir / "manifest.json",
+            bits=bits,
+            held=held,
+        )
+        seconds = {"ingest": t1 - t0, "plan": t2 - t1, "pack": time.perf_counter() - t2}
+    finally:
+        if codes_out is None:
+            codes.unlink(missing_ok=True)
+    # one line a benchmark reads (bench/bench_e2e.py): the job's benchmark file has only the total
+    log.info("store stages (s): %s", ", ".join(f"{k} {v:.3f}" for k, v in seconds.items()))
+    if after_pack is not None:
+        after_pack(p)
+    return p
+
+
+def collapse_wanted(collapse_duplicates, gpu: bool) -> bool:
+    """`collapse_duplicates` resolved: "auto" collapses where tiles run on the CPU, not on a GPU.
+
+    A collapsed store's tiles keep their dense block to weigh their histograms by the copies
+    (store/duplicates.weigh_tile): on the CPU that costs less than the pairs it saves; on a GPU,
+    whose counting is nearly free, moving and weighing the dense block costs more (200,000
+    SARS-CoV-2-like sequences, 87,905 distinct: 71 s collapsed against 54 s not, one H100).
+
+    >>> collapse_wanted("auto", gpu=False), collapse_wanted("auto", gpu=True), collapse_wanted(True, gpu=True)
+    (True, False, True)
+    """
+    if collapse_duplicates == "auto":
+        return not gpu
+    return bool(collapse_duplicates)
+
+
+def wants_collapse(encoding: str, collapse_duplicates: bool) -> bool:
+    """Whether an ingest of this encoding records duplicates (store/duplicates.COLLAPSIBLE)."""
+    from genotile.store.duplicates import COLLAPSIBLE
+
+    return bool(collapse_duplicates) and encoding in COLLAPSIBLE
+
+
+def _recorded(path) -> dict | None:
+    """A JSON record of an earlier run, or None where it is missing or damaged (then recomputed)."""
+    try:
+        d = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return d if isinstance(d, dict) else None
+
+
+def current_store(
+    input_path,
+    encoding,
+    outdir,
+    block_size,
+    seed,
+    vcf_options=None,
+    *,
+    metrics=(),
+    backend="auto",
+    dense_max=None,
+    collapse_duplicates=False,
+) -> None:
+    """Ingest, plan and pack into `outdir`, reusing each stage's files only where they were made
+    from the same input content, options, option files and settings (store/sources.py); what
+    changed is logged, and the stage and all after it are recomputed."""
+    outdir = Path(outdir)
+    codes, imani = outdir / "ingest" / f"{encoding}.codes.npy", outdir / "ingest" / f"{encoding}.json"
+    store = outdir / "store" / encoding
+    recorded = _recorded(imani)
+    changed = []
+    if recorded is not None and codes.exists():
+        changed = differences(recorded.get("sources"), sources(input_path, vcf_options))
+        if bool(recorded.get("collapse_duplicates")) != wants_collapse(encoding, collapse_duplicates):
+            changed.append("collapse_duplicates")
+        if changed:
+            log.info("ingest (%s): recomputing, changed since the last run: %s", encoding, "; ".join(changed))
+    if recorded is None or not codes.exists() or changed:
+        recorded = ingest(
+            input_path, encoding, codes, imani, collapse_duplicates=collapse_duplicates, **(vcf_options or {})
+        )
+        changed = changed or ["the ingest"]
+    files = ("plan.json", "perm.npy", "planes.npy", "manifest.json")
+    built = _recorded(store / "manifest.json")
+    if block_size == AUTO:
+        block_size = resolve_auto_block_size(recorded, metrics, backend, dense_max)
+    if built is not None and not changed and all((store / f).exists() for f in files):
+        want = plan_of_manifest(recorded, int(block_size), int(seed)).to_json()
+        have = built.get("plan") or {}
+        changed = [
+            f"{k} ({have.get(k)} -> {want.get(k)})"
+            for k in ("n_vectors", "block_size", "seed", "n_input")
+            if have.get(k) != want.get(k)
+        ]
+        if (built.get("input_sha256"), built.get("sources")) != (recorded["input_sha256"], recorded.get("sources")):
+            changed.append("the ingest it was packed from")
+        if not changed:
+            return
+        log.info("plan and pack (%s): recomputing, changed since the last run: %s", encoding, "; ".join(changed))
+    plan(imani, block_size, seed, store / "plan.json", store / "perm.npy")
+    pack(codes, imani, store / "plan.json", store / "perm.npy", store / "planes.npy", store / "manifest.json")
