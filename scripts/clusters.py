@@ -1,6 +1,6 @@
 import json
 
-from genotile.runtime import report
+from genotile import report
 from genotile.runtime.rule import run_rule
 
 

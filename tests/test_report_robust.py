@@ -6,7 +6,7 @@ import logging
 import numpy as np
 from snakerun import read_pairs, snakemake
 
-from genotile.runtime import report
+from genotile import report
 
 PNG = b"\x89PNG\r\n\x1a\n"
 ODD_IDS = ["$x^2$", "a$b", "$a_$", "$\\nocommand{1}$", "plain"]

@@ -1,4 +1,4 @@
-"""Report pieces: plots (matplotlib/seaborn) and tables from a metric's outputs.
+"""The report's pieces: plots (matplotlib/seaborn) and tables from a metric's outputs.
 
 Every function reads finished outputs (histogram.tsv, matrix.tsv, pairs.tsv.gz,
 summary.json) and writes one file atomically; Snakemake's report() collects them.
