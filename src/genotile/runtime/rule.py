@@ -67,4 +67,3 @@ def warm_scheduler_imports() -> None:
 
     if importlib.util.find_spec("pandas") is not None:
         threading.Thread(target=importlib.import_module, args=("pandas",), name="genotile-warm-imports").start()
-
