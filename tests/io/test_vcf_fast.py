@@ -10,6 +10,7 @@ straddle chunks and hand-overs happen mid-file, and with sample subsets.
 
 import gzip
 import os
+import threading
 
 import numpy as np
 import pytest
@@ -17,8 +18,9 @@ from cpu_backends import NUMBA
 from genodata import random_genotypes, vcf_text
 
 from genotile.errors import GenotileError
-from genotile.io import vcf, vcf_fast
-from genotile.io.vcf import GenotypeReader
+from genotile.io import bgzf, vcf_fast, vcf_spans
+from genotile.io.readers import vcf
+from genotile.io.readers.vcf import GenotypeReader
 from genotile.store import ingest_vcf
 
 HEADER = """##fileformat=VCFv4.2
@@ -127,7 +129,7 @@ def geno():
 @pytest.mark.parametrize("how", ["vcf", "bgzip", "gzip"])
 @pytest.mark.parametrize("chunk", [97, 1 << 24])
 def test_common_case(tmp_path, geno, how, chunk, monkeypatch):
-    monkeypatch.setattr(vcf_fast, "CHUNK_BYTES", chunk)
+    monkeypatch.setattr(vcf_spans, "CHUNK_BYTES", chunk)
     rng = np.random.default_rng(1)
     n = geno.shape[1]
     text = header(n) + "\n".join(records(geno, rng, ids=True)) + "\n"
@@ -141,7 +143,7 @@ def test_common_case(tmp_path, geno, how, chunk, monkeypatch):
 def test_other_keys_and_varied_spellings(tmp_path, geno, chunk, monkeypatch):
     """GT:DP calls of any width, '.', './1', '1/.': calls found by their tabs; '.' calls decoded
     through the reader's own rules."""
-    monkeypatch.setattr(vcf_fast, "CHUNK_BYTES", chunk)
+    monkeypatch.setattr(vcf_spans, "CHUNK_BYTES", chunk)
     rng = np.random.default_rng(2)
     n = geno.shape[1]
     for fmt in ("GT:DP", "GT"):
@@ -158,7 +160,7 @@ def test_other_keys_and_varied_spellings(tmp_path, geno, chunk, monkeypatch):
 @pytest.mark.parametrize("multiallelic", ["skip", "split"])
 def test_rules(tmp_path, filter_pass, multiallelic, monkeypatch):
     """FILTER, multi-allelic records (skipped or split), records without GT, ALT '.'."""
-    monkeypatch.setattr(vcf_fast, "CHUNK_BYTES", 150)
+    monkeypatch.setattr(vcf_spans, "CHUNK_BYTES", 150)
     h = header(4)
     body = [
         "1\t5\t.\tA\tG\t.\tPASS\t.\tGT\t0/1\t1/1\t./.\t0|0",
@@ -195,7 +197,7 @@ def test_rules(tmp_path, filter_pass, multiallelic, monkeypatch):
 @pytest.mark.parametrize("chunk", [80, 1 << 24])
 def test_hand_over(tmp_path, line, chunk, monkeypatch):
     """A record the fast path does not take: cyvcf2 reads on from its block, same result or error."""
-    monkeypatch.setattr(vcf_fast, "CHUNK_BYTES", chunk)
+    monkeypatch.setattr(vcf_spans, "CHUNK_BYTES", chunk)
     good = [f"1\t{p}\t.\tA\tG\t.\tPASS\t.\tGT\t0/1\t1/1\t./.\t0|0" for p in range(1, 15)]
     text = header(4) + "\n".join([*good[:9], line, *good[9:]]) + "\n"
     for how in ("vcf", "bgzip"):
@@ -246,16 +248,16 @@ def test_errors_name_the_record(tmp_path):
 @pytest.fixture(params=["libdeflate", "zlib"])
 def inflater(request, monkeypatch):
     """BGZF inflated by the system's libdeflate (when it has one) or by zlib."""
-    monkeypatch.setattr(vcf_fast, "_LIBDEFLATE", [])
-    monkeypatch.setattr(vcf_fast, "USE_LIBDEFLATE", request.param == "libdeflate")
-    if request.param == "libdeflate" and vcf_fast._libdeflate() is None:
+    monkeypatch.setattr(bgzf, "_LIBDEFLATE", [])
+    monkeypatch.setattr(bgzf, "USE_LIBDEFLATE", request.param == "libdeflate")
+    if request.param == "libdeflate" and bgzf._libdeflate() is None:
         pytest.skip("no libdeflate on this system (Debian: libdeflate0)")
     yield request.param
-    vcf_fast._LIBDEFLATE.clear()
+    bgzf._LIBDEFLATE.clear()
 
 
 def test_inflaters_agree(tmp_path, geno, inflater, monkeypatch):
-    monkeypatch.setattr(vcf_fast, "CHUNK_BYTES", 5000)
+    monkeypatch.setattr(vcf_spans, "CHUNK_BYTES", 5000)
     rng = np.random.default_rng(6)
     g = np.repeat(geno, 30, axis=0)
     text = header(g.shape[1]) + "\n".join(records(g, rng)) + "\n"
@@ -303,7 +305,7 @@ def test_ingest_same_codes(tmp_path, geno, memory, monkeypatch):
     monkeypatch.setattr(ingest_vcf, "MEMORY_BYTES", memory)
     monkeypatch.setattr(ingest_vcf, "TILE", 5)
     monkeypatch.setattr(ingest_vcf, "TRANSPOSE_BYTES", 700)
-    monkeypatch.setattr(vcf_fast, "CHUNK_BYTES", 300)
+    monkeypatch.setattr(vcf_spans, "CHUNK_BYTES", 300)
     rng = np.random.default_rng(4)
     text = header(geno.shape[1]) + "\n".join(records(geno, rng, ids=True)) + "\n"
     path = write(tmp_path, "ing", text, "bgzip")
@@ -393,9 +395,9 @@ def test_compiled_blocks_equal_the_numpy_path(tmp_path, geno, filter_pass, multi
     elif odd == "hash_chrom":
         lines[k] = "#" + lines[k]
     path = write(tmp_path, "c", header(geno.shape[1]) + "\n".join(lines) + "\n", "vcf")  # plain: small blocks
-    monkeypatch.setattr(vcf_fast, "CHUNK_BYTES", 4 * geno.shape[1] * 9)  # blocks of ~8 lines
+    monkeypatch.setattr(vcf_spans, "CHUNK_BYTES", 4 * geno.shape[1] * 9)  # blocks of ~8 lines
     got = _read_compiled(path, True, monkeypatch, filter_pass=filter_pass, multiallelic=multiallelic)
-    monkeypatch.setattr(vcf_fast, "CHUNK_BYTES", 4 * geno.shape[1] * 9)
+    monkeypatch.setattr(vcf_spans, "CHUNK_BYTES", 4 * geno.shape[1] * 9)
     want = _read_compiled(path, False, monkeypatch, filter_pass=filter_pass, multiallelic=multiallelic)
     assert got[0] == want[0]
     if got[0] == "error":
@@ -426,7 +428,7 @@ def test_compiled_transpose_equals_numpy():
         assert np.array_equal(out, whole[:, c0:c1].T)
 
 
-# -- plain text in parallel blocks (vcf_fast._Plain, _plain_spans) -----------------------------
+# -- plain text in parallel blocks (vcf_spans.PlainText, plain_spans) --------------------------
 
 
 def _plain_text(geno, seed, odd=None):
@@ -448,13 +450,12 @@ def test_plain_spans_are_whole_lines(tmp_path, geno, threads, monkeypatch):
     assert body.count(b"\n") == geno.shape[0]
     cuts = [(c, 0) for c in (1, line - 1, line, line + 1, 3 * line + 5, 1 << 24)]
     for chunk, least in [*cuts, (1 << 24, 1 << 20)]:
-        monkeypatch.setattr(vcf_fast, "CHUNK_BYTES", chunk)
-        monkeypatch.setattr(vcf_fast, "MAP_MIN_CHUNK", least)
+        monkeypatch.setattr(vcf_spans, "CHUNK_BYTES", chunk)
+        monkeypatch.setattr(vcf_spans, "MAP_MIN_CHUNK", least)
         with GenotypeReader(path) as r:
-            fast = vcf_fast.FastText(r)
-            plain = vcf_fast._Plain.open(path)
+            plain = vcf_spans.PlainText.open(path)
             try:
-                spans = [bytes(buf.mm[s:e]) for buf, s, e in fast._plain_spans(plain, threads)]
+                spans = [bytes(buf.mm[s:e]) for buf, s, e in vcf_spans.plain_spans(plain, threads, r.file_samples)]
             finally:
                 plain.close()
         assert b"".join(spans) == body
@@ -474,8 +475,8 @@ def test_plain_blocks_in_parallel(tmp_path, geno, compiled, threads, chunk, monk
     """Plain text decoded by several workers (compiled or numpy), blocks cut inside lines or the
     file smaller than a block: the cyvcf2 path's codes and stats, IDs not wanted."""
     monkeypatch.setattr(vcf_fast, "DECODERS", threads)
-    monkeypatch.setattr(vcf_fast, "MAP_MIN_CHUNK", 0)
-    monkeypatch.setattr(vcf_fast, "CHUNK_BYTES", chunk)
+    monkeypatch.setattr(vcf_spans, "MAP_MIN_CHUNK", 0)
+    monkeypatch.setattr(vcf_spans, "CHUNK_BYTES", chunk)
     # records off the common case in the middle: GT:DP (numpy path), a half-missing call
     odd = {
         20: "1\t205\t.\tA\tG\t50\tPASS\t.\tGT:DP\t" + "\t".join(["0/1:7"] * geno.shape[1]),
@@ -498,8 +499,8 @@ def test_plain_hand_over_in_the_middle(tmp_path, geno, threads, monkeypatch):
     middle of a file read by several workers in many blocks: the fast path stops at its block,
     cyvcf2 reads on from there, and the result is the cyvcf2 path's."""
     monkeypatch.setattr(vcf_fast, "DECODERS", threads)
-    monkeypatch.setattr(vcf_fast, "MAP_MIN_CHUNK", 0)
-    monkeypatch.setattr(vcf_fast, "CHUNK_BYTES", 500)
+    monkeypatch.setattr(vcf_spans, "MAP_MIN_CHUNK", 0)
+    monkeypatch.setattr(vcf_spans, "CHUNK_BYTES", 500)
     n = geno.shape[1]
     two_digits = "1\t305\t.\tA\tC,G,T,AA,AC,AG,AT,CA,CC,CG\t.\tPASS\t.\tGT\t" + "\t".join(["0/10"] + ["1/1"] * (n - 1))
     for name, line in (("haploid", "1\t305\t.\tA\tG\t.\tPASS\t.\tGT\t" + "\t".join(["1"] + ["0/1"] * (n - 1))),
@@ -515,8 +516,8 @@ def test_plain_hand_over_in_the_middle(tmp_path, geno, threads, monkeypatch):
 def test_plain_last_line_without_newline(tmp_path, geno, monkeypatch):
     """The last record without its newline, in a file cut into many blocks."""
     monkeypatch.setattr(vcf_fast, "DECODERS", 3)
-    monkeypatch.setattr(vcf_fast, "MAP_MIN_CHUNK", 0)
-    monkeypatch.setattr(vcf_fast, "CHUNK_BYTES", 333)
+    monkeypatch.setattr(vcf_spans, "MAP_MIN_CHUNK", 0)
+    monkeypatch.setattr(vcf_spans, "CHUNK_BYTES", 333)
     path = write(tmp_path, "nonl", _plain_text(geno, 10).rstrip("\n"), "vcf")
     assert assert_same(path, expect_fast="all")[2].shape == geno.shape
     got = _read_compiled(path, True, monkeypatch)
@@ -569,7 +570,7 @@ def test_bgzf_groups_inflated_on_threads(tmp_path, geno, threads, inflater, monk
     """BGZF of many small blocks, inflated in groups of several blocks by several workers: the
     cyvcf2 path's IDs, codes and stats; a bad CRC32 in a middle block: the same error."""
     monkeypatch.setattr(vcf_fast, "DECODERS", threads)
-    monkeypatch.setattr(vcf_fast, "CHUNK_BYTES", 3500)  # about three blocks a group
+    monkeypatch.setattr(vcf_spans, "CHUNK_BYTES", 3500)  # about three blocks a group
     g = np.repeat(geno, 6, axis=0)
     text = (header(g.shape[1]) + "\n".join(records(g, np.random.default_rng(13), ids=True)) + "\n").encode()
     data = _bgzf(text, 1000)
@@ -577,12 +578,8 @@ def test_bgzf_groups_inflated_on_threads(tmp_path, geno, threads, inflater, monk
     path.write_bytes(data)
     out = assert_same(path, expect_fast="all")
     assert out[2].shape == g.shape
-    text_reader = vcf_fast._Text(str(path))
-    try:
-        with open(path, "rb") as fh:
-            groups = list(text_reader._bgzf_groups(fh))
-    finally:
-        text_reader.close()
+    with open(path, "rb") as fh:
+        groups = list(bgzf.groups(fh, vcf_spans.CHUNK_BYTES, threading.Event()))
     assert len(groups) > 2 * threads and all(size <= 3500 for _, _, size in groups)
     assert sum(len(blocks) for _, blocks, _ in groups) == len(text) // 1000 + 2  # and the EOF block
     bad = bytearray(data)
@@ -593,7 +590,7 @@ def test_bgzf_groups_inflated_on_threads(tmp_path, geno, threads, inflater, monk
 
 
 def test_newline_search_in_arrays():
-    """vcf_fast._newline on a uint8 array (BGZF text) finds what bytes.find / rfind find, the
+    """vcf_spans._newline on a uint8 array (BGZF text) finds what bytes.find / rfind find, the
     newline in the first window, past several windows, or nowhere."""
     rng = np.random.default_rng(14)
     for size, at in ((0, []), (1, [0]), (10, []), (300_000, [0]), (300_000, [299_999]), (300_000, [70_000, 200_000])):
@@ -601,16 +598,16 @@ def test_newline_search_in_arrays():
         for k in at:
             text[k] = 10
         arr = np.frombuffer(bytes(text), dtype=np.uint8)
-        assert vcf_fast._newline(arr) == text.find(b"\n")
-        assert vcf_fast._newline(arr, last=True) == text.rfind(b"\n")
+        assert vcf_spans._newline(arr) == text.find(b"\n")
+        assert vcf_spans._newline(arr, last=True) == text.rfind(b"\n")
 
 
 def test_plain_read_without_preadv(tmp_path, geno, monkeypatch):
     """Where os has no preadv, the plain-text workers read with pread: the same codes and stats."""
-    monkeypatch.delattr(vcf_fast.os, "preadv")
+    monkeypatch.delattr(vcf_spans.os, "preadv")
     monkeypatch.setattr(vcf_fast, "DECODERS", 2)
-    monkeypatch.setattr(vcf_fast, "MAP_MIN_CHUNK", 0)
-    monkeypatch.setattr(vcf_fast, "CHUNK_BYTES", 700)
+    monkeypatch.setattr(vcf_spans, "MAP_MIN_CHUNK", 0)
+    monkeypatch.setattr(vcf_spans, "CHUNK_BYTES", 700)
     path = write(tmp_path, "pread", _plain_text(geno, 15), "vcf")
     got = _read_compiled(path, True, monkeypatch)
     want = _read_compiled(path, False, monkeypatch)

@@ -3,12 +3,12 @@ when numba is installed, and falls back to its numpy path for any block this doe
 
 `decode_block` reads a span of whole lines of VCF text (`buf` uint8, [start, end)) and writes
 one row of ALT counts per record into `codes` (rows, samples; MISSING for a missing call),
-the same rows and counts as vcf_fast's line scan, table lookups and `_clean` give. It takes
-the block only if every line is a record whose calls are all 3 characters ("0/1", "1|1",
-"./.", "./1") in one GT-only column per sample of the file, with nine columns before them
-(CHROM not empty nor '#...', POS digits, ID, REF and ALT present, one ALT that is not '.',
-FORMAT = GT); else it returns -1 and vcf_fast scans the block line by line. FILTER follows
-the reader's rule (`filter_pass`: skip records whose FILTER is not PASS or '.').
+the same rows and counts as vcf_lines.scan and vcf_calls' table lookups and `_clean` give.
+It takes the block only if every line is a record whose calls are all 3 characters ("0/1",
+"1|1", "./.", "./1") in one GT-only column per sample of the file, with nine columns before
+them (CHROM not empty nor '#...', POS digits, ID, REF and ALT present, one ALT that is not
+'.', FORMAT = GT); else it returns -1 and vcf_fast scans the block line by line (vcf_lines).
+FILTER follows the reader's rule (`filter_pass`: skip records whose FILTER is not PASS or '.').
 `nogil`: the decoder threads run it side by side.
 """
 
@@ -16,7 +16,7 @@ import numpy as np
 from numba import njit
 
 TAB, NL, HASH, DOT, COMMA = 9, 10, 35, 46, 44
-BAD = 0x40  # a class at or above this is not the common case (vcf_fast._class_luts)
+BAD = 0x40  # a class at or above this is not the common case (vcf_calls._class_luts)
 # counts[k] += ...: the reader's stats of a block this takes
 FILTER_FAILED, FILTER_SKIPPED, MISSING_CALLS, BOTH_MISSING, MONOMORPHIC, ALL_MISSING = range(6)
 
@@ -25,7 +25,7 @@ FILTER_FAILED, FILTER_SKIPPED, MISSING_CALLS, BOTH_MISSING, MONOMORPHIC, ALL_MIS
 def decode_block(buf, halves, first, second, start, end, nf, filter_pass, missing_code, codes, counts):
     """(records, rows) of the block, or (-1, 0) when it is not the common case (see above).
 
-    halves: buf[start:] and buf[start + 1:] viewed as uint16; first, second: vcf_fast's
+    halves: buf[start:] and buf[start + 1:] viewed as uint16; first, second: vcf_calls'
     FIRST and SECOND_FIXED tables (a call's class from its two 16-bit halves)."""
     tabs = np.empty(8, np.int64)
     pos = start
