@@ -125,7 +125,7 @@ def dataset(a, kind: str, n: int, m: int) -> Path:
 
 def phase_store(a) -> dict:
     """ingest + plan + pack of the tiles VCF into a store (not part of the tile timing)."""
-    from genotile.pairs import steps
+    from genotile.store import stage as steps
 
     out = Path(a.workdir)
     steps.ingest(a.vcf, "genotype", out / "codes.npy", out / "ingest.json")
@@ -149,8 +149,8 @@ def use_head(a) -> None:
 
     from genotile import backends
     from genotile.core import genotype
-    from genotile.io import vcf
-    from genotile.store import ingest_vcf
+    from genotile.io.readers import vcf
+    from genotile.store import ingest_genotypes as ingest_vcf
 
     src = subprocess.run(
         ["git", "-C", str(REPO), "show", f"{a.impl}:src/genotile/backends/numpy_blas.py"],
@@ -236,7 +236,7 @@ def _scan_codes_bincount(codes) -> bool:
 
 
 def phase_ingest(a) -> dict:
-    from genotile.pairs import steps
+    from genotile.store import stage as steps
 
     use_head(a)
     out = Path(a.workdir)
