@@ -14,6 +14,8 @@ into int64 where a bound could exceed 2**31 - 1.
 from __future__ import annotations
 
 import functools
+import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -86,8 +88,39 @@ def _load_module(filename: str, options: tuple[str, ...], device_id: int):
             defines.append(f"#define {name} {value if given else 1}\n")
         else:
             rest.append(option)
-    code = "".join(defines) + f'#line 1 "{filename}"\n' + (KERNEL_DIR / filename).read_text()
+    code = "".join(defines) + kernel_source(filename)
     return cp.RawModule(code=code, options=("--std=c++17", *rest))
+
+
+_INCLUDE = re.compile(r'[ \t]*#[ \t]*include[ \t]+"([^"]+)"')
+
+
+def kernel_source(filename: str) -> str:
+    """kernels/<filename> with each of its quoted #include's (kernels/select_params.cuh,
+    kernels/epilogues/*.cuh; a path relative to the including file) written in its place,
+    once a header, between #line directives that keep NVRTC's messages on the header's and
+    the file's own lines. The headers' text is part of the source because CuPy keys its
+    kernel cache on the source and options alone: with an include path, an edited header (or
+    a newer genotile installed over an older one) would reuse the stale cubin."""
+    seen: set[str] = set()
+
+    def expand(path: str) -> str:
+        name = os.path.relpath(path, KERNEL_DIR)
+        out = [f'#line 1 "{name}"\n']
+        with open(path) as fh:
+            for lineno, line in enumerate(fh, 1):
+                include = _INCLUDE.match(line)
+                if include is None:
+                    out.append(line)
+                    continue
+                header = os.path.normpath(os.path.join(os.path.dirname(path), include.group(1)))
+                if header not in seen:
+                    seen.add(header)
+                    out.append(expand(header))
+                out.append(f'#line {lineno + 1} "{name}"\n')
+        return "".join(out)
+
+    return expand(os.path.normpath(KERNEL_DIR / filename))
 
 
 def load_kernel(filename: str, name: str, options: tuple[str, ...] = ()):

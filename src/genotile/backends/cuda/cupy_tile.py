@@ -29,12 +29,13 @@ from __future__ import annotations
 import functools
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
 from genotile.backends.cuda import cupy_common as cc
 from genotile.backends.cuda import transfers
+from genotile.backends.cuda.select_params import SelectParams
 from genotile.backends.cuda.tile_select import (
     DeviceHist,
     canonical_nans,
@@ -168,6 +169,28 @@ def tile_pairs(
     return result
 
 
+def _chunk_order(row_chunks: int, col_chunks: int, diagonal: bool) -> list[tuple[str, int]]:
+    """The order the row chunks of block I ("L") and J ("R") are copied in: interleaved, so
+    that the sub-tiles of the first chunks can start while later chunks are copied."""
+    if diagonal:
+        return [("L", a) for a in range(row_chunks)]
+    order = []
+    for a in range(max(row_chunks, col_chunks)):
+        order += [("L", a)] if a < row_chunks else []
+        order += [("R", a)] if a < col_chunks else []
+    return order
+
+
+def _appended_pairs(tile: SelectParams, total: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(ri, rj, value columns) of the `total` pairs the select kernel appended (mode 0), on the
+    host, in row-major order."""
+    cp = cc.cupy_module()
+    keys = tile.idx[:total]
+    order = cp.argsort(keys)
+    keys_h = keys[order].get()
+    return keys_h // tile.n_total, keys_h % tile.n_total, tile.cols[:, :total][:, order].get()
+
+
 def _fused(
     engine,
     spec,
@@ -192,13 +215,7 @@ def _fused(
     dl, dr = (left, right) if on_device else transfers.device_blocks(cp, left, right, diagonal)
     row_chunks = _chunks(m, chunk_rows)
     col_chunks = row_chunks if diagonal else _chunks(n, chunk_rows)
-    if diagonal:
-        order = [("L", a) for a in range(len(row_chunks))]
-    else:
-        order = []
-        for a in range(max(len(row_chunks), len(col_chunks))):
-            order += [("L", a)] if a < len(row_chunks) else []
-            order += [("R", a)] if a < len(col_chunks) else []
+    order = _chunk_order(len(row_chunks), len(col_chunks), diagonal)
     pieces = transfers.copy_pieces(order, {"L": row_chunks, "R": col_chunks}, left.shape[1] * 8)
 
     # row-sum-only counts: int64 vectors over the whole tile, filled chunk by chunk
@@ -215,23 +232,35 @@ def _fused(
     n_pairs = m * (m - 1) // 2 if diagonal else m * n
     cap = n_pairs if mode == 1 else max(1, min(INITIAL_CAPACITY, n_pairs))
     ncols = len(spec.columns)
-    dense_col = spec.columns.index(metric.dense_column)
-    params = epilogue_params(metric)
     kernel = select_kernel(spec, count64)
-    counter = cp.zeros(1, dtype=cp.uint64)
-    dense_out = cc.new_output((m, n), cp.int64) if dense else None
 
     def buffers(cap):
         idx = cc.new_output((cap,), cp.int64) if mode == 0 else None
         return idx, cc.new_output((ncols, cap), cp.int64)
 
     idx, cols = buffers(cap)
+    perm_l = cp.asarray(np.ascontiguousarray(perms[0], dtype=np.int64))
+    # what every sub-tile's launch shares; run_subtile adds the sub-tile and its counts
+    tile = SelectParams(
+        n_total=n,
+        diag=diagonal,
+        mode=mode,
+        has_thr=threshold is not None,
+        thr=0.0 if threshold is None else threshold,
+        metric=epilogue_params(metric),
+        dense_col=spec.columns.index(metric.dense_column),
+        counter=cp.zeros(1, dtype=cp.uint64),
+        idx=idx,
+        cols=cols,
+        cap=cap,
+        dense=cc.new_output((m, n), cp.int64) if dense else None,
+        perm_l=perm_l,
+        perm_r=perm_l if diagonal else cp.asarray(np.ascontiguousarray(perms[1], dtype=np.int64)),
+    )
     hist_columns = hist_plan(metric, spec, plans)
     assert hist_columns is not None  # tile_pairs takes the fused path only where there is a plan
     hist = DeviceHist(cp, hist_columns, ncols)
     int_hist = {h.column: h.k for h in hist.columns if h.kind == 1 and h.column in plans}
-    perm_l = cp.asarray(np.ascontiguousarray(perms[0], dtype=np.int64))
-    perm_r = perm_l if diagonal else cp.asarray(np.ascontiguousarray(perms[1], dtype=np.int64))
     subtiles = [
         (a, b) for a in range(len(row_chunks)) for b in range(len(col_chunks)) if not diagonal or dense or a <= b
     ]
@@ -241,7 +270,7 @@ def _fused(
 
     def run_subtile(a, b):
         (r0, r1), (c0, c1) = row_chunks[a], col_chunks[b]
-        keep_alive, ptrs = [], []
+        sources = []  # (mat, lvec, rvec) of each count; the matrices live until the launch is queued
         for name in spec.counts:
             pl = plans[name]
             if pl.kind == "pair":
@@ -256,38 +285,16 @@ def _fused(
                 want = cp.int64 if count64 else cp.int32
                 if mat.dtype != want or not mat.flags.c_contiguous:  # the kernel reads it row-major
                     mat = cp.ascontiguousarray(mat, dtype=want)
-                keep_alive.append(mat)
-                ptrs.append((mat.data.ptr, 0, 0))
+                sources.append((mat, None, None))
                 if name in int_hist:  # the bincount's shared window: centred on the sub-tile's mean
                     hist.centre_window(int_hist[name], mat)
             else:
-                lv, rv = lvec.get(name), rvec.get(name)  # both None: a count with no term, 0
-                ptrs.append((0, 0 if lv is None else lv.data.ptr, 0 if rv is None else rv.data.ptr))
+                sources.append((None, lvec.get(name), rvec.get(name)))  # both None: a count with no term, 0
         if stages == "counts":
             return
-        launch_select(
-            kernel,
-            r1 - r0,
-            c1 - c0,
-            r0,
-            c0,
-            n,
-            diagonal,
-            mode,
-            threshold,
-            params,
-            dense_col,
-            counter,
-            idx,
-            cols,
-            cap,
-            dense_out,
-            ptrs,
-            None if stages == "select" else hist,
-            perm_l,
-            perm_r,
-        )
-        del keep_alive  # freed in stream order: CuPy's pool reuses the memory on this stream only
+        subtile = replace(tile, i0=r0, j0=c0, ms=r1 - r0, ns=c1 - c0, counts=tuple(sources))
+        launch_select(kernel, subtile, None if stages == "select" else hist)
+        del sources, subtile  # freed in stream order: CuPy's pool reuses the memory on this stream only
 
     def on_chunk(side, a, event):
         if event is not None:
@@ -315,26 +322,19 @@ def _fused(
         timings = transfers.upload({"L": left, "R": right}, {"L": dl, "R": dr}, pieces, copy, on_chunk)
     timings["enqueued_s"] = time.perf_counter() - t0
     if mode == 0:
-        total = int(counter.get()[0])  # synchronizes
-        if total > cap:  # more pairs passed than the buffer holds: again, with room for all
-            cap = total
-            idx, cols = buffers(cap)
-            counter.fill(0)
+        total = int(tile.counter.get()[0])  # synchronizes
+        if total > tile.cap:  # more pairs passed than the buffer holds: again, with room for all
+            idx, cols = buffers(total)
+            tile = replace(tile, idx=idx, cols=cols, cap=total)
+            tile.counter.fill(0)
             hist.counts.fill(0)  # counted again
             for st in subtiles:
                 run_subtile(*st)
-            total = int(counter.get()[0])
-        keys = idx[:total]
-        order_ = cp.argsort(keys)
-        keys_h = keys[order_].get()
-        cols_h = cols[:, :total][:, order_].get()
-        ri, rj = keys_h // n, keys_h % n
+            total = int(tile.counter.get()[0])
+        ri, rj, cols_h = _appended_pairs(tile, total)
     else:
-        cols_h = cols.get()
-        if diagonal:
-            ri, rj = np.nonzero(np.triu(np.ones((m, n), dtype=bool), k=1))
-        else:
-            ri, rj = np.nonzero(np.ones((m, n), dtype=bool))
+        cols_h = tile.cols.get()
+        ri, rj = np.nonzero(np.triu(np.ones((m, n), dtype=bool), k=1) if diagonal else np.ones((m, n), dtype=bool))
     compute.synchronize()
     t_counts = time.perf_counter() - t0
     timings["device_done_s"] = t_counts
@@ -343,8 +343,8 @@ def _fused(
         columns[col] = canonical_nans(np.ascontiguousarray(cols_h[k]).view(np.float64 if kind == "f" else np.int64))
     d = None
     if dense:
-        assert dense_out is not None
-        d = canonical_nans(dense_out.get().view(np.float64 if spec.kinds[dense_col] == "f" else np.int64))
+        kind = spec.kinds[tile.dense_col]
+        d = canonical_nans(tile.dense.get().view(np.float64 if kind == "f" else np.int64))
     return TileResult(
         ri.astype(np.int64, copy=False),
         rj.astype(np.int64, copy=False),

@@ -3,7 +3,8 @@ launches, histogram buffers and per-process self-check.
 
 For the metrics with a `fused_id` (snp, hamming, ibs, king, ccc2) the kernel reads the counts of a sub-tile (int32
 straight from cupy-b1's kernel where exact, else int64), computes every value column as
-metrics.py does (IEEE doubles, explicitly rounded, no FMA contraction), applies the threshold and
+metrics.py does with the metric's epilogue (kernels/epilogues/*.cuh, one header a fused_id; IEEE
+doubles, explicitly rounded, no FMA contraction), applies the threshold and
 the diagonal mask (i < j), and appends the passing pairs (index i * n + j and values) to a buffer
 with one atomicAdd a warp. Each metric's kernel is checked once per process against
 metric.epilogue / metric.passes on random counts (`self_check`); a metric whose check fails
@@ -16,17 +17,20 @@ ccc2's asymmetric columns read in input order (`perms`).
 
 nan values are given the bits numpy gives 0/0 on this host (`canonical_nans`: the GPU's nan has
 other bits).
+
+A launch takes one argument, the sub-tile's SelectParams (select_params.py), passed by value.
 """
 
 from __future__ import annotations
 
 import functools
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
 from genotile.backends.cuda import cupy_common as cc
+from genotile.backends.cuda.select_params import MAX_COUNTS, SelectParams
 
 log = logging.getLogger("genotile")
 
@@ -39,15 +43,14 @@ WINDOW_BLOCKS = 512  # grid of hist_window.cu's sum: enough to stream a sub-tile
 
 @dataclass(frozen=True)
 class FusedSpec:
-    metric_id: int  # GT_METRIC of tile_select.cu: the metric's fused_id
+    metric_id: int  # GT_METRIC of tile_select.cu: the metric's fused_id, its Epilogue<fused_id>
     counts: tuple[str, ...]  # in the kernel's order = the metric's counts(layout) order
     columns: tuple[str, ...]  # in the kernel's order = metric.columns
     keep: str
     kinds: tuple[str, ...]  # per column: "i" int64, "f" float64
 
 
-MAX_COUNTS = 8  # pointer arguments of tile_select
-KEEP_IDS = {"le": 0, "ge": 1, "ge_any": 2}  # GT_KEEP: the keep rule each GT_METRIC epilogue applies
+KEEP_IDS = {"le": 0, "ge": 1, "ge_any": 2}  # GT_KEEP: an epilogue's keep rule (epilogue.cuh: KEEP_LE, ...)
 
 
 @dataclass(frozen=True)
@@ -103,6 +106,7 @@ def fused_spec(metric, counts) -> FusedSpec | None:
 
 
 def epilogue_params(metric) -> tuple[float, float]:
+    """The metric's parameters as the epilogues read them (MetricParams: multiplier, param)."""
     return float(metric.params.get("multiplier", 0.0)), float(metric.params.get("param", 0.0))
 
 
@@ -171,6 +175,18 @@ class DeviceHist:
         self.shared_bytes = 4 * (
             sum(h.size for h in columns if h.kind == 2) + self.win * sum(h.kind == 1 for h in columns)
         )
+
+    def select_fields(self) -> dict:
+        """The SelectParams fields of these histograms."""
+        return {
+            "hist": self.counts,
+            "hspec": self.spec,
+            "hoff": self.off,
+            "hist_base": self.base,
+            "hist_total": self.total,
+            "hist_mask": self.mask,
+            "win": self.win,
+        }
 
     def centre_window(self, k: int, counts) -> None:
         """Start bincount `k`'s shared window at the mean of `counts` (a sub-tile's int32 or int64
@@ -241,72 +257,16 @@ def select_kernel(spec: FusedSpec, count64: bool):
     )
 
 
-def launch_select(
-    kernel,
-    ms,
-    ns,
-    i0,
-    j0,
-    n_total,
-    diag,
-    mode,
-    threshold,
-    params,
-    dense_col,
-    counter,
-    idx,
-    cols,
-    cap,
-    dense,
-    ptrs,
-    hist: DeviceHist | None = None,
-    perm_l=None,
-    perm_r=None,
-) -> None:
-    if ms == 0 or ns == 0:
+def launch_select(kernel, params: SelectParams, hist: DeviceHist | None = None) -> None:
+    """One tile_select launch over the sub-tile `params` describes, counting `hist` (None: no
+    histograms): a few blocks an SM, each looping over rows."""
+    if params.ms == 0 or params.ns == 0:
         return
-    gx = max(1, min(-(-ns // SELECT_THREADS), 1024))
-    gy = max(1, min(ms, 65535, -(-SELECT_BLOCKS_PER_SM * _sm_count() // gx)))
-    ptr_args = [np.uint64(p) for triple in ptrs for p in triple]
-    ptr_args += [np.uint64(0)] * (3 * MAX_COUNTS - len(ptr_args))
-
-    def ptr(a):
-        return np.uint64(0) if a is None else np.uint64(a.data.ptr)
-
-    kernel(
-        (gx, gy),
-        (SELECT_THREADS,),
-        (
-            np.int32(ms),
-            np.int32(ns),
-            np.int64(i0),
-            np.int64(j0),
-            np.int64(n_total),
-            np.int32(bool(diag)),
-            np.int32(mode),
-            np.int32(threshold is not None),
-            np.float64(0.0 if threshold is None else threshold),
-            np.float64(params[0]),
-            np.float64(params[1]),
-            np.int32(dense_col),
-            ptr(counter),
-            ptr(idx),
-            ptr(cols),
-            np.int64(cap),
-            ptr(dense),
-            ptr(None if hist is None else hist.counts),
-            np.int32(0 if hist is None else hist.mask),
-            ptr(None if hist is None else hist.spec),
-            ptr(None if hist is None else hist.off),
-            np.int64(0 if hist is None else hist.total),
-            ptr(None if hist is None else hist.base),
-            np.int32(0 if hist is None else hist.win),
-            ptr(perm_l),
-            ptr(perm_r),
-            *ptr_args,
-        ),
-        shared_mem=0 if hist is None else hist.shared_bytes,
-    )
+    if hist is not None:
+        params = replace(params, **hist.select_fields())
+    gx = max(1, min(-(-params.ns // SELECT_THREADS), 1024))
+    gy = max(1, min(params.ms, 65535, -(-SELECT_BLOCKS_PER_SM * _sm_count() // gx)))
+    kernel((gx, gy), (SELECT_THREADS,), (params.packed(),), shared_mem=0 if hist is None else hist.shared_bytes)
 
 
 @functools.cache
@@ -395,45 +355,30 @@ def _self_check(spec: FusedSpec, metric, plans: dict, count64: bool) -> str:
     want_hist = histogram.tile_histograms(metric, in_order, np.ones((q, q), dtype=bool))
     upper = np.triu(np.ones((q, q), dtype=bool), k=1)
     want_hist_diag = histogram.tile_histograms(metric, in_order, upper)
-    dperm_l, dperm_r = cp.asarray(perm_l.astype(np.int64)), cp.asarray(perm_r.astype(np.int64))
 
     kernel = select_kernel(spec, count64)
     mats = [
         cp.ascontiguousarray(cp.asarray(np.ascontiguousarray(full[name], dtype=np.int64 if count64 else np.int32)))
         for name in spec.counts
     ]
-    ptrs = [(m.data.ptr, 0, 0) for m in mats]
     ncols = len(spec.columns)
-    dense_col = spec.columns.index(metric.dense_column)
-    params = epilogue_params(metric)
+    base = SelectParams(
+        ms=q,
+        ns=q,
+        n_total=q,
+        metric=epilogue_params(metric),
+        dense_col=spec.columns.index(metric.dense_column),
+        perm_l=cp.asarray(perm_l.astype(np.int64)),
+        perm_r=cp.asarray(perm_r.astype(np.int64)),
+        counts=tuple((m, None, None) for m in mats),
+    )
     # mode 1: every pair, values and dense
     cols = cp.full((ncols, q * q), cc.POISON_VALUE, dtype=cp.int64)
     dense = cp.full((q, q), cc.POISON_VALUE, dtype=cp.int64)
     counter = cp.zeros(1, dtype=cp.uint64)
     hist = DeviceHist(cp, hcols, ncols)
     hist.base.fill(2500)  # bincounts: values below 2500 or past the window go to global memory
-    launch_select(
-        kernel,
-        q,
-        q,
-        0,
-        0,
-        q,
-        False,
-        1,
-        None,
-        params,
-        dense_col,
-        counter,
-        None,
-        cols,
-        q * q,
-        dense,
-        ptrs,
-        hist,
-        dperm_l,
-        dperm_r,
-    )
+    launch_select(kernel, replace(base, mode=1, counter=counter, cols=cols, cap=q * q, dense=dense), hist)
     got = cols.get()
     for k, (col, kind) in enumerate(zip(spec.columns, spec.kinds, strict=True)):
         w = np.ascontiguousarray(np.broadcast_to(want[col], (q, q))).ravel()
@@ -449,7 +394,7 @@ def _self_check(spec: FusedSpec, metric, plans: dict, count64: bool) -> str:
     problem = _hist_problem(hist.result(), want_hist)
     if problem:
         return f"histograms differ: {problem}"
-    d = dense.get().view(np.float64 if spec.kinds[dense_col] == "f" else np.int64).copy()
+    d = dense.get().view(np.float64 if spec.kinds[base.dense_col] == "f" else np.int64).copy()
     canonical_nans(d)
     if d.tobytes() != np.ascontiguousarray(dc).tobytes():
         return "dense column differs"
@@ -459,25 +404,8 @@ def _self_check(spec: FusedSpec, metric, plans: dict, count64: bool) -> str:
     hist = DeviceHist(cp, hcols, ncols)
     launch_select(
         kernel,
-        q,
-        q,
-        0,
-        0,
-        q,
-        True,
-        0,
-        thr,
-        params,
-        dense_col,
-        counter,
-        idx,
-        cols,
-        q * q,
-        None,
-        ptrs,
+        replace(base, diag=True, mode=0, has_thr=True, thr=thr, counter=counter, idx=idx, cols=cols, cap=q * q),
         hist,
-        dperm_l,
-        dperm_r,
     )
     total = int(counter.get()[0])
     got_idx = np.sort(idx[:total].get())

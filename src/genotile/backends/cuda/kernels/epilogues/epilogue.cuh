@@ -1,0 +1,43 @@
+// genotile: what every fused epilogue of tile_select.cu shares (one header a fused metric beside
+// this one, as CUTLASS keeps its epilogue functors).
+//
+// An epilogue is a specialization Epilogue<fused_id> (metrics.py: Metric.fused_id) holding
+//   n_counts, n_cols  the counts it reads and the value columns it writes, in the metric's order;
+//   keep              its keep rule (KEEP_*, tile_select.py's KEEP_IDS);
+//   values(c, out, has_thr, thr, params)
+//                     the value columns of one pair from its counts, exactly as metrics.py computes
+//                     them (IEEE doubles: every + - * / an explicitly rounded intrinsic, so nothing is
+//                     contracted into an FMA), integer columns as int64, float columns as the bits of
+//                     a double; returns whether the pair passes `thr` (has_thr == 0: every pair does);
+//   transposed, read_transposed(v)
+//                     whether the pair (j, i) has other values than (i, j), and how they move (the
+//                     histograms read every pair in input order, as tile.py does).
+#ifndef GT_EPILOGUES_EPILOGUE_CUH
+#define GT_EPILOGUES_EPILOGUE_CUH
+
+typedef long long i64;
+typedef unsigned long long u64;
+
+// keep rules: the dense column <= thr, the dense column >= thr, any column >= thr
+enum Keep { KEEP_LE = 0, KEEP_GE = 1, KEEP_GE_ANY = 2 };
+
+// The metric's parameters (metrics.py: Metric.params; 0 where the metric has none).
+struct MetricParams {
+    double multiplier;
+    double param;
+};
+
+__device__ __forceinline__ u64 dbits(double x) { return (u64)__double_as_longlong(x); }
+__device__ __forceinline__ double i2d(i64 x) { return __ll2double_rn(x); }
+
+template <int FusedId>
+struct Epilogue;  // one specialization a header of epilogues/
+
+// An epilogue whose values are the same for (i, j) and (j, i).
+template <int NCols>
+struct Symmetric {
+    static constexpr bool transposed = false;
+    __device__ __forceinline__ static void read_transposed(u64 (&)[NCols]) {}
+};
+
+#endif  // GT_EPILOGUES_EPILOGUE_CUH

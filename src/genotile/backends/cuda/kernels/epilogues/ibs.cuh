@@ -1,0 +1,23 @@
+// fused_id 1, ibs: counts (ibs_count, n) -> columns (ibs_count, n, dist_1ibs), keep dist_1ibs <= thr
+#ifndef GT_EPILOGUES_IBS_CUH
+#define GT_EPILOGUES_IBS_CUH
+#include "epilogue.cuh"
+
+template <>
+struct Epilogue<1> : Symmetric<3> {
+    static constexpr int n_counts = 2;
+    static constexpr int n_cols = 3;
+    static constexpr int keep = KEEP_LE;
+
+    __device__ __forceinline__ static bool values(const i64 (&c)[n_counts], u64 (&out)[n_cols], int has_thr,
+                                                  double thr, const MetricParams&) {
+        // dist = ibs_count / (2.0 * n): n = 0 gives 0/0 = nan (the host canonicalizes nan bits)
+        const double dist = __ddiv_rn(i2d(c[0]), __dmul_rn(2.0, i2d(c[1])));
+        out[0] = (u64)c[0];
+        out[1] = (u64)c[1];
+        out[2] = dbits(dist);
+        return !has_thr || dist <= thr;
+    }
+};
+
+#endif  // GT_EPILOGUES_IBS_CUH

@@ -1,0 +1,57 @@
+"""The CUDA sources as NVRTC gets them: kernels/*.cu with their headers (select_params.cuh, one
+epilogue header a fused metric under epilogues/) written in place, so that CuPy's kernel cache,
+keyed on the source, sees a header's edit; and every source file shipped with the package."""
+
+import fnmatch
+import re
+from pathlib import Path
+
+import pytest
+
+from genotile.backends.cuda import cupy_common
+
+KERNELS = cupy_common.KERNEL_DIR
+REPO = Path(__file__).resolve().parents[2]
+EPILOGUES = sorted((KERNELS / "epilogues").glob("*.cuh"))
+
+
+def test_tile_select_source_holds_each_header_once_and_no_include():
+    source = cupy_common.kernel_source("tile_select.cu")
+    assert not re.search(r'^\s*#\s*include\s+"', source, re.M)
+    for header in [KERNELS / "select_params.cuh", *EPILOGUES]:
+        name = header.relative_to(KERNELS).as_posix()
+        assert source.count(f'#line 1 "{name}"\n') == 1, name
+        for piece in re.split(r'^#include "[^"]+"\n', header.read_text(), flags=re.M):  # its own lines, in place
+            assert piece in source, name
+    # back on tile_select.cu's own line after each include: its kernel's line numbers are its own
+    lines = source.splitlines()
+    at = lines.index('extern "C" __global__ void __launch_bounds__(256) tile_select(const SelectParams p) {')
+    directive = max(k for k in range(at) if lines[k].startswith("#line"))
+    number, name = re.fullmatch(r'#line (\d+) "([^"]+)"', lines[directive]).groups()
+    own = (KERNELS / "tile_select.cu").read_text().splitlines()
+    assert name == "tile_select.cu" and own[int(number) - 1 + at - directive - 1] == lines[at]
+
+
+def test_a_source_without_includes_is_its_text():
+    text = (KERNELS / "bitplane_utils.cu").read_text()
+    assert cupy_common.kernel_source("bitplane_utils.cu") == '#line 1 "bitplane_utils.cu"\n' + text
+
+
+def test_one_epilogue_a_fused_id():
+    ids = []
+    for header in EPILOGUES:
+        found = re.findall(r"template <>\s+struct Epilogue<(\d+)>", header.read_text())
+        assert len(found) <= 1, header.name
+        ids += found
+    assert sorted(ids, key=int) == [str(k) for k in range(len(ids))]
+    assert len(ids) == len(EPILOGUES) - 1  # and epilogue.cuh, what they share
+
+
+def test_package_data_ships_every_kernel_source():
+    tomllib = pytest.importorskip("tomllib", reason="tomllib is Python 3.11+")
+    globs = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["setuptools"]["package-data"]["genotile"]
+    package = REPO / "src" / "genotile"
+    for path in KERNELS.rglob("*"):
+        if path.is_file() and path.suffix in (".cu", ".cuh"):
+            rel = path.relative_to(package).as_posix()
+            assert any(fnmatch.fnmatch(rel, g) and rel.count("/") == g.count("/") for g in globs), rel
