@@ -1,6 +1,6 @@
 """Every fact about a metric has one home (core/registry.py) and every other place agrees with it:
 the config schema's metric enum, data/rates.json, the report rules, the fused GPU epilogues of
-kernels/tile_select.cu and the histogram binning."""
+kernels/epilogues/*.cuh and the histogram binning."""
 
 import json
 import re
@@ -19,7 +19,7 @@ from genotile.pairs.estimate import layout_for
 
 REPO = Path(__file__).resolve().parents[2]
 SCHEMA = REPO / "config" / "schema" / "config.schema.yaml"
-KERNEL = REPO / "src" / "genotile" / "backends" / "cuda" / "kernels" / "tile_select.cu"
+EPILOGUES = REPO / "src" / "genotile" / "backends" / "cuda" / "kernels" / "epilogues"
 PAIRS = [m for m in REGISTRY.values() if m.workload == "pairs"]
 
 
@@ -140,24 +140,31 @@ def test_config_params_come_from_the_metric_section():
 
 
 def kernel_epilogues() -> dict[int, dict]:
-    """tile_select.cu's GT_METRIC switch: id -> K_COUNTS, K_COLS, K_KEEP, and the count and
-    column names its header comment documents."""
-    text = KERNEL.read_text()
+    """The fused epilogues, one header each under kernels/epilogues/: fused_id -> n_counts, n_cols,
+    keep, and the metric, count and column names its first line documents."""
+    keep_ids = {f"KEEP_{rule.upper()}": k for rule, k in KEEP_IDS.items()}
     out = {}
-    for m in re.finditer(
-        r"#(?:el)?if GT_METRIC == (\d+)\s+#define K_COUNTS (\d+)\s+#define K_COLS (\d+)\s+#define K_KEEP (\d+)", text
-    ):
-        out[int(m.group(1))] = {"counts": int(m.group(2)), "cols": int(m.group(3)), "keep": int(m.group(4))}
-    header = re.finditer(r"//\s+(\d+) ([\w /]+):\s+counts \(([^)]*)\)\s*(?://\s*)?->\s*(?:columns )?\(([^)]*)\)", text)
-    for m in header:
-        entry = out[int(m.group(1))]
-        entry["names"] = tuple(n.strip() for n in m.group(2).split("/"))
-        entry["count_names"] = tuple(n.strip() for n in m.group(3).split(","))
-        entry["column_names"] = tuple(n.strip() for n in m.group(4).split(","))
+    for header in sorted(EPILOGUES.glob("*.cuh")):
+        text = header.read_text()
+        first = re.match(r"// fused_id (\d+), ([\w /]+): counts \(([^)]*)\) -> columns \(([^)]*)\)", text)
+        if first is None:  # epilogue.cuh: what every epilogue shares
+            continue
+        body = re.search(
+            r"struct Epilogue<(\d+)>.*?n_counts = (\d+);.*?n_cols = (\d+);.*?keep = (KEEP_\w+);", text, re.S
+        )
+        assert body is not None and body.group(1) == first.group(1), header.name
+        out[int(first.group(1))] = {
+            "counts": int(body.group(2)),
+            "cols": int(body.group(3)),
+            "keep": keep_ids[body.group(4)],
+            "names": tuple(n.strip() for n in first.group(2).split("/")),
+            "count_names": tuple(n.strip() for n in first.group(3).split(",")),
+            "column_names": tuple(n.strip() for n in first.group(4).split(",")),
+        }
     return out
 
 
-def test_fused_ids_match_the_kernel_switch():
+def test_fused_ids_match_the_kernel_epilogues():
     kernel = kernel_epilogues()
     assert sorted(kernel) == sorted({m.fused_id for m in PAIRS if m.fused_id is not None})
     for metric in PAIRS:

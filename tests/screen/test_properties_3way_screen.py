@@ -88,7 +88,7 @@ def test_property_ccc3_every_triple_equals_brute_force(codes, block_size, stages
     capacity=st.integers(1, 64),
 )
 def test_property_gpu_ccc3_triples_equal_numpy(codes, block_size, stages, seed, params, quantile, batch_rows, capacity):
-    from genotile.backends.cuda import cupy_tile3
+    from genotile.backends.cuda import cupy_ccc3
 
     g = codes  # genotype_codes' (vectors, fields): SNP vectors (rows) x samples
     planes, layout, perm = store(g, seed)
@@ -103,8 +103,8 @@ def test_property_gpu_ccc3_triples_equal_numpy(codes, block_size, stages, seed, 
         ]
         best = np.concatenate(best)
         threshold = float(np.quantile(best, quantile)) if best.size else None
-    saved = cupy_common.POISON, cupy_tile3.BATCH_ROWS, cupy_tile3.INITIAL_CAPACITY
-    cupy_common.POISON, cupy_tile3.BATCH_ROWS, cupy_tile3.INITIAL_CAPACITY = True, batch_rows, capacity
+    saved = cupy_common.POISON, cupy_ccc3.BATCH_ROWS, cupy_ccc3.INITIAL_CAPACITY
+    cupy_common.POISON, cupy_ccc3.BATCH_ROWS, cupy_ccc3.INITIAL_CAPACITY = True, batch_rows, capacity
     try:
         for job in plan.jobs():
             want, _ = compute_triples(planes, layout, perm, plan, params, *job, threshold, "numpy")
@@ -115,7 +115,7 @@ def test_property_gpu_ccc3_triples_equal_numpy(codes, block_size, stages, seed, 
                     assert got[key].dtype == want[key].dtype and got[key].shape == want[key].shape, (backend, job, key)
                     assert got[key].tobytes() == want[key].tobytes(), (backend, job, key)
     finally:
-        cupy_common.POISON, cupy_tile3.BATCH_ROWS, cupy_tile3.INITIAL_CAPACITY = saved
+        cupy_common.POISON, cupy_ccc3.BATCH_ROWS, cupy_ccc3.INITIAL_CAPACITY = saved
 
 
 # ---------------------------------------------------------------- screening

@@ -50,7 +50,7 @@ class MetricFacts:
 
     `params_section` names the config section holding the epilogue's parameters (ccc2, ccc3:
     "ccc"); `rate_key` its key in data/rates.json (None: no measured rate); `fused_id` the
-    GT_METRIC epilogue of kernels/tile_select.cu that computes it on the GPU (None: no fused
+    Epilogue<fused_id> of kernels/epilogues/*.cuh that computes it on the GPU (None: no fused
     kernel); `histogram_columns` the columns histogram.tsv holds, `float_bins` their
     (low, high, bins) when they are floats (an integer column is a bincount); `report_files`
     the report pieces of the metric besides report/histogram.png and report/heatmap.png.

@@ -5,7 +5,7 @@ row_i < row_j when I == J, row_j < row_k when J == K. For every middle row j of 
 masked block (ccc3.mask_block) meets block K in the 8 counts, several j stacked into one
 count_matrices call; then the epilogue, the threshold, and the passing triples leave in original
 vector indices, sorted per triple (a < b < c) with the 2x2x2 table permuted to match.
-GPU backends with `triples_device` (cupy_tile3) do the same on the device.
+GPU backends with `triples_device` (cupy_ccc3) do the same on the device.
 """
 
 import time
