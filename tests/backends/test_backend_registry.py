@@ -11,6 +11,7 @@ from genotile import backends
 from genotile.backends import registry
 from genotile.errors import GenotileError
 from genotile.runtime import gpu_slots
+from genotile.screen import backend as screen_backend
 
 SCHEMA = Path(__file__).resolve().parents[2] / "config" / "schema" / "config.schema.yaml"
 
@@ -39,22 +40,11 @@ def test_uses_gpu_answers_for_every_name_and_refuses_others():
         registry.uses_gpu,
         registry.is_cpu,
         backends.resolve,
-        backends.resolve_screen,
+        screen_backend.resolve,
         gpu_slots.slot_for_backend,
     ):
         with pytest.raises(GenotileError, match=r"unknown backend 'cupy'; known: auto, cupy-b1"):
             call("cupy")
-
-
-def test_screen_family_follows_the_registry():
-    for name in registry.BACKENDS:
-        if registry.is_cpu(name):
-            assert backends.resolve_screen(name) == "numpy"
-        elif not backends.cupy_common.has_gpu():
-            with pytest.raises(GenotileError, match="needs CuPy and a CUDA GPU"):
-                backends.resolve_screen(name)
-    if not backends.cupy_common.has_gpu():
-        assert backends.resolve_screen("auto") == "numpy"
 
 
 def test_gpu_slot_only_for_a_backend_that_may_use_a_gpu(monkeypatch):

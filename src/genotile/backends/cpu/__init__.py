@@ -1,1 +1,1 @@
-"""CPU backends: AND + popcount (numba, numpy) and exact float32 BLAS; the screening search in numpy."""
+"""CPU backends: AND + popcount (numba, numpy) and exact float32 BLAS."""
