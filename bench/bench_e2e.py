@@ -238,7 +238,7 @@ def stages(work: Path, metric: str) -> dict:
         lines = f.read_text().splitlines()
         if rule in out and len(lines) > 1:
             out[rule] += float(lines[1].split("\t")[0])
-    # the store job's own split (pairs/steps.store logs it): ingest, plan and pack; and the tiles
+    # the store job's own split (store/stage.store logs it): ingest, plan and pack; and the tiles
     # it computed itself (config tiles_in_store, pairs/early.py; scripts/store.py logs them)
     out["ingest"] = out["pack"] = out["store_tiles"] = 0.0
     for log in (work / "logs" / "bench").glob("store.*.log"):

@@ -5,11 +5,11 @@
         [--out TABLE.md] [--smoke]
 
 Each case writes a FASTA alignment (bench_e2e.write_fasta), runs `genotile run` on it in this
-process (steps.run_all; not timed) for the tiles, then times, best of --repeats, each stage on
+process (pipeline.run_all; not timed) for the tiles, then times, best of --repeats, each stage on
 those tiles as the workflow's jobs run it:
   read      merge.read_tiles: every tile loaded, its checksum and contents checked;
-  pairs     steps.merge: pairs.tsv.gz, histogram.tsv, summary.json (the tiles read again);
-  matrix    steps.matrix: matrix.tsv (the tiles' dense blocks; cases with one only).
+  pairs     pairs/stage.merge: pairs.tsv.gz, histogram.tsv, summary.json (the tiles read again);
+  matrix    pairs/stage.matrix: matrix.tsv (the tiles' dense blocks; cases with one only).
 Per stage: wall seconds, CPU seconds of this process (all its threads), the uncompressed output
 in MB and MB/s of it, and the SHA-256 of the uncompressed output, so two commits' runs show
 the outputs identical. Cases (scaled to a 2-core machine; issue 16 names the full sizes):
@@ -78,9 +78,10 @@ def content(path: Path, gz: bool) -> tuple[int, str]:
 
 
 def run_case(name: str, case: Case, dense: bool, root: Path, repeats: int) -> list[dict]:
+    from genotile import pipeline
     from genotile.core.metrics import get_metric
     from genotile.core.plan import Plan
-    from genotile.pairs import steps
+    from genotile.pairs import stage
     from genotile.pairs.merge import read_tiles
     from genotile.store.manifest import store_identity
     from genotile.util.readback import load_json, load_permutation
@@ -90,7 +91,7 @@ def run_case(name: str, case: Case, dense: bool, root: Path, repeats: int) -> li
     fasta = work / "in.fa"
     write_fasta(fasta, case)
     t0 = time.perf_counter()
-    steps.run_all(fasta, work / "run", ["snp"], thresholds={"snp": case.threshold}, dense_max=case.n if dense else 0)
+    pipeline.run_all(fasta, work / "run", ["snp"], thresholds={"snp": case.threshold}, dense_max=case.n if dense else 0)
     print(f"{name}: genotile run {time.perf_counter() - t0:.1f} s", file=sys.stderr, flush=True)
     store = work / "run" / "store" / "nucleotide"
     manifest_path = store / "manifest.json"
@@ -113,14 +114,14 @@ def run_case(name: str, case: Case, dense: bool, root: Path, repeats: int) -> li
 
     pairs = out / "pairs.tsv.gz"
     config = {"threshold": case.threshold}
-    wall, cpu = best(lambda: steps.merge(tiles, manifest_path, "snp", pairs, out / "summary.json", config), repeats)
+    wall, cpu = best(lambda: stage.merge(tiles, manifest_path, "snp", pairs, out / "summary.json", config), repeats)
     size, sha = content(pairs, gz=True)
     rows.append({"stage": "pairs", "wall": wall, "cpu": cpu, "mb": size / 1e6, "sha": sha[:16]})
     rows[-1]["gz_mb"] = pairs.stat().st_size / 1e6
 
     if dense:
         matrix = out / "matrix.tsv"
-        wall, cpu = best(lambda: steps.matrix(tiles, manifest_path, "snp", matrix), repeats)
+        wall, cpu = best(lambda: stage.matrix(tiles, manifest_path, "snp", matrix), repeats)
         size, sha = content(matrix, gz=False)
         rows.append({"stage": "matrix", "wall": wall, "cpu": cpu, "mb": size / 1e6, "sha": sha[:16]})
     label = f"{name} ({case.n:,} x {case.length:,}, thr {case.threshold}, {len(tiles)} tiles)"

@@ -9,11 +9,11 @@ Makes a PLINK 1 fileset of random genotypes (allele frequencies ~ Beta(0.5, 0.5)
 with probability p_missing), written straight as .bed/.bim/.fam. Then, in this one run, `repeats`
 times interleaved (medians reported; the machine is shared, so ratios are taken in one run):
 
-  ours:  the workflow's fused "store" job for ibs / king (pairs/steps.store, no `samples` or
+  ours:  the workflow's fused "store" job for ibs / king (pairs/store_stage.store, no `samples` or
          `regions`, its codes temporary): a whole .bed is read once into memory as bits
          (store/ingest_bed.py; no codes matrix), plan, pack (bits -> bit planes, planes.npy):
          the .bed turned into a store ready for tiling, in one child process (this script,
-         calling steps.store with its stages wrapped in timers). Its wall time from the parent
+         calling store_stage.store with its stages wrapped in timers). Its wall time from the parent
          (interpreter start, imports included) is the measure; the child also reports each
          stage's wall and CPU.
   peer:  `plink2 --bfile B --make-pgen --threads T` (wall time of the process): PLINK 2's own
@@ -82,10 +82,10 @@ def write_bed(prefix: Path, n: int, m: int, p_missing: float, seed: int, chunk: 
 
 
 def phase_store(a) -> dict:
-    """The fused store job (steps.store, its codes temporary), timed stage by stage (wall, and
+    """The fused store job (store_stage.store, its codes temporary), timed stage by stage (wall, and
     CPU of all threads) by wrapping the stages it calls."""
     t0, c0 = time.perf_counter(), time.process_time()
-    from genotile.pairs import steps
+    from genotile.store import stage as store_stage
 
     if a.path != "held":  # through the codes (session 5's store job), or before io/bed.py too
         from genotile.store import ingest_bed
@@ -93,15 +93,16 @@ def phase_store(a) -> dict:
         ingest_bed.takes = lambda *args: False
     if a.path == "pgenlib":  # pgenlib reads the .bed, the planes are packed from the codes
         from genotile.io.plink import PlinkReader
+
         from genotile.store import pack
 
         PlinkReader.plain = property(lambda self: False)
         pack.plain_bed = lambda *args: None
     times = {"imports": (time.perf_counter() - t0, time.process_time() - c0)}
     for stage, name in (("ingest", "ingest_bed"), ("ingest", "ingest"), ("plan", "plan"), ("pack", "pack")):
-        setattr(steps, name, _timed(getattr(steps, name), stage, times))
+        setattr(store_stage, name, _timed(getattr(store_stage, name), stage, times))
     out = Path(a.workdir)
-    steps.store(a.bed, "genotype", out / "ingest.json", out, 4096, 1)
+    store_stage.store(a.bed, "genotype", out / "ingest.json", out, 4096, 1)
     times = {stage: times.get(stage, (0.0, 0.0)) for stage in STAGES}
     m = json.loads((out / "ingest.json").read_text())
     return {"stages": times, "samples": m["n_vectors"], "variants": m["n_fields"]}
@@ -175,7 +176,7 @@ def child_env(a) -> dict:
 
 def warm_up(a) -> None:
     """Import the store job's modules once, untimed: their bytecode is then cached."""
-    modules = "genotile.pairs.steps, genotile.store.ingest_bed, genotile.store.ingest, genotile.store.pack"
+    modules = "genotile.store.stage, genotile.store.ingest_bed, genotile.store.ingest, genotile.store.pack"
     subprocess.run([sys.executable, "-c", f"import {modules}"], env=child_env(a), check=True)
 
 

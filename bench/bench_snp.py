@@ -14,7 +14,7 @@ small because a child's ru_maxrss starts from its parent's size at the fork):
       popcount), numpy (BLAS sgemm) and numpy-popcount backends (--backends), next to CPU
       ceilings measured in this run (numba's own micro tile in L1; float32 sgemm MAC/s; numpy
       AND + popcount bit/s over large uint64 arrays; each in a child of its own);
-  (2) the whole pipeline in-process (steps.run_all, snp: ingest + plan + pack + tiles + matrix +
+  (2) the whole pipeline in-process (pipeline.run_all, snp: ingest + plan + pack + tiles + matrix +
       merge), with the threshold, and again with no threshold (every pair written);
   (3) the whole Snakemake workflow (snakemake -s <repo>/Snakefile --directory TMP --configfile CFG
       --cores 2 -q), if snakemake is on PATH and the Snakefile exists; its matrix.tsv and
@@ -97,7 +97,9 @@ def write_fasta(aln: np.ndarray, path: Path, width: int = 60) -> None:
 
 
 def phase_pipeline(a) -> dict:
-    from genotile.pairs import steps
+    from genotile import pipeline
+    from genotile.pairs import stage as pairs_stage
+    from genotile.store import stage as store_stage
 
     thresholds = {} if a.threshold is None else {"snp": a.threshold}
     stages = {}
@@ -112,10 +114,11 @@ def phase_pipeline(a) -> dict:
 
         return wrapper
 
-    for name in ("ingest", "plan", "pack", "tile", "matrix", "merge"):
-        setattr(steps, name, timed(name, getattr(steps, name)))
+    for module, names in ((store_stage, ("ingest", "plan", "pack")), (pairs_stage, ("tile", "matrix", "merge"))):
+        for name in names:
+            setattr(module, name, timed(name, getattr(module, name)))
     t0 = time.perf_counter()
-    summaries = steps.run_all(
+    summaries = pipeline.run_all(
         a.fasta,
         a.outdir,
         ["snp"],
@@ -300,15 +303,17 @@ def phase_stages(a) -> dict:
 
     from genotile.core import encode
     from genotile.io import fasta_mmap, matrix_tsv
-    from genotile.pairs import steps
+    from genotile.io.planfile import read_plan
+    from genotile.pairs import stage as pairs_stage
     from genotile.store import pack as pack_module
+    from genotile.store import stage as store_stage
 
     work = Path(a.outdir) / "stages"
     work.mkdir(parents=True, exist_ok=True)
     out = {}
 
     def ingest(tag):
-        return lambda: steps.ingest(a.fasta, "nucleotide", work / f"{tag}.codes.npy", work / f"{tag}.json")
+        return lambda: store_stage.ingest(a.fasta, "nucleotide", work / f"{tag}.codes.npy", work / f"{tag}.json")
 
     def ingest_old():
         with mock.patch.object(fasta_mmap, "open_regular", lambda path: None):
@@ -317,10 +322,10 @@ def phase_stages(a) -> dict:
     cpu: dict = {}
     out["ingest"] = (_best(ingest_old, a.repeats, cpu, "ingest"), _best(ingest("new"), a.repeats, cpu, "ingest"))
     same = (work / "old.codes.npy").read_bytes() == (work / "new.codes.npy").read_bytes()
-    steps.plan(work / "new.json", a.block_size, a.seed, work / "plan.json", work / "perm.npy")
+    store_stage.plan(work / "new.json", a.block_size, a.seed, work / "plan.json", work / "perm.npy")
 
     def pack(tag):
-        return lambda: steps.pack(
+        return lambda: store_stage.pack(
             work / "new.codes.npy",
             work / "new.json",
             work / "plan.json",
@@ -339,11 +344,11 @@ def phase_stages(a) -> dict:
     out["pack"] = (_best(pack_old, a.repeats, cpu, "pack"), _best(pack("new"), a.repeats, cpu, "pack"))
     same &= (work / "old.planes.npy").read_bytes() == (work / "new.planes.npy").read_bytes()
     store = Path(a.outdir) / "store" / "nucleotide"
-    plan = steps.read_plan(store / "plan.json")
-    tiles = steps.tile_paths(Path(a.outdir) / "snp" / "pairs", plan)
+    plan = read_plan(store / "plan.json")
+    tiles = pairs_stage.tile_paths(Path(a.outdir) / "snp" / "pairs", plan)
 
     def matrix(tag):
-        return lambda: steps.matrix(tiles, store / "manifest.json", "snp", work / f"{tag}.matrix.tsv")
+        return lambda: pairs_stage.matrix(tiles, store / "manifest.json", "snp", work / f"{tag}.matrix.tsv")
 
     def matrix_old():
         with mock.patch.object(matrix_tsv, "write_matrix_tsv", _old_matrix_tsv):  # merge imports it per call
@@ -631,7 +636,7 @@ def run(a, tmp: Path, env) -> str:
         )
     rows.append(
         (
-            f"(2) pipeline in-process (`steps.run_all`), threshold {a.threshold}",
+            f"(2) pipeline in-process (`pipeline.run_all`), threshold {a.threshold}",
             pipe["seconds"],
             elements / pipe["seconds"],
             None,

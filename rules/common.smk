@@ -12,14 +12,14 @@ min_version("9.0")
 # which a module deployed from git does not have.
 
 from genotile.core.encodings import GENOTYPE_ENCODINGS  # noqa: E402
-from genotile.core import ccc3 as _ccc3  # noqa: E402
 from genotile.core.metrics import METRICS  # noqa: E402
-from genotile.core.registry import REGISTRY, config_params  # noqa: E402
+from genotile.core.registry import REGISTRY  # noqa: E402
 from genotile.backends import registry as _backend_registry  # noqa: E402
 from genotile.core.plan import Plan  # noqa: E402
 from genotile.io.planfile import read_plan  # noqa: E402
-from genotile.triples import steps as _triples  # noqa: E402
-from genotile.pairs import steps as _steps  # noqa: E402
+from genotile.triples import stage as _triples  # noqa: E402
+from genotile.store import stage as _store  # noqa: E402
+from genotile import settings as _settings  # noqa: E402
 from genotile.runtime import gpu_request as _gpu_request  # noqa: E402
 from genotile.store import sources as _sources  # noqa: E402
 from genotile.store import inputs as _inputs  # noqa: E402
@@ -133,9 +133,9 @@ def store_gpus(wildcards) -> int:
 
 
 def store_collapse(wildcards) -> bool:
-    """config `collapse_duplicates` resolved (pairs/steps.collapse_wanted): `auto` collapses
+    """config `collapse_duplicates` resolved (store/stage.collapse_wanted): `auto` collapses
     identical vectors where the tile jobs run on the CPU (tile_gpus), not on a GPU."""
-    return _steps.collapse_wanted(
+    return _store.collapse_wanted(
         config["collapse_duplicates"], bool(tile_gpus(wildcards))
     )
 
@@ -206,8 +206,7 @@ def tile_files(wildcards):
 
 
 def dense_wanted(wildcards) -> bool:
-    # input vectors: where identical ones were collapsed, the plan tiles fewer
-    return plan_of(wildcards).input_vectors <= config["dense_max"]
+    return _settings.dense_wanted(config, plan_of(wildcards))
 
 
 def matrix_if_dense(wildcards):
@@ -301,13 +300,27 @@ def write_fingerprints():
 write_fingerprints()
 
 
-def metric_params(wildcards):
-    """Parameters of the metric's epilogue (ccc2: CoMet's multiplier and param)."""
-    return config_params(wildcards.metric, config)
+def tile_setting(name):
+    """One of a tile's settings (genotile.settings.tile_settings) as a param of the tile rule: its
+    params are the tile stage's keyword arguments, each its own param, as the store job's early
+    tiles record them (pairs/early.py)."""
+
+    def param(wildcards):
+        settings = _settings.tile_settings(config, wildcards.metric, plan_of(wildcards))
+        return settings[name]
+
+    return param
+
+
+def summary_config(wildcards):
+    """What a merge records in summary.json under `config` (genotile.settings.summary_config);
+    the triples merge's has no `metric` wildcard: ccc3's."""
+    metric = wildcards.get("metric", "ccc3")
+    return _settings.summary_config(config, metric, wildcards.dataset)
 
 
 def threshold_of(wildcards):
-    return config["thresholds"].get(wildcards.metric)
+    return summary_config(wildcards)["threshold"]
 
 
 def summary_files():
@@ -371,18 +384,13 @@ _CCC3_SHOWN = set()
 
 
 def ccc3_settings():
-    """(block_size, stages) of ccc3 jobs: `ccc3:` in the config, block_size defaulting to the 2-way one."""
-    c = config.get("ccc3") or {}
-    # `block_size: auto` sizes 2-way tiles; ccc3's blocks stay 4096 unless `ccc3:` sets them
-    two_way = config["block_size"] if config["block_size"] != "auto" else 4096
-    return c.get("block_size") or two_way, c.get("stages", 1)
+    """(block_size, stages) of ccc3 jobs (genotile.settings.ccc3_plan_settings)."""
+    return _settings.ccc3_plan_settings(config)
 
 
 def ccc3_null_max() -> int:
-    """SNPs past which a null ccc3 threshold is refused (`ccc3: null_threshold_max`)."""
-    return (config.get("ccc3") or {}).get(
-        "null_threshold_max", _ccc3.NULL_THRESHOLD_MAX
-    )
+    """SNPs past which a null ccc3 threshold is refused (genotile.settings.ccc3_null_max)."""
+    return _settings.ccc3_null_max(config)
 
 
 def ccc3_plan(dataset):

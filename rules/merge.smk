@@ -1,6 +1,3 @@
-from genotile.io import peer_formats as _peer_formats  # noqa: E402
-
-
 rule matrix:
     input:
         tiles=tile_files,
@@ -34,19 +31,8 @@ rule merge:
         "../envs/cpu.yaml"
     params:
         threshold=threshold_of,
-        config=lambda wildcards: {
-            "dataset": wildcards.dataset,
-            # the dataset's own settings, not its metric list or opt-in outputs: adding a metric
-            # or a format reruns no merge
-            **{
-                k: v
-                for k, v in config["datasets"][wildcards.dataset].items()
-                if k != "metrics" and k not in _peer_formats.DATASET_KEYS
-            },
-            "threshold": config["thresholds"].get(wildcards.metric),
-            "params": metric_params(wildcards),
-            **{k: config[k] for k in ("block_size", "dense_max", "seed", "backend")},
-        },
+        # recorded in summary.json (genotile.settings.summary_config)
+        config=summary_config,
     script:
         "../scripts/merge.py"
 

@@ -1,7 +1,7 @@
 # The store of a dataset and encoding, in one job: ingest (read the input, keep the informative
 # fields), plan (checkpoint: blocks and tiles) and pack (bit planes in permuted order). One job,
 # not three: each would pay a process start and its imports, and the codes would be written to
-# disk for the next job to read back (pairs/steps.store).
+# disk for the next job to read back (store/stage.store).
 
 
 checkpoint store:

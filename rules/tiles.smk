@@ -21,10 +21,11 @@ rule tile:
     resources:
         # one GPU per tile job where one exists or config `tile_gpu` asks (rules/common.smk)
         gpu=tile_gpus,
+    # the tile stage's keyword arguments (genotile.settings.tile_settings), each its own param
     params:
-        threshold=threshold_of,
-        dense=dense_wanted,
-        backend=config["backend"],
-        metric_params=metric_params,
+        threshold=tile_setting("threshold"),
+        dense=tile_setting("dense"),
+        backend=tile_setting("backend"),
+        metric_params=tile_setting("metric_params"),
     script:
         "../scripts/tile.py"

@@ -53,17 +53,7 @@ rule triples_merge:
         block_size=ccc3_settings()[0],
         stages=ccc3_settings()[1],
         ccc=dict(config["ccc"]),
-        config=lambda wildcards: {
-            "dataset": wildcards.dataset,
-            **{
-                k: v
-                for k, v in config["datasets"][wildcards.dataset].items()
-                if k != "metrics"
-            },
-            "threshold": config["thresholds"].get("ccc3"),
-            "params": dict(config["ccc"]),
-            "ccc3": {"block_size": ccc3_settings()[0], "stages": ccc3_settings()[1]},
-            **{k: config[k] for k in ("seed", "backend")},
-        },
+        # recorded in summary.json (genotile.settings.summary_config)
+        config=summary_config,
     script:
         "../scripts/triples_merge.py"

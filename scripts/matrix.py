@@ -1,7 +1,7 @@
-from genotile.pairs import steps
+from genotile.pairs import stage
 from genotile.runtime.rule import run_rule
 
 run_rule(
     snakemake,
-    lambda sm: steps.matrix(sm.input.tiles, sm.input.manifest, sm.wildcards.metric, sm.output[0]),
+    lambda sm: stage.matrix(sm.input.tiles, sm.input.manifest, sm.wildcards.metric, sm.output[0]),
 )

@@ -1,9 +1,9 @@
-from genotile.pairs import steps
+from genotile.pairs import stage
 from genotile.runtime.rule import run_rule
 
 run_rule(
     snakemake,
-    lambda sm: steps.merge(
+    lambda sm: stage.merge(
         sm.input.tiles,
         sm.input.manifest,
         sm.wildcards.metric,

@@ -1,6 +1,6 @@
 from pathlib import Path
 
-from genotile.runtime import report
+from genotile import report
 from genotile.runtime.rule import run_rule
 
 # the benchmark files of every job upstream of the summaries exist by now

@@ -4,20 +4,20 @@ from genotile.runtime.rule import run_rule
 
 def tile(sm):
     i, j = int(sm.wildcards.i), int(sm.wildcards.j)
-    # every param of the tile rule (rules/tiles.smk) is a keyword of steps.tile, and a tile the
+    # every param of the tile rule (rules/tiles.smk) is a keyword of pairs/stage.tile, and a tile the
     # store job computed (config tiles_in_store) is adopted only where its record holds them all,
     # with these values (pairs/early.py): then nothing more is imported
     settings = dict(sm.params.items())
     if early.adopt(sm.input.manifest, sm.wildcards.metric, i, j, settings, sm.output[0]):
         return
     from genotile import backends
-    from genotile.pairs import steps
+    from genotile.pairs import stage
     from genotile.runtime.gpu_slots import slot_for_backend
 
     backends.limit_threads(sm.threads)  # the CPU backends use the job's threads, no more
     # Pin this job to one GPU before anything initialises CUDA.
     with slot_for_backend(settings["backend"]):
-        steps.tile(
+        stage.tile(
             sm.input.planes,
             sm.input.manifest,
             sm.input.perm,

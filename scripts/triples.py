@@ -1,14 +1,14 @@
 from genotile import backends
 from genotile.runtime.gpu_slots import slot_for_backend
 from genotile.runtime.rule import run_rule
-from genotile.triples import steps as steps3
+from genotile.triples import stage
 
 
 def job(sm):
     backends.limit_threads(sm.threads)  # the CPU backends use the job's threads, no more
     # Pin this job to one GPU before anything initialises CUDA.
     with slot_for_backend(sm.params.backend):
-        steps3.triple_job(
+        stage.triple_job(
             sm.input.planes,
             sm.input.manifest,
             sm.input.perm,

@@ -1,9 +1,9 @@
 from genotile.runtime.rule import run_rule
-from genotile.triples import steps as steps3
+from genotile.triples import stage
 
 run_rule(
     snakemake,
-    lambda sm: steps3.merge(
+    lambda sm: stage.merge(
         sm.input.triples,
         sm.input.manifest,
         block_size=sm.params.block_size,

@@ -18,8 +18,7 @@ import genotile
 from genotile import api
 from genotile.errors import GenotileError
 from genotile.io.tsvgz import format_column
-from genotile.pairs.steps import run_all
-from genotile.triples.steps import run_ccc3
+from genotile.pipeline import run_all, run_ccc3
 
 pd = pytest.importorskip("pandas", reason="the API's tables are pandas DataFrames")
 

@@ -15,8 +15,7 @@ from genodata import random_genotypes, vcf_text, write_vcf
 
 from genotile import backends
 from genotile.cli import _parser, main
-from genotile.pairs.steps import run_all
-from genotile.triples.steps import run_ccc3
+from genotile.pipeline import run_all, run_ccc3
 
 
 def subcommands() -> dict[str, argparse.ArgumentParser]:

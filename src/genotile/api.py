@@ -1,7 +1,7 @@
 """Python API: all pairs (or triples) of an array or a file, in this process, as pandas / numpy / scipy.
 
 `pairwise(x, metric=...)` (and `triplewise(x)` for ccc3) runs the pipeline's own stages -- ingest, plan, pack
-(pairs/steps.py) and `compute_tile` (pairs/tile.py) for every tile of the plan -- without
+(store/stage.py) and `compute_tile` (pairs/tile.py) for every tile of the plan -- without
 Snakemake, and keeps the result in memory: the same numbers `genotile run` and the workflow
 write (tests/test_api.py compares them). The stages read and write their files in a scratch
 folder that is removed at the end (`workdir=` keeps it); nothing else is written.
@@ -26,8 +26,8 @@ from genotile.core.encodings import ENCODINGS
 from genotile.core.metrics import get_metric
 from genotile.core.plan import Plan
 from genotile.errors import GenotileError
-from genotile.pairs import steps
 from genotile.pairs.tile import compute_tile
+from genotile.store import stage
 from genotile.store.inputs import check_input, metric_encoding
 from genotile.store.pack import open_store
 from genotile.util.atomic import write_text
@@ -195,7 +195,7 @@ def _ingest_array(x, encoding: str, ids, work: Path) -> tuple[Path, Path]:
     with open(fasta, "wb") as fh:
         for name, seq in zip(names, rows, strict=True):
             fh.write(b">" + name.encode() + b"\n" + seq + b"\n")
-    steps.ingest(fasta, encoding, codes_path, manifest_path)
+    stage.ingest(fasta, encoding, codes_path, manifest_path)
     return codes_path, manifest_path
 
 
@@ -207,14 +207,14 @@ def _store(x, metric_name: str, ids, options: dict, block_size: int, seed: int, 
             raise GenotileError("ids: a file names its own vectors; ids are for arrays")
         check_input(x, [metric_name], options)
         codes, manifest = work / "codes.npy", work / "ingest.json"
-        steps.ingest(x, encoding, codes, manifest, **options)
+        stage.ingest(x, encoding, codes, manifest, **options)
     else:
         given = sorted(k for k, v in options.items() if v is not None)
         if given:
             raise GenotileError(f"option(s) {', '.join(given)} apply to a VCF/BCF or PLINK file, not to an array")
         codes, manifest = _ingest_array(x, encoding, ids, work)
-    steps.plan(manifest, block_size, seed, work / "plan.json", work / "perm.npy")
-    steps.pack(codes, manifest, work / "plan.json", work / "perm.npy", work / "planes.npy", work / "store.json")
+    stage.plan(manifest, block_size, seed, work / "plan.json", work / "perm.npy")
+    stage.pack(codes, manifest, work / "plan.json", work / "perm.npy", work / "planes.npy", work / "store.json")
     planes, store, layout = open_store(work / "planes.npy", work / "store.json")
     plan = Plan.from_json(store["plan"])
     return np.array(planes), layout, np.load(work / "perm.npy"), plan, store["ids"]
@@ -395,7 +395,7 @@ def triplewise(
     ([['0', '1', '2']], 0.072917)
     """
     from genotile.core import ccc3
-    from genotile.triples.steps import plan_triples
+    from genotile.triples.stage import plan_triples
     from genotile.triples.tile import compute_triples
 
     options = {"samples": samples, "regions": regions, "filter_pass": filter_pass, "multiallelic": multiallelic}

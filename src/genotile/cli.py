@@ -305,11 +305,12 @@ def _check_run(args) -> list[str]:
 
 
 def _run(args) -> None:
-    """`genotile run`: the 2-way metrics through steps.run_all, ccc3 through triples.steps.run_ccc3."""
+    """`genotile run`: the 2-way metrics through pipeline.run_all, ccc3 through pipeline.run_ccc3."""
     import os
 
-    from genotile.core.ccc3 import NULL_THRESHOLD_MAX
-    from genotile.pairs.steps import current_store, run_all
+    from genotile import settings
+    from genotile.pipeline import run_all, run_ccc3, run_config
+    from genotile.store.stage import current_store
 
     metrics = _check_run(args)
     if args.threads is not None:
@@ -349,8 +350,6 @@ def _run(args) -> None:
     if "ccc3" in metrics:
         from pathlib import Path
 
-        from genotile.triples.steps import run_ccc3
-
         ccc3_store = REGISTRY["ccc3"].encoding
         current_store(
             args.input,
@@ -363,16 +362,23 @@ def _run(args) -> None:
             backend=args.backend,
             dense_max=args.dense_max,
         )
-        block_size = args.ccc3_block_size or (args.block_size if args.block_size != "auto" else 4096)
+        # the `ccc3:` section of a workflow config, of the options given
+        given = (
+            ("block_size", args.ccc3_block_size),
+            ("stages", args.ccc3_stages),
+            ("null_threshold_max", args.ccc3_null_threshold_max),
+        )
+        config = run_config(block_size=args.block_size, ccc3_settings={k: v for k, v in given if v})
+        block_size, stages = settings.ccc3_plan_settings(config)
         s = run_ccc3(
             Path(args.outdir) / "store" / ccc3_store,
             Path(args.outdir) / "ccc3",
             block_size=block_size,
-            stages=args.ccc3_stages or 1,
+            stages=stages,
             threshold=thresholds.get("ccc3"),
             params=params or None,
             backend=args.backend,
-            null_max=args.ccc3_null_threshold_max or NULL_THRESHOLD_MAX,
+            null_max=settings.ccc3_null_max(config),
         )
         print(f"ccc3: {s['triples_passing']} of {s['triples_computed']} triples pass -> {args.outdir}/ccc3/")
 

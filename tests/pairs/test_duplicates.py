@@ -10,8 +10,9 @@ import pytest
 from conftest import make_alignment, write_fasta
 from genodata import random_genotypes, vcf_text, write_vcf
 
+from genotile import pipeline
 from genotile.core.metrics import get_metric
-from genotile.pairs import steps
+from genotile.core.plan import Plan
 from genotile.store.duplicates import distinct_rows, expand_pairs, expand_self, self_values
 
 OUTPUTS = ("matrix.tsv", "pairs.tsv.gz", "histogram.tsv")
@@ -37,7 +38,7 @@ def compare(tmp_path, source, metric, threshold, block_size):
     for collapse in (True, False):
         out = tmp_path / f"{metric}_{collapse}"
         thresholds = {} if threshold is None else {metric: threshold}
-        summary = steps.run_all(
+        summary = pipeline.run_all(
             source, out, [metric], block_size=block_size, thresholds=thresholds, collapse_duplicates=collapse
         )[metric]
         runs[collapse] = (out / metric, summary)
@@ -70,7 +71,7 @@ def test_self_pairs_of_copies_are_not_always_zero(tmp_path):
     """ibs of a sample with missing calls against its copy: n is its own called sites, and the
     copies' pair is in pairs.tsv.gz with those values."""
     source = duplicated_vcf(tmp_path / "dups.vcf", n=12, distinct=4)
-    steps.run_all(source, tmp_path / "o", ["ibs"], block_size=5)
+    pipeline.run_all(source, tmp_path / "o", ["ibs"], block_size=5)
     import gzip
 
     rows = gzip.decompress((tmp_path / "o" / "ibs" / "pairs.tsv.gz").read_bytes()).decode().splitlines()[1:]
@@ -88,7 +89,7 @@ def test_ccc2_store_is_not_collapsed(tmp_path):
     g = random_genotypes(10, 6, seed=1)
     g[:, 3] = g[:, 2]  # two identical SNP vectors
     source = write_vcf(tmp_path / "snps.vcf", vcf_text(g))
-    steps.run_all(source, tmp_path / "o", ["ccc2"], block_size=4)
+    pipeline.run_all(source, tmp_path / "o", ["ccc2"], block_size=4)
     manifest = json.loads((tmp_path / "o" / "ingest" / "genotype_t.json").read_text())
     assert "distinct_index" not in manifest
 
@@ -167,10 +168,10 @@ def test_self_values_equal_a_tile_of_the_row_with_itself(tmp_path):
     from genotile.store.pack import open_store
 
     source = duplicated_vcf(tmp_path / "dups.vcf", n=10, distinct=10)
-    steps.run_all(source, tmp_path / "o", ["king"], block_size=100, collapse_duplicates=False)
+    pipeline.run_all(source, tmp_path / "o", ["king"], block_size=100, collapse_duplicates=False)
     store = tmp_path / "o" / "store" / "genotype"
     planes, manifest, layout = open_store(store / "planes.npy", store / "manifest.json")
-    plan = steps.Plan.from_json(manifest["plan"])
+    plan = Plan.from_json(manifest["plan"])
     perm = np.load(store / "perm.npy")
     for name in ("ibs", "king"):
         metric = get_metric(name)
@@ -194,7 +195,7 @@ def test_workflow_collapses_and_writes_the_same_outputs(tmp_path):
     }
     (tmp_path / "wf").mkdir()
     snakemake(tmp_path / "wf", config)
-    steps.run_all(source, tmp_path / "ref", ["snp"], block_size=4, thresholds={"snp": 9}, collapse_duplicates=False)
+    pipeline.run_all(source, tmp_path / "ref", ["snp"], block_size=4, thresholds={"snp": 9}, collapse_duplicates=False)
     for name in OUTPUTS:
         assert (tmp_path / "wf" / "results" / "d" / "snp" / name).read_bytes() == (
             tmp_path / "ref" / "snp" / name

@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 from snakerun import random_alignment, snakemake, write_fasta
 
-from genotile.pairs import early, steps
+from genotile import pipeline
+from genotile.pairs import early
 
 OUTPUTS = ("pairs.tsv.gz", "histogram.tsv", "matrix.tsv")
 
@@ -55,7 +56,7 @@ def test_a_changed_threshold_is_computed_not_adopted(tmp_path, source):
     snakemake(tmp_path, config(source, True))
     snakemake(tmp_path, config(source, True, threshold=5))
     ref = tmp_path / "ref"
-    steps.run_all(source, ref, ["snp"], block_size=8, thresholds={"snp": 5}, backend="numpy")
+    pipeline.run_all(source, ref, ["snp"], block_size=8, thresholds={"snp": 5}, backend="numpy")
     for name in OUTPUTS:
         assert (tmp_path / "results" / "d" / "snp" / name).read_bytes() == (ref / "snp" / name).read_bytes(), name
 
@@ -91,7 +92,7 @@ def test_adopts_only_a_tile_of_its_own_settings(tmp_path, change):
 
 
 def test_a_tile_param_the_record_lacks_is_not_adopted(tmp_path):
-    """A param the tile rule gains (scripts/tile.py passes every one to steps.tile and to adopt)
+    """A param the tile rule gains (scripts/tile.py passes every one to pairs_stage.tile and to adopt)
     that the store job did not record: its tile is computed, not adopted."""
     manifest, tile = early_tile(tmp_path, SETTINGS)
     out = tmp_path / "tile.npz"
@@ -120,7 +121,7 @@ def test_a_run_adopts_no_tile_left_by_an_earlier_one(tmp_path, source):
     assert len(logs) == 12 and not any("computed by the store job" in log.read_text() for log in logs)
     assert not list((tmp_path / "results" / "d" / "store").rglob("*.npz"))
     ref = tmp_path / "ref"
-    steps.run_all(source, ref, ["snp"], block_size=8, thresholds={"snp": 9}, backend="numpy")
+    pipeline.run_all(source, ref, ["snp"], block_size=8, thresholds={"snp": 9}, backend="numpy")
     for name in OUTPUTS:
         assert (tmp_path / "results" / "d" / "snp" / name).read_bytes() == (ref / "snp" / name).read_bytes(), name
 

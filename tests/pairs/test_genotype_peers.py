@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 from genodata import read_float_matrix
 
-from genotile.pairs import steps
+from genotile import pipeline
 
 msprime = pytest.importorskip("msprime", reason="msprime is needed to simulate the peer-test data")
 
@@ -95,7 +95,7 @@ def test_ibs_equals_plink19_mdist(data, tmp_path):
     ids = [line.split("\t")[1] for line in (tmp_path / "p.mdist.id").read_text().splitlines()]
     assert ids == samples
     printed = [line.split("\t") for line in (tmp_path / "p.mdist").read_text().splitlines()]
-    steps.run_all(root / "missing.vcf", tmp_path / "g", ["ibs"], block_size=11)
+    pipeline.run_all(root / "missing.vcf", tmp_path / "g", ["ibs"], block_size=11)
     mids, ours = read_float_matrix(tmp_path / "g" / "ibs" / "matrix.tsv")
     assert mids == samples
     for i in range(len(samples)):
@@ -107,7 +107,7 @@ def test_ibs_count_equals_plink19_allele_ct_without_missing(data, tmp_path):
     root, samples, _ = data
     plink("plink1.9", ["--vcf", str(root / "complete.vcf"), "--distance", "square", "allele-ct"], tmp_path / "p")
     theirs = np.loadtxt(tmp_path / "p.dist")
-    steps.run_all(root / "complete.vcf", tmp_path / "g", ["ibs"], block_size=11)
+    pipeline.run_all(root / "complete.vcf", tmp_path / "g", ["ibs"], block_size=11)
     ours = pairwise_column(tmp_path / "g" / "ibs" / "pairs.tsv.gz", samples, "ibs_count")
     assert np.array_equal(ours, theirs)  # integers, printed exactly
 
@@ -119,7 +119,7 @@ def test_king_equals_plink2_kin0(data, tmp_path):
     lines = (tmp_path / "k.kin0").read_text().splitlines()
     header = lines[0].lstrip("#").split("\t")
     assert header[-4:] == ["NSNP", "HETHET", "IBS0", "KINSHIP"]
-    steps.run_all(root / "missing.vcf", tmp_path / "g", ["king"], block_size=11)
+    pipeline.run_all(root / "missing.vcf", tmp_path / "g", ["king"], block_size=11)
     ours = {}
     with gzip.open(tmp_path / "g" / "king" / "pairs.tsv.gz", "rt") as fh:
         next(fh)
@@ -141,7 +141,7 @@ def test_king_equals_plink2_kin0(data, tmp_path):
 def test_ibs_count_equals_scikit_allel_cityblock(data, tmp_path):
     allel = pytest.importorskip("allel", reason="scikit-allel is not installed")
     root, samples, _ = data
-    steps.run_all(root / "complete.vcf", tmp_path / "g", ["ibs"], block_size=11)
+    pipeline.run_all(root / "complete.vcf", tmp_path / "g", ["ibs"], block_size=11)
     codes = np.load(tmp_path / "g" / "ingest" / "genotype.codes.npy")  # samples x variants ALT counts
     theirs = allel.pairwise_distance(codes.T.astype(np.float64), metric="cityblock")
     ours = pairwise_column(tmp_path / "g" / "ibs" / "pairs.tsv.gz", samples, "ibs_count")

@@ -11,10 +11,11 @@ import numpy as np
 import pytest
 from genodata import MISSING, vcf_text
 
+from genotile import pipeline
 from genotile.core.metrics import get_metric
 from genotile.io import peer_formats
 from genotile.io.planfile import read_plan
-from genotile.pairs import peers, relatedness, steps
+from genotile.pairs import peers, relatedness
 
 
 def test_degrees_at_kings_cut_offs():
@@ -145,7 +146,7 @@ def pedigree_run(tmp_path_factory):
     g = pedigree_genotypes(np.random.default_rng(0), 3000, 8)
     vcf = root / "p.vcf"
     vcf.write_text(vcf_text(g, seed=1))
-    steps.run_all(vcf, root / "g", ["king"], block_size=50, thresholds={"king": 0.0442})
+    pipeline.run_all(vcf, root / "g", ["king"], block_size=50, thresholds={"king": 0.0442})
     return root, vcf, [f"s{i}" for i in range(g.shape[0])]
 
 

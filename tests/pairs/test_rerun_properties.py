@@ -11,7 +11,7 @@ from genodata import random_genotypes, vcf_text
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from genotile.pairs.steps import run_all
+from genotile.pipeline import run_all
 
 OLD = 1_000_000_000  # an mtime older than any output
 FILES = ("matrix.tsv", "pairs.tsv.gz", "histogram.tsv")

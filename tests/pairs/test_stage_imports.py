@@ -16,18 +16,19 @@ STAGE_CODE = ("genotile.store.ingest", "genotile.pairs.tile", "genotile.pairs.me
 
 SCRIPT = """
 import sys
-from genotile.pairs import steps
+from genotile.pairs import stage as pairs_stage
+from genotile.store import stage as store_stage
 
 stage, o = sys.argv[1], sys.argv[2]
 if stage == "ingest":
-    steps.ingest(f"{o}/aln.fa", "nucleotide", f"{o}/codes.npy", f"{o}/ingest.json")
+    store_stage.ingest(f"{o}/aln.fa", "nucleotide", f"{o}/codes.npy", f"{o}/ingest.json")
 elif stage == "plan":
-    steps.plan(f"{o}/ingest.json", "auto", 1, f"{o}/plan.json", f"{o}/perm.npy", metrics=["snp"], backend="numpy")
+    store_stage.plan(f"{o}/ingest.json", "auto", 1, f"{o}/plan.json", f"{o}/perm.npy", metrics=["snp"], backend="numpy")
 elif stage == "pack":
-    steps.pack(f"{o}/codes.npy", f"{o}/ingest.json", f"{o}/plan.json", f"{o}/perm.npy", f"{o}/planes.npy",
+    store_stage.pack(f"{o}/codes.npy", f"{o}/ingest.json", f"{o}/plan.json", f"{o}/perm.npy", f"{o}/planes.npy",
                f"{o}/manifest.json")
 elif stage == "tile":
-    steps.tile(f"{o}/planes.npy", f"{o}/manifest.json", f"{o}/perm.npy", "snp", 0, 0, threshold=None, dense=True,
+    pairs_stage.tile(f"{o}/planes.npy", f"{o}/manifest.json", f"{o}/perm.npy", "snp", 0, 0, threshold=None, dense=True,
                backend="numpy", tile_out=f"{o}/tile_0_0.npz")
 print(" ".join(m for m in sys.argv[3:] if m in sys.modules))
 """  # fmt: skip

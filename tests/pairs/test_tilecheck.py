@@ -7,9 +7,10 @@ from genodata import random_genotypes, vcf_text, write_vcf
 from snakerun import random_alignment, write_fasta
 
 from genotile.errors import GenotileError
+from genotile.io.planfile import read_plan
 from genotile.io.tilefile import read_tile, write_tile
-from genotile.pairs import steps
-from genotile.pairs.steps import run_all
+from genotile.pairs import stage as pairs_stage
+from genotile.pipeline import run_all
 
 
 @pytest.fixture()
@@ -25,9 +26,9 @@ def snp_run(tmp_path):
 def merge(out, threshold=100, metric="snp", params=None):
     store = out / "store" / ("nucleotide" if metric == "snp" else "genotype_t")
     mdir = out / metric
-    plan = steps.read_plan(store / "plan.json")
-    return steps.merge(
-        steps.tile_paths(mdir / "pairs", plan),
+    plan = read_plan(store / "plan.json")
+    return pairs_stage.merge(
+        pairs_stage.tile_paths(mdir / "pairs", plan),
         store / "manifest.json",
         metric,
         mdir / "pairs.tsv.gz",
@@ -83,10 +84,10 @@ def test_tile_whose_dense_block_is_not_its_blocks_is_refused_by_the_matrix(snp_r
     tile = snp_run / "snp" / "pairs" / "tile_1_2.npz"
     rewrite(tile, lambda arrays, meta: arrays.update(dense_rows=arrays["dense_rows"][::-1].copy()))
     store = snp_run / "store" / "nucleotide"
-    plan = steps.read_plan(store / "plan.json")
-    tiles = steps.tile_paths(snp_run / "snp" / "pairs", plan)
+    plan = read_plan(store / "plan.json")
+    tiles = pairs_stage.tile_paths(snp_run / "snp" / "pairs", plan)
     with pytest.raises(GenotileError, match=rf"tile {tile}: its dense block is not over blocks \(1, 2\)"):
-        steps.matrix(tiles, store / "manifest.json", "snp", snp_run / "snp" / "matrix2.tsv")
+        pairs_stage.matrix(tiles, store / "manifest.json", "snp", snp_run / "snp" / "matrix2.tsv")
     assert merge(snp_run)["pairs_passing"] == 13 * 12 // 2
 
 

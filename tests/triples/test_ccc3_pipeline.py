@@ -100,7 +100,7 @@ def test_null_threshold_bound_is_configurable(tmp_path):
 def test_job_refuses_a_damaged_store_naming_the_file(tmp_path):
     """A ccc3 job reads the store's permutation and manifest through the checked loaders."""
     from genotile.errors import GenotileError
-    from genotile.triples import steps as steps3
+    from genotile.triples import stage as triples_stage
 
     g = random_genotypes(6, 9, p_missing=0.1, seed=4)
     path = write_vcf(tmp_path / "g.vcf", vcf_text(g, seed=4))
@@ -113,15 +113,15 @@ def test_job_refuses_a_damaged_store_naming_the_file(tmp_path):
     bad_perm.write_bytes((store / "perm.npy").read_bytes()[:-9])  # truncated
     bad_manifest.write_text((store / "manifest.json").read_text()[:40])  # cut JSON
     with pytest.raises(GenotileError, match=rf"{bad_perm}.*unreadable"):
-        steps3.triple_job(
+        triples_stage.triple_job(
             store / "planes.npy", store / "manifest.json", bad_perm, 0, 0, 0, 0, out=tmp_path / "t.npz", **job
         )
     with pytest.raises(GenotileError, match=str(bad_manifest)):
-        steps3.triple_job(
+        triples_stage.triple_job(
             store / "planes.npy", bad_manifest, store / "perm.npy", 0, 0, 0, 0, out=tmp_path / "t.npz", **job
         )
     with pytest.raises(GenotileError, match=str(bad_manifest)):
-        steps3.merge(
+        triples_stage.merge(
             [],
             bad_manifest,
             block_size=11,

@@ -4,10 +4,11 @@ blocks, repeated triples are refused by name, even with a valid checksum."""
 import pytest
 from genodata import random_genotypes, vcf_text, write_vcf
 
+from genotile import pipeline
 from genotile.errors import GenotileError
 from genotile.io.tilefile import read_tile, write_tile
-from genotile.pairs.steps import current_store
-from genotile.triples import steps as steps3
+from genotile.store.stage import current_store
+from genotile.triples import stage as triples_stage
 
 
 @pytest.fixture()
@@ -15,14 +16,14 @@ def ccc3_run(tmp_path):
     path = write_vcf(tmp_path / "g.vcf", vcf_text(random_genotypes(7, 14, seed=31), seed=31))
     current_store(path, "genotype_t", tmp_path / "out", 64, 1)
     store = tmp_path / "out" / "store" / "genotype_t"
-    steps3.run_ccc3(store, tmp_path / "out" / "ccc3", block_size=5, threshold=0.1, backend="numpy")
+    pipeline.run_ccc3(store, tmp_path / "out" / "ccc3", block_size=5, threshold=0.1, backend="numpy")
     return store, tmp_path / "out" / "ccc3"
 
 
 def merge(store, folder, threshold=0.1):
-    plan = steps3.plan3(steps3.load_json(store / "manifest.json", "m"), 5, 1)
-    return steps3.merge(
-        steps3.triple_paths(folder / "triples", plan),
+    plan = triples_stage.plan3(triples_stage.load_json(store / "manifest.json", "m"), 5, 1)
+    return triples_stage.merge(
+        triples_stage.triple_paths(folder / "triples", plan),
         store / "manifest.json",
         block_size=5,
         stages=1,
@@ -75,7 +76,7 @@ def test_triple_from_other_blocks_is_refused(ccc3_run):
 def test_non_finite_threshold_is_refused_by_a_job(ccc3_run, bad):
     store, folder = ccc3_run
     with pytest.raises(GenotileError, match=r"threshold of ccc3 must be a finite number or null"):
-        steps3.triple_job(
+        triples_stage.triple_job(
             store / "planes.npy",
             store / "manifest.json",
             store / "perm.npy",

@@ -38,7 +38,7 @@ KILL_MID_WRITE = """
 import os, signal, sys
 import numpy as np
 sys.path.insert(0, {src!r})
-from genotile.pairs import steps
+from genotile.pairs import stage as pairs_stage
 
 def savez_then_die(fh, **arrays):  # half a file reaches the disk, then the job is killed
     fh.write(b"PK\\x03\\x04" + bytes(1000))
@@ -47,7 +47,7 @@ def savez_then_die(fh, **arrays):  # half a file reaches the disk, then the job 
 
 np.savez = savez_then_die
 store = "results/f/store/nucleotide"
-steps.tile(store + "/planes.npy", store + "/manifest.json", store + "/perm.npy", "snp", 0, 1,
+pairs_stage.tile(store + "/planes.npy", store + "/manifest.json", store + "/perm.npy", "snp", 0, 1,
            threshold=30, dense=True, backend="numpy", tile_out={out!r})
 """
 

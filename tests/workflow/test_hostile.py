@@ -24,11 +24,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from reference import pair_matrix
 
+from genotile import pipeline, report
 from genotile.core import limits
 from genotile.errors import GenotileError
 from genotile.io import fasta
-from genotile.pairs import steps
-from genotile.runtime import report
+from genotile.io.planfile import read_plan
+from genotile.pairs import stage as pairs_stage
 
 REPO = Path(__file__).resolve().parents[2]
 SCHEMA = REPO / "config" / "schema" / "config.schema.yaml"
@@ -127,13 +128,13 @@ def test_everything_read_back_is_loaded_safely():
 def finished(tmp_path):
     aln = write_fasta(tmp_path / "aln.fa", make_alignment(9, 80, seed=3))
     out = tmp_path / "out"
-    steps.run_all(aln, out, ["snp"], block_size=4)
+    pipeline.run_all(aln, out, ["snp"], block_size=4)
     return out
 
 
 def rerun_tile(out, tmp_path):
     store = out / "store" / "nucleotide"
-    steps.tile(
+    pairs_stage.tile(
         store / "planes.npy",
         store / "manifest.json",
         store / "perm.npy",
@@ -149,9 +150,9 @@ def rerun_tile(out, tmp_path):
 
 def rerun_merge(out, tmp_path):
     store = out / "store" / "nucleotide"
-    plan = steps.read_plan(store / "plan.json")
-    steps.merge(
-        steps.tile_paths(out / "snp" / "pairs", plan),
+    plan = read_plan(store / "plan.json")
+    pairs_stage.merge(
+        pairs_stage.tile_paths(out / "snp" / "pairs", plan),
         store / "manifest.json",
         "snp",
         tmp_path / "p.tsv.gz",
@@ -198,7 +199,7 @@ def test_damaged_store_files_are_refused_by_name(finished, tmp_path, damage, sta
     else:
         target.write_bytes(change(target.read_bytes()))
     if damage.startswith("plan_"):
-        one_line_error(lambda: steps.read_plan(target), words, path=target)
+        one_line_error(lambda: read_plan(target), words, path=target)
         return
     run = rerun_tile if stage == "tile" else rerun_merge
     one_line_error(lambda: run(finished, tmp_path), words, path=target)
@@ -211,7 +212,7 @@ def run_fasta(tmp_path, data: bytes, name="in.fa", metrics=("snp", "hamming"), *
     path = tmp_path / name
     path.write_bytes(data)
     out = tmp_path / f"out_{name}"
-    steps.run_all(path, out, list(metrics), block_size=kw.pop("block_size", 2), **kw)
+    pipeline.run_all(path, out, list(metrics), block_size=kw.pop("block_size", 2), **kw)
     return path, out
 
 
@@ -249,7 +250,7 @@ def test_fasta_spellings_read_alike(tmp_path, variant):
 def test_non_utf8_header_names_the_record(tmp_path):
     path = tmp_path / "latin1.fa"
     path.write_bytes(b">a\nACGT\n>b\xe9t\xe9\nACGA\n")
-    one_line_error(lambda: steps.run_all(path, tmp_path / "o", ["snp"]), "record 2", "not UTF-8", "0xe9", path=path)
+    one_line_error(lambda: pipeline.run_all(path, tmp_path / "o", ["snp"]), "record 2", "not UTF-8", "0xe9", path=path)
     # bytes past the ID (the description) are not read: a latin-1 description is fine
     _, out = run_fasta(tmp_path, b">a caf\xe9\nACGT\n>b\nACGA\n", "desc.fa")
     assert matrix_text(out) == "\ta\tb\na\t0\t1\nb\t1\t0\n"
@@ -265,9 +266,9 @@ def test_control_characters_in_ids_are_refused(tmp_path, header):
     path = tmp_path / "ctl.fa"
     path.write_bytes(b">ok\nACGT\n>" + header + b"\nACGA\n")
     if header.startswith(b"\x0b"):  # vertical tab is whitespace: the ID before it is empty, as pysam reads it
-        one_line_error(lambda: steps.run_all(path, tmp_path / "o", ["snp"]), "record 2 has an empty ID", path=path)
+        one_line_error(lambda: pipeline.run_all(path, tmp_path / "o", ["snp"]), "record 2 has an empty ID", path=path)
         return
-    one_line_error(lambda: steps.run_all(path, tmp_path / "o", ["snp"]), "record 2", "control character", path=path)
+    one_line_error(lambda: pipeline.run_all(path, tmp_path / "o", ["snp"]), "record 2", "control character", path=path)
 
 
 def test_one_sequence_alignment(tmp_path):
@@ -304,7 +305,7 @@ def test_zero_length_sequences(tmp_path):
     path = tmp_path / "one_empty.fa"
     path.write_bytes(b">a\nACGT\n>b\n>c\nACGA\n")
     one_line_error(
-        lambda: steps.run_all(path, tmp_path / "o", ["snp"]), "'b'", "length 0", "not an alignment", path=path
+        lambda: pipeline.run_all(path, tmp_path / "o", ["snp"]), "'b'", "length 0", "not an alignment", path=path
     )
 
 
@@ -351,7 +352,7 @@ def test_broken_gzip_fasta_is_refused_and_htslib_is_quiet(tmp_path, capfd):
     for case, (data, words) in broken_gzips(tmp_path, text).items():
         path = tmp_path / f"{case}.fa.gz"
         path.write_bytes(data)
-        one_line_error(lambda p=path: steps.run_all(p, tmp_path / f"o_{p.name}", ["snp"]), words, path=path)
+        one_line_error(lambda p=path: pipeline.run_all(p, tmp_path / f"o_{p.name}", ["snp"]), words, path=path)
         assert not (tmp_path / f"o_{path.name}" / "ingest" / "nucleotide.json").exists()
     assert "[E::" not in capfd.readouterr().err and "[W::" not in capfd.readouterr().err
 
@@ -433,8 +434,11 @@ def test_reader_agrees_with_pysam(tmp_path):
 # peak RSS from VmHWM: ru_maxrss would carry the forking pytest process's peak across exec
 BOMB = """
 import re, sys
-from genotile.pairs import steps
-m = steps.ingest(sys.argv[1], "nucleotide", sys.argv[2], sys.argv[3])
+from genotile import pipeline
+from genotile.pairs import stage as pairs_stage
+from genotile.store import stage as store_stage
+from genotile.io.planfile import read_plan
+m = store_stage.ingest(sys.argv[1], "nucleotide", sys.argv[2], sys.argv[3])
 peak = re.search(r"VmHWM:\\s+(\\d+) kB", open("/proc/self/status").read()).group(1)
 print(m["n_vectors"], m["n_fields"], m["n_kept"], peak)
 """
@@ -483,13 +487,13 @@ def test_vcf_with_no_variants_or_no_samples(tmp_path):
     path = tmp_path / "novar.vcf"
     path.write_text(vcf(["s1", "s2"], []))
     for m in ("ibs", "ccc2"):
-        one_line_error(lambda m=m: steps.run_all(path, tmp_path / m, [m]), "no variants", path=path)
+        one_line_error(lambda m=m: pipeline.run_all(path, tmp_path / m, [m]), "no variants", path=path)
     sites = tmp_path / "sites.vcf"
     sites.write_text(
         "##fileformat=VCFv4.2\n##contig=<ID=1,length=100>\n"
         "#CHROM\tPOS\tID\tREF\tALT\tQUAL\tFILTER\tINFO\n1\t5\t.\tA\tG\t.\tPASS\t.\n"
     )
-    one_line_error(lambda: steps.run_all(sites, tmp_path / "s", ["king"]), "no samples", path=sites)
+    one_line_error(lambda: pipeline.run_all(sites, tmp_path / "s", ["king"]), "no samples", path=sites)
 
 
 def test_sample_with_every_call_missing(tmp_path):
@@ -502,7 +506,7 @@ def test_sample_with_every_call_missing(tmp_path):
     ]
     path = tmp_path / "miss.vcf"
     path.write_text(vcf(["s1", "s2", "gone"], recs))
-    steps.run_all(path, tmp_path / "o", ["ibs", "king", "ccc2"], block_size=2)
+    pipeline.run_all(path, tmp_path / "o", ["ibs", "king", "ccc2"], block_size=2)
     rows = {
         m: gzip.decompress((tmp_path / "o" / m / "pairs.tsv.gz").read_bytes()).decode().splitlines()
         for m in ("ibs", "king", "ccc2")
@@ -517,7 +521,7 @@ def test_ids_with_spaces_quotes_and_hashes_stay_parseable(tmp_path):
     names = ["s 1", '"quoted', "#hash", "NA", "x,y"]
     g = random_genotypes(5, 30, seed=4, special=False)
     path = write_vcf(tmp_path / "odd.vcf.gz", vcf_text(g, names))
-    steps.run_all(path, tmp_path / "o", ["ibs"], block_size=2)
+    pipeline.run_all(path, tmp_path / "o", ["ibs"], block_size=2)
     header, rows = report.read_pairs(tmp_path / "o" / "ibs" / "pairs.tsv.gz")
     assert header == ["id1", "id2", "ibs_count", "n", "dist_1ibs"]
     assert [r[:2] for r in rows] == [[a, b] for i, a in enumerate(names) for b in names[i + 1 :]]
@@ -531,24 +535,24 @@ def test_bad_sample_and_variant_ids_are_refused(tmp_path):
     text = vcf_text(random_genotypes(3, 4, seed=1, special=False), ["s1", "s2", "s3"])
     latin = tmp_path / "latin1.vcf"
     latin.write_bytes(text.replace("\ts2", "\ts\u00e92").encode("latin-1"))
-    one_line_error(lambda: steps.run_all(latin, tmp_path / "a", ["ibs"]), "not UTF-8", "0xe9", path=latin)
+    one_line_error(lambda: pipeline.run_all(latin, tmp_path / "a", ["ibs"]), "not UTF-8", "0xe9", path=latin)
     empty = tmp_path / "empty_name.vcf"
     empty.write_text(text.replace("\ts2\t", "\t\t"))
-    one_line_error(lambda: steps.run_all(empty, tmp_path / "b", ["ibs"]), "empty sample ID", "column 11", path=empty)
+    one_line_error(lambda: pipeline.run_all(empty, tmp_path / "b", ["ibs"]), "empty sample ID", "column 11", path=empty)
     ctl = tmp_path / "ctl.vcf"
     ctl.write_text(text.replace("\tGT\t", "\tGT\t", 1).replace("\t.\tA\tG", "\trs\x01x\tA\tG", 1))
-    one_line_error(lambda: steps.run_all(ctl, tmp_path / "c", ["ccc2"]), "variant", "control character", path=ctl)
+    one_line_error(lambda: pipeline.run_all(ctl, tmp_path / "c", ["ccc2"]), "variant", "control character", path=ctl)
 
 
 def test_vcf_bom_is_refused_and_crlf_reads_alike(tmp_path):
     text = vcf_text(random_genotypes(6, 40, seed=2), [f"s{i}" for i in range(6)])
     bom = tmp_path / "bom.vcf"
     bom.write_bytes(b"\xef\xbb\xbf" + text.encode())
-    one_line_error(lambda: steps.run_all(bom, tmp_path / "b", ["ibs"]), "byte-order mark", path=bom)
+    one_line_error(lambda: pipeline.run_all(bom, tmp_path / "b", ["ibs"]), "byte-order mark", path=bom)
     outs = []
     for name, data in (("lf.vcf", text), ("crlf.vcf", text.replace("\n", "\r\n"))):
         (tmp_path / name).write_bytes(data.encode())
-        steps.run_all(tmp_path / name, tmp_path / f"o_{name}", ["ibs", "king"], block_size=4)
+        pipeline.run_all(tmp_path / name, tmp_path / f"o_{name}", ["ibs", "king"], block_size=4)
         outs.append([(tmp_path / f"o_{name}" / m / "pairs.tsv.gz").read_bytes() for m in ("ibs", "king")])
     assert outs[0] == outs[1]
 
@@ -564,7 +568,7 @@ def test_broken_gzip_vcf_is_refused_and_htslib_is_quiet(tmp_path, capfd, monkeyp
             words = ""  # where the flip lands decides the message (bad data, bad CRC): any clear line
         path = tmp_path / f"{case}.vcf.gz"
         path.write_bytes(data)
-        one_line_error(lambda p=path: steps.run_all(p, tmp_path / f"o_{p.name}", ["ibs"]), words, path=path)
+        one_line_error(lambda p=path: pipeline.run_all(p, tmp_path / f"o_{p.name}", ["ibs"]), words, path=path)
     err = capfd.readouterr().err
     assert "[E::" not in err and "[W::" not in err, err[-2000:]
 

@@ -11,7 +11,7 @@ from genodata import random_genotypes, vcf_text, write_vcf
 from snakerun import jobs_run, random_alignment, snakemake, write_fasta
 
 from genotile.cli import main
-from genotile.pairs.steps import run_all
+from genotile.pipeline import run_all
 
 OUTPUTS = ("matrix.tsv", "pairs.tsv.gz", "histogram.tsv")
 

@@ -41,7 +41,7 @@ def store_digest(manifest_path) -> str:
 
 def tile_settings(store: str, **settings) -> dict:
     """What a tile file depends on besides its metric and blocks, as JSON holds it: `store` (the
-    manifest's store_digest) and the tile rule's params (rules/tiles.smk), which are steps.tile's
+    manifest's store_digest) and the tile rule's params (rules/tiles.smk), which are stage.tile's
     keyword arguments: threshold, dense, backend, metric_params, and any the rule gains.
 
     >>> tile_settings("ab12", threshold=20, dense=0, backend="auto", metric_params=None)
@@ -138,7 +138,7 @@ def compute_tiles(store_dir, plan, metrics: dict, *, gpu_only: bool) -> float:
         The packed store (planes.npy, manifest.json, perm.npy).
     plan : genotile.core.plan.Plan
     metrics : dict of str to dict
-        {metric: steps.tile's keyword arguments (the tile rule's params)}: the settings its tile
+        {metric: stage.tile's keyword arguments (the tile rule's params)}: the settings its tile
         jobs will have; each tile is computed with them, and its record holds them.
     gpu_only : bool
         Compute nothing unless the backend resolves to a GPU one here (`auto` mode: a store job
@@ -151,7 +151,7 @@ def compute_tiles(store_dir, plan, metrics: dict, *, gpu_only: bool) -> float:
         tile: the tile jobs then compute their tiles as they would have.
     """
     from genotile.backends import registry, resolve
-    from genotile.pairs import steps
+    from genotile.pairs import stage
 
     store_dir = Path(store_dir)
     started = time.perf_counter()
@@ -165,7 +165,7 @@ def compute_tiles(store_dir, plan, metrics: dict, *, gpu_only: bool) -> float:
             for i, j in plan.tiles():
                 tile = tile_path(store_dir, metric, i, j)
                 tile.parent.mkdir(parents=True, exist_ok=True)
-                steps.tile(
+                stage.tile(
                     store_dir / "planes.npy",
                     store_dir / "manifest.json",
                     store_dir / "perm.npy",

@@ -5,7 +5,6 @@ seed or block size, so they are byte-identical across those choices.
 """
 
 import json
-import platform
 import time
 
 import numpy as np
@@ -15,14 +14,15 @@ from genotile.core.keys import count_distinct, narrowest
 from genotile.core.metrics import Metric
 from genotile.core.plan import Plan
 from genotile.errors import GenotileError
+from genotile.io.mergecheck import block_of, check_settings
+from genotile.io.summary import input_provenance, output_records, versions
 from genotile.io.tilefile import read_tile
 from genotile.io.tsvgz import Cells, text_column, write_tsv_gz
 from genotile.pairs import tilecheck
 from genotile.util.atomic import write_text
-from genotile.util.checksums import file_digest
 from genotile.util.cpus import usable_cpus
 from genotile.util.progress import Progress
-from genotile.version import __version__
+from genotile.util.readback import RERUN
 
 GATHER_CELLS = 1 << 20  # cells gathered into input order at a time (dense_values)
 GATHER_THREADS = 16  # threads gathering them, at most
@@ -37,7 +37,7 @@ def read_tiles(
     are not its blocks' (pairs/tilecheck.py; `repeats=False`: a pair listed twice is left to the
     caller)."""
     expected = set(plan.tiles())
-    blocks = None if perm is None else tilecheck.block_of(plan, perm)
+    blocks = None if perm is None else block_of(plan, perm)
     seen = set()
     progress = Progress(f"{metric.name}: tiles read", total=len(expected))
     for path in tile_paths:
@@ -51,7 +51,7 @@ def read_tiles(
             )
         if tile in seen:
             raise GenotileError(f"tile {path}: tile {tile} given twice")
-        tilecheck.check_settings(path, meta, expect or {})
+        check_settings(path, meta, expect or {})
         if blocks is not None:
             tilecheck.check_pair_tile(path, arrays, meta, plan, metric, blocks, perm, repeats)
         seen.add(tile)
@@ -145,7 +145,7 @@ def _refuse_repeats(keys: np.ndarray, order: np.ndarray, sizes: list[int], paths
     twice = np.flatnonzero(keys[1:] == keys[:-1])
     if twice.size:
         part = int(np.searchsorted(np.cumsum(sizes), order[twice[0]], side="right"))
-        raise GenotileError(f"tile {paths[part]}: a pair is listed twice; {tilecheck.RERUN}")
+        raise GenotileError(f"tile {paths[part]}: a pair is listed twice; {RERUN}")
 
 
 def write_histograms(out_path, metric: Metric, histograms: dict, pairs_computed: int) -> None:
@@ -244,24 +244,6 @@ def merge_matrix(
 
     matrix = dense_values(tile_paths, plan, metric, store, perm, where=str(out_path), distinct_index=distinct_index)
     write_matrix_tsv(out_path, ids, matrix)
-
-
-def input_provenance(manifest: dict) -> dict:
-    """The store's input and its SHA-256 (and the VCF reader's rule counts), for a summary.json."""
-    out = {"input": manifest["input"], "input_sha256": manifest["input_sha256"]}
-    if "ingest_counts" in manifest:  # VCF rules
-        out["ingest_counts"] = manifest["ingest_counts"]
-    return out
-
-
-def output_records(outputs: dict) -> dict:
-    """{name: {file, digest}} of a merge's outputs: io/checksums.file_digest, pieces hashed on
-    threads (one SHA-256 stream over king_20k's 8 GB matrix.tsv took 9 s of its merge)."""
-    return {name: {"file": str(p), "digest": file_digest(p)} for name, p in outputs.items()}
-
-
-def versions() -> dict:
-    return {"genotile": __version__, "numpy": np.__version__, "python": platform.python_version()}
 
 
 def write_summary(

@@ -1,4 +1,5 @@
-"""What a merge checks in each tile before trusting it, beyond its checksum (tilefile.py).
+"""What a pairs merge checks in each tile before trusting it, beyond its checksum (tilefile.py)
+and the checks every merge makes (io/mergecheck.py).
 
 A tile's SHA-256 proves it was read whole, not that it belongs here: a tile computed under
 another threshold or other metric parameters, or one whose indices lie outside its blocks
@@ -12,18 +13,7 @@ from genotile.core.keys import has_repeats
 from genotile.core.metrics import Metric, get_metric
 from genotile.core.plan import Plan
 from genotile.errors import GenotileError
-
-RERUN = "delete it and rerun"
-
-
-def same_number(a, b) -> bool:
-    """Thresholds as recorded: None, or numbers equal as numbers (20 == 20.0)."""
-    if a is None or b is None:
-        return a is None and b is None
-    try:
-        return float(a) == float(b)
-    except (TypeError, ValueError):
-        return False
+from genotile.util.readback import RERUN
 
 
 def expected_settings(metric_name: str, config: dict) -> dict:
@@ -34,28 +24,6 @@ def expected_settings(metric_name: str, config: dict) -> dict:
     if "params" in config:
         out["params"] = get_metric(metric_name, **(config["params"] or {})).params
     return out
-
-
-def block_of(plan: Plan, perm: np.ndarray) -> np.ndarray:
-    """(n,) block number of each original vector index."""
-    out = np.empty(plan.n_vectors, dtype=np.int64)
-    for k in range(plan.n_blocks):
-        out[perm[plan.block(k)]] = k
-    return out
-
-
-def check_settings(path, meta: dict, expect: dict, what: str = "tile") -> None:
-    """The threshold and metric parameters the tile was computed with are the current ones."""
-    if "threshold" in expect and not same_number(meta.get("threshold"), expect["threshold"]):
-        raise GenotileError(
-            f"{what} {path}: computed with threshold {meta.get('threshold')}, not the current "
-            f"{expect['threshold']}; {RERUN}"
-        )
-    if "params" in expect and (meta.get("params") or {}) != expect["params"]:
-        raise GenotileError(
-            f"{what} {path}: computed with metric parameters {meta.get('params') or {}}, not the current "
-            f"{expect['params']}; {RERUN}"
-        )
 
 
 def check_pair_tile(

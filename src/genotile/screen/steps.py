@@ -17,9 +17,9 @@ from genotile.core.keys import has_repeats
 from genotile.errors import GenotileError
 from genotile.io.fastq import PHRED_OFFSET, QUAL_MAX, read_fastq
 from genotile.io.stale import remove_stale_files
+from genotile.io.summary import output_records, versions
 from genotile.io.tilefile import read_tile, write_tile
 from genotile.io.tsvgz import write_tsv_gz
-from genotile.pairs.merge import output_records, versions
 from genotile.screen import backend as search
 from genotile.screen.encode import SequenceSet, from_records
 from genotile.screen.score import format_score, hundredths, passes

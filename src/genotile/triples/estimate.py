@@ -13,7 +13,7 @@ from genotile.core.bits import WORD_BITS, n_words
 from genotile.core.genotype import PLANES, GenotypeLayout
 from genotile.core.plan import Plan
 from genotile.errors import GenotileError
-from genotile.triples.steps import plan_triples
+from genotile.triples.stage import plan_triples
 
 
 def _size(b: float) -> str:

@@ -12,10 +12,10 @@ import numpy as np
 from genotile.core import ccc3
 from genotile.core.keys import has_repeated_rows
 from genotile.errors import GenotileError
+from genotile.io.mergecheck import block_of, check_settings
+from genotile.io.summary import input_provenance, output_records, versions
 from genotile.io.tilefile import read_tile
 from genotile.io.tsvgz import Cells, text_column, write_tsv_gz
-from genotile.pairs import tilecheck
-from genotile.pairs.merge import input_provenance, output_records, versions
 from genotile.util.atomic import write_text
 from genotile.util.progress import Progress
 
@@ -27,7 +27,7 @@ def read_triple_files(
     one of another threshold (`expect`) and, given the permutation, one whose triples are not
     its blocks' (`check_triples`)."""
     expected = set(plan.jobs())
-    blocks = None if perm is None else tilecheck.block_of(plan, perm)
+    blocks = None if perm is None else block_of(plan, perm)
     seen = set()
     progress = Progress("ccc3: triple files read", total=len(expected))
     for path in paths:
@@ -51,7 +51,7 @@ def read_triple_files(
             )
         if job in seen:
             raise GenotileError(f"triple file {path}: job {job} given twice")
-        tilecheck.check_settings(path, meta, expect or {}, what="triple file")
+        check_settings(path, meta, expect or {}, what="triple file")
         if blocks is not None:
             check_triples(path, arrays, meta, plan, blocks)
         seen.add(job)

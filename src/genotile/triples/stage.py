@@ -1,6 +1,6 @@
-"""The ccc3 stages as plain functions over paths: what rules/triples.smk runs, and what a run
-without Snakemake (`run_ccc3`, the benchmark) chains in one process. The store (ingest, plan,
-pack of `genotype_t`) is the one ccc2 reads (steps.py)."""
+"""The triples stage (ccc3) as plain functions over paths: what rules/triples.smk runs, and what
+`genotile run` chains in one process (pipeline.run_ccc3). The store it reads (ingest, plan,
+pack of `genotype_t`, store/stage.py) is the one ccc2 reads."""
 
 import logging
 import time
@@ -15,7 +15,6 @@ from genotile.store.manifest import STORE_KEYS, store_identity
 from genotile.store.pack import open_store
 from genotile.triples.merge import merge_triples, write_summary
 from genotile.triples.tile import compute_triples
-from genotile.util.progress import Progress
 from genotile.util.readback import load_json, load_permutation
 
 log = logging.getLogger("genotile")
@@ -185,69 +184,3 @@ def merge(paths, manifest_path, *, block_size, stages, triples_out, summary_out,
     if paths:  # job files of an earlier plan (another block size, stages or input)
         remove_stale_files(Path(paths[0]).parent, r"triples_\d+_\d+_\d+_\d+\.npz", paths)
     return summary
-
-
-def run_ccc3(
-    store_dir,
-    outdir,
-    *,
-    block_size,
-    stages=1,
-    threshold=None,
-    params=None,
-    backend="auto",
-    null_max: int = ccc3.NULL_THRESHOLD_MAX,
-) -> dict:
-    """Every ccc3 job of a packed store, then the merge, in this process (files as the workflow's).
-
-    Parameters
-    ----------
-    store_dir : str or os.PathLike
-        A packed genotype_t store (planes.npy, manifest.json, perm.npy).
-    outdir : str or os.PathLike
-        Gets triples/, triples.tsv.gz and summary.json.
-    block_size, stages, threshold, params, backend, null_max
-        As `triple_job`.
-
-    Returns
-    -------
-    dict
-        The summary.
-    """
-    store_dir, outdir = Path(store_dir), Path(outdir)
-    store_plan = Plan.from_json(load_json(store_dir / "manifest.json", "store manifest", STORE_KEYS)["plan"])
-    plan = plan_triples(store_plan, block_size, stages, threshold, null_max=null_max)
-    paths = triple_paths(outdir / "triples", plan)
-    progress = Progress("ccc3: jobs", total=len(paths))
-    for n, (job, path) in enumerate(zip(plan.jobs(), paths, strict=True), start=1):
-        triple_job(
-            store_dir / "planes.npy",
-            store_dir / "manifest.json",
-            store_dir / "perm.npy",
-            *job,
-            block_size=block_size,
-            stages=stages,
-            threshold=threshold,
-            params=params,
-            backend=backend,
-            out=path,
-        )
-        progress.update(n)
-    progress.finish(len(paths))
-    config = {
-        "threshold": threshold,
-        "block_size": block_size,
-        "stages": stages,
-        "backend": backend,
-        "params": dict(params or {}),
-    }
-    return merge(
-        paths,
-        store_dir / "manifest.json",
-        block_size=block_size,
-        stages=stages,
-        triples_out=outdir / "triples.tsv.gz",
-        summary_out=outdir / "summary.json",
-        config=config,
-        params=params,
-    )

@@ -1,0 +1,259 @@
+"""Every stage in one process, with the workflow's file layout: what `genotile run` runs.
+
+The stages are the rules' own (store/stage.py, pairs/stage.py, triples/stage.py), run with the
+settings the rules take from the workflow config (settings.py): `run_config` builds a config of
+that shape from a run's arguments, so that the rules and a run in one process cannot drift apart.
+"""
+
+from pathlib import Path
+
+from genotile import settings
+from genotile.core import ccc3
+from genotile.core.blocks import gpu_tiles
+from genotile.core.limits import PAIRS_MAX, check_plan
+from genotile.core.metrics import get_metric
+from genotile.core.plan import Plan
+from genotile.core.registry import REGISTRY
+from genotile.io.planfile import read_plan
+from genotile.pairs import stage as pairs_stage
+from genotile.store import stage as store_stage
+from genotile.store.manifest import STORE_KEYS
+from genotile.triples import stage as triples_stage
+from genotile.util.progress import Progress
+from genotile.util.readback import load_json
+
+
+def run_config(
+    *,
+    block_size=4096,
+    seed=1,
+    thresholds=None,
+    dense_max=20000,
+    backend="auto",
+    metric_params=None,
+    collapse_duplicates="auto",
+    pairs_max=PAIRS_MAX,
+    ccc3_settings=None,
+) -> dict:
+    """A workflow config (config/config.yaml's keys) of a run's arguments, for settings.py.
+
+    Parameters
+    ----------
+    block_size, seed, thresholds, dense_max, backend, collapse_duplicates, pairs_max
+        The config keys of these names (thresholds: {metric: value}).
+    metric_params : dict, optional
+        {metric: {parameter: value}}, each metric's under its config section (ccc2's and ccc3's:
+        `ccc`); the parameters given only, no defaults.
+    ccc3_settings : dict, optional
+        The `ccc3:` section: block_size, stages, null_threshold_max (those given only).
+
+    Returns
+    -------
+    dict
+    """
+    config = {
+        "thresholds": dict(thresholds or {}),
+        "block_size": block_size,
+        "seed": seed,
+        "dense_max": dense_max,
+        "backend": backend,
+        "collapse_duplicates": collapse_duplicates,
+        "pairs_max": pairs_max,
+        "ccc3": dict(ccc3_settings or {}),
+    }
+    for metric, params in (metric_params or {}).items():
+        section = REGISTRY[metric].params_section
+        if section:  # a metric without parameters refuses any (get_metric)
+            config[section] = dict(params)
+    return config
+
+
+def run_all(
+    input_path,
+    outdir,
+    metrics,
+    *,
+    block_size=4096,
+    seed=1,
+    thresholds=None,
+    dense_max=20000,
+    backend="auto",
+    vcf_options=None,
+    metric_params=None,
+    collapse_duplicates="auto",
+    pairs_max=PAIRS_MAX,
+    opt_in=None,
+) -> dict:
+    """Every stage of the 2-way metrics in this process, with the same file layout as the workflow.
+
+    vcf_options: the VCF reader's options (multiallelic, filter_pass, samples, regions);
+    metric_params: {metric: {parameter: value}}, e.g. {"ccc2": {"multiplier": 4.5}}.
+
+    Parameters
+    ----------
+    input_path : str or os.PathLike
+        FASTA alignment or VCF/BCF.
+    outdir : str or os.PathLike
+        Gets ingest/, store/<encoding>/ and <metric>/ as results/<dataset>/ does.
+    metrics : sequence of str
+        2-way metrics to compute.
+    block_size, seed, thresholds, dense_max, backend, pairs_max
+        As the workflow's config keys (thresholds: {metric: value}); a run past the plan's bounds
+        on output (limits.check_plan) is refused as the workflow's plan refuses it.
+    opt_in : dict, optional
+        A dataset's opt-in outputs, as its config keys: {"formats": [...], "king_degrees": bool,
+        "king_cutoff": value} (README, Peer formats and Relatedness), written beside each metric.
+
+    Returns
+    -------
+    dict of str to dict
+        {metric: its summary.json}.
+    """
+    from genotile.io import peer_formats  # the opt-in outputs' checks (not the store job's)
+
+    config = run_config(
+        block_size=block_size,
+        seed=seed,
+        thresholds=thresholds,
+        dense_max=dense_max,
+        backend=backend,
+        metric_params=metric_params,
+        collapse_duplicates=collapse_duplicates,
+        pairs_max=pairs_max,
+    )
+    outdir = Path(outdir)
+    thresholds, opt_in = config["thresholds"], opt_in or {}
+    peer_formats.check_dataset(str(input_path), {**opt_in, "metrics": list(metrics)}, thresholds.get("king"))
+    summaries = {}
+    for metric_name in metrics:
+        # its parameters checked before anything is read
+        enc = get_metric(metric_name, **(metric_params or {}).get(metric_name, {})).encoding
+        store = outdir / "store" / enc
+        same_store = [m for m in metrics if get_metric(m).encoding == enc]
+        store_stage.current_store(
+            input_path,
+            enc,
+            outdir,
+            block_size,
+            seed,
+            vcf_options,
+            metrics=same_store,
+            backend=backend,
+            dense_max=dense_max,
+            collapse_duplicates=store_stage.collapse_wanted(collapse_duplicates, gpu_tiles(backend)),
+        )
+        p = read_plan(store / "plan.json")
+        # the plan's bounds on output, also where the store was planned by an earlier run
+        check_plan(p.input_vectors, same_store, thresholds, pairs_max=pairs_max, where=f"{input_path}: ")
+        mdir = outdir / metric_name
+        paths = pairs_stage.tile_paths(mdir / "pairs", p)
+        tile_kwargs = settings.tile_settings(config, metric_name, p)
+        progress = Progress(f"{metric_name}: tiles", total=len(paths))
+        for k, ((bi, bj), path) in enumerate(zip(p.tiles(), paths, strict=True), start=1):
+            pairs_stage.tile(
+                store / "planes.npy",
+                store / "manifest.json",
+                store / "perm.npy",
+                metric_name,
+                bi,
+                bj,
+                tile_out=path,
+                **tile_kwargs,
+            )
+            progress.update(k)
+        progress.finish(len(paths))
+        matrix_path = None
+        if settings.dense_wanted(config, p):
+            matrix_path = mdir / "matrix.tsv"
+            pairs_stage.matrix(paths, store / "manifest.json", metric_name, matrix_path)
+        summaries[metric_name] = pairs_stage.merge(
+            paths,
+            store / "manifest.json",
+            metric_name,
+            mdir / "pairs.tsv.gz",
+            mdir / "summary.json",
+            settings.summary_config(config, metric_name),
+            matrix_path,
+            mdir / "histogram.tsv",
+        )
+        names, dense = peer_formats.output_files(opt_in, metric_name)
+        if dense:
+            peer_formats.refuse_past_dense_max(str(input_path), opt_in, metric_name, p.input_vectors, dense_max)
+        if names:
+            from genotile.pairs import peers  # the opt-in outputs' code, only when asked for
+
+            peers.write_outputs(
+                paths,
+                store / "manifest.json",
+                metric_name,
+                [mdir / name for name in names],
+                king_cutoff=opt_in.get("king_cutoff"),
+            )
+    return summaries
+
+
+def run_ccc3(
+    store_dir,
+    outdir,
+    *,
+    block_size,
+    stages=1,
+    threshold=None,
+    params=None,
+    backend="auto",
+    null_max: int = ccc3.NULL_THRESHOLD_MAX,
+) -> dict:
+    """Every ccc3 job of a packed store, then the merge, in this process (files as the workflow's).
+
+    Parameters
+    ----------
+    store_dir : str or os.PathLike
+        A packed genotype_t store (planes.npy, manifest.json, perm.npy).
+    outdir : str or os.PathLike
+        Gets triples/, triples.tsv.gz and summary.json.
+    block_size, stages, threshold, params, backend, null_max
+        As triples/stage.triple_job.
+
+    Returns
+    -------
+    dict
+        The summary.
+    """
+    config = run_config(
+        block_size=block_size,
+        thresholds={ccc3.NAME: threshold},
+        backend=backend,
+        metric_params={ccc3.NAME: params or {}},
+        ccc3_settings={"block_size": block_size, "stages": stages},
+    )
+    store_dir, outdir = Path(store_dir), Path(outdir)
+    manifest = load_json(store_dir / "manifest.json", "store manifest", STORE_KEYS)
+    store_plan = Plan.from_json(manifest["plan"])
+    plan = triples_stage.plan_triples(store_plan, block_size, stages, threshold, null_max=null_max)
+    paths = triples_stage.triple_paths(outdir / "triples", plan)
+    progress = Progress("ccc3: jobs", total=len(paths))
+    for n, (job, path) in enumerate(zip(plan.jobs(), paths, strict=True), start=1):
+        triples_stage.triple_job(
+            store_dir / "planes.npy",
+            store_dir / "manifest.json",
+            store_dir / "perm.npy",
+            *job,
+            block_size=block_size,
+            stages=stages,
+            threshold=threshold,
+            params=params,
+            backend=backend,
+            out=path,
+        )
+        progress.update(n)
+    progress.finish(len(paths))
+    return triples_stage.merge(
+        paths,
+        store_dir / "manifest.json",
+        block_size=block_size,
+        stages=stages,
+        triples_out=outdir / "triples.tsv.gz",
+        summary_out=outdir / "summary.json",
+        config=settings.summary_config(config, ccc3.NAME),
+        params=params,
+    )

@@ -1,0 +1,122 @@
+"""What each stage is run with, built once from a workflow config: the one pipeline description.
+
+`config` is the workflow's config dict: the shape of config/config.yaml once the schema has filled
+its defaults. The rules' params (rules/common.smk), the store job's early tiles
+(scripts/store.py) and `genotile run` (pipeline.py, which builds a config of this shape from its
+arguments) all take their settings from here, so that a tile job adopts the store job's tile
+(pairs/early.py) and a summary records the same settings whichever ran it.
+"""
+
+from genotile.core import ccc3
+from genotile.core.metrics import get_metric
+from genotile.core.plan import Plan
+from genotile.core.registry import REGISTRY, config_params
+from genotile.io.peer_formats import DATASET_KEYS
+
+CCC3_BLOCK_SIZE = 4096  # ccc3's blocks where `block_size: auto` (it sizes 2-way tiles only)
+
+
+def dense_wanted(config: dict, plan: Plan) -> bool:
+    """Whether tiles keep their dense block (matrix.tsv): input vectors (where identical ones were
+    collapsed, the plan tiles fewer) up to `dense_max`."""
+    return plan.input_vectors <= config["dense_max"]
+
+
+def tile_settings(config: dict, metric: str, plan: Plan) -> dict:
+    """A 2-way tile's settings: pairs/stage.tile's keyword arguments besides its files and blocks.
+
+    The tile rule's params (rules/tiles.smk), what the store job computes its early tiles with
+    and records (pairs/early.py: a tile job adopts a tile recorded with every one of its params,
+    with these values) and what `genotile run` computes its tiles with.
+
+    Parameters
+    ----------
+    config : dict
+        The workflow config.
+    metric : str
+        A 2-way metric.
+    plan : Plan
+        The store's plan (its input vectors decide the dense block).
+
+    Returns
+    -------
+    dict
+        {threshold, dense, backend, metric_params}.
+    """
+    return {
+        "threshold": config["thresholds"].get(metric),
+        "dense": dense_wanted(config, plan),
+        "backend": config["backend"],
+        "metric_params": config_params(metric, config),
+    }
+
+
+def ccc3_plan_settings(config: dict) -> tuple[int, int]:
+    """(block_size, stages) of ccc3 jobs: `ccc3:` in the config, block_size defaulting to the
+    2-way one (CCC3_BLOCK_SIZE where that is auto), stages to 1."""
+    c = config.get("ccc3") or {}
+    # `block_size: auto` sizes 2-way tiles; ccc3's blocks stay 4096 unless `ccc3:` sets them
+    two_way = config["block_size"] if config["block_size"] != "auto" else CCC3_BLOCK_SIZE
+    return c.get("block_size") or two_way, c.get("stages", 1)
+
+
+def ccc3_null_max(config: dict) -> int:
+    """SNPs past which a null ccc3 threshold is refused (`ccc3: null_threshold_max`)."""
+    return (config.get("ccc3") or {}).get("null_threshold_max", ccc3.NULL_THRESHOLD_MAX)
+
+
+def summary_config(config: dict, metric: str, dataset: str | None = None) -> dict:
+    """The settings a metric's summary.json records under `config` (and its merge checks its
+    tiles against: threshold, params).
+
+    Parameters
+    ----------
+    config : dict
+        The workflow config.
+    metric : str
+        A metric (2-way, or ccc3).
+    dataset : str, optional
+        The workflow's dataset: recorded with its own settings (input, reader options), not its
+        metric list or opt-in outputs (adding a metric or a format reruns no merge). None for
+        `genotile run`, which has no dataset and records the settings it was given, in the
+        order it always has.
+
+    Returns
+    -------
+    dict
+    """
+    triples = REGISTRY[metric].workload == "triples"
+    threshold = config["thresholds"].get(metric)
+    if dataset is None:
+        if triples:
+            block_size, stages = ccc3_plan_settings(config)
+            return {
+                "threshold": threshold,
+                "block_size": block_size,
+                "stages": stages,
+                "backend": config["backend"],
+                "params": config_params(metric, config),
+            }
+        return {
+            "threshold": threshold,
+            **{k: config[k] for k in ("block_size", "seed", "dense_max", "backend")},
+            "params": get_metric(metric, **config_params(metric, config)).params,
+        }
+    spec = config["datasets"][dataset]
+    if triples:
+        block_size, stages = ccc3_plan_settings(config)
+        return {
+            "dataset": dataset,
+            **{k: v for k, v in spec.items() if k != "metrics"},
+            "threshold": threshold,
+            "params": config_params(metric, config),
+            "ccc3": {"block_size": block_size, "stages": stages},
+            **{k: config[k] for k in ("seed", "backend")},
+        }
+    return {
+        "dataset": dataset,
+        **{k: v for k, v in spec.items() if k != "metrics" and k not in DATASET_KEYS},
+        "threshold": threshold,
+        "params": config_params(metric, config),
+        **{k: config[k] for k in ("block_size", "dense_max", "seed", "backend")},
+    }
