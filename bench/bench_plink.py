@@ -9,7 +9,7 @@ Makes a PLINK 1 fileset of random genotypes (allele frequencies ~ Beta(0.5, 0.5)
 with probability p_missing), written straight as .bed/.bim/.fam. Then, in this one run, `repeats`
 times interleaved (medians reported; the machine is shared, so ratios are taken in one run):
 
-  ours:  the workflow's fused "store" job for ibs / king (pairs/store_stage.store, no `samples` or
+  ours:  the workflow's fused "store" job for ibs / king (store/stage.store, no `samples` or
          `regions`, its codes temporary): a whole .bed is read once into memory as bits
          (store/ingest_bed.py; no codes matrix), plan, pack (bits -> bit planes, planes.npy):
          the .bed turned into a store ready for tiling, in one child process (this script,
