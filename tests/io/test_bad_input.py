@@ -9,11 +9,12 @@ import pytest
 from conftest import make_alignment
 from reference import pair_matrix
 
+from genotile import pipeline
 from genotile.core.metrics import get_metric
 from genotile.core.plan import Plan
 from genotile.errors import GenotileError
 from genotile.io.tilefile import read_tile
-from genotile.pairs import steps
+from genotile.pairs import stage as pairs_stage
 from genotile.pairs.merge import read_tiles
 
 METRICS = ["snp", "hamming"]
@@ -101,7 +102,7 @@ BAD_INPUTS = {
     "blank_file": (make_blank, ["empty"]),
     "empty_gzip": (make_empty_gz, ["empty"]),
     "vcf_as_fasta": (make_vcf, ["not a FASTA", "VCF"]),
-    "gzip_vcf_as_fasta": (make_vcf_gz, ["not a FASTA", "VCF"]),
+    "gzip_vcf_as_fasta": (make_vcf_gz, ["holds genotypes", "not an alignment", "VCF"]),
     "missing_file": (make_missing, ["no such file"]),
     "directory": (make_directory, ["directory"]),
     "non_ascii": (make_non_ascii, ["non-ASCII", "'b'"]),
@@ -119,7 +120,7 @@ def test_bad_input_fails_clearly_and_leaves_nothing(tmp_path, list_files, case, 
     path = maker(tmp_path)
     outdir = tmp_path / "results" / "ds"
     with pytest.raises(GenotileError) as info:
-        steps.run_all(path, outdir, metrics, block_size=2)
+        pipeline.run_all(path, outdir, metrics, block_size=2)
     message = str(info.value)
     assert str(path) in message, f"the message must name the file: {message}"
     for word in words:
@@ -135,7 +136,7 @@ def test_gzip_fasta_gives_identical_outputs(tmp_path, fasta_writer):
     assert packed.read_bytes()[:2] == b"\x1f\x8b"
     thresholds = {m: int(np.median(pair_matrix([seq for _, seq in records], m))) for m in METRICS}
     for src, out in ((plain, "plain"), (packed, "gz")):
-        steps.run_all(src, tmp_path / out, METRICS, block_size=7, thresholds=thresholds)
+        pipeline.run_all(src, tmp_path / out, METRICS, block_size=7, thresholds=thresholds)
     for m in METRICS:
         for name in ("matrix.tsv", "pairs.tsv.gz"):
             assert (tmp_path / "plain" / m / name).read_bytes() == (tmp_path / "gz" / m / name).read_bytes()
@@ -154,7 +155,7 @@ def test_bgzip_and_unwrapped_fasta_read_alike(tmp_path, fasta_writer):
     crlf = write(tmp_path / "crlf.fa", plain.read_bytes().replace(b"\n", b"\r\n"))
     outs = []
     for k, src in enumerate((plain, oneline, bgz, crlf)):
-        steps.run_all(src, tmp_path / f"o{k}", METRICS, block_size=5)
+        pipeline.run_all(src, tmp_path / f"o{k}", METRICS, block_size=5)
         outs.append([(tmp_path / f"o{k}" / m / "matrix.tsv").read_bytes() for m in METRICS])
     assert outs[0] == outs[1] == outs[2] == outs[3]
 
@@ -167,7 +168,7 @@ def finished_run(tmp_path, fasta_writer):
     """A finished in-process run with 6 tiles per metric (8 vectors, blocks of 3)."""
     fasta = fasta_writer(tmp_path / "aln.fa", make_alignment(8, 70, seed=9))
     out = tmp_path / "out"
-    steps.run_all(fasta, out, METRICS, block_size=3, thresholds={"snp": 1000})
+    pipeline.run_all(fasta, out, METRICS, block_size=3, thresholds={"snp": 1000})
     plan = Plan(8, 3, 1)
     assert len(plan.tiles()) == 6
     return out, plan
@@ -176,9 +177,9 @@ def finished_run(tmp_path, fasta_writer):
 def remerge(out, plan, metric, dest):
     """Rerun the merge stage (matrix, then pairs + summary) on a run's tiles, writing under `dest`."""
     store = out / "store" / get_metric(metric).encoding / "manifest.json"
-    paths = steps.tile_paths(out / metric / "pairs", plan)
-    steps.matrix(paths, store, metric, dest / "matrix.tsv")
-    steps.merge(paths, store, metric, dest / "pairs.tsv.gz", dest / "summary.json", {}, dest / "matrix.tsv")
+    paths = pairs_stage.tile_paths(out / metric / "pairs", plan)
+    pairs_stage.matrix(paths, store, metric, dest / "matrix.tsv")
+    pairs_stage.merge(paths, store, metric, dest / "pairs.tsv.gz", dest / "summary.json", {}, dest / "matrix.tsv")
 
 
 def test_remerge_of_intact_tiles_reproduces_outputs(finished_run, tmp_path):
@@ -250,12 +251,12 @@ def test_damaged_tile_refused_by_merge(finished_run, tmp_path, list_files, damag
     damage_tile(victim, damage, values="dense.npy" if stage == "matrix" else "snp.npy")
     dest = tmp_path / "remerged"
     store = out / "store" / "nucleotide" / "manifest.json"
-    paths = steps.tile_paths(out / "snp" / "pairs", plan)
+    paths = pairs_stage.tile_paths(out / "snp" / "pairs", plan)
     with pytest.raises(GenotileError) as info:
         if stage == "matrix":
-            steps.matrix(paths, store, "snp", dest / "matrix.tsv")
+            pairs_stage.matrix(paths, store, "snp", dest / "matrix.tsv")
         else:
-            steps.merge(paths, store, "snp", dest / "pairs.tsv.gz", dest / "summary.json", {})
+            pairs_stage.merge(paths, store, "snp", dest / "pairs.tsv.gz", dest / "summary.json", {})
     message = str(info.value)
     assert str(victim) in message, message
     assert "tile" in message
@@ -305,15 +306,15 @@ def test_missing_tile_is_reported(finished_run, tmp_path, list_files):
     assert str(lost) in str(info.value) and "missing" in str(info.value)
     assert list_files(dest) == []
     # a tile list that leaves a tile out altogether: the merge names the tile that is missing
-    paths = [p for p in steps.tile_paths(out / "hamming" / "pairs", plan) if p != lost]
+    paths = [p for p in pairs_stage.tile_paths(out / "hamming" / "pairs", plan) if p != lost]
     with pytest.raises(GenotileError, match=r"1 tile\(s\) missing.*\(0, 2\)"):
         list(read_tiles(paths, plan, get_metric("hamming")))
 
 
 def test_foreign_and_repeated_tiles_refused(finished_run):
     out, plan = finished_run
-    snp_paths = steps.tile_paths(out / "snp" / "pairs", plan)
-    ham_paths = steps.tile_paths(out / "hamming" / "pairs", plan)
+    snp_paths = pairs_stage.tile_paths(out / "snp" / "pairs", plan)
+    ham_paths = pairs_stage.tile_paths(out / "hamming" / "pairs", plan)
     mixed = [ham_paths[0], *snp_paths[1:]]
     with pytest.raises(GenotileError, match="hamming tile") as info:
         list(read_tiles(mixed, plan, get_metric("snp")))
@@ -326,9 +327,9 @@ def test_tile_of_another_plan_refused(finished_run, tmp_path):
     """A tile computed with blocks of 2 (tile (3, 3)) does not belong to a plan with blocks of 3."""
     out, plan = finished_run
     other = tmp_path / "other"
-    steps.run_all(tmp_path / "aln.fa", other, ["snp"], block_size=2)
+    pipeline.run_all(tmp_path / "aln.fa", other, ["snp"], block_size=2)
     stranger = other / "snp" / "pairs" / "tile_3_3.npz"
-    paths = [*steps.tile_paths(out / "snp" / "pairs", plan), stranger]
+    paths = [*pairs_stage.tile_paths(out / "snp" / "pairs", plan), stranger]
     with pytest.raises(GenotileError, match=r"not one of this plan's") as info:
         list(read_tiles(paths, plan, get_metric("snp")))
     assert str(stranger) in str(info.value)

@@ -1,9 +1,9 @@
-"""The numpy reader of a plain .bed (io/bed.py) against pgenlib's reading of the same fileset.
+"""The numpy reader of a plain .bed (io/readers/bed.py) against pgenlib's reading of the same fileset.
 
 Random filesets are written byte by byte here (any padding bits, missing calls, sample
 counts that are not a multiple of 4), then ingested and packed twice: by the numpy reader and
-by pgenlib (PlinkReader.plain off). Codes, planes and both manifests must be the same bytes.
-The store job's path without codes (store/ingest_bed.py: the calls held as bits) must write
+by pgenlib (BedReader.plain off). Codes, planes and both manifests must be the same bytes.
+The store job's path without codes (BedReader.held_bits: the calls held as bits) must write
 the same files as the pgenlib path through the codes, and planes and counts as a brute-force
 reference makes them from the genotypes.
 Options that need pgenlib (samples, regions) must take it; broken .bed files must stop with one
@@ -20,11 +20,13 @@ from genodata import random_genotypes
 from genotile.core.encode import MISSING
 from genotile.core.genotype import genotype_layout, genotype_planes
 from genotile.errors import GenotileError
-from genotile.io import bed
-from genotile.io.plink import PlinkReader
-from genotile.pairs import steps
-from genotile.store import ingest_bed
+from genotile.io.readers import bed, bed_words
+from genotile.io.readers.bed import BedReader
+from genotile.pairs import stage as pairs_stage
+from genotile.store import bits as bits_module
+from genotile.store import duplicates
 from genotile.store import pack as pack_module
+from genotile.store import stage as store_stage
 
 TWO_BIT = np.array([3, 2, 0], dtype=np.uint8)  # ALT (A1) count 0, 1, 2 -> .bed code; missing -> 01
 
@@ -34,7 +36,7 @@ def write_fileset(prefix, g: np.ndarray, seed: int = 0, padding: str = "zero") -
     each record "zero" (as PLINK writes them) or "random" (which readers must ignore)."""
     n, m = g.shape
     codes = np.where(g == MISSING, 1, TWO_BIT[np.minimum(g, 2)]).T  # variants x samples
-    width = bed.record_bytes(n)
+    width = bed_words.record_bytes(n)
     rng = np.random.default_rng(seed)
     padded = (
         rng.integers(0, 4, size=(m, 4 * width), dtype=np.uint8)
@@ -45,7 +47,7 @@ def write_fileset(prefix, g: np.ndarray, seed: int = 0, padding: str = "zero") -
     q = padded.reshape(m, width, 4)
     records = q[..., 0] | (q[..., 1] << 2) | (q[..., 2] << 4) | (q[..., 3] << 6)
     with open(f"{prefix}.bed", "wb") as fh:
-        fh.write(bed.MAGIC + records.astype(np.uint8).tobytes())
+        fh.write(bed_words.MAGIC + records.astype(np.uint8).tobytes())
     with open(f"{prefix}.bim", "w") as fh:
         fh.writelines(f"{1 + v // 50}\trs{v}\t0\t{v + 1}\tT\tA\n" for v in range(m))
     with open(f"{prefix}.fam", "w") as fh:
@@ -58,27 +60,28 @@ def small_blocks(monkeypatch):
     """Slabs of a few quads and blocks of a few words: every path (slabs, blocks, threads) is taken;
     read_bits reads a word of variants at a time, transposes runs of 3 quads, counts rows one
     at a time."""
-    monkeypatch.setattr(bed, "QUADS", 3)
-    monkeypatch.setattr(bed, "BLOCK_BYTES", 64 * 3)
+    monkeypatch.setattr(bed_words, "QUADS", 3)
+    monkeypatch.setattr(bed_words, "BLOCK_BYTES", 64 * 3)
     monkeypatch.setattr(bed, "READ_BYTES", 1)
     monkeypatch.setattr(bed, "RUN_BYTES", 64 * 3)
     monkeypatch.setattr(bed, "COUNT_ROWS", 1)
 
 
 def no_numpy_bed(monkeypatch) -> None:
-    """PlinkReader reads every .bed with pgenlib, pack_store packs from the codes (the path before io/bed.py)."""
-    monkeypatch.setattr(PlinkReader, "plain", property(lambda self: False))
+    """BedReader reads every .bed with pgenlib, pack packs from the codes (the path before the numpy readers)."""
+    monkeypatch.setattr(BedReader, "plain", property(lambda self: False))
     monkeypatch.setattr(pack_module, "plain_bed", lambda *a: None)
-    monkeypatch.setattr(ingest_bed, "takes", lambda *a: False)
 
 
 def store(path, out, **options) -> dict[str, bytes]:
     """Ingest, plan and pack (the fused store job's calls); the bytes of every file written."""
     out.mkdir()
     collapse = options.pop("collapse_duplicates", False)
-    steps.ingest(path, "genotype", out / "codes.npy", out / "ingest.json", collapse_duplicates=collapse, **options)
-    steps.plan(out / "ingest.json", 5, 3, out / "plan.json", out / "perm.npy")
-    steps.pack(
+    store_stage.ingest(
+        path, "genotype", out / "codes.npy", out / "ingest.json", collapse_duplicates=collapse, **options
+    )
+    store_stage.plan(out / "ingest.json", 5, 3, out / "plan.json", out / "perm.npy")
+    store_stage.pack(
         out / "codes.npy", out / "ingest.json", out / "plan.json", out / "perm.npy", out / "planes.npy", out / "m.json"
     )
     return {p.name: p.read_bytes() for p in sorted(out.iterdir())}
@@ -101,7 +104,7 @@ CASES = [  # samples, variants, p_missing, padding
 def test_codes_and_counts_equal_pgenlib(tmp_path, small_blocks, n, m, p_missing, padding, threads):
     g = random_genotypes(n, m, p_missing=p_missing, seed=n * m)
     path = write_fileset(tmp_path / "x", g, seed=n, padding=padding)
-    fast, slow = PlinkReader(path), PlinkReader(path)
+    fast, slow = BedReader(path), BedReader(path)
     slow.numpy_bed = False
     assert fast.plain and not slow.plain
     assert fast.write_sample_rows(tmp_path / "a.npy", threads=threads) == m
@@ -160,9 +163,9 @@ def test_options_that_need_pgenlib_take_it(tmp_path, monkeypatch):
     path = write_fileset(tmp_path / "x", g)
     (tmp_path / "keep.txt").write_text("s7\ns2\ns9\n")
     regions = "2:1-1000"  # variants 50 .. 99: chromosome 2
-    assert not PlinkReader(path, samples=tmp_path / "keep.txt").plain
-    assert not PlinkReader(path, regions=regions).plain
-    assert PlinkReader(path, filter_pass=True, multiallelic="split").plain  # a .bed has no FILTER, one ALT
+    assert not BedReader(path, samples=tmp_path / "keep.txt").plain
+    assert not BedReader(path, regions=regions).plain
+    assert BedReader(path, filter_pass=True, multiallelic="split").plain  # a .bed has no FILTER, one ALT
     called = []
     monkeypatch.setattr(bed, "write_sample_rows", lambda *a, **k: called.append(a))
     monkeypatch.setattr(bed, "pack_planes", lambda *a, **k: called.append(a))
@@ -179,16 +182,16 @@ def test_a_bed_changed_after_ingest_is_packed_from_the_codes(tmp_path):
     path = write_fileset(tmp_path / "x", g)
     out = tmp_path / "s"
     out.mkdir()
-    steps.ingest(path, "genotype", out / "codes.npy", out / "ingest.json")
-    steps.plan(out / "ingest.json", 4, 1, out / "plan.json", out / "perm.npy")
+    store_stage.ingest(path, "genotype", out / "codes.npy", out / "ingest.json")
+    store_stage.plan(out / "ingest.json", 4, 1, out / "plan.json", out / "perm.npy")
     write_fileset(tmp_path / "x", random_genotypes(9, 70, seed=4))  # same size, other calls
-    steps.pack(
+    store_stage.pack(
         out / "codes.npy", out / "ingest.json", out / "plan.json", out / "perm.npy", out / "planes.npy", out / "m.json"
     )
     perm = np.load(out / "perm.npy")
     assert np.array_equal(np.load(out / "planes.npy"), genotype_planes(g[perm], genotype_layout(g, "genotype")))
     (tmp_path / "x.bed").unlink()  # gone: the codes too
-    steps.pack(
+    store_stage.pack(
         out / "codes.npy", out / "ingest.json", out / "plan.json", out / "perm.npy", out / "p2.npy", out / "m2.json"
     )
     assert (out / "p2.npy").read_bytes() == (out / "planes.npy").read_bytes()
@@ -211,7 +214,7 @@ def test_broken_beds_stop_with_one_line_naming_the_file(tmp_path):
     for name, (content, message) in cases.items():
         (tmp_path / "x.bed").write_bytes(content)
         with pytest.raises(GenotileError, match=message) as info:
-            steps.ingest(path, "genotype", tmp_path / "c.npy", tmp_path / "c.json")
+            store_stage.ingest(path, "genotype", tmp_path / "c.npy", tmp_path / "c.json")
         assert "\n" not in str(info.value) and str(tmp_path / "x.bed") in str(info.value), name
         with pytest.raises(GenotileError, match=message):
             bed.write_sample_rows(path, 10, 40, tmp_path / "c.npy", what=("x.bim", "x.fam"))
@@ -235,8 +238,8 @@ def test_bench_fileset_writer_agrees(tmp_path):
 
 
 def store_job(path, out, collapse: bool = False, **options) -> dict[str, bytes]:
-    """The workflow's store job (steps.store, its codes temporary); the bytes of every file it leaves."""
-    steps.store(
+    """The workflow's store job (store_stage.store, its codes temporary); the bytes of every file it leaves."""
+    store_stage.store(
         path, "genotype", out / "ingest.json", out / "store", 5, 3, options=options, collapse_duplicates=collapse
     )
     return {str(p.relative_to(out)): p.read_bytes() for p in sorted(out.rglob("*")) if p.is_file()}
@@ -252,11 +255,13 @@ def as_read(out) -> dict:
 
 
 def spy(monkeypatch, names) -> list[str]:
-    """The names of io/bed.py's readers, in the order they are called."""
+    """The names of the .bed's numpy readers (io/readers/bed.py) and of the bits' writer (store/bits.py),
+    in the order they are called."""
     called: list[str] = []
     for name in names:
-        real = getattr(bed, name)
-        monkeypatch.setattr(bed, name, lambda *a, real=real, name=name, **k: called.append(name) or real(*a, **k))
+        module = bed if hasattr(bed, name) else bits_module
+        real = getattr(module, name)
+        monkeypatch.setattr(module, name, lambda *a, real=real, name=name, **k: called.append(name) or real(*a, **k))
     return called
 
 
@@ -291,7 +296,7 @@ def test_store_job_holds_the_bed_as_bits_and_writes_the_same_files(
     assert list(held) == list(slow)
     # 2 bits a call on disk, the .bed's size: the planes read from it are the codes path's, and so
     # is every other file
-    assert json.loads(held["store/manifest.json"])["stored"] == pack_module.STORED_BITS
+    assert json.loads(held["store/manifest.json"])["stored"] == bits_module.STORED_BITS
     rows = np.load(tmp_path / "held" / "store" / "perm.npy").size
     assert np.load(tmp_path / "held" / "store" / "planes.npy").shape == (rows, 2 * -(-m // 64))
     assert as_read(tmp_path / "held") == as_read(tmp_path / "pgenlib")
@@ -341,29 +346,29 @@ def test_what_the_codes_path_keeps(tmp_path, monkeypatch):
     g = random_genotypes(11, 120, seed=2)
     path = write_fileset(tmp_path / "x", g)
     (tmp_path / "keep.txt").write_text("s7\ns2\ns9\n")
-    assert ingest_bed.takes(path, "genotype", {"filter_pass": True, "samples": None})
-    assert not ingest_bed.takes(path, "genotype", {"samples": tmp_path / "keep.txt"})
-    assert not ingest_bed.takes(path, "genotype", {"regions": "1:1-10"})
-    assert not ingest_bed.takes(path, "genotype_t", {})
-    assert not ingest_bed.takes(tmp_path / "x.vcf", "genotype", {})
-    assert not ingest_bed.takes(tmp_path / "absent.bed", "genotype", {})
-    assert not ingest_bed.takes(path, "genotype", {"bogus": 1})  # refused by the codes path's ingest, by name
+    assert BedReader(path, filter_pass=True).held_bits() is not None
+    assert BedReader(path, samples=tmp_path / "keep.txt").held_bits() is None
+    assert BedReader(path, regions="1:1-10").held_bits() is None
     with pytest.raises(GenotileError, match="unknown VCF option"):
         store_job(path, tmp_path / "bogus", bogus=1)
-    monkeypatch.setenv("GENOTILE_GPU_PACK", "1")
-    assert not ingest_bed.takes(path, "genotype", {})
+    called = spy(monkeypatch, ["read_bits", "write_sample_rows", "pack_planes"])
+    monkeypatch.setenv("GENOTILE_GPU_PACK", "1")  # GPU packing insisted on: the codes (packed from the .bed here)
+    monkeypatch.setattr(pack_module, "use_gpu_packing", lambda gpu=None: False)
+    store_job(path, tmp_path / "gpu")
+    assert called == ["write_sample_rows"]
     monkeypatch.delenv("GENOTILE_GPU_PACK")
+    monkeypatch.undo()
     store_job(path, tmp_path / "held")
     held = as_read(tmp_path / "held")
     called = spy(monkeypatch, ["read_bits", "write_sample_rows", "pack_planes"])
     with monkeypatch.context() as patch:
-        patch.setattr(ingest_bed, "HOLD_BYTES", 10)
+        patch.setattr(bed, "HOLD_BYTES", 10)
         store_job(path, tmp_path / "big")
         assert as_read(tmp_path / "big") == held
     assert called == ["write_sample_rows", "pack_planes"]
     called.clear()
     (tmp_path / "run").mkdir()
-    steps.current_store(path, "genotype", tmp_path / "run", 5, 3)
+    store_stage.current_store(path, "genotype", tmp_path / "run", 5, 3)
     assert called == ["write_sample_rows", "pack_planes"]  # the codes are kept: reused to replan
     planes, _, _ = pack_module.open_store(
         tmp_path / "run" / "store" / "genotype" / "planes.npy",
@@ -384,8 +389,6 @@ def test_a_broken_bed_stops_the_store_job_with_nothing_written(tmp_path):
 
 @pytest.mark.parametrize("collide", [False, True])
 def test_distinct_samples_equal_distinct_rows(monkeypatch, collide):
-    from genotile.store import duplicates
-
     rng = np.random.default_rng(4)
     words = rng.integers(0, 4, size=(600, 3), dtype=np.uint64)  # 64 values: many copies, past HASH_ROWS
     words[:, 1] = 0
@@ -396,7 +399,7 @@ def test_distinct_samples_equal_distinct_rows(monkeypatch, collide):
             return np.zeros((rows.shape[0], 2), np.uint64) if threads == 1 else real(rows, threads)
 
         monkeypatch.setattr(duplicates, "row_hashes", one_hash)
-    first, index = ingest_bed.distinct_samples(words, threads=2)
+    first, index = duplicates.distinct_samples(words, threads=2)
     want_first, want_index = duplicates.distinct_rows(words.view(np.uint8))
     assert np.array_equal(first, want_first) and np.array_equal(index, want_index)
     assert first.size == len(np.unique(words, axis=0))
@@ -406,11 +409,11 @@ def test_distinct_samples_equal_distinct_rows(monkeypatch, collide):
 def test_held_planes_equal_planes(m):
     rng = np.random.default_rng(m)
     words = -(-m // 64)
-    valid = bed.valid_bits(m)
+    valid = bed_words.valid_bits(m)
     lo, hi = (rng.integers(0, 2**64, size=(9, words), dtype=np.uint64) & valid for _ in range(2))
     want, got = (np.empty((9, 5, words), dtype=np.uint64) for _ in range(2))
     bed._planes(lo, hi, valid, [want[:, p] for p in range(5)])
-    bed.held_planes(lo, hi, valid, [got[:, p] for p in range(5)])
+    bits_module.held_planes(lo, hi, valid, [got[:, p] for p in range(5)])
     assert np.array_equal(got, want)
 
 
@@ -425,15 +428,13 @@ def test_bits_in_populated_memory_are_the_same(tmp_path, monkeypatch):
 
 
 def test_the_store_job_of_a_bed_imports_no_codes_path(tmp_path):
-    """A job's imports are part of its fixed cost: the held path imports neither the codes path's
-    ingest (VCF reader, its compiled decoders) nor pgenlib, nor the tile and merge stages' code."""
+    """A job's imports are part of its fixed cost: the held path imports neither the VCF reader's
+    text path and compiled decoders, cyvcf2, pgenlib nor zarr, nor the tile and merge stages' code."""
     import subprocess
     import sys
 
     path = write_fileset(tmp_path / "x", random_genotypes(9, 70, seed=3))
     unwanted = [
-        "genotile.store.ingest",
-        "genotile.store.ingest_vcf",
         "genotile.io.vcf_fast",
         "genotile.io.tilefile",
         "genotile.io.peer_formats",
@@ -441,10 +442,11 @@ def test_the_store_job_of_a_bed_imports_no_codes_path(tmp_path):
         "pgenlib",
         "cyvcf2",
         "numba",
+        "zarr",
     ]
     script = (
-        "import sys\nfrom genotile.pairs import steps\n"
-        f"steps.store({path!r}, 'genotype', {str(tmp_path / 'i.json')!r}, {str(tmp_path / 's')!r}, 4, 1)\n"
+        "import sys\nfrom genotile.store import stage as store_stage\n"
+        f"store_stage.store({path!r}, 'genotype', {str(tmp_path / 'i.json')!r}, {str(tmp_path / 's')!r}, 4, 1)\n"
         "print(' '.join(m for m in sys.argv[1:] if m in sys.modules))\n"
     )
     proc = subprocess.run([sys.executable, "-c", script, *unwanted], capture_output=True, text=True, check=True)
@@ -452,10 +454,10 @@ def test_the_store_job_of_a_bed_imports_no_codes_path(tmp_path):
 
 
 def tile_arrays(store, metric: str, bi: int, bj: int, backend: str, out) -> dict:
-    """The arrays of one tile of a store (steps.tile, the dense block kept)."""
+    """The arrays of one tile of a store (pairs_stage.tile, the dense block kept)."""
     from genotile.io.tilefile import read_tile
 
-    steps.tile(
+    pairs_stage.tile(
         store / "planes.npy",
         store / "manifest.json",
         store / "perm.npy",
@@ -504,7 +506,7 @@ def test_gpu_tiles_of_a_held_bed_equal_numpys(tmp_path, backend, metric):
 
 
 def test_bits_planes_are_indexed_by_rows_only():
-    planes = bed.BitsPlanes(np.zeros((2, 2), dtype=np.uint64), 10)
+    planes = bits_module.BitsPlanes(np.zeros((2, 2), dtype=np.uint64), 10)
     assert planes[0:2].shape == (2, 5) and planes[[1]].shape == (1, 5)
     with pytest.raises(TypeError, match="rows only"):
         planes[:, 0:1]

@@ -1,7 +1,7 @@
 """The one-pass FASTA ingest (io/fasta_mmap.py, store/ingest.read_regular) against the streaming
 reader, the reference: the same IDs, codes, manifest and errors on every spelling of a file, and
 the fast path taken wherever the layout is regular; the store job's alignment held in memory
-(store/ingest.hold_regular, store/pack.pack_held) against its codes, the same files."""
+(io/readers/fasta.hold_regular, store/pack.py) against its codes, the same files."""
 
 import gzip
 
@@ -13,9 +13,10 @@ from genotile.core.columns import ColumnCounts, ColumnSpan, categorical_codes, c
 from genotile.core.encode import ALPHABETS, CATEGORICAL, MISSING, NUCLEOTIDE, ColumnScan, symbol_counts
 from genotile.errors import GenotileError
 from genotile.io import fasta_mmap
-from genotile.pairs import steps
+from genotile.io.readers import fasta as fasta_reader
 from genotile.store import ingest as ingest_module
 from genotile.store import pack as pack_module
+from genotile.store import stage as store_stage
 
 
 def fasta_bytes(records, width=None, eol=b"\n", final=True, widths=None, blank=False) -> bytes:
@@ -37,7 +38,7 @@ def ingest_both(tmp_path, data: bytes, alphabet: str, monkeypatch, name="in.fa")
     path = tmp_path / name
     path.write_bytes(data)
     taken = []
-    real = ingest_module.read_regular
+    real = fasta_reader.read_regular
 
     def spy(*args):
         got = real(*args)
@@ -47,12 +48,12 @@ def ingest_both(tmp_path, data: bytes, alphabet: str, monkeypatch, name="in.fa")
     results = []
     for fast in (True, False):
         with monkeypatch.context() as m:
-            m.setattr(ingest_module, "read_regular", spy)
+            m.setattr(fasta_reader, "read_regular", spy)
             if not fast:
                 m.setattr(fasta_mmap, "open_regular", lambda p: None)
             codes, manifest = tmp_path / f"{fast}.codes.npy", tmp_path / f"{fast}.json"
             try:
-                got = ingest_module.ingest(path, alphabet, codes, manifest)
+                got = ingest_module.ingest(path, alphabet, codes, manifest).manifest
                 results.append((got, np.load(codes)))
             except GenotileError as exc:
                 results.append(str(exc))
@@ -181,9 +182,9 @@ def test_column_span_agrees_with_column_scan(alphabet):
 
 
 def store_files(path, out, alphabet: str, collapse: bool, codes_out=None) -> dict[str, bytes]:
-    """The store job's files (steps.store): the alignment held in memory, or (`codes_out`) its
+    """The store job's files (store_stage.store): the alignment held in memory, or (`codes_out`) its
     codes written and packed from the file, as `genotile run` keeps them."""
-    steps.store(
+    store_stage.store(
         path, alphabet, out / "ingest.json", out / "store", 4, 3, collapse_duplicates=collapse, codes_out=codes_out
     )
     return {str(p.relative_to(out)): p.read_bytes() for p in sorted(out.rglob("*")) if p.is_file()}
@@ -194,9 +195,9 @@ def held_and_coded(tmp_path, data: bytes, alphabet: str, collapse: bool, monkeyp
     path = tmp_path / "in.fa"
     path.write_bytes(data)
     taken = []
-    real = pack_module.pack_held
+    real = pack_module._pack_held
     with monkeypatch.context() as patch:
-        patch.setattr(pack_module, "pack_held", lambda *a: taken.append(1) or real(*a))
+        patch.setattr(pack_module, "_pack_held", lambda *a: taken.append(1) or real(*a))
         held = store_files(path, tmp_path / "held", alphabet, collapse)
         coded = store_files(path, tmp_path / "coded", alphabet, collapse, codes_out=tmp_path / "codes.npy")
     return held, coded, taken == [1]
@@ -234,8 +235,8 @@ def test_held_alignment_with_copies_stores_the_same_bytes(tmp_path, monkeypatch,
     records = with_copies(make_alignment(n, length, seed=seed, kind=kind), seed)
     records = [(name, seq.replace(">", "<")) for name, seq in records]
     width = None if seed % 4 == 0 else int(rng.integers(1, length + 5))
-    monkeypatch.setattr(ingest_module, "CHUNK_BYTES", int(rng.integers(1, 3 * length)))
-    monkeypatch.setattr(ingest_module, "COUNT_COLUMNS", int(rng.integers(1, 50)))
+    monkeypatch.setattr(fasta_reader, "CHUNK_BYTES", int(rng.integers(1, 3 * length)))
+    monkeypatch.setattr(fasta_reader, "COUNT_COLUMNS", int(rng.integers(1, 50)))
     monkeypatch.setattr(ColumnCounts, "ROWS", int(rng.integers(1, 9)))
     monkeypatch.setattr(ColumnCounts, "BLOCK_BYTES", int(rng.integers(1, 200)))
     data = fasta_bytes(records, width=width)
@@ -260,10 +261,10 @@ def test_held_store_past_hold_bytes_or_gpu_packing_writes_the_codes(tmp_path, mo
     path.write_bytes(REGULAR["wrapped_7"])
     reference = store_files(path, tmp_path / "held", "nucleotide", True)
     called = []
-    real = pack_module.pack_store
-    monkeypatch.setattr(pack_module, "pack_store", lambda *a, **k: called.append(1) or real(*a, **k))
+    real = pack_module._pack_codes
+    monkeypatch.setattr(pack_module, "_pack_codes", lambda *a, **k: called.append(1) or real(*a, **k))
     with monkeypatch.context() as patch:
-        patch.setattr(ingest_module, "HOLD_BYTES", 10)
+        patch.setattr(fasta_reader, "HOLD_BYTES", 10)
         assert store_files(path, tmp_path / "big", "nucleotide", True) == reference
     with monkeypatch.context() as patch:
         patch.setenv("GENOTILE_GPU_PACK", "1")

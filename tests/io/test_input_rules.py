@@ -15,9 +15,14 @@ from genotile.io.fasta import read_alignment
 from genotile.io.fastq import read_fastq
 from genotile.io.gzcheck import BGZF_EOF
 from genotile.screen.signatures import read_signatures
-from genotile.store.ingest import ingest
+from genotile.store import ingest as ingest_module
 
 ALIGNMENT = ">a\nACGT\n>b\nACGA\n>c\nTCGA\n"
+
+
+def ingest(*args, **kwargs) -> dict:
+    """The ingest manifest of store/ingest.ingest."""
+    return ingest_module.ingest(*args, **kwargs).manifest
 
 
 def ingest_fasta(tmp_path, text: bytes):

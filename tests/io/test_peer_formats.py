@@ -19,9 +19,10 @@ from genodata import MISSING, random_genotypes, vcf_text
 from reference import pair_matrix
 from snakerun import random_alignment, write_fasta
 
+from genotile import pipeline
 from genotile.io import peer_formats
 from genotile.io.peer_formats import plink_g
-from genotile.pairs import peers, steps
+from genotile.pairs import peers
 
 
 def need(binary: str) -> str:
@@ -39,7 +40,7 @@ def plink(binary: str, vcf: Path, args: list[str], out: Path) -> None:
 
 def genotile(vcf_or_fasta: Path, out: Path, metric: str, names, *, threshold=None, king_cutoff=None) -> Path:
     """Run `metric` in process (blocks of 7: several tiles) and write the outputs `names`."""
-    steps.run_all(vcf_or_fasta, out, [metric], block_size=7, thresholds={metric: threshold})
+    pipeline.run_all(vcf_or_fasta, out, [metric], block_size=7, thresholds={metric: threshold})
     mdir = out / metric
     encoding = {"king": "genotype", "ibs": "genotype", "snp": "nucleotide", "hamming": "categorical"}[metric]
     tiles = sorted((mdir / "pairs").glob("tile_*.npz"))
@@ -205,10 +206,10 @@ def test_plink_fileset_outputs_equal_plink_bytes(genotypes_vcf, tmp_path):
 
 
 def test_run_all_writes_the_opt_in_outputs(genotypes_vcf, tmp_path):
-    """`steps.run_all(..., opt_in=...)` (genotile run, no Snakemake) writes what the rules write."""
+    """`pipeline.run_all(..., opt_in=...)` (genotile run, no Snakemake) writes what the rules write."""
     opt_in = {"formats": ["kin0", "mdist"], "king_degrees": True, "king_cutoff": 0.0884}
     run = tmp_path / "run"
-    steps.run_all(genotypes_vcf, run, ["king", "ibs"], block_size=7, thresholds={"king": 0.0442}, opt_in=opt_in)
+    pipeline.run_all(genotypes_vcf, run, ["king", "ibs"], block_size=7, thresholds={"king": 0.0442}, opt_in=opt_in)
     king_files = ["plink2.kin0", "degrees.tsv.gz", *peer_formats.KING_CUTOFF_FILES]
     king = genotile(genotypes_vcf, tmp_path / "g", "king", king_files, threshold=0.0442, king_cutoff=0.0884)
     ibs = genotile(genotypes_vcf, tmp_path / "g", "ibs", ["plink.mdist", "plink.mdist.id"])
@@ -216,7 +217,7 @@ def test_run_all_writes_the_opt_in_outputs(genotypes_vcf, tmp_path):
         for name in names:
             assert (run / mdir.name / name).read_bytes() == (mdir / name).read_bytes(), name
     with pytest.raises(peer_formats.GenotileError, match="format kin0 is written for metric king"):
-        steps.run_all(genotypes_vcf, tmp_path / "bad", ["ibs"], opt_in={"formats": ["kin0"]})
+        pipeline.run_all(genotypes_vcf, tmp_path / "bad", ["ibs"], opt_in={"formats": ["kin0"]})
 
 
 @pytest.fixture(scope="module")

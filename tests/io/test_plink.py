@@ -18,12 +18,17 @@ import pytest
 from genodata import random_genotypes, vcf_text, write_vcf
 
 from genotile.errors import GenotileError
-from genotile.io.plink import PlinkReader, fileset, plink_format, read_samples
-from genotile.pairs import steps
-from genotile.store.ingest import ingest
-from genotile.triples.steps import run_ccc3
+from genotile.io.readers.bed import BedReader
+from genotile.io.readers.plink import fileset, plink_format, read_samples
+from genotile.pipeline import run_all, run_ccc3
+from genotile.store import ingest as ingest_module
 
 REPO = Path(__file__).resolve().parents[2]
+
+
+def ingest(*args, **kwargs) -> dict:
+    """The ingest manifest of store/ingest.ingest."""
+    return ingest_module.ingest(*args, **kwargs).manifest
 
 
 def plink2(*args) -> None:
@@ -63,7 +68,7 @@ def _outputs(outdir: Path) -> dict[str, bytes]:
 def test_every_genotype_metric_gives_the_vcf_outputs(filesets, kind, tmp_path):
     for name, source in (("vcf", filesets["vcf"]), (kind, filesets[kind])):
         out = tmp_path / name
-        steps.run_all(source, out, ["ibs", "king", "ccc2"], block_size=7, backend="numpy")
+        run_all(source, out, ["ibs", "king", "ccc2"], block_size=7, backend="numpy")
         run_ccc3(out / "store" / "genotype_t", out / "ccc3", block_size=40, threshold=0.5, backend="numpy")
     ours, theirs = _outputs(tmp_path / kind), _outputs(tmp_path / "vcf")
     assert sorted(ours) == sorted(theirs) and len(ours) == 3 * 3 + 1
@@ -99,7 +104,7 @@ def test_fid_iid_sample_ids_are_what_plink2_exports_to_vcf(filesets, tmp_path):
     plink2("--bfile", tmp_path / "d", "--export", "vcf", "--out", tmp_path / "e")
     exported = next(ln for ln in (tmp_path / "e.vcf").read_text().splitlines() if ln.startswith("#CHROM"))
     out = tmp_path / "run"
-    steps.run_all(tmp_path / "d.bed", out, ["king"], backend="numpy")
+    run_all(tmp_path / "d.bed", out, ["king"], backend="numpy")
     store = json.loads((out / "store" / "genotype" / "manifest.json").read_text())
     assert store["ids"] == exported.split("\t")[9:] == [f"s{i}_s{i}" for i in range(23)]
     assert store["fids"] == store["iids"] == [f"s{i}" for i in range(23)]
@@ -200,8 +205,8 @@ def test_a_minor_allele_a1_bed_gives_the_same_ibs_and_king(filesets, tmp_path):
     )  # --const-fid: FID 0, so IDs are the IIDs (plink1.9's default FID is the IID: s0_s0)
     swapped = [line.split("\t")[4] != "G" for line in (tmp_path / "m.bim").read_text().splitlines()]
     assert any(swapped)  # some A1 alleles are the REF
-    steps.run_all(tmp_path / "m.bed", tmp_path / "m", ["ibs", "king"], backend="numpy")
-    steps.run_all(filesets["vcf"], tmp_path / "v", ["ibs", "king"], backend="numpy")
+    run_all(tmp_path / "m.bed", tmp_path / "m", ["ibs", "king"], backend="numpy")
+    run_all(filesets["vcf"], tmp_path / "v", ["ibs", "king"], backend="numpy")
     for metric in ("ibs", "king"):
         a = (tmp_path / "m" / metric / "pairs.tsv.gz").read_bytes()
         assert a == (tmp_path / "v" / metric / "pairs.tsv.gz").read_bytes()
@@ -210,9 +215,9 @@ def test_a_minor_allele_a1_bed_gives_the_same_ibs_and_king(filesets, tmp_path):
 @pytest.mark.peers  # needs plink2 / plink1.9
 def test_plink_reader_blocks_match_sample_rows(filesets, tmp_path):
     """The two read paths (variant blocks for ccc2, sample rows for ibs/king) agree."""
-    reader = PlinkReader(filesets["bed"])
+    reader = BedReader(filesets["bed"])
     rows = np.concatenate([codes for _, codes in reader.blocks(max_rows=17)])
-    reader = PlinkReader(filesets["bed"])
+    reader = BedReader(filesets["bed"])
     reader.write_sample_rows(tmp_path / "s.npy", threads=2)
     assert np.array_equal(rows.T, np.load(tmp_path / "s.npy"))
 

@@ -8,12 +8,17 @@ import pytest
 from genodata import HEADER, MISSING, random_genotypes, vcf_text, write_vcf
 
 from genotile.errors import GenotileError
-from genotile.io import vcf
-from genotile.io.vcf import GenotypeReader
-from genotile.store import ingest_vcf
-from genotile.store.ingest import ingest
+from genotile.io.readers import vcf
+from genotile.io.readers.vcf import VcfReader
+from genotile.store import ingest as ingest_module
+from genotile.store import ingest_genotypes
 
 M = MISSING
+
+
+def ingest(*args, **kwargs) -> dict:
+    """The ingest manifest of store/ingest.ingest."""
+    return ingest_module.ingest(*args, **kwargs).manifest
 
 
 def make_vcf(records, samples=("a", "b", "c")) -> str:
@@ -23,7 +28,7 @@ def make_vcf(records, samples=("a", "b", "c")) -> str:
 
 
 def read_all(path, **options):
-    with GenotypeReader(path, **options) as reader:
+    with VcfReader(path, **options) as reader:
         blocks = list(reader.blocks())
         ids = [i for b, _ in blocks for i in b]
         codes = np.concatenate([c for _, c in blocks]) if blocks else np.zeros((0, len(reader.samples)), np.uint8)
@@ -85,7 +90,7 @@ def test_multiallelic_skip_and_split(vcf_file):
     assert codes[1].tolist() == [0, 1, 0] and codes[2].tolist() == [1, 1, 2]
     assert stats["multiallelic_split"] == 1 and stats["split_variants"] == 2
     with pytest.raises(GenotileError, match="multiallelic must be one of skip, split"):
-        GenotypeReader(vcf_file(records, name="z.vcf"), multiallelic="keep")
+        VcfReader(vcf_file(records, name="z.vcf"), multiallelic="keep")
 
 
 def test_records_without_gt_are_skipped_and_counted(vcf_file):
@@ -133,7 +138,7 @@ def test_all_haploid_record_is_an_error_but_all_missing_is_not(vcf_file):
 def test_duplicate_sample_ids_are_an_error(vcf_file):
     path = vcf_file(["1 10 . A G . PASS . GT 0/1 0/0 1/1"], samples=("a", "b", "a"))
     with pytest.raises(GenotileError, match=r"duplicate sample ID 'a' \(columns 10 and 12\)"):
-        GenotypeReader(path)
+        VcfReader(path)
 
 
 def test_sample_selection_follows_the_list(vcf_file, tmp_path):
@@ -145,10 +150,10 @@ def test_sample_selection_follows_the_list(vcf_file, tmp_path):
     _, codes, samples, _ = read_all(path, samples=["b"])
     assert samples == ["b"] and codes.tolist() == [[1], [M]]
     with pytest.raises(GenotileError, match=r"1 requested sample\(s\) not in the file, e.g. \['zz'\]"):
-        GenotypeReader(path, samples=["a", "zz"])
+        VcfReader(path, samples=["a", "zz"])
     listing.write_text("a\na\n")
     with pytest.raises(GenotileError, match="sample 'a' listed twice"):
-        GenotypeReader(path, samples=listing)
+        VcfReader(path, samples=listing)
 
 
 REGION_RECORDS = [
@@ -198,7 +203,7 @@ def test_vcf_vcfgz_and_bcf_read_the_same(tmp_path):
     results = {}
     for suffix in (".vcf", ".vcf.gz", ".bcf"):
         path = write_vcf(tmp_path / f"g{suffix}", text)
-        with GenotypeReader(path) as reader:
+        with VcfReader(path) as reader:
             assert reader.format == ("bcf" if suffix == ".bcf" else "vcf")
         results[suffix] = read_all(path)
     for suffix in (".vcf.gz", ".bcf"):
@@ -211,7 +216,7 @@ def test_blocks_are_bounded_and_seamless(tmp_path, monkeypatch):
     g = random_genotypes(9, 101, seed=2)
     path = write_vcf(tmp_path / "b.vcf", vcf_text(g))
     monkeypatch.setattr(vcf, "BLOCK_BYTES", 4 * 9 * 10)  # 10 variants per block
-    with GenotypeReader(path) as reader:
+    with VcfReader(path) as reader:
         blocks = [codes for _, codes in reader.blocks()]
     assert [b.shape[0] for b in blocks] == [10] * 10 + [1]
     assert np.array_equal(np.concatenate(blocks), g.T)
@@ -227,7 +232,7 @@ def test_ingest_writes_both_orientations(tmp_path, monkeypatch, suffix):
     path = write_vcf(tmp_path / f"in{suffix}", vcf_text(g, ids=ids))
     # small blocks: several reader blocks and several transposed blocks, unevenly cut
     monkeypatch.setattr(vcf, "BLOCK_BYTES", 4 * 21 * 50)
-    monkeypatch.setattr(ingest_vcf, "TRANSPOSE_BYTES", 21 * 70)
+    monkeypatch.setattr(ingest_genotypes, "TRANSPOSE_BYTES", 21 * 70)
     mg = ingest(path, "genotype", tmp_path / "g.npy", tmp_path / "g.json")
     mt = ingest(path, "genotype_t", tmp_path / "t.npy", tmp_path / "t.json")
     assert np.array_equal(np.load(tmp_path / "g.npy"), g)
@@ -284,7 +289,7 @@ def _bad_inputs(tmp_path):
     none_left = tmp_path / "none.vcf"
     none_left.write_text(make_vcf(["1 10 . A G,T . PASS . GT 0/1 0/0 1/1"]))
     return [
-        (fasta, "looks like a FASTA file"),
+        (fasta, "a FASTA alignment holds an alignment"),
         (sites_only, "no samples"),
         (truncated, "BGZF file without its end-of-file block: truncated?"),  # plain gzip: test_hostile.py
         (haploid, "record 1:20, sample 'b': haploid call"),

@@ -275,3 +275,29 @@ def expand_merged(merged: dict, selves: list[dict], index: np.ndarray, n_distinc
     for c in metric.columns:
         out[c] = np.concatenate([values[c], svalues[c]])
     return out
+
+
+HASH_ROWS = 256  # samples hashed at a time by distinct_samples (row_hashes' temporaries: a few MB)
+
+
+def distinct_samples(words: np.ndarray, threads: int) -> tuple[np.ndarray, np.ndarray]:
+    """distinct_rows of a .bed's samples' bit rows (uint64 (samples, words), io/readers/bed.py): the
+    same (first, index), at less cost where few samples are copies.
+
+    Rows are grouped by their 128-bit row_hashes (distinct_rows over the hashes: 16 bytes a
+    row), then only the copies are compared with their group's first; a hash shared by two
+    different rows (never seen) falls back to distinct_rows over the rows themselves."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    n = words.shape[0]
+    starts = range(0, n, HASH_ROWS)
+    with ThreadPoolExecutor(max(1, threads), thread_name_prefix="genotile-hash") as pool:
+        parts = pool.map(lambda r0: row_hashes(words[r0 : r0 + HASH_ROWS].view(np.uint8), threads=1), starts)
+        hashes = np.concatenate([np.zeros((0, 2), dtype=np.uint64), *parts])
+    first, index = distinct_rows(hashes.view(np.uint8))
+    copies = np.flatnonzero(first[index] != np.arange(n))
+    for c0 in range(0, copies.size, HASH_ROWS):  # exact: the copies against their group's first
+        rows = copies[c0 : c0 + HASH_ROWS]
+        if not np.array_equal(words[rows], words[first[index[rows]]]):
+            return distinct_rows(words.view(np.uint8))
+    return first, index

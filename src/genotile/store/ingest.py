@@ -1,275 +1,154 @@
-"""Ingest: read an input, check it, keep the informative fields, write their codes.
+"""Ingest: read an input with its format's reader, check it, and keep what the store is packed from.
 
-`ingest` dispatches on the encoding: alphabets read an alignment (below),
-genotype encodings a VCF/BCF (ingest_vcf.py).
+The one ingest of every input format: the reader is looked up in the registry of readers
+(io/readers/base.py, by the input's name, else by the encoding's source), checked against the
+encoding and the options, and takes the form its reader offers:
 
-Alignments: the columns that hold two or more distinct symbols (the only ones that can make
-two vectors differ) are found, then those columns' codes written, one row per vector, into a
-memory-mapped uint8 matrix (vectors x kept fields) in input order. A regular uncompressed
-alignment (fasta_mmap) is read in one pass over a memory map, with numpy; any other file
-(gzip, BGZF, odd layouts, bytes the fast path does not take) in two streaming passes
-(fasta.read_alignment, the reference). Both give the same IDs, codes and errors.
+- an alignment (io/readers/fasta.py): the informative columns' codes, written; or, where the
+  codes would be temporary (`hold`: the store job), a regular alignment that fits held in
+  memory (HeldAlignment);
+- genotypes (VCF/BCF, PLINK, VCF-Zarr): the codes, written (store/ingest_genotypes.py); or, held,
+  a whole .bed's calls as bits (io/readers/bed.py HeldBits).
 
-The store job (pairs/steps.store), whose codes would be a temporary file, has a regular
-alignment that fits in memory held there instead (`ingest_holding`, HeldAlignment): its bytes
-folded in place while its columns' symbols are counted, in the one pass over the memory map;
-store/pack.pack_held makes the planes from those bytes and counts, and no codes are written,
-read back or counted again. The files are the same, byte for byte.
+It writes the ingest manifest (IDs, sizes, counts, options, what the store was computed from:
+store/sources.py; identical vectors, store/duplicates.py) and returns it with what store/pack.py
+packs: the files are the same, byte for byte, whichever form was taken.
 """
 
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 
-from genotile.core.columns import ColumnCounts, ColumnSpan, encode_ascii, fold_ascii
-from genotile.core.encode import ALPHABETS, MISSING, NUCLEOTIDE, Alphabet, ColumnScan, symbol_counts
-from genotile.core.encodings import GENOTYPE_ENCODINGS
+from genotile.core.encodings import ENCODINGS
+from genotile.core.registry import REGISTRY
 from genotile.errors import GenotileError
-from genotile.io import fasta_mmap, npy_rows
-from genotile.io.fasta import check_fasta, read_alignment
-from genotile.io.plink import plink_format
-from genotile.store.duplicates import COLLAPSIBLE, distinct_rows
-from genotile.store.ingest_vcf import ingest_vcf
+from genotile.io.readers.base import GenotypeReader, Reader, reader_of
+from genotile.io.readers.bed import HeldBits
+from genotile.io.readers.fasta import FastaReader, HeldAlignment
+from genotile.store.duplicates import COLLAPSIBLE, distinct_rows, distinct_samples
+from genotile.store.ingest_genotypes import check_options, genotype_manifest, read_genotypes
 from genotile.store.pack import gpu_insisted
-from genotile.store.sources import sources
-from genotile.util.atomic import atomic_path, write_record
-from genotile.util.checksums import file_sha256
+from genotile.store.sources import content_digest, content_sha256, recorded_digest, sources
+from genotile.util.atomic import write_record
 from genotile.util.cpus import usable_cpus
-from genotile.util.progress import Progress
 from genotile.version import __version__
 
-CHUNK_BYTES = 1 << 23  # sequence bytes gathered per block of rows
-INGEST_THREADS = 4  # threads of the one-pass reader at most (memory-bound: on the 16-core H100 machine
-# 40,000 x 20,000 scanned in 0.53-0.57 s on 4, 0.61-0.74 on 8, 1.00-1.07 on 16)
-HOLD_BYTES = 1 << 30  # alignments up to this many sequence bytes are gathered once and held
-
-
-def ingest(path, encoding: str, codes_out, manifest_out, collapse_duplicates: bool = False, **options) -> dict:
-    """Write the codes matrix (vectors x kept fields) of `path` for one encoding.
-
-    `collapse_duplicates`: record in the manifest which vectors are identical (distinct_index,
-    n_distinct; store/duplicates.py), so that the plan covers distinct vectors only.
-
-    `options` are the VCF reader's (multiallelic, filter_pass, samples, regions);
-    alignments take none. Genotype encodings read a VCF/BCF or a PLINK fileset named by its
-    .bed / .pgen (io/plink.py; ingest_vcf picks the reader).
-    """
-    return ingest_holding(path, encoding, codes_out, manifest_out, collapse_duplicates, hold=False, **options)[0]
+HASH_THREADS = 4  # threads hashing the rows of a .bed's bits for identical samples at most
 
 
 @dataclass(frozen=True)
-class HeldAlignment:
-    """A regular alignment held in memory for the store job's pack (store/pack.pack_held), in
-    place of its codes matrix."""
+class Ingested:
+    """What an ingest made: its manifest (as written) and what the store is packed from.
 
-    alphabet: Alphabet
-    rows: np.ndarray  # (vectors, fields) uint8: the sequences' bytes, folded (columns.fold_ascii)
-    keep: np.ndarray  # (kept,) int64: the informative fields
-    counts: np.ndarray  # (kept, 256) int64: encode.symbol_counts of the kept fields' codes
+    Attributes
+    ----------
+    manifest : dict
+        The ingest manifest.
+    stored : pathlib.Path or HeldAlignment or HeldBits
+        The codes matrix written (.npy, uint8 (vectors, kept fields)), or the input held in
+        memory: an alignment's folded bytes (io/readers/fasta.py), a .bed's calls as bits
+        (io/readers/bed.py).
+    """
 
-    def codes_alike(self) -> np.ndarray:
-        """(vectors, kept) uint8 rows equal exactly where their codes are (for distinct_rows):
-        the kept fields of `rows`, held canonical (hold_regular) where the alphabet has missing
-        bytes of several values."""
-        if self.keep.size == self.rows.shape[1]:
-            return self.rows
-        return np.take(self.rows, self.keep, axis=1)
-
-
-def ingest_holding(
-    path, encoding: str, codes_out, manifest_out, collapse_duplicates: bool = False, hold: bool = True, **options
-) -> tuple[dict, HeldAlignment | None]:
-    """`ingest`, but (`hold`) a regular alignment of at most HOLD_BYTES of sequence is held in
-    memory and returned, and no codes are written (the store job, whose codes are temporary);
-    (manifest, None) where the codes were written to `codes_out`."""
-    if encoding in ALPHABETS and plink_format(path):
-        raise GenotileError(f"{path}: a PLINK fileset holds genotypes (ibs, king, ccc2, ccc3), not an alignment")
-    held = None
-    if encoding in ALPHABETS:
-        given = sorted(k for k, v in options.items() if v is not None)
-        if given:
-            raise GenotileError(f"option(s) {', '.join(given)} apply to VCF input, not to {path}")
-        m, held = ingest_alignment(path, encoding, codes_out, hold, canonical=collapse_duplicates)
-    elif encoding in GENOTYPE_ENCODINGS:
-        m = ingest_vcf(path, encoding, codes_out, manifest_out, **options)
-    else:
-        raise GenotileError(f"unknown encoding {encoding!r}")
-    # what the codes were computed from (input, options, option files, index), for reruns to compare
-    m["sources"] = sources(path, options, input_sha256=m["input_sha256"])
-    if collapse_duplicates and encoding in COLLAPSIBLE:  # identical vectors computed once (duplicates.py)
-        codes = held.codes_alike() if held is not None else np.load(codes_out, mmap_mode="r")
-        first, index = distinct_rows(codes)
-        m["collapse_duplicates"] = True
-        if first.size < index.size:
-            m["n_distinct"] = int(first.size)
-            m["distinct_index"] = index.tolist()
-    write_record(manifest_out, m)
-    return m, held
+    manifest: dict
+    stored: Path | HeldAlignment | HeldBits
 
 
-def ingest_alignment(path, alphabet: str, codes_out, hold: bool = False, canonical: bool = False):
-    """(manifest, held): the codes of the informative columns written to `codes_out`, or (`hold`,
-    a regular alignment that fits) the alignment held in memory (`canonical`: as
-    HeldAlignment.codes_alike wants it); the manifest, not yet written."""
-    check_fasta(path)
-    alpha = ALPHABETS[alphabet]
-    with ThreadPoolExecutor(1, thread_name_prefix="genotile-sha256") as pool:
-        digest = pool.submit(file_sha256, path)  # hashlib releases the GIL: alongside the reading
-        layout = fasta_mmap.open_regular(path)
-        read = held = None
-        if layout is not None and hold and layout.n * layout.length <= HOLD_BYTES and not gpu_insisted():
-            held = hold_regular(layout, alpha, canonical)  # None: a byte for the streaming reader
-            read = None if held is None else (layout.ids, layout.length, int(held.keep.size))
-        elif layout is not None:
-            read = read_regular(layout, alpha, codes_out)
-        ids, n_fields, n_kept = read or read_streaming(path, alpha, codes_out)
+def ingest(
+    path, encoding: str, codes_out, manifest_out, collapse_duplicates: bool = False, hold: bool = False, **options
+) -> Ingested:
+    """Read `path` for a store of `encoding`; write the ingest manifest.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        The input: a FASTA alignment, a VCF/BCF, a PLINK fileset (its .bed / .pgen), a VCF-Zarr
+        directory (.vcz).
+    encoding : str
+        The store encoding (core/encodings.py).
+    codes_out : str or os.PathLike
+        The codes matrix (.npy, uint8 (vectors, kept fields), input order), unless held.
+    manifest_out : str or os.PathLike
+        The ingest manifest (.json).
+    collapse_duplicates : bool
+        Record which vectors are identical (distinct_index, n_distinct; store/duplicates.py),
+        so that the plan covers distinct vectors only.
+    hold : bool
+        The codes would be temporary (the store job): where the reader can, the input is held in
+        memory in its own form instead, and no codes are written. Not where GPU packing is
+        insisted on (GENOTILE_GPU_PACK=1): it packs from the codes.
+    **options
+        The reader's options (genotypes: multiallelic, filter_pass, samples, regions); options
+        with a None value count as not given.
+
+    Returns
+    -------
+    Ingested
+    """
+    reader = reader_of(path, encoding)
+    _check_kind(reader, path, encoding)
+    given = {k: v for k, v in options.items() if v is not None}
+    if not reader.options and given:
+        raise GenotileError(f"option(s) {', '.join(sorted(given))} apply to VCF input, not to {path}")
+    given = check_options(options) if reader.options else given
+    hold = hold and not gpu_insisted()
+    # hashlib releases the GIL: the SHA-256, and (where the codes are not kept) the digest the
+    # workflow's fingerprint did not record (store/sources.py), alongside the reading
+    hashing = ThreadPoolExecutor(2, thread_name_prefix="genotile-sha256")
+    sha256 = hashing.submit(content_sha256, path)
+    recorded = recorded_digest(path)
+    digest = hashing.submit(content_digest, path) if hold and not recorded else None
+    hashing.shutdown(wait=False)
+    manifest: dict
+    if issubclass(reader, FastaReader):  # the one alignment reader
+        ids, n_fields, n_kept, held = reader(path).read(encoding, codes_out, hold, canonical=collapse_duplicates)
         manifest = {
             "genotile": __version__,
             "input": str(path),
-            "input_sha256": digest.result(),
-            "format": "fasta",
-            "alphabet": alphabet,
+            "input_sha256": sha256.result(),
+            "format": reader.kind,
+            "alphabet": encoding,
             "n_vectors": len(ids),
             "n_fields": int(n_fields),
             "n_kept": n_kept,
             "ids": ids,
         }
-    return manifest, held
+        stored = held if held is not None else Path(codes_out)
+    else:
+        assert issubclass(reader, GenotypeReader)
+        with reader(path, **given) as opened:
+            ids_variants, stored = read_genotypes(opened, path, encoding, codes_out, hold)
+            manifest = genotype_manifest(opened, path, encoding, ids_variants, given, sha256)
+    # what the store was computed from (input, options, option files, index), for reruns to compare
+    known = recorded or (None if digest is None else digest.result())
+    manifest["sources"] = sources(path, options, input_sha256=manifest["input_sha256"], input_digest=known)
+    if collapse_duplicates and encoding in COLLAPSIBLE:  # identical vectors computed once (duplicates.py)
+        first, index = _distinct(stored)
+        manifest["collapse_duplicates"] = True
+        if first.size < index.size:
+            manifest["n_distinct"] = int(first.size)
+            manifest["distinct_index"] = index.tolist()
+    write_record(manifest_out, manifest)
+    return Ingested(manifest, stored)
 
 
-def hold_regular(layout: fasta_mmap.RegularFasta, alpha: Alphabet, canonical: bool = False) -> HeldAlignment | None:
-    """A regular alignment held in memory, read in one pass over its memory map: blocks of rows
-    gathered on several threads (numpy releases the GIL), folded in place (columns.fold_ascii)
-    and, nucleotides, their bases counted while in cache (ColumnCounts); other alphabets' symbols
-    are counted after (encode.symbol_counts of the folded bytes, which are their codes). None
-    when a sequence holds a byte the fast path does not take (as read_regular)."""
-    n, length = layout.n, layout.length
-    whole = np.empty((n, length), dtype=np.uint8)
-    counted = alpha is NUCLEOTIDE  # canonical then too: other alphabets' folded bytes are their codes
-
-    def measure(raw: np.ndarray) -> ColumnCounts | None:
-        if not counted:
-            fold_ascii(alpha, raw)
-            return None
-        part = ColumnCounts(length)
-        part.add(raw, canonical)
-        return part
-
-    bases = ColumnCounts(length)
-    combine = bases.update if counted else (lambda part: None)
-    with ThreadPoolExecutor(usable_cpus(INGEST_THREADS), thread_name_prefix="genotile-ingest") as pool:
-        if not _scan_blocks(layout, _block_rows(length), whole, measure, combine, pool):
-            return None
-    if counted:
-        keep = np.flatnonzero(bases.informative)
-        return HeldAlignment(alpha, whole, keep, bases.code_counts(keep))
-    kept: list[np.ndarray] = []
-    counts: list[np.ndarray] = []
-    for c0 in range(0, length, COUNT_COLUMNS):  # a band of columns at a time: only the kept ones' counts kept
-        band = symbol_counts(whole[:, c0 : c0 + COUNT_COLUMNS])
-        informative = np.flatnonzero((band[:, :MISSING] > 0).sum(axis=1) >= 2)
-        kept.append(c0 + informative)
-        counts.append(band[informative])
-    return HeldAlignment(alpha, whole, np.concatenate(kept).astype(np.int64), np.concatenate(counts))
+def _check_kind(reader: type[Reader], path, encoding: str) -> None:
+    """Refuse an encoding the input cannot feed, naming the metrics it can."""
+    if encoding in reader.encodings():
+        return
+    feeds = ", ".join(m for m, facts in REGISTRY.items() if facts.encoding in reader.encodings())
+    other = "genotypes" if ENCODINGS[encoding].genotypes else "an alignment"
+    held = "genotypes" if reader.source == "genotypes" else "an alignment"
+    raise GenotileError(f"{path}: {reader.what} holds {held} ({feeds}), not {other}")
 
 
-COUNT_COLUMNS = 1 << 16  # columns of a held alignment counted at a time (other than nucleotide)
-
-
-def read_regular(layout: fasta_mmap.RegularFasta, alpha, codes_out) -> tuple[list[str], int, int] | None:
-    """(IDs, fields, kept fields) of a regular alignment, read in one pass over its memory map
-    (fasta_mmap): blocks of rows are gathered, their columns' symbol ranges kept (ColumnSpan),
-    then the informative columns' codes written (from the bytes held in memory when they fit,
-    else gathered again from the page cache), blocks on several threads (numpy releases the
-    GIL). None, and nothing written, when a sequence holds a byte the fast path does not take:
-    the streaming reader then reads the file."""
-    n, length = layout.n, layout.length
-    chunk = _block_rows(length)
-    held = n * length <= HOLD_BYTES  # small enough: gather once, keep the bytes for the codes
-    whole = np.empty((n, length), dtype=np.uint8) if held else None
-
-    def measure(raw: np.ndarray) -> ColumnSpan:
-        part = ColumnSpan(alpha, length)
-        part.add(raw)
-        return part
-
-    span = ColumnSpan(alpha, length)
-    with ThreadPoolExecutor(usable_cpus(INGEST_THREADS), thread_name_prefix="genotile-ingest") as pool:
-        if not _scan_blocks(layout, chunk, whole, measure, span.update, pool):
-            return None
-        keep = np.flatnonzero(span.informative)
-        every = keep.size == length
-        with atomic_path(codes_out) as tmp, open(tmp, "wb") as fh:
-            start = npy_rows.write_header(fh, (n, keep.size), np.uint8)
-
-            def write(r0: int) -> None:
-                r1 = min(n, r0 + chunk)
-                raw = whole[r0:r1] if whole is not None else layout.rows(r0, r1)  # held: the bytes were kept
-                codes = encode_ascii(alpha, raw if every else raw[:, keep])
-                npy_rows.pwrite_rows(fh.fileno(), codes, start + r0 * keep.size, tmp)
-
-            list(pool.map(write, range(0, n, chunk)))
-    return layout.ids, length, int(keep.size)
-
-
-def _block_rows(length: int) -> int:
-    """Rows of a block of CHUNK_BYTES of sequence (the one-pass readers' unit of work)."""
-    return max(1, CHUNK_BYTES // max(1, length))
-
-
-def _scan_blocks(layout: fasta_mmap.RegularFasta, chunk: int, whole, measure, combine, pool) -> bool:
-    """Gather a regular alignment's rows `chunk` at a time on `pool`'s threads (into `whole`
-    where given, else into a scratch block), `combine(measure(raw))` for each block in order;
-    False, at the first block holding a byte the fast path does not take (fasta_mmap.clean):
-    the caller leaves the file to the streaming reader."""
-    n = layout.n
-    starts = range(0, n, chunk)
-
-    def scan(r0: int):
-        raw = layout.rows(r0, min(n, r0 + chunk), None if whole is None else whole[r0 : r0 + chunk])
-        return (measure(raw),) if fasta_mmap.clean(raw) else None  # a tuple: measure may give None
-
-    progress = Progress("ingest (columns)", total=n)
-    for r0, part in zip(starts, pool.map(scan, starts), strict=True):
-        if part is None:
-            return False
-        combine(part[0])
-        progress.update(min(n, r0 + chunk))
-    progress.finish(n)
-    return True
-
-
-def read_streaming(path, alpha, codes_out) -> tuple[list[str], int, int]:
-    """(IDs, fields, kept fields), read in two streaming passes (fasta.read_alignment): the first
-    finds the informative columns, the second writes their codes. Memory: one record and one
-    chunk of the file, whatever it expands to."""
-    alphabet = alpha.name
-    ids: list[str] = []
-    scan = None
-    progress = Progress(f"ingest pass 1 ({alphabet} columns)")
-    for name, raw in read_alignment(path):
-        if scan is None:
-            scan = ColumnScan(raw.size)
-        scan.add(alpha.encode(raw))
-        ids.append(name)
-        progress.update(len(ids))
-    progress.finish(len(ids))
-    assert scan is not None  # read_alignment refuses a file without records
-    keep = np.flatnonzero(scan.informative)
-    n, length = len(ids), scan.first.size
-
-    progress = Progress("ingest pass 2 (codes)", total=n)
-    with atomic_path(codes_out) as tmp:
-        codes = np.lib.format.open_memmap(tmp, mode="w+", dtype=np.uint8, shape=(n, keep.size))
-        row = -1
-        for row, (name, raw) in enumerate(read_alignment(path)):
-            if row >= n or name != ids[row]:
-                raise GenotileError(f"{path}: the file changed while it was being read")
-            codes[row] = alpha.encode(raw[keep])
-            progress.update(row + 1)
-        if row + 1 != n:
-            raise GenotileError(f"{path}: the file changed while it was being read")
-        del codes
-    progress.finish(n)
-    return ids, int(length), int(keep.size)
+def _distinct(stored: Path | HeldAlignment | HeldBits) -> tuple[np.ndarray, np.ndarray]:
+    """store/duplicates.distinct_rows of what ingest made: the codes, rows alike to them (an
+    alignment held, HeldAlignment.codes_alike) or a .bed's bit rows (distinct_samples)."""
+    if isinstance(stored, Path):
+        return distinct_rows(np.load(stored, mmap_mode="r"))
+    if isinstance(stored, HeldAlignment):
+        return distinct_rows(stored.codes_alike())
+    return distinct_samples(stored.bits.reshape(stored.bits.shape[0], -1), usable_cpus(HASH_THREADS))

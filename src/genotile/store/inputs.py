@@ -2,42 +2,38 @@
 
 Checked before any job runs (rules/common.smk, `genotile run`, the Python API), so that a PLINK
 fileset given to `snp`, or a .bim named instead of its .bed, is one clear line and not a failed
-store job. Kinds: "fasta" (.fa .fasta .fas .fna .aln, optionally .gz), "vcf" (.vcf, .vcf.gz,
-.vcf.bgz, .bcf), "plink1" (.bed), "plink2" (.pgen); any other name is not judged here (the
-metric's reader decides, as before).
+store job. The kinds, their names and what they feed are the readers' (io/readers/base.py
+READERS): "fasta" (.fa .fasta .fas .fna .aln, optionally .gz), "vcf" (.vcf, .vcf.gz, .vcf.bgz,
+.bcf), "plink1" (.bed), "plink2" (.pgen), "vcz" (a VCF-Zarr directory); any other name is not
+judged here (the metric's reader decides, as before).
 """
 
 from pathlib import Path
 
 from genotile.core.encodings import ENCODINGS
 from genotile.errors import GenotileError
-from genotile.io.plink import fileset, plink_format
-
-FASTA_SUFFIXES = (".fa", ".fasta", ".fas", ".fna", ".aln")
-VCF_SUFFIXES = (".vcf", ".vcf.gz", ".vcf.bgz", ".bcf")
-GENOTYPE_KINDS = ("vcf", "plink1", "plink2")
-VCF_OPTIONS = ("multiallelic", "filter_pass", "samples", "regions")
+from genotile.io.readers.base import GENOTYPE_OPTIONS, reader_classes, reader_for
 
 
 def input_kind(path) -> str | None:
-    """The input's kind: "fasta", "vcf", "plink1", "plink2", or None for a name of none of these.
+    """The input's kind ("fasta", "vcf", "plink1", "plink2", "vcz"), or None for a name of none.
 
-    A PLINK companion file (.bim .fam .pvar .psam) is refused by name (plink.plink_format).
+    A PLINK companion file (.bim .fam .pvar .psam) is refused by name (readers/plink.plink_format).
     """
-    plink = plink_format(path)
-    if plink:
-        return plink
-    name = str(path).lower()
-    if name.endswith(VCF_SUFFIXES):
-        return "vcf"
-    if name.removesuffix(".gz").endswith(FASTA_SUFFIXES):
-        return "fasta"
-    return None
+    reader = reader_for(path)
+    return None if reader is None else reader.kind_of(path)
 
 
 def input_files(path) -> list[Path]:
-    """Every file the input is read from: the three of a PLINK fileset, else the file itself."""
-    return fileset(path) if plink_format(path) else [Path(path)]
+    """Every file (or directory) the input is read from: the three of a PLINK fileset, else the input itself."""
+    reader = reader_for(path)
+    return [Path(path)] if reader is None else reader.input_files(path)
+
+
+def _inputs_of(source: str) -> str:
+    """The inputs that hold `source`, in words: "a VCF/BCF, a PLINK fileset or ..."."""
+    names = list(dict.fromkeys(r.what for r in reader_classes() if r.source == source))
+    return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} or {names[-1]}"
 
 
 def metric_encoding(metric: str) -> str:
@@ -50,34 +46,35 @@ def metric_encoding(metric: str) -> str:
 
 
 def check_input(path, metrics, options: dict | None = None, where: str = "") -> str | None:
-    """Refuse metrics (and VCF options) that the input's kind cannot feed; return the kind.
+    """Refuse metrics (and genotype options) that the input's kind cannot feed; return the kind.
 
     `where` prefixes the message (e.g. "dataset x: "); options with a None value count as not given.
     """
     try:
-        kind = input_kind(path)
+        reader = reader_for(path)
     except GenotileError as exc:  # a PLINK companion file named
         raise GenotileError(f"{where}{exc}") from None
     given = sorted(k for k, v in (options or {}).items() if v is not None)
-    if kind is None:
+    if reader is None:
         return None
-    genotype = kind in GENOTYPE_KINDS
-    wrong = [m for m in metrics if ENCODINGS[metric_encoding(m)].genotypes != genotype]
+    wrong = [m for m in metrics if metric_encoding(m) not in reader.encodings()]
     if wrong:
-        what = {"fasta": "a FASTA alignment", "vcf": "a VCF/BCF"}.get(kind, "a PLINK fileset")
-        needs = "a FASTA alignment" if genotype else "genotypes (VCF/BCF or PLINK .bed/.pgen)"
-        raise GenotileError(f"{where}input {path} is {what}, but metric(s) {', '.join(wrong)} need {needs}")
-    if given and not genotype:
+        needs = ENCODINGS[metric_encoding(wrong[0])].source
+        inputs = _inputs_of(needs)
+        needs = inputs if needs == "alignment" else f"genotypes ({inputs})"
+        raise GenotileError(f"{where}input {path} is {reader.what}, but metric(s) {', '.join(wrong)} need {needs}")
+    if given and not reader.options:
         raise GenotileError(
-            f"{where}option(s) {', '.join(given)} apply to genotype input (VCF/BCF, PLINK), not to the alignment {path}"
+            f"{where}option(s) {', '.join(given)} apply to genotype input ({_inputs_of('genotypes')}), "
+            f"not to the alignment {path}"
         )
-    return kind
+    return reader.kind_of(path)
 
 
 def check_datasets(config: dict) -> None:
     """check_input over every dataset of a (validated) config."""
     for name, spec in config["datasets"].items():
-        options = {k: spec.get(k) for k in VCF_OPTIONS}
+        options = {k: spec.get(k) for k in GENOTYPE_OPTIONS}
         if spec.get("multiallelic") == "skip":  # the schema's default, filled in for every dataset
             options.pop("multiallelic")
         if spec.get("filter_pass") is False:

@@ -4,9 +4,13 @@
 laid out as the manifest's `layout` says. `manifest.json` carries the IDs (in
 input order), the permutation's seed, the layout and the input's checksum.
 
-A whole .bed's store holds its calls instead, 2 bits each (manifest `stored`: STORED_BITS;
-row r: vector perm[r]'s lo words, then its hi words): its five genotype planes are made from
-them as rows are read (`open_store`), so the store job writes the .bed's size, not 2.5 times it.
+`pack` packs what ingest made (store/ingest.py): the codes matrix, or the input held in memory
+in its reader's form, an alignment's folded bytes or a whole .bed's calls as bits; a plain .bed's
+codes are packed from the .bed's own 2-bit calls (`pack_from_bed`). A whole .bed's store holds
+its calls as bits, 2 each (store/bits.py; manifest `stored`: STORED_BITS; row r: vector
+perm[r]'s lo words, then its hi words): its five genotype planes are made from them as rows are
+read (`open_store`), so the store job writes the .bed's size, not 2.5 times it. The same planes,
+as the tiles read them, whatever the form.
 """
 
 import dataclasses
@@ -22,6 +26,7 @@ from genotile.core.genotype import PLANES, GenotypeLayout, genotype_layout, geno
 from genotile.core.plan import Plan
 from genotile.errors import GenotileError
 from genotile.io import npy_rows
+from genotile.store.bits import STORED_BITS
 from genotile.util.atomic import atomic_path, write_record
 from genotile.util.cpus import usable_cpus
 from genotile.util.progress import Progress
@@ -30,9 +35,6 @@ from genotile.version import __version__
 
 ROW_CHUNK = 4096
 CHUNK_BYTES = 1 << 26  # codes read per packing step
-# what planes.npy holds where not the planes: a .bed's calls as bits, 2 a call (io/bed.py write_bits),
-# the planes made from them as they are read (open_store)
-STORED_BITS = "bed_bits"
 PACK_THREADS = 8  # CPU packing threads at most (numpy releases the GIL in compares and packbits;
 # 16 packed 40,000 x 20,000 no faster than 8 on the 16-core H100 machine)
 
@@ -114,9 +116,37 @@ def store_rows(ingest_manifest: dict, n_input: int, plan: Plan, perm: np.ndarray
     return perm if first is None else first[perm]
 
 
-def pack_store(
-    codes_path, ingest_manifest: dict, plan: Plan, perm: np.ndarray, planes_out, manifest_out, gpu: bool | None = None
+def pack(
+    stored, ingest_manifest: dict, plan: Plan, perm: np.ndarray, planes_out, manifest_out, gpu: bool | None = None
 ) -> dict:
+    """Write the store (planes.npy and its manifest) of what ingest made; return the store manifest.
+
+    Parameters
+    ----------
+    stored : str or os.PathLike or HeldAlignment or HeldBits
+        The codes matrix (.npy, uint8 (vectors, kept fields)), or the input held in memory
+        (store/ingest.py `Ingested.stored`).
+    ingest_manifest : dict
+        The ingest manifest.
+    plan, perm
+        The plan and its permutation (of the distinct vectors where duplicates were collapsed).
+    planes_out, manifest_out : str or os.PathLike
+        planes.npy (uint64 (vectors, words); row r holds vector perm[r]) and the store manifest.
+    gpu : bool, optional
+        Pack the codes on the GPU (`use_gpu_packing`); the planes are the same bits either way.
+    """
+    from genotile.io.readers.bed import HeldBits
+    from genotile.io.readers.fasta import HeldAlignment
+
+    if isinstance(stored, HeldAlignment):
+        return _pack_held(stored, ingest_manifest, plan, perm, planes_out, manifest_out)
+    if isinstance(stored, HeldBits):
+        return _pack_bits(stored.bits, ingest_manifest, plan, perm, planes_out, manifest_out)
+    return _pack_codes(stored, ingest_manifest, plan, perm, planes_out, manifest_out, gpu)
+
+
+def _pack_codes(codes_path, ingest_manifest: dict, plan: Plan, perm: np.ndarray, planes_out, manifest_out, gpu) -> dict:
+    """The planes of a codes matrix (or, a plain .bed's, of the .bed itself: `pack_from_bed`)."""
     codes = load_npy(codes_path, "codes", dtype=np.uint8, ndim=2, mmap=True)
     n_input = codes.shape[0]
     rows_of = store_rows(ingest_manifest, n_input, plan, perm, codes_path)
@@ -134,10 +164,10 @@ def pack_store(
     return _write_manifest(extra, layout, ingest_manifest, plan, n_input, manifest_out)
 
 
-def pack_held(held, ingest_manifest: dict, plan: Plan, perm: np.ndarray, planes_out, manifest_out) -> dict:
-    """The planes of an alignment held in memory (store/ingest.py HeldAlignment), packed from its
-    folded bytes and its counts, no codes matrix; the same files as pack_store writes from the
-    codes. Returns the store manifest.
+def _pack_held(held, ingest_manifest: dict, plan: Plan, perm: np.ndarray, planes_out, manifest_out) -> dict:
+    """The planes of an alignment held in memory (io/readers/fasta.py HeldAlignment), packed from
+    its folded bytes and its counts, no codes matrix; the same files as `_pack_codes` writes from
+    the codes. Returns the store manifest.
 
     The encoding is that of the codes (the counts are theirs); its columns are then the held
     rows' (the kept fields, in the encoding's order) and its symbols their folded bytes
@@ -199,7 +229,7 @@ def _write_manifest(extra: dict, layout, ingest_manifest: dict, plan: Plan, n_in
 
 
 def plain_bed(ingest_manifest: dict, shape: tuple[int, int]) -> str | None:
-    """The .bed of a `genotype` ingest that io/bed.py read whole (no `samples`, no `regions`), or
+    """The .bed of a `genotype` ingest that io/readers/bed.py read whole (no `samples`, no `regions`), or
     None: the .bed's calls are then the codes, and the planes can be packed from them."""
     m = ingest_manifest
     options = m.get("options") or {}
@@ -212,7 +242,7 @@ def plain_bed(ingest_manifest: dict, shape: tuple[int, int]) -> str | None:
 
 
 def pack_from_bed(shape, ingest_manifest: dict, plan: Plan, rows_of, planes_out, manifest_out) -> dict | None:
-    """The planes of a plain .bed's `genotype` store packed from the .bed's 2-bit calls (io/bed.py:
+    """The planes of a plain .bed's `genotype` store packed from the .bed's 2-bit calls (io/readers/bed.py:
     4 calls a byte, where the codes hold one), not from its codes; the same bytes. Returns the
     store manifest, or None, with nothing written, where the .bed is not what ingest read: not
     plain, gone, or not of the SHA-256 ingest recorded (hashed alongside the packing). Taken before
@@ -221,7 +251,7 @@ def pack_from_bed(shape, ingest_manifest: dict, plan: Plan, rows_of, planes_out,
     path = plain_bed(ingest_manifest, tuple(shape))
     if path is None:
         return None
-    from genotile.io import bed
+    from genotile.io.readers import bed
     from genotile.util.checksums import file_sha256
 
     n_input, n_fields = shape
@@ -253,7 +283,7 @@ def _bed_manifest(
     complete: bool, ingest_manifest: dict, plan: Plan, n_input: int, n_fields: int, manifest_out, stored=None
 ) -> dict:
     """The store manifest of a `genotype` store packed from a .bed's calls (`complete`: no
-    missing call), as pack_store writes it from the codes; `stored`: what planes.npy holds, where
+    missing call), as `_pack_codes` writes it from the codes; `stored`: what planes.npy holds, where
     not the planes themselves (STORED_BITS)."""
     layout = GenotypeLayout(n_words(n_fields), PLANES["genotype"], complete)
     extra = {"encoding": "genotype", "n_kept": int(n_fields), "ingest_counts": ingest_manifest.get("counts", {})}
@@ -262,29 +292,31 @@ def _bed_manifest(
     return _write_manifest(extra, layout, ingest_manifest, plan, n_input, manifest_out)
 
 
-def pack_bits(bits: np.ndarray, ingest_manifest: dict, plan: Plan, perm: np.ndarray, planes_out, manifest_out) -> dict:
-    """The planes of a plain .bed's `genotype` store from its calls held as bits (store/ingest_bed.py),
-    no codes matrix; the same files as pack_store writes from the codes. Returns the store manifest.
+def _pack_bits(bits: np.ndarray, ingest_manifest: dict, plan: Plan, perm: np.ndarray, planes_out, manifest_out) -> dict:
+    """The store of a plain .bed's `genotype` store from its calls held as bits
+    (io/readers/bed.py `read_bits`), no codes matrix: the bits in the store's row order
+    (store/bits.py), the planes made from them as they are read (`open_store`); the store
+    manifest is `_pack_codes`' but `stored`. Returns the store manifest.
 
     Parameters
     ----------
     bits : numpy.ndarray
-        uint64 (samples, 2, words): io/bed.py `read_bits`.
+        uint64 (samples, 2, words): io/readers/bed.py `read_bits`.
     ingest_manifest : dict
-        store/ingest_bed.ingest_bed's manifest.
+        The ingest manifest.
     plan, perm
         The plan and its permutation (of the distinct samples where duplicates were collapsed).
     planes_out, manifest_out : str or os.PathLike
         planes.npy and the store manifest.
     """
-    from genotile.io import bed
+    from genotile.store.bits import write_bits
 
     n_input, n_fields = bits.shape[0], int(ingest_manifest["n_fields"])
     rows_of = store_rows(ingest_manifest, n_input, plan, perm, ingest_manifest["input"])
     n = rows_of.size
     progress = Progress("pack (the .bed's bits)", total=n)
     with atomic_path(planes_out) as tmp:
-        bed.write_bits(bits, rows_of, tmp, threads=usable_cpus(PACK_THREADS))
+        write_bits(bits, rows_of, tmp, threads=usable_cpus(PACK_THREADS))
     progress.finish(n)
     # complete: no missing call (the planes rows are every sample, or one of each set of copies)
     complete = ingest_manifest["counts"]["missing_calls"] == 0
@@ -314,7 +346,7 @@ def layout_from_json(d: dict):
 
 def open_store(planes_path, manifest_path):
     """(planes, manifest dict, layout): the planes a memory map, or for a store of a .bed's bits
-    (manifest `stored`: STORED_BITS) io/bed.BitsPlanes over one, making the planes of the rows
+    (manifest `stored`: STORED_BITS) store/bits.BitsPlanes over one, making the planes of the rows
     read; either is indexed by rows alike."""
     manifest = load_json(manifest_path, "store manifest", ("n_vectors", "layout", "plan", "ids", "input_sha256"))
     planes = load_npy(planes_path, "store planes", dtype=np.uint64, ndim=2, mmap=True)
@@ -332,7 +364,7 @@ def open_store(planes_path, manifest_path):
     if planes.shape != (rows, width) or manifest["plan"].get("n_vectors") != rows:
         raise GenotileError(f"{planes_path}: shape {planes.shape} does not match {manifest_path}")
     if stored:
-        from genotile.io.bed import BitsPlanes
+        from genotile.store.bits import BitsPlanes
 
         return BitsPlanes(planes, int(manifest["n_kept"])), manifest, layout
     return planes, manifest, layout

@@ -9,14 +9,19 @@ small fingerprint file per dataset (`write_fingerprint`) whose modification time
 when the content does, as an input of the store rule. The store job then takes its input's
 digest from that fingerprint while the input's stat is the one recorded with it
 (`recorded_digest`), rather than hashing the input once more.
+
+An input that is a directory (a VCF-Zarr store) counts as the content of its files: its size
+their sizes' sum, its SHA-256 and digest ones over each file's path and content (`content_sha256`,
+`content_digest`), its stat every file's; an edit of any file changes them.
 """
 
+import hashlib
 import json
 import os
 from pathlib import Path
 
 from genotile.util.atomic import write_text
-from genotile.util.checksums import file_digest
+from genotile.util.checksums import file_digest, file_sha256
 
 
 def index_files(path) -> list[Path]:
@@ -35,12 +40,42 @@ def option_files(options: dict | None) -> dict[str, Path]:
 
 
 def fileset_files(path) -> dict[str, Path]:
-    """{"plink .bim": path, ...}: the other files of a PLINK fileset named by its .bed / .pgen."""
-    from genotile.io.plink import fileset, plink_format
+    """{"plink .bim": path, ...}: the files besides the input that its reader reads with it (a
+    PLINK fileset's, named by its .bed / .pgen; io/readers/base.py `Reader.companions`)."""
+    from genotile.io.readers.base import reader_for
 
-    if not plink_format(path):
-        return {}
-    return {f"plink {p.name[len(Path(path).stem) :]}": p for p in fileset(path)[1:] if p.is_file()}
+    reader = reader_for(path)
+    return {} if reader is None else reader.companions(path)
+
+
+def tree_files(path) -> list[Path]:
+    """The files under a directory, in the order of their paths relative to it (as POSIX)."""
+    root = Path(path)
+    return sorted((p for p in root.rglob("*") if p.is_file()), key=lambda p: p.relative_to(root).as_posix())
+
+
+def _over_tree(path, of_file) -> str:
+    """A SHA-256 over a directory's files: each one's relative path, size and `of_file` digest."""
+    root = Path(path)
+    digest = hashlib.sha256()
+    for p in tree_files(root):
+        digest.update(f"{p.relative_to(root).as_posix()}\0{p.stat().st_size}\0{of_file(p)}\n".encode())
+    return digest.hexdigest()
+
+
+def content_sha256(path) -> str:
+    """The SHA-256 of an input: of the file (`sha256sum`), or over a directory's files."""
+    return _over_tree(path, file_sha256) if os.path.isdir(path) else file_sha256(path)
+
+
+def content_digest(path) -> str:
+    """The content digest of an input (util/checksums.file_digest): of the file, or over a directory's files."""
+    return _over_tree(path, file_digest) if os.path.isdir(path) else file_digest(path)
+
+
+def content_size(path) -> int:
+    """Bytes of an input: the file's, or the sum of a directory's files'."""
+    return sum(p.stat().st_size for p in tree_files(path)) if os.path.isdir(path) else os.path.getsize(path)
 
 
 def _plain(value):
@@ -56,8 +91,8 @@ def _file(path, sha256: str | None = None, digest: str | None = None) -> dict:
     """Size and content digest (pieces hashed on threads: the workflow computes it at parse
     time), `digest` where it is known; the SHA-256 as well where it is known already (a store's
     ingest computed it)."""
-    digest = digest or file_digest(path)
-    return {"size": os.path.getsize(path), "digest": digest, **({"sha256": sha256} if sha256 else {})}
+    digest = digest or content_digest(path)
+    return {"size": content_size(path), "digest": digest, **({"sha256": sha256} if sha256 else {})}
 
 
 # Where the workflow keeps its fingerprints (rules/common.smk writes them as the workflow is
@@ -142,10 +177,16 @@ def differences(recorded, current: dict) -> list[str]:
 
 
 def _stat_key(path) -> list:
+    """Device, inode, size, mtime and ctime of a file; of a directory, its device and inode,
+    its files' size, then each file's relative path, size, mtime and ctime."""
     st = os.stat(path)
     # ctime moves on every write and on `cp -p`/`touch -d` (which set mtime back): the cache
     # below is trusted only while all of these stay the same
-    return [st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns]
+    if not os.path.isdir(path):
+        return [st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns]
+    files = [(p.relative_to(path).as_posix(), p.stat()) for p in tree_files(path)]
+    each = [[name, f.st_size, f.st_mtime_ns, f.st_ctime_ns] for name, f in files]
+    return [st.st_dev, st.st_ino, sum(f.st_size for _, f in files), each]
 
 
 def write_fingerprint(out, input_path, options: dict | None = None) -> Path:

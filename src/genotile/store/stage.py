@@ -51,7 +51,7 @@ def ingest(input_path, encoding, codes_out, manifest_out, **options) -> dict:
     """
     from genotile.store.ingest import ingest as ingest_input  # each stage imports only its own code (job start-up)
 
-    m = ingest_input(input_path, encoding, codes_out, manifest_out, **options)
+    m = ingest_input(input_path, encoding, codes_out, manifest_out, **options).manifest
     _log_ingest(m, encoding)
     return m
 
@@ -62,43 +62,23 @@ def _log_ingest(m: dict, encoding: str) -> None:
     )
 
 
-def ingest_bed(input_path, encoding, manifest_out, options: dict | None = None, collapse_duplicates: bool = False):
-    """Stage 1 of the store job for a whole .bed: its calls held in memory as bits, no codes
-    matrix written (store/ingest_bed.py); the same ingest manifest as `ingest`.
-
-    Returns
-    -------
-    numpy.ndarray or None
-        uint64 (samples, 2, words), for `pack`'s `bits`; None, with nothing written, where the
-        input is not one (then `ingest` writes the codes).
-    """
-    from genotile.store import ingest_bed as held  # each stage imports only its own code (job start-up)
-
-    if not held.takes(input_path, encoding, options):
-        return None
-    m, bits = held.ingest_bed(
-        input_path, encoding, manifest_out, collapse_duplicates=collapse_duplicates, **(options or {})
-    )
-    _log_ingest(m, encoding)
-    return bits
-
-
 def ingest_held(input_path, encoding, codes_out, manifest_out, options=None, collapse_duplicates=False, hold=True):
-    """Stage 1 of the store job: `ingest`, but (`hold`) a regular alignment that fits in memory is
-    held there, no codes written (store/ingest.py ingest_holding).
+    """Stage 1 of the store job: `ingest`, but (`hold`) the input is held in memory in its
+    reader's form where it can be (a regular alignment that fits, a whole .bed's calls as bits),
+    no codes written (store/ingest.py).
 
     Returns
     -------
-    HeldAlignment or None
-        For `pack`'s `held`; None where the codes were written to `codes_out`.
+    pathlib.Path or HeldAlignment or HeldBits
+        What `pack` packs: `codes_out`, written, or the input held.
     """
-    from genotile.store.ingest import ingest_holding  # each stage imports only its own code (job start-up)
+    from genotile.store.ingest import ingest as ingest_input  # each stage imports only its own code (job start-up)
 
-    m, held = ingest_holding(
+    made = ingest_input(
         input_path, encoding, codes_out, manifest_out, collapse_duplicates, hold=hold, **(options or {})
     )
-    _log_ingest(m, encoding)
-    return held
+    _log_ingest(made.manifest, encoding)
+    return made.stored
 
 
 def plan(
@@ -176,24 +156,20 @@ def resolve_auto_block_size(manifest: dict, metrics, backend: str, dense_max=Non
     return size
 
 
-def pack(codes, ingest_manifest, plan_path, perm_path, planes_out, manifest_out, *, bits=None, held=None) -> dict:
+def pack(stored, ingest_manifest, plan_path, perm_path, planes_out, manifest_out) -> dict:
     """Stage 3: the codes as bit planes in permuted row order (store/pack.py).
 
     Parameters
     ----------
-    codes, ingest_manifest : str or os.PathLike
-        Ingest's outputs.
+    stored : str or os.PathLike or HeldAlignment or HeldBits
+        What ingest made: the codes (.npy), or the input held in memory (`ingest_held`).
+    ingest_manifest : str or os.PathLike
+        The ingest manifest.
     plan_path, perm_path : str or os.PathLike
         The plan's outputs.
     planes_out, manifest_out : str or os.PathLike
         planes.npy (uint64 (n_vectors, total words); row r holds vector perm[r]) and the store
         manifest (layout, plan, ids, input checksum).
-    bits : numpy.ndarray, optional
-        A whole .bed's calls held as bits (`ingest_bed`), packed in place of the codes (then
-        unused, and not made).
-    held : HeldAlignment, optional
-        An alignment held in memory (`ingest_held`), packed in place of the codes (then unused,
-        and not made).
 
     Returns
     -------
@@ -202,14 +178,10 @@ def pack(codes, ingest_manifest, plan_path, perm_path, planes_out, manifest_out,
     """
     p = read_plan(plan_path)
     perm = load_permutation(perm_path, p.n_vectors)
-    from genotile.store.pack import layout_from_json, pack_bits, pack_held, pack_store
+    from genotile.store.pack import layout_from_json
+    from genotile.store.pack import pack as pack_stored
 
-    if bits is not None:
-        m = pack_bits(bits, _load_json(ingest_manifest), p, perm, planes_out, manifest_out)
-    elif held is not None:
-        m = pack_held(held, _load_json(ingest_manifest), p, perm, planes_out, manifest_out)
-    else:
-        m = pack_store(codes, _load_json(ingest_manifest), p, perm, planes_out, manifest_out)
+    m = pack_stored(stored, _load_json(ingest_manifest), p, perm, planes_out, manifest_out)
     words = layout_from_json(m["layout"]).total_words
     log.info("pack: %d vectors x %d words of planes per vector", m["n_vectors"], words)
     return m
@@ -239,8 +211,8 @@ def store(
     read back. The codes go to `codes_out` when given (`genotile run` keeps them, to replan
     without reading the input again), else to a temporary file in `store_dir`, removed once the
     planes are packed; a whole .bed's calls are then held in memory as bits instead, and a
-    regular alignment that fits its folded bytes, and no codes are written (`ingest_bed`,
-    `ingest_held`: the same files).
+    regular alignment that fits its folded bytes, and no codes are written (`ingest_held`: the
+    same files).
 
     Parameters
     ----------
@@ -273,17 +245,10 @@ def store(
     seconds = {}
     try:
         t0 = time.perf_counter()
-        # a whole .bed whose codes would be temporary: held as bits instead, no codes written
-        bits = (
-            None
-            if codes_out is not None
-            else ingest_bed(input_path, encoding, ingest_manifest_out, options, collapse_duplicates)
+        # codes that would be temporary: the input held in memory instead where its reader can
+        stored = ingest_held(
+            input_path, encoding, codes, ingest_manifest_out, options, collapse_duplicates, hold=codes_out is None
         )
-        held = None
-        if bits is None:  # an alignment whose codes would be temporary: held in memory where it fits
-            held = ingest_held(
-                input_path, encoding, codes, ingest_manifest_out, options, collapse_duplicates, hold=codes_out is None
-            )
         t1 = time.perf_counter()
         p = plan(
             ingest_manifest_out,
@@ -298,14 +263,12 @@ def store(
         )
         t2 = time.perf_counter()
         pack(
-            codes,
+            stored,
             ingest_manifest_out,
             store_dir / "plan.json",
             store_dir / "perm.npy",
             store_dir / "planes.npy",
             store_dir / "manifest.json",
-            bits=bits,
-            held=held,
         )
         seconds = {"ingest": t1 - t0, "plan": t2 - t1, "pack": time.perf_counter() - t2}
     finally:

@@ -7,7 +7,7 @@ is cut into segments (the categorical base planes have a two-symbol and a multi-
 section, each padded to whole words); one launch a segment.
 
 `genotype_packer(layout)` / `categorical_packer(enc)` return a callable rows -> planes (numpy in,
-numpy out) for store.pack_store; `Packer.device` packs device-resident codes (benchmark).
+numpy out) for store/pack.py; `Packer.device` packs device-resident codes (benchmark).
 CuPy is imported lazily (cupy_common): without it `is_available()` is False.
 """
 

@@ -1,6 +1,6 @@
 """Streaming VCF/BCF genotype reader (cyvcf2 over htslib), with the rules a user relies on.
 
-`GenotypeReader.blocks()` yields (variant IDs, codes) blocks, codes uint8 of shape
+`VcfReader.blocks()` yields (variant IDs, codes) blocks, codes uint8 of shape
 (variants, samples): g = number of ALT alleles of a diploid call (0, 1, 2), or
 MISSING for `./.`, `.` and half-missing calls such as `./1`. The file is read one
 record at a time, so memory is bounded by one block, never by the file.
@@ -23,7 +23,7 @@ call per sample (1,000 samples x 65,216 variants, to codes: cyvcf2 2.6 s from
 .vcf.gz and 0.9 s from .bcf; pysam through its text form 3.3 s and 1.9 s;
 pysam per sample ~18 s).
 
-Text VCFs (plain, bgzip or gzip) are read by a fast path first (vcf_fast.py):
+Text VCFs (plain, bgzip or gzip) are read by a fast path first (io/vcf_fast.py):
 the common case -- GT the first FORMAT key, diploid calls with one-character
 allele indices -- parsed from the decompressed bytes with numpy, the same IDs,
 codes and stats as above (tests/io/test_vcf_fast.py). From the first block of text
@@ -45,6 +45,7 @@ from genotile.core.encode import MISSING
 from genotile.errors import GenotileError
 from genotile.io.gzcheck import check_bgzf_end, diagnose, quiet_htslib
 from genotile.io.ids import check_ids
+from genotile.io.readers.base import GenotypeReader
 from genotile.io.regions import merge_regions, parse_regions
 
 FAST_PATH = True  # text VCFs through vcf_fast.py first (same output; False: cyvcf2 only)
@@ -154,8 +155,60 @@ def _sniff_format(path) -> str:
     return "bcf" if _head(path, 3) == b"BCF" else "vcf"
 
 
-class GenotypeReader:
+class DiploidCalls:
+    """The rules of a record's calls, as allele slots (cyvcf2's genotype.array(), VCF-Zarr's
+    call_genotype): two per sample, MISSING_ALLELE (-1) a missing allele, NO_ALLELE (-2) none
+    (a haploid call); shared by the VCF and VCF-Zarr readers (vcz.py), which have `path`,
+    `samples` (output order) and `stats`."""
+
+    path: str
+    samples: list[str]
+    stats: dict
+
+    def _block_rows(self, max_rows: int) -> int:
+        """Rows of a block: at most `max_rows`, its int16 allele slots within BLOCK_BYTES."""
+        return max(1, min(max_rows, BLOCK_BYTES // (4 * len(self.samples))))
+
+    def _polyploid(self, where: str, sample: int, width: int):
+        self._fail(where, sample, f"a call of {width} alleles (only diploid GT is supported)")
+
+    def _fail(self, where: str, sample: int, what: str):
+        raise GenotileError(f"{self.path}: record {where}, sample {self.samples[sample]!r}: {what}")
+
+    def _codes(self, alleles, alt_index, n_alts, where) -> np.ndarray:
+        """Allele slots -> ALT counts of each block row, every rule checked at once."""
+        a0, a1 = alleles[..., 0], alleles[..., 1]
+        haploid = a1 == NO_ALLELE
+        bad = haploid & (a0 != MISSING_ALLELE)
+        if bad.any():
+            r, s = np.argwhere(bad)[0]
+            self._fail(where[r], s, f"haploid call (allele {a0[r, s]}); only diploid GT is supported")
+        bad = np.maximum(a0, a1) > n_alts[:, None]  # e.g. 0/2 at a site with one ALT
+        if bad.any():
+            r, s = np.argwhere(bad)[0]
+            self._fail(where[r], s, f"allele index {max(a0[r, s], a1[r, s])} but {n_alts[r]} ALT allele(s)")
+        missing = (a0 < 0) | (a1 < 0)
+        k = alt_index[:, None]
+        codes = (a0 == k).astype(np.uint8) + (a1 == k)
+        codes[missing] = MISSING
+        st = self.stats
+        st["variants"] += codes.shape[0]
+        st["missing_calls"] += int(missing.sum())
+        st["half_missing_calls"] += int((((a0 == MISSING_ALLELE) != (a1 == MISSING_ALLELE)) & ~haploid).sum())
+        called = ~missing
+        has_ref = (called & (codes < 2)).any(axis=1)
+        has_alt = (called & (codes > 0)).any(axis=1)
+        st["monomorphic"] += int((~(has_ref & has_alt)).sum())
+        st["all_missing"] += int((~called.any(axis=1)).sum())
+        return codes
+
+
+class VcfReader(DiploidCalls, GenotypeReader):
     """Diploid genotypes of a VCF/BCF, block by block; see the module docstring."""
+
+    kind = "vcf"
+    suffixes = (".vcf", ".vcf.gz", ".vcf.bgz", ".bcf")
+    what = "a VCF/BCF"
 
     def __init__(
         self,
@@ -281,7 +334,7 @@ class GenotypeReader:
     def blocks(self, max_rows: int = 4096) -> Iterator[tuple[list[str], np.ndarray]]:
         """Yield (variant IDs, uint8 codes (variants, samples)) blocks of at most max_rows.
 
-        Text VCFs go through the fast path (vcf_fast.py) first; from the first block of
+        Text VCFs go through the fast path (io/vcf_fast.py) first; from the first block of
         text it does not handle on, and for BCF or `regions`, records come from cyvcf2.
         """
         rows = self._block_rows(max_rows)
@@ -299,9 +352,6 @@ class GenotypeReader:
                 return
             skip = fast.records
         yield from self._cyvcf2_blocks(max_rows, skip)
-
-    def _block_rows(self, max_rows: int) -> int:
-        return max(1, min(max_rows, BLOCK_BYTES // (4 * len(self.samples))))
 
     def _cyvcf2_blocks(self, max_rows: int, skip: int = 0) -> Iterator[tuple[list[str], np.ndarray]]:
         """blocks() through cyvcf2, from the record after the first `skip` (already counted)."""
@@ -371,48 +421,10 @@ class GenotypeReader:
         width = gt.shape[1] - 1  # the last column is the phase flag
         if width > 2:
             poly = np.flatnonzero((gt[:, 2:width] != NO_ALLELE).any(axis=1))
-            self._fail(
-                f"{rec.CHROM}:{_pos(rec)}", int(poly[0]), f"a call of {width} alleles (only diploid GT is supported)"
-            )
+            self._polyploid(f"{rec.CHROM}:{_pos(rec)}", int(poly[0]), width)
         if width == 1:  # every call of the record has one allele: haploid or '.'
             return np.column_stack([gt[:, 0], np.full(gt.shape[0], NO_ALLELE, dtype=gt.dtype)])
         return gt[:, :2]
 
-    def _fail(self, where: str, sample: int, what: str):
-        raise GenotileError(f"{self.path}: record {where}, sample {self.samples[sample]!r}: {what}")
-
-    def _codes(self, alleles, alt_index, n_alts, where) -> np.ndarray:
-        """Allele slots -> ALT counts of each block row, every rule checked at once."""
-        a0, a1 = alleles[..., 0], alleles[..., 1]
-        haploid = a1 == NO_ALLELE
-        bad = haploid & (a0 != MISSING_ALLELE)
-        if bad.any():
-            r, s = np.argwhere(bad)[0]
-            self._fail(where[r], s, f"haploid call (allele {a0[r, s]}); only diploid GT is supported")
-        bad = np.maximum(a0, a1) > n_alts[:, None]  # e.g. 0/2 at a site with one ALT
-        if bad.any():
-            r, s = np.argwhere(bad)[0]
-            self._fail(where[r], s, f"allele index {max(a0[r, s], a1[r, s])} but {n_alts[r]} ALT allele(s)")
-        missing = (a0 < 0) | (a1 < 0)
-        k = alt_index[:, None]
-        codes = (a0 == k).astype(np.uint8) + (a1 == k)
-        codes[missing] = MISSING
-        st = self.stats
-        st["variants"] += codes.shape[0]
-        st["missing_calls"] += int(missing.sum())
-        st["half_missing_calls"] += int((((a0 == MISSING_ALLELE) != (a1 == MISSING_ALLELE)) & ~haploid).sum())
-        called = ~missing
-        has_ref = (called & (codes < 2)).any(axis=1)
-        has_alt = (called & (codes > 0)).any(axis=1)
-        st["monomorphic"] += int((~(has_ref & has_alt)).sum())
-        st["all_missing"] += int((~called.any(axis=1)).sum())
-        return codes
-
     def close(self) -> None:
         self._vcf.close()
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()

@@ -1,9 +1,11 @@
-"""Ingest a VCF/BCF into a genotype codes matrix, streaming, in one pass over the file.
+"""A genotype reader's calls as the store's codes matrix, or in the form the reader holds them.
 
-`genotype_t` (vectors = variants, fields = samples; ccc2) is the reader's own
+`genotype_t` (vectors = variants, fields = samples; ccc2) is the readers' own
 order: blocks of variant rows are appended to an .npy whose row count grows.
 `genotype` (vectors = samples, fields = variants; ibs, king) is its transpose:
-the variant rows are held in memory up to `memory_bytes()` (a quarter of the memory
+written straight by a reader that can (PLINK, io/readers/plink.py and bed.py:
+`write_sample_rows`), or held as bits where the codes would be temporary (a whole .bed,
+`held_bits`); otherwise the variant rows are held in memory up to `memory_bytes()` (a quarter of the memory
 the process may use, at least 1 GiB) and written transposed: blocks of samples are
 transposed on up to TRANSPOSE_THREADS threads and written in order by one, in one
 sequential write; past that they go to a temporary .npy first, then blocks of variants are written transposed into the
@@ -24,17 +26,13 @@ import numpy as np
 
 from genotile.core.encodings import ENCODINGS
 from genotile.errors import GenotileError
-from genotile.io import vcf_fast
 from genotile.io.ids import check_ids, check_unique
-from genotile.io.plink import PlinkReader, plink_format
-from genotile.io.vcf import GenotypeReader
-from genotile.util.atomic import atomic_path, write_record
-from genotile.util.checksums import file_sha256
+from genotile.io.readers.base import GENOTYPE_OPTIONS, GenotypeReader
+from genotile.util.atomic import atomic_path
 from genotile.util.cpus import usable_cpus
 from genotile.util.progress import Progress
 from genotile.version import __version__
 
-OPTIONS = ("multiallelic", "filter_pass", "samples", "regions")
 TRANSPOSE_BYTES = 1 << 26  # bytes of one transposed block (_transpose_blocks: of all its threads, 4x)
 TRANSPOSE_THREADS = 4  # _transpose_blocks' threads at most (more were slower: see its docstring)
 # codes of a `genotype` ingest held in memory at most (then a temporary file); None: memory_bytes()
@@ -79,9 +77,9 @@ class RowAppender:
 
 
 def check_options(options: dict) -> dict:
-    unknown = sorted(set(options) - set(OPTIONS))
+    unknown = sorted(set(options) - set(GENOTYPE_OPTIONS))
     if unknown:
-        raise GenotileError(f"unknown VCF option(s) {', '.join(unknown)}; known: {', '.join(OPTIONS)}")
+        raise GenotileError(f"unknown VCF option(s) {', '.join(unknown)}; known: {', '.join(GENOTYPE_OPTIONS)}")
     return {k: v for k, v in options.items() if v is not None}
 
 
@@ -188,8 +186,11 @@ def _transpose_blocks(blocks: list[np.ndarray], out_path, threads: int | None = 
     thread, 2.0 s on 4, 2.3 s on 8, 2.8 s on 16 (memory-bound); each of 16 threads writing
     its own blocks with pwrite took 3.5 s, of which the transposing alone 1.65 s.
     """
-    # compiled tiles (~4x faster) when numba is here and loaded already (vcf_fast's decoding)
-    kernels = vcf_fast.compiled_kernels() if "numba" in sys.modules else None
+    kernels = None
+    if "numba" in sys.modules:  # compiled tiles (~4x faster) when numba is loaded already (vcf_fast's decoding)
+        from genotile.io import vcf_fast
+
+        kernels = vcf_fast.compiled_kernels()
     n_var = sum(b.shape[0] for b in blocks)
     n_samp = blocks[0].shape[1]
     threads = usable_cpus(TRANSPOSE_THREADS) if threads is None else max(1, threads)
@@ -232,47 +233,44 @@ def _sample_rows(blocks: list[np.ndarray], buf: np.ndarray, s0: int, s1: int, ke
         v0 += block.shape[0]
 
 
-def open_genotypes(path, **options) -> GenotypeReader | PlinkReader:
-    """The block reader of a genotype input: a PLINK fileset (.bed / .pgen, io/plink.py) or a VCF/BCF."""
-    if plink_format(path):
-        return PlinkReader(path, **options)
-    return GenotypeReader(path, **options)
+def read_genotypes(reader: GenotypeReader, path, encoding: str, codes_out, hold: bool = False):
+    """Read a genotype input's calls for `encoding`: as its codes matrix written to `codes_out`,
+    or (`hold`, a `genotype` store whose codes would be temporary) held as the reader offers them.
 
+    Parameters
+    ----------
+    reader : GenotypeReader
+        The opened input (io/readers/base.py).
+    path : str or os.PathLike
+        The input, for errors.
+    encoding : str
+        "genotype" or "genotype_t".
+    codes_out : str or os.PathLike
+        The codes (.npy, uint8 (vectors, fields)).
+    hold : bool
+        Take the reader's `held_bits` where it has them (nothing written).
 
-def ingest_vcf(path, encoding: str, codes_out, manifest_out, **options) -> dict:
-    """Write the codes matrix of a VCF/BCF or PLINK fileset for `genotype` or `genotype_t`; return the manifest."""
-    options = check_options(options)
-    hashing = ThreadPoolExecutor(1, thread_name_prefix="genotile-sha256")
-    digest = hashing.submit(file_sha256, path)  # hashlib releases the GIL: alongside the reading
-    hashing.shutdown(wait=False)
-    with open_genotypes(path, **options) as reader, atomic_path(codes_out) as tmp:
-        if ENCODINGS[encoding].transposed:
+    Returns
+    -------
+    ids_variants : list
+        The variant IDs (None each where the vectors are samples).
+    stored : pathlib.Path or HeldBits
+        `codes_out`, written, or the calls held as bits.
+    """
+    transposed = ENCODINGS[encoding].transposed
+    held = reader.held_bits() if hold and not transposed else None
+    if held is not None:
+        return [None] * reader.stats["variants"], held
+    with atomic_path(codes_out) as tmp:
+        if transposed:
             ids_variants: list = _read_rows(reader, RowAppender(tmp, len(reader.samples)))
-        elif isinstance(reader, PlinkReader) and reader.direct:  # samples x variants straight from pgenlib
-            ids_variants = [None] * reader.write_sample_rows(tmp, threads=usable_cpus(2))
         else:
             reader.want_ids = False  # vectors are samples: variant IDs are not kept
-            fd, rows_tmp = tempfile.mkstemp(
-                prefix=f".{Path(codes_out).name}.", suffix=".rows.npy", dir=Path(tmp).parent
-            )
-            os.close(fd)
-            try:
-                rows = _Rows(rows_tmp, len(reader.samples))
-                ids_variants = _read_rows(reader, rows)
-                if ids_variants:
-                    if rows.file is None:
-                        _transpose_blocks(rows.blocks, tmp)
-                    else:
-                        _transpose(rows_tmp, tmp)
-                del rows
-            finally:
-                with contextlib.suppress(FileNotFoundError):
-                    os.unlink(rows_tmp)
+            direct = reader.write_sample_rows(tmp, threads=usable_cpus(2))  # samples x variants straight
+            ids_variants = [None] * direct if direct is not None else _transposed_rows(reader, codes_out, tmp)
         if not ids_variants:
             raise GenotileError(f"{path}: no variants left after the VCF rules ({_describe(reader.stats)})")
-        samples, stats = list(reader.samples), dict(reader.stats)
-        plink = isinstance(reader, PlinkReader)
-        if ENCODINGS[encoding].transposed:  # variant IDs are vector IDs: they go to the TSV outputs
+        if transposed:  # variant IDs are vector IDs: they go to the TSV outputs
             check_ids(ids_variants, path, "variant")
             check_unique(
                 ids_variants,
@@ -282,15 +280,38 @@ def ingest_vcf(path, encoding: str, codes_out, manifest_out, **options) -> dict:
                 ": variant IDs name the rows and columns of the outputs; give each its own "
                 "(bcftools annotate --set-id) or drop repeated records (bcftools norm -d exact)",
             )
-    n_variants, n_samples = len(ids_variants), len(samples)
-    if ENCODINGS[encoding].transposed:
-        ids, n_fields = ids_variants, n_samples
-    else:
-        ids, n_fields = samples, n_variants
-    manifest = {
+    return ids_variants, Path(codes_out)
+
+
+def _transposed_rows(reader: GenotypeReader, codes_out, tmp) -> list:
+    """Blocks of variant rows written transposed to `tmp` (held in memory where they fit, else
+    through a temporary .npy beside it); returns the variant IDs (None each)."""
+    fd, rows_tmp = tempfile.mkstemp(prefix=f".{Path(codes_out).name}.", suffix=".rows.npy", dir=Path(tmp).parent)
+    os.close(fd)
+    try:
+        rows = _Rows(rows_tmp, len(reader.samples))
+        ids_variants = _read_rows(reader, rows)
+        if ids_variants:
+            if rows.file is None:
+                _transpose_blocks(rows.blocks, tmp)
+            else:
+                _transpose(rows_tmp, tmp)
+        del rows
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(rows_tmp)
+    return ids_variants
+
+
+def genotype_manifest(reader: GenotypeReader, path, encoding: str, ids_variants: list, options: dict, sha256) -> dict:
+    """The ingest manifest of a genotype input (`sha256`: a future of the input's SHA-256)."""
+    samples, stats = list(reader.samples), dict(reader.stats)
+    transposed = ENCODINGS[encoding].transposed
+    ids, n_fields = (ids_variants, len(samples)) if transposed else (samples, len(ids_variants))
+    return {
         "genotile": __version__,
         "input": str(path),
-        "input_sha256": digest.result(),
+        "input_sha256": sha256.result(),
         "format": reader.format,
         "encoding": encoding,
         "n_vectors": len(ids),
@@ -299,12 +320,9 @@ def ingest_vcf(path, encoding: str, codes_out, manifest_out, **options) -> dict:
         "options": {k: (str(v) if isinstance(v, os.PathLike) else v) for k, v in options.items()},
         "counts": stats,
         "ids": ids,
-        **({"field_ids": samples} if ENCODINGS[encoding].transposed else {}),
-        # PLINK: the fileset's files, and FID / IID of each sample (vectors or fields) for PLINK-style outputs
-        **({"fileset": [str(f) for f in reader.files], "fids": reader.fids, "iids": reader.iids} if plink else {}),
+        **({"field_ids": samples} if transposed else {}),
+        **reader.manifest_keys(),  # PLINK: the fileset's files, FIDs and IIDs
     }
-    write_record(manifest_out, manifest)
-    return manifest
 
 
 def _describe(stats: dict) -> str:

@@ -4,8 +4,9 @@ A fileset is named by its genotype file (`x.bed` or `x.pgen`); its companions ar
 files of the same prefix (`x.bim` + `x.fam`, or `x.pvar` / `x.pvar.zst` + `x.psam`).
 Genotypes are read by pgenlib (PLINK 2's own reader, on PyPI as `pgenlib`), which reads
 both formats, a block of variants at a time, as int8 allele counts (-9 missing) straight
-from the 2-bit records: no text step. `PlinkReader.blocks()` yields the same (variant
-IDs, codes) blocks as the VCF reader (vcf.GenotypeReader), so ingest treats both alike.
+from the 2-bit records: no text step. `PlinkReader` (.pgen; bed.BedReader for a .bed, which
+reads a whole .bed with numpy) yields the same (variant IDs, codes) blocks as the VCF reader
+(vcf.VcfReader): a GenotypeReader (base.py), so ingest treats them alike.
 
 Orientation: codes count the ALT allele, as in a VCF. In a .pgen that is allele 1 of
 the .pvar's ALT column; in a .bed it is A1 (the .bim's 5th column), which is what PLINK 2
@@ -33,10 +34,10 @@ import numpy as np
 
 from genotile.core.encode import MISSING
 from genotile.errors import GenotileError
-from genotile.io import bed
 from genotile.io.ids import check_ids
+from genotile.io.readers.base import GenotypeReader
+from genotile.io.readers.vcf import MULTIALLELIC, STATS, read_sample_list
 from genotile.io.regions import merge_regions, parse_regions
-from genotile.io.vcf import MULTIALLELIC, STATS, read_sample_list
 
 GENOTYPE_SUFFIXES = {".bed": "plink1", ".pgen": "plink2"}
 COMPANION_SUFFIXES = {".bim": ".bed", ".fam": ".bed", ".pvar": ".pgen", ".pvar.zst": ".pgen", ".psam": ".pgen"}
@@ -258,8 +259,28 @@ def set_missing(flat: np.ndarray) -> int:
     return missing
 
 
-class PlinkReader:
-    """Genotypes of a PLINK fileset, block by block, as vcf.GenotypeReader gives a VCF's."""
+class PlinkReader(GenotypeReader):
+    """Genotypes of a PLINK fileset, block by block, as vcf.VcfReader gives a VCF's: a .pgen's
+    (bed.BedReader, this class's subclass, reads a .bed)."""
+
+    kind = "plink2"
+    suffixes = (".pgen",)
+    what = "a PLINK fileset"
+
+    @classmethod
+    def kind_of(cls, path) -> str | None:
+        """`kind` for a .pgen; a companion file of either PLINK format is refused by name."""
+        return cls.kind if plink_format(path) == cls.kind else None
+
+    @classmethod
+    def input_files(cls, path) -> list[Path]:
+        """The fileset: genotypes, variants, samples."""
+        return fileset(path)
+
+    @classmethod
+    def companions(cls, path) -> dict[str, Path]:
+        """{"plink .bim": path, ...}: the fileset's variant and sample files that exist."""
+        return {f"plink {p.name[len(Path(path).stem) :]}": p for p in fileset(path)[1:] if p.is_file()}
 
     def __init__(self, path, multiallelic: str = "skip", filter_pass: bool = False, samples=None, regions=None):
         if multiallelic not in MULTIALLELIC:
@@ -267,13 +288,12 @@ class PlinkReader:
         if not isinstance(filter_pass, bool):
             raise GenotileError(f"filter_pass must be true or false, not {filter_pass!r}")
         self.path = str(path)
-        self.format = plink_format(path)
+        self.format = plink_format(path) or self.kind
         self.files = fileset(path)
         for f in self.files:
             if not f.is_file():
                 raise GenotileError(f"{path}: PLINK fileset incomplete: {f} is missing")
         self.want_ids = True  # False: variant IDs are not made (ibs, king)
-        self.numpy_bed = True  # False: a plain .bed is read by pgenlib too (tests compare the two)
         self.stats = dict.fromkeys(STATS, 0)
         self.table = read_samples(self.files[2])
         self.file_samples = self.table.ids
@@ -305,17 +325,14 @@ class PlinkReader:
         self.plan = self._select(n_var)
 
     def _check_genotypes(self, n_var: int) -> dict:
-        """Open the genotype file once: its magic bytes, sample and variant counts checked (a .bed's
-        here, a .pgen's by pgenlib)."""
+        """Open the genotype file once: its magic bytes, sample and variant counts checked by
+        pgenlib (a .bed's by bed.BedReader)."""
         n_samples = len(self.file_samples)
         args: dict = {"raw_sample_ct": n_samples, "variant_ct": n_var}
         if self.format == "plink2" and self.variants is not None and max(map(len, self.variants.alts)) > 1:
             offsets = np.zeros(n_var + 1, dtype=np.uintp)
             offsets[1:] = np.cumsum([1 + len(a) for a in self.variants.alts])
             args = {"raw_sample_ct": n_samples, "variant_ct": n_var, "allele_idx_offsets": offsets}
-        if self.format == "plink1":
-            bed.open_bed(self.path, n_samples, n_var, (self.files[1].name, self.files[2].name))
-            return args  # magic and size: all that pgenlib checks of a .bed (and the numpy reader needs no pgenlib)
         pgenlib = _pgenlib()
         try:
             pgenlib.PgenReader(os.fsencode(self.path), **args).close()
@@ -427,7 +444,7 @@ class PlinkReader:
         st["monomorphic"] += int(np.count_nonzero(~((low <= 1) & (top >= 1))))
         st["all_missing"] += int(np.count_nonzero(top < 0))
 
-    def blocks(self, max_rows: int = 4096) -> Iterator[tuple[list[str] | None, np.ndarray]]:
+    def blocks(self, max_rows: int = 4096) -> Iterator[tuple[list, np.ndarray]]:
         """Yield (variant IDs or None, uint8 codes (variants, samples)) blocks, MISSING for missing."""
         variant, allele = self.plan
         rows = min(max_rows, self.block_rows())
@@ -446,23 +463,16 @@ class PlinkReader:
             reader.close()
 
     @property
-    def plain(self) -> bool:
-        """A whole .bed as it is (no `samples`, no `regions`): io/bed.py reads it with numpy, no pgenlib.
-
-        (`filter_pass` and `multiallelic` change nothing in a .bed: no FILTER column, one ALT.)"""
-        return self.format == "plink1" and self._subset is None and self.regions is None and self.numpy_bed
-
-    @property
     def direct(self) -> bool:
         """Can write_sample_rows take this selection (no multi-allelic variant split)?"""
         return bool((self.plan[1] == 1).all())
 
-    def write_sample_rows(self, out_path, threads: int = 2) -> int:
+    def write_sample_rows(self, out_path, threads: int = 2) -> int | None:
         """Write the (samples, variants) codes matrix of the selected variants as an .npy; return
-        the number of variants (the `genotype` store's orientation; needs `direct`).
+        the number of variants (the `genotype` store's orientation), or None, nothing written,
+        where a multi-allelic variant is split (not `direct`).
 
-        A `plain` .bed is decoded by numpy (io/bed.py, slabs of samples on `threads` threads).
-        Otherwise pgenlib reads a range of variants at a time sample-major (its 2-bit transpose, in C) into
+        pgenlib reads a range of variants at a time sample-major (its 2-bit transpose, in C) into
         a buffer of about CHUNK_BYTES, which is counted, has its missing calls (-9) set to
         MISSING, and is copied into its columns of the memory-mapped output; `threads` threads
         take the ranges in turn, each with its own reader. (Slabs of samples read straight into
@@ -470,16 +480,12 @@ class PlinkReader:
         """
         from concurrent.futures import ThreadPoolExecutor
 
+        if not self.direct:
+            return None
         variant = self.plan[0]
         n_samples, n_var = len(self.samples), int(variant.size)
         if n_var == 0:
             return 0
-        if self.plain:  # the 2-bit records decoded by numpy (io/bed.py): the same codes and counts
-            what = (self.files[1].name, self.files[2].name)
-            counts = bed.write_sample_rows(self.path, n_samples, n_var, out_path, threads=threads, what=what)
-            for key, value in counts.items():
-                self.stats[key] += value
-            return n_var
         out = np.lib.format.open_memmap(out_path, mode="w+", dtype=np.uint8, shape=(n_samples, n_var))
         width = max(256, CHUNK_BYTES // n_samples)
         starts = list(range(0, n_var, width))
@@ -522,11 +528,6 @@ class PlinkReader:
         st["all_missing"] += sum(p[2] for p in parts)
         return n_var
 
-    def close(self) -> None:
-        pass
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
+    def manifest_keys(self) -> dict:
+        """The fileset's files, and FID / IID of each sample (vectors or fields) for PLINK-style outputs."""
+        return {"fileset": [str(f) for f in self.files], "fids": self.fids, "iids": self.iids}
