@@ -300,14 +300,22 @@ def write_fingerprints():
 write_fingerprints()
 
 
+_TILE_SETTINGS = {}
+
+
 def tile_setting(name):
     """One of a tile's settings (genotile.settings.tile_settings) as a param of the tile rule: its
     params are the tile stage's keyword arguments, each its own param, as the store job's early
-    tiles record them (pairs/early.py)."""
+    tiles record them (pairs/early.py). Built once per dataset and metric, not four times a
+    tile: the plan they read is final once the store checkpoint gives it."""
 
     def param(wildcards):
-        settings = _settings.tile_settings(config, wildcards.metric, plan_of(wildcards))
-        return settings[name]
+        key = (wildcards.dataset, wildcards.metric)
+        if key not in _TILE_SETTINGS:
+            _TILE_SETTINGS[key] = _settings.tile_settings(
+                config, wildcards.metric, plan_of(wildcards)
+            )
+        return _TILE_SETTINGS[key][name]
 
     return param
 
