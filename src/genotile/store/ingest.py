@@ -24,6 +24,7 @@ import numpy as np
 from genotile.core.encodings import ENCODINGS
 from genotile.core.registry import REGISTRY
 from genotile.errors import GenotileError
+from genotile.io.readers.array import AlignmentArray, GenotypeArray
 from genotile.io.readers.base import GenotypeReader, Reader, reader_of
 from genotile.io.readers.bed import HeldBits
 from genotile.io.readers.fasta import FastaReader, HeldAlignment
@@ -46,32 +47,40 @@ class Ingested:
     ----------
     manifest : dict
         The ingest manifest.
-    stored : pathlib.Path or HeldAlignment or HeldBits
+    stored : pathlib.Path or HeldAlignment or HeldBits or numpy.ndarray
         The codes matrix written (.npy, uint8 (vectors, kept fields)), or the input held in
         memory: an alignment's folded bytes (io/readers/fasta.py), a .bed's calls as bits
-        (io/readers/bed.py).
+        (io/readers/bed.py), or (no codes file named) the codes matrix itself.
     """
 
     manifest: dict
-    stored: Path | HeldAlignment | HeldBits
+    stored: Path | HeldAlignment | HeldBits | np.ndarray
 
 
 def ingest(
-    path, encoding: str, codes_out, manifest_out, collapse_duplicates: bool = False, hold: bool = False, **options
+    path,
+    encoding: str,
+    codes_out=None,
+    manifest_out=None,
+    collapse_duplicates: bool = False,
+    hold: bool = False,
+    **options,
 ) -> Ingested:
     """Read `path` for a store of `encoding`; write the ingest manifest.
 
     Parameters
     ----------
-    path : str or os.PathLike
+    path : str or os.PathLike or GenotypeArray or AlignmentArray
         The input: a FASTA alignment, a VCF/BCF, a PLINK fileset (its .bed / .pgen), a VCF-Zarr
-        directory (.vcz).
+        directory (.vcz); or an array in memory, opened by its reader (io/readers/array.py).
     encoding : str
         The store encoding (core/encodings.py).
-    codes_out : str or os.PathLike
-        The codes matrix (.npy, uint8 (vectors, kept fields), input order), unless held.
-    manifest_out : str or os.PathLike
-        The ingest manifest (.json).
+    codes_out : str or os.PathLike, optional
+        The codes matrix (.npy, uint8 (vectors, kept fields), input order), unless held. None:
+        held in memory (an array's, a genotype reader's blocks), nothing written; a FASTA file
+        then needs `hold` and a regular alignment that fits (io/readers/fasta.py).
+    manifest_out : str or os.PathLike, optional
+        The ingest manifest (.json); None: returned only.
     collapse_duplicates : bool
         Record which vectors are identical (distinct_index, n_distinct; store/duplicates.py),
         so that the plan covers distinct vectors only.
@@ -87,23 +96,25 @@ def ingest(
     -------
     Ingested
     """
-    reader = reader_of(path, encoding)
+    in_memory = isinstance(path, (GenotypeArray, AlignmentArray))  # an array, opened by its reader
+    reader = type(path) if in_memory else reader_of(path, encoding)
     _check_kind(reader, path, encoding)
     given = {k: v for k, v in options.items() if v is not None}
-    if not reader.options and given:
+    if (in_memory or not reader.options) and given:
         raise GenotileError(f"option(s) {', '.join(sorted(given))} apply to VCF input, not to {path}")
     given = check_options(options) if reader.options else given
     hold = hold and not gpu_insisted()
     # hashlib releases the GIL: the SHA-256, and (where the codes are not kept) the digest the
     # workflow's fingerprint did not record (store/sources.py), alongside the reading
     hashing = ThreadPoolExecutor(2, thread_name_prefix="genotile-sha256")
-    sha256 = hashing.submit(content_sha256, path)
-    recorded = recorded_digest(path)
-    digest = hashing.submit(content_digest, path) if hold and not recorded else None
+    sha256 = hashing.submit(path.sha256) if in_memory else hashing.submit(content_sha256, path)
+    recorded = None if in_memory else recorded_digest(path)
+    digest = hashing.submit(content_digest, path) if hold and not recorded and not in_memory else None
     hashing.shutdown(wait=False)
     manifest: dict
-    if issubclass(reader, FastaReader):  # the one alignment reader
-        ids, n_fields, n_kept, held = reader(path).read(encoding, codes_out, hold, canonical=collapse_duplicates)
+    if reader.source == "alignment":
+        aligned = path if isinstance(path, AlignmentArray) else FastaReader(path)  # the one alignment file reader
+        ids, n_fields, n_kept, held = aligned.read(encoding, codes_out, hold, canonical=collapse_duplicates)
         manifest = {
             "genotile": __version__,
             "input": str(path),
@@ -118,19 +129,20 @@ def ingest(
         stored = held if held is not None else Path(codes_out)
     else:
         assert issubclass(reader, GenotypeReader)
-        with reader(path, **given) as opened:
+        with path if isinstance(path, GenotypeArray) else reader(path, **given) as opened:
             ids_variants, stored = read_genotypes(opened, path, encoding, codes_out, hold)
             manifest = genotype_manifest(opened, path, encoding, ids_variants, given, sha256)
-    # what the store was computed from (input, options, option files, index), for reruns to compare
-    known = recorded or (None if digest is None else digest.result())
-    manifest["sources"] = sources(path, options, input_sha256=manifest["input_sha256"], input_digest=known)
+    if not in_memory:  # what the store was computed from (input, options, option files, index), for reruns
+        known = recorded or (None if digest is None else digest.result())
+        manifest["sources"] = sources(path, options, input_sha256=manifest["input_sha256"], input_digest=known)
     if collapse_duplicates and encoding in COLLAPSIBLE:  # identical vectors computed once (duplicates.py)
         first, index = _distinct(stored)
         manifest["collapse_duplicates"] = True
         if first.size < index.size:
             manifest["n_distinct"] = int(first.size)
             manifest["distinct_index"] = index.tolist()
-    write_record(manifest_out, manifest)
+    if manifest_out is not None:
+        write_record(manifest_out, manifest)
     return Ingested(manifest, stored)
 
 
@@ -144,9 +156,11 @@ def _check_kind(reader: type[Reader], path, encoding: str) -> None:
     raise GenotileError(f"{path}: {reader.what} holds {held} ({feeds}), not {other}")
 
 
-def _distinct(stored: Path | HeldAlignment | HeldBits) -> tuple[np.ndarray, np.ndarray]:
-    """store/duplicates.distinct_rows of what ingest made: the codes, rows alike to them (an
-    alignment held, HeldAlignment.codes_alike) or a .bed's bit rows (distinct_samples)."""
+def _distinct(stored: Path | HeldAlignment | HeldBits | np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """store/duplicates.distinct_rows of what ingest made: the codes (written or held), rows alike
+    to them (an alignment held, HeldAlignment.codes_alike) or a .bed's bit rows (distinct_samples)."""
+    if isinstance(stored, np.ndarray):
+        return distinct_rows(stored)
     if isinstance(stored, Path):
         return distinct_rows(np.load(stored, mmap_mode="r"))
     if isinstance(stored, HeldAlignment):

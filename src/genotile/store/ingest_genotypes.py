@@ -123,13 +123,14 @@ def _cgroup_memory_limit() -> int | None:
 
 
 class _Rows:
-    """Variant rows of codes: in memory while they fit in memory_bytes(), then in a RowAppender."""
+    """Variant rows of codes: in memory while they fit in memory_bytes(), then in a RowAppender
+    at `spill_path` (None: in memory, whatever their size)."""
 
     def __init__(self, spill_path, n_cols: int):
         self.spill_path, self.n_cols = spill_path, n_cols
         self.blocks: list[np.ndarray] = []
         self.bytes = 0
-        self.limit = memory_bytes()
+        self.limit = memory_bytes() if spill_path is not None else sys.maxsize
         self.file: RowAppender | None = None
 
     def append(self, block: np.ndarray) -> None:
@@ -245,8 +246,8 @@ def read_genotypes(reader: GenotypeReader, path, encoding: str, codes_out, hold:
         The input, for errors.
     encoding : str
         "genotype" or "genotype_t".
-    codes_out : str or os.PathLike
-        The codes (.npy, uint8 (vectors, fields)).
+    codes_out : str or os.PathLike or None
+        The codes (.npy, uint8 (vectors, fields)); None: held in memory (the Python API), nothing written.
     hold : bool
         Take the reader's `held_bits` where it has them (nothing written).
 
@@ -254,13 +255,20 @@ def read_genotypes(reader: GenotypeReader, path, encoding: str, codes_out, hold:
     -------
     ids_variants : list
         The variant IDs (None each where the vectors are samples).
-    stored : pathlib.Path or HeldBits
-        `codes_out`, written, or the calls held as bits.
+    stored : pathlib.Path or HeldBits or numpy.ndarray
+        `codes_out`, written, or the calls held as bits, or (no `codes_out`) the codes.
     """
     transposed = ENCODINGS[encoding].transposed
     held = reader.held_bits() if hold and not transposed else None
     if held is not None:
         return [None] * reader.stats["variants"], held
+    if codes_out is None:  # the blocks of variant rows held, transposed where the vectors are samples
+        reader.want_ids = transposed
+        rows = _Rows(None, len(reader.samples))
+        ids_held: list = _read_rows(reader, rows)
+        _check_variants(reader, path, ids_held, transposed)
+        codes = np.concatenate(rows.blocks)
+        return ids_held, codes if transposed else np.ascontiguousarray(codes.T)
     with atomic_path(codes_out) as tmp:
         if transposed:
             ids_variants: list = _read_rows(reader, RowAppender(tmp, len(reader.samples)))
@@ -268,19 +276,25 @@ def read_genotypes(reader: GenotypeReader, path, encoding: str, codes_out, hold:
             reader.want_ids = False  # vectors are samples: variant IDs are not kept
             direct = reader.write_sample_rows(tmp, threads=usable_cpus(2))  # samples x variants straight
             ids_variants = [None] * direct if direct is not None else _transposed_rows(reader, codes_out, tmp)
-        if not ids_variants:
-            raise GenotileError(f"{path}: no variants left after the VCF rules ({_describe(reader.stats)})")
-        if transposed:  # variant IDs are vector IDs: they go to the TSV outputs
-            check_ids(ids_variants, path, "variant")
-            check_unique(
-                ids_variants,
-                path,
-                "variant",
-                " in file order, after the VCF rules",
-                ": variant IDs name the rows and columns of the outputs; give each its own "
-                "(bcftools annotate --set-id) or drop repeated records (bcftools norm -d exact)",
-            )
+        _check_variants(reader, path, ids_variants, transposed)
     return ids_variants, Path(codes_out)
+
+
+def _check_variants(reader: GenotypeReader, path, ids_variants: list, transposed: bool) -> None:
+    """Refuse an input with no variant left, or (the vectors are variants) variant IDs that
+    cannot name the outputs' rows."""
+    if not ids_variants:
+        raise GenotileError(f"{path}: no variants left after the VCF rules ({_describe(reader.stats)})")
+    if transposed:  # variant IDs are vector IDs: they go to the TSV outputs
+        check_ids(ids_variants, path, "variant")
+        check_unique(
+            ids_variants,
+            path,
+            "variant",
+            " in file order, after the VCF rules",
+            ": variant IDs name the rows and columns of the outputs; give each its own "
+            "(bcftools annotate --set-id) or drop repeated records (bcftools norm -d exact)",
+        )
 
 
 def _transposed_rows(reader: GenotypeReader, codes_out, tmp) -> list:

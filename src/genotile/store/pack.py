@@ -117,23 +117,39 @@ def store_rows(ingest_manifest: dict, n_input: int, plan: Plan, perm: np.ndarray
 
 
 def pack(
-    stored, ingest_manifest: dict, plan: Plan, perm: np.ndarray, planes_out, manifest_out, gpu: bool | None = None
-) -> dict:
-    """Write the store (planes.npy and its manifest) of what ingest made; return the store manifest.
+    stored,
+    ingest_manifest: dict,
+    plan: Plan,
+    perm: np.ndarray,
+    planes_out=None,
+    manifest_out=None,
+    gpu: bool | None = None,
+) -> tuple[dict, np.ndarray | None]:
+    """The store (planes.npy and its manifest) of what ingest made, written, or in memory.
 
     Parameters
     ----------
-    stored : str or os.PathLike or HeldAlignment or HeldBits
+    stored : str or os.PathLike or HeldAlignment or HeldBits or numpy.ndarray
         The codes matrix (.npy, uint8 (vectors, kept fields)), or the input held in memory
-        (store/ingest.py `Ingested.stored`).
+        (store/ingest.py `Ingested.stored`): the codes themselves among them.
     ingest_manifest : dict
         The ingest manifest.
     plan, perm
         The plan and its permutation (of the distinct vectors where duplicates were collapsed).
-    planes_out, manifest_out : str or os.PathLike
-        planes.npy (uint64 (vectors, words); row r holds vector perm[r]) and the store manifest.
+    planes_out : str or os.PathLike, optional
+        planes.npy (uint64 (vectors, words); row r holds vector perm[r]); None: the planes are
+        filled into an array in memory (not from a .bed's bits: those are stored in a file).
+    manifest_out : str or os.PathLike, optional
+        The store manifest; None: returned only.
     gpu : bool, optional
         Pack the codes on the GPU (`use_gpu_packing`); the planes are the same bits either way.
+
+    Returns
+    -------
+    manifest : dict
+        The store manifest.
+    planes : numpy.ndarray or None
+        uint64 (vectors, words), as planes.npy would hold them, where `planes_out` is None.
     """
     from genotile.io.readers.bed import HeldBits
     from genotile.io.readers.fasta import HeldAlignment
@@ -141,30 +157,41 @@ def pack(
     if isinstance(stored, HeldAlignment):
         return _pack_held(stored, ingest_manifest, plan, perm, planes_out, manifest_out)
     if isinstance(stored, HeldBits):
-        return _pack_bits(stored.bits, ingest_manifest, plan, perm, planes_out, manifest_out)
+        if planes_out is None:
+            raise ValueError("a .bed's calls held as bits are stored in a file: name planes_out")
+        return _pack_bits(stored.bits, ingest_manifest, plan, perm, planes_out, manifest_out), None
     return _pack_codes(stored, ingest_manifest, plan, perm, planes_out, manifest_out, gpu)
 
 
-def _pack_codes(codes_path, ingest_manifest: dict, plan: Plan, perm: np.ndarray, planes_out, manifest_out, gpu) -> dict:
-    """The planes of a codes matrix (or, a plain .bed's, of the .bed itself: `pack_from_bed`)."""
-    codes = load_npy(codes_path, "codes", dtype=np.uint8, ndim=2, mmap=True)
+def _pack_codes(
+    stored, ingest_manifest: dict, plan: Plan, perm: np.ndarray, planes_out, manifest_out, gpu
+) -> tuple[dict, np.ndarray | None]:
+    """The planes of a codes matrix, a file or in memory (or, a plain .bed's written, of the .bed
+    itself: `pack_from_bed`)."""
+    if isinstance(stored, np.ndarray):
+        codes, what = stored, ingest_manifest["input"]
+    else:
+        codes, what = load_npy(stored, "codes", dtype=np.uint8, ndim=2, mmap=True), stored
     n_input = codes.shape[0]
-    rows_of = store_rows(ingest_manifest, n_input, plan, perm, codes_path)
-    if not (gpu is True or (gpu is None and gpu_insisted())):  # a plain .bed: from its bytes, unless told GPU
+    rows_of = store_rows(ingest_manifest, n_input, plan, perm, what)
+    if planes_out is not None and not (gpu is True or (gpu is None and gpu_insisted())):
+        # a plain .bed: from its bytes, unless told GPU
         manifest = pack_from_bed(codes.shape, ingest_manifest, plan, rows_of, planes_out, manifest_out)
         if manifest is not None:
-            return manifest
+            return manifest, None
     on_gpu = use_gpu_packing(gpu)
     if ingest_manifest.get("encoding") in PLANES:
         layout, to_planes, extra = _genotype(codes, ingest_manifest, on_gpu)
     else:
         layout, to_planes, extra = _categorical(codes, ingest_manifest, on_gpu)
     threads = 1 if on_gpu else usable_cpus(PACK_THREADS)
-    _write_planes(rows_of, layout, lambda rows: to_planes(codes[rows]), codes.shape[1], threads, planes_out)
-    return _write_manifest(extra, layout, ingest_manifest, plan, n_input, manifest_out)
+    planes = _write_planes(rows_of, layout, lambda rows: to_planes(codes[rows]), codes.shape[1], threads, planes_out)
+    return _write_manifest(extra, layout, ingest_manifest, plan, n_input, manifest_out), planes
 
 
-def _pack_held(held, ingest_manifest: dict, plan: Plan, perm: np.ndarray, planes_out, manifest_out) -> dict:
+def _pack_held(
+    held, ingest_manifest: dict, plan: Plan, perm: np.ndarray, planes_out, manifest_out
+) -> tuple[dict, np.ndarray | None]:
     """The planes of an alignment held in memory (io/readers/fasta.py HeldAlignment), packed from
     its folded bytes and its counts, no codes matrix; the same files as `_pack_codes` writes from
     the codes. Returns the store manifest.
@@ -178,20 +205,36 @@ def _pack_held(held, ingest_manifest: dict, plan: Plan, perm: np.ndarray, planes
     enc = categorical_encoding(held.counts, held.alphabet.has_missing)
     on_bytes = dataclasses.replace(enc, order=held.keep[enc.order], symbols=code_bytes(held.alphabet)[enc.symbols])
     planes = lambda rows: categorical_planes(held.rows, on_bytes, rows)  # noqa: E731
-    _write_planes(rows_of, enc.layout, planes, held.rows.shape[1], usable_cpus(PACK_THREADS), planes_out)
+    made = _write_planes(rows_of, enc.layout, planes, held.rows.shape[1], usable_cpus(PACK_THREADS), planes_out)
     extra = _categorical_keys(held.alphabet.name, enc)
-    return _write_manifest(extra, enc.layout, ingest_manifest, plan, n_input, manifest_out)
+    return _write_manifest(extra, enc.layout, ingest_manifest, plan, n_input, manifest_out), made
 
 
-def _write_planes(rows_of: np.ndarray, layout, planes_of, row_bytes: int, threads: int, planes_out) -> None:
+def _write_planes(
+    rows_of: np.ndarray, layout, planes_of, row_bytes: int, threads: int, planes_out
+) -> np.ndarray | None:
     """planes.npy: the planes of input rows `rows_of` (planes_of(rows): uint64 (rows, words)),
-    blocks of rows packed on `threads` threads and written with pwrite (npy_rows)."""
+    blocks of rows packed on `threads` threads and written with pwrite (npy_rows); or, no
+    `planes_out`, filled into an array, returned."""
     n = rows_of.size
     # rows per chunk bounded in bytes too: a genotype row can hold a million fields
     chunk = max(1, min(ROW_CHUNK, CHUNK_BYTES // max(1, row_bytes)))
     if threads > 1:  # enough chunks for the threads to share evenly
         chunk = max(1, min(chunk, -(-n // (4 * threads))))
     progress = Progress("pack", total=n)
+    if planes_out is None:
+        out = np.empty((n, layout.total_words), dtype=np.uint64)
+
+        def fill_rows(r0: int) -> int:
+            rows = rows_of[r0 : r0 + chunk]
+            out[r0 : r0 + rows.size] = planes_of(rows)
+            return r0 + rows.size
+
+        with ThreadPoolExecutor(threads, thread_name_prefix="genotile-pack") as pool:
+            for done in pool.map(fill_rows, range(0, n, chunk)):
+                progress.update(done)
+        progress.finish(n)
+        return out
     out_bytes = layout.total_words * 8
     with atomic_path(planes_out) as tmp, open(tmp, "wb") as fh:
         start = npy_rows.write_header(fh, (n, layout.total_words), np.uint64)
@@ -205,6 +248,7 @@ def _write_planes(rows_of: np.ndarray, layout, planes_of, row_bytes: int, thread
             for done in pool.map(pack_rows, range(0, n, chunk)):  # in order: progress only grows
                 progress.update(done)
     progress.finish(n)
+    return None
 
 
 def _write_manifest(extra: dict, layout, ingest_manifest: dict, plan: Plan, n_input: int, manifest_out) -> dict:
@@ -224,7 +268,8 @@ def _write_manifest(extra: dict, layout, ingest_manifest: dict, plan: Plan, n_in
         # identical vectors computed once: planes hold the distinct ones (store/duplicates.py)
         **{key: ingest_manifest[key] for key in ("n_distinct", "distinct_index") if key in ingest_manifest},
     }
-    write_record(manifest_out, manifest)
+    if manifest_out is not None:
+        write_record(manifest_out, manifest)
     return manifest
 
 

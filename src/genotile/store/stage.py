@@ -85,8 +85,8 @@ def plan(
     ingest_manifest,
     block_size,
     seed: int,
-    plan_out,
-    perm_out,
+    plan_out=None,
+    perm_out=None,
     *,
     metrics=(),
     backend="auto",
@@ -99,14 +99,15 @@ def plan(
 
     Parameters
     ----------
-    ingest_manifest : str or os.PathLike
-        The ingest manifest (its n_vectors).
+    ingest_manifest : str or os.PathLike or dict
+        The ingest manifest (its n_vectors), or the manifest itself (the Python API's, in memory).
     block_size : int or "auto"
         Vectors per block.
     seed : int
         Seed of the permutation.
-    plan_out, perm_out : str or os.PathLike
-        plan.json and perm.npy (int64, shape (n_vectors,)).
+    plan_out, perm_out : str or os.PathLike, optional
+        plan.json and perm.npy (int64, shape (n_vectors,)); None: not written (the permutation
+        is Plan.permutation()).
     bounds : dict, optional
         limits.check_plan's keywords (metrics, thresholds, pairs_max, ccc3_null_max, where):
         a run past them is refused before the plan is written.
@@ -115,7 +116,7 @@ def plan(
     -------
     Plan
     """
-    manifest = _load_json(ingest_manifest)
+    manifest = ingest_manifest if isinstance(ingest_manifest, dict) else _load_json(ingest_manifest)
     if block_size == AUTO:
         block_size = resolve_auto_block_size(manifest, metrics, backend, dense_max)
     elif isinstance(block_size, bool) or not isinstance(block_size, int) or block_size < 1:
@@ -123,7 +124,8 @@ def plan(
     p = plan_of_manifest(manifest, int(block_size), int(seed))
     if bounds is not None:  # a run past the bounds on output stops here, before any tile job
         check_plan(p.input_vectors, **bounds)  # output is over the input vectors
-    write_plan(p, plan_out, perm_out)
+    if plan_out is not None:
+        write_plan(p, plan_out, perm_out)
     log.info("tile plan: %s", p.describe())
     return p
 
@@ -181,7 +183,7 @@ def pack(stored, ingest_manifest, plan_path, perm_path, planes_out, manifest_out
     from genotile.store.pack import layout_from_json
     from genotile.store.pack import pack as pack_stored
 
-    m = pack_stored(stored, _load_json(ingest_manifest), p, perm, planes_out, manifest_out)
+    m, _ = pack_stored(stored, _load_json(ingest_manifest), p, perm, planes_out, manifest_out)
     words = layout_from_json(m["layout"]).total_words
     log.info("pack: %d vectors x %d words of planes per vector", m["n_vectors"], words)
     return m
