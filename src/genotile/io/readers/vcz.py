@@ -73,8 +73,8 @@ class VczReader(DiploidCalls, GenotypeReader):
         self.contigs = [str(c) for c in root["contig_id"][:]]
         self.contig = np.asarray(root["variant_contig"][:], dtype=np.int64)
         self.pos = np.asarray(root["variant_position"][:], dtype=np.int64)
-        self.alleles = np.asarray(root["variant_allele"][:]).astype(str)
-        self.ids = np.asarray(root["variant_id"][:]).astype(str) if "variant_id" in root else None
+        self.alleles = np.asarray(root["variant_allele"][:]).astype(object)
+        self.ids = np.asarray(root["variant_id"][:]).astype(object) if "variant_id" in root else None
         n = self._gt.shape[0]
         if not (self.contig.shape == self.pos.shape == (n,) and self.alleles.ndim == 2 and len(self.alleles) == n):
             raise GenotileError(f"{path}: its variant arrays do not have call_genotype's {n} variants")
@@ -200,7 +200,7 @@ def _failed_filters(root, n: int, path) -> np.ndarray:
     """bool (variants,): a FILTER other than PASS set (False for all where no filters were stored)."""
     if "variant_filter" not in root or "filter_id" not in root:
         return np.zeros(n, dtype=bool)
-    names = np.asarray(root["filter_id"][:]).astype(str)
+    names = np.asarray(root["filter_id"][:]).astype(object)
     flags = np.asarray(root["variant_filter"][:], dtype=bool)
     if flags.shape != (n, names.size):
         raise GenotileError(f"{path}: variant_filter has shape {flags.shape}, not ({n}, {names.size})")
