@@ -2,10 +2,11 @@ import contextlib
 import logging
 import sys
 
-from genotile.core.registry import REGISTRY, config_params
+from genotile.core.registry import REGISTRY
 from genotile.pairs import early
 from genotile.runtime.gpu_slots import slot_for_backend
 from genotile.runtime.rule import run_rule
+from genotile.settings import tile_settings
 from genotile.store import stage
 
 log = logging.getLogger("genotile")
@@ -38,18 +39,9 @@ def store(sm):
         what = f"{sm.wildcards.dataset} ({sm.wildcards.encoding})"
         print(f"genotile plan for {what}: {p.describe()}", file=sys.stderr)
         if may and early.wanted(mode, granted, len(p.tiles())):
-            settings = {
-                m: {
-                    # the tile rule's params as rules/tiles.smk takes them from the config: a
-                    # tile job adopts a tile recorded with all of its params, with these
-                    # values (pairs/early.py), else computes it (a param missing here is safe)
-                    "threshold": sm.config["thresholds"].get(m),
-                    "dense": p.input_vectors <= sm.config["dense_max"],
-                    "backend": backend,
-                    "metric_params": config_params(m, sm.config),
-                }
-                for m in pairs
-            }
+            # the tile rule's params (rules/tiles.smk takes them from the same function): a tile
+            # job adopts a tile recorded with all of its params, with these values (pairs/early.py)
+            settings = {m: tile_settings(sm.config, m, p) for m in pairs}
             seconds = early.compute_tiles(store_dir, p, settings, gpu_only=mode == "auto")
             # one line a benchmark reads (bench/bench_e2e.py), as the store stages'
             done = len(p.tiles()) * len(pairs) if seconds else 0
