@@ -1,7 +1,7 @@
 """Tile kernels against the brute-force definitions (tests/reference.py).
 
 In memory: encode -> planes -> compute_tile over every tile of the seeded plan,
-for both metrics and both CPU backends. On disk: steps.run_all, the whole
+for both metrics and both CPU backends. On disk: pipeline.run_all, the whole
 pipeline with the workflow's file layout, whose matrix.tsv / pairs.tsv.gz must
 equal the reference exactly and not depend on the seed or the block size.
 """
@@ -16,13 +16,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from reference import pair_matrix
 
-from genotile import backends
+from genotile import backends, pipeline
 from genotile.backends.cpu import numpy_blas, numpy_popcount
 from genotile.core.bits import pack_bits
 from genotile.core.encode import ALPHABETS, categorical_encoding, categorical_planes, symbol_counts
 from genotile.core.metrics import Term, get_metric
 from genotile.core.plan import Plan
-from genotile.pairs import steps
 from genotile.pairs.tile import compute_tile
 
 METRICS = ["snp", "hamming"]
@@ -216,7 +215,7 @@ def test_pipeline_outputs_equal_reference(tmp_path, fasta_writer, matrix_reader,
     for bs in pipeline_block_sizes(n):
         for label, thr in (("all", {}), ("thr", thresholds)):
             out = tmp_path / f"out_{bs}_{label}"
-            summaries = steps.run_all(fasta, out, METRICS, block_size=bs, seed=bs, thresholds=thr, backend=backend)
+            summaries = pipeline.run_all(fasta, out, METRICS, block_size=bs, seed=bs, thresholds=thr, backend=backend)
             for m in METRICS:
                 got_ids, matrix = matrix_reader(out / m / "matrix.tsv")
                 assert got_ids == ids
@@ -242,7 +241,7 @@ def test_outputs_identical_across_seeds_block_sizes_backends(tmp_path, fasta_wri
     outputs = {}
     for k, (seed, bs, backend) in enumerate(runs):
         out = tmp_path / f"run{k}"
-        steps.run_all(fasta, out, METRICS, block_size=bs, seed=seed, thresholds=thresholds, backend=backend)
+        pipeline.run_all(fasta, out, METRICS, block_size=bs, seed=seed, thresholds=thresholds, backend=backend)
         for m in METRICS:
             for name in ("matrix.tsv", "pairs.tsv.gz"):
                 outputs.setdefault((m, name), set()).add((out / m / name).read_bytes())
@@ -262,7 +261,7 @@ def test_ids_end_at_first_whitespace(tmp_path, fasta_writer, matrix_reader):
     records = alignment(7, 63, seed=4)
     fasta = fasta_writer(tmp_path / "aln.fa", records, descriptions=True)
     assert "description" in fasta.read_text()
-    steps.run_all(fasta, tmp_path / "out", ["snp"], block_size=3)
+    pipeline.run_all(fasta, tmp_path / "out", ["snp"], block_size=3)
     ids, _ = matrix_reader(tmp_path / "out" / "snp" / "matrix.tsv")
     assert ids == [name for name, _ in records]
 
