@@ -10,7 +10,7 @@
    element comparisons/s = triples x fields / s; bit-MAC/s = triples x 27 plane products x
    64 x words / s, against the ceiling.
 3. End to end: --e2e-snps SNPs x --e2e-samples samples (5% missing), packed into a genotype_t
-   store in process (no VCF: Snakemake is not on the device), then steps3.run_ccc3 (every job,
+   store in process (no VCF: Snakemake is not on the device), then run_ccc3 (every job,
    cupy-b1, blocks of --block, triple files, merge to triples.tsv.gz) with a threshold chosen from
    a sample of triples so that about 1e-6 of all triples pass.
 """
@@ -37,8 +37,8 @@ from genotile.core import ccc3  # noqa: E402
 from genotile.core.genotype import genotype_layout, genotype_planes  # noqa: E402
 from genotile.core.plan import Plan  # noqa: E402
 from genotile.io.planfile import write_plan  # noqa: E402
-from genotile.store.pack import open_store, pack_store  # noqa: E402
-from genotile.triples import steps as steps3  # noqa: E402
+from genotile.pipeline import run_ccc3  # noqa: E402
+from genotile.store.pack import open_store, pack  # noqa: E402
 
 ENGINES = {"cupy-b1": cupy_b1.ENGINE, "cupy-int8": cupy_int8.ENGINE}
 
@@ -100,9 +100,7 @@ def e2e(add, args, ceiling, out):
     plan = Plan(n, args.block, 1)
     write_plan(plan, store / "plan.json", store / "perm.npy")
     t0 = time.perf_counter()
-    pack_store(
-        work / "codes.npy", ingest, plan, np.load(store / "perm.npy"), store / "planes.npy", store / "manifest.json"
-    )
+    pack(work / "codes.npy", ingest, plan, np.load(store / "perm.npy"), store / "planes.npy", store / "manifest.json")
     t_pack = time.perf_counter() - t0
     # threshold: from every triple of a sample block triple, the value 1e-6 of them reach
     planes, _, layout = open_store(store / "planes.npy", store / "manifest.json")
@@ -115,9 +113,7 @@ def e2e(add, args, ceiling, out):
     best = np.sort(res.values.max(axis=1))[::-1]
     threshold = float(best[max(0, int(1e-6 * best.size) - 1)]) if best.size >= 1e6 else float(best[0])
     t0 = time.perf_counter()
-    summary = steps3.run_ccc3(
-        store, work / "ccc3", block_size=args.block, stages=1, threshold=threshold, backend="cupy-b1"
-    )
+    summary = run_ccc3(store, work / "ccc3", block_size=args.block, stages=1, threshold=threshold, backend="cupy-b1")
     seconds = time.perf_counter() - t0
     triples = math.comb(n, 3)
     products = 27

@@ -20,7 +20,7 @@
    dense column, 1 - 1e-4 for similarities: few pairs pass, plus the repeated vectors). Then
    the device tile path (cupy_tile.tile_pairs: counts, epilogue, threshold, compaction on the
    GPU) host arrays in, passing pairs out, for both backends; the whole tile job
-   (steps.tile: the store's planes.npy memmap of 2 blocks -> tile (0, 1) -> tile file, page
+   (pairs_stage.tile: the store's planes.npy memmap of 2 blocks -> tile (0, 1) -> tile file, page
    cache warm) against the kernel-alone time; and the upload alone (memmap -> pinned -> device).
    The cupy-b1 counts are checked equal to cupy-int8's on the full tile.
 3. GPU packing (backends/cupy_pack.py) against numpy packing of the same codes: genotype
@@ -34,7 +34,7 @@ Times are medians of CUDA-event timings after a warm-up (wall clock for host-to-
 
 `--smoke` (CI, tests/workflow/test_bench_smoke.py): tiny sizes, and any error fails the run. Without
 CuPy or a GPU it runs the tile-job rows' code path (a store written as the pack stage writes it,
-steps.tile from its memmap to a tile file) on the numpy backend and checks the tile's pairs
+pairs_stage.tile from its memmap to a tile file) on the numpy backend and checks the tile's pairs
 against counts computed directly, so the part that broke unnoticed at 47696fa is exercised.
 """
 
@@ -64,7 +64,7 @@ from genotile.backends.cuda import cupy_common as cc  # noqa: E402
 from genotile.core.encode import CATEGORICAL, NUCLEOTIDE, categorical_encoding, categorical_planes, symbol_counts  # noqa: E402
 from genotile.core.metrics import METRICS, Term  # noqa: E402
 from genotile.core.plan import Plan  # noqa: E402
-from genotile.pairs import steps  # noqa: E402
+from genotile.pairs import stage as pairs_stage  # noqa: E402
 
 BIT_MACS_PER_MMA = 16 * 8 * 256
 
@@ -302,7 +302,7 @@ def tile_rows(
     results.setdefault("device_stages", {})[metric] = stages
     del dl, dr, call
     cp.get_default_memory_pool().free_all_blocks()
-    # the whole tile job from a store of 2 blocks: steps.tile(0, 1) -> tile file
+    # the whole tile job from a store of 2 blocks: pairs_stage.tile(0, 1) -> tile file
     store = Path(args.tmp) / f"genotile_bench_{metric}"
     write_tile_store(store, planes, layout)
     job = tile_job(store, metric, threshold, "cupy-b1")
@@ -349,7 +349,7 @@ def tile_rows(
 
 def write_tile_store(store: Path, planes: np.ndarray, layout) -> None:
     """A store of 2 blocks (`planes` twice: an off-diagonal tile (0, 1)), written with every key
-    the pack stage writes, so that steps.tile reads it as it reads the pipeline's."""
+    the pack stage writes, so that pairs_stage.tile reads it as it reads the pipeline's."""
     m = planes.shape[0]
     store.mkdir(parents=True, exist_ok=True)
     np.save(store / "planes.npy", np.concatenate([planes, planes]))
@@ -370,7 +370,7 @@ def write_tile_store(store: Path, planes: np.ndarray, layout) -> None:
 def tile_job(store: Path, metric: str, threshold, backend: str):
     """The tile job (0, 1) of the store, as the tile rule runs it: memmap -> tile file."""
     return functools.partial(
-        steps.tile,
+        pairs_stage.tile,
         store / "planes.npy",
         store / "manifest.json",
         store / "perm.npy",
@@ -756,7 +756,7 @@ def main():
         table += [
             "",
             "Tile jobs (cupy-b1, off-diagonal tile of 2 blocks): kernel alone = every count's kernel "
-            "launches on prepared operands; tile job = steps.tile, store memmap -> tile file.",
+            "launches on prepared operands; tile job = pairs_stage.tile, store memmap -> tile file.",
             "",
             "| metric | threshold | pairs passing | kernel alone (ms) | device path: counts / + select / "
             "+ histograms (ms) | tile_pairs host->host (ms) | tile job (ms) | job rate / kernel rate "

@@ -65,8 +65,8 @@ def test_find_cycles_finds_one():
 def test_the_graph_is_read():
     graph = import_graph()
     assert len(graph) > 40
-    assert "genotile.store.ingest_vcf" in graph["genotile.store.ingest"]  # ingest dispatches to it
-    assert "genotile.util.checksums" in graph["genotile.store.ingest_vcf"]
+    assert "genotile.store.ingest_genotypes" in graph["genotile.store.ingest"]  # ingest dispatches to it
+    assert "genotile.util.atomic" in graph["genotile.store.ingest_genotypes"]
 
 
 def test_no_import_cycles():

@@ -7,7 +7,7 @@ import pytest
 from genotile.core import blocks
 from genotile.core.plan import Plan
 from genotile.errors import GenotileError
-from genotile.pairs import steps
+from genotile.store import stage as store_stage
 
 
 def test_small_inputs_are_one_tile():
@@ -65,23 +65,25 @@ def test_plan_step_resolves_auto(tmp_path):
     manifest.write_text(
         json.dumps({"n_vectors": 30, "n_fields": 100, "n_kept": 40, "ids": [str(i) for i in range(30)]})
     )
-    p = steps.plan(manifest, "auto", 1, tmp_path / "plan.json", tmp_path / "perm.npy", metrics=["snp"], backend="numpy")
+    p = store_stage.plan(
+        manifest, "auto", 1, tmp_path / "plan.json", tmp_path / "perm.npy", metrics=["snp"], backend="numpy"
+    )
     assert p.block_size == 30 and json.loads((tmp_path / "plan.json").read_text())["block_size"] == 30
-    p = steps.plan(manifest, 7, 1, tmp_path / "plan.json", tmp_path / "perm.npy")
+    p = store_stage.plan(manifest, 7, 1, tmp_path / "plan.json", tmp_path / "perm.npy")
     assert p.n_blocks == 5
     for bad in (0, -3, "big", 2.5, True):
         with pytest.raises(GenotileError, match="block_size"):
-            steps.plan(manifest, bad, 1, tmp_path / "plan.json", tmp_path / "perm.npy")
+            store_stage.plan(manifest, bad, 1, tmp_path / "plan.json", tmp_path / "perm.npy")
 
 
 def test_a_collapsed_store_sizes_gpu_blocks_for_the_dense_block_that_weighs_it(monkeypatch):
     """A store of distinct rows keeps each tile's dense block (duplicates.weigh_tile): 87,905
     distinct of 200,000 on an 80 GB GPU is two blocks, not one 62 GB dense block (an OOM)."""
-    from genotile.pairs import steps
+    from genotile.store import stage as store_stage
 
-    monkeypatch.setattr(steps, "device_memory_bytes", lambda: 80 * 2**30)
+    monkeypatch.setattr(store_stage, "device_memory_bytes", lambda: 80 * 2**30)
     manifest = {"n_vectors": 200_000, "n_fields": 30_000, "n_kept": 300}
-    assert steps.resolve_auto_block_size(manifest, ["snp"], "cupy-b1", 20_000) == 200_000
+    assert store_stage.resolve_auto_block_size(manifest, ["snp"], "cupy-b1", 20_000) == 200_000
     collapsed = {**manifest, "n_distinct": 87_905}
-    size = steps.resolve_auto_block_size(collapsed, ["snp"], "cupy-b1", 20_000)
+    size = store_stage.resolve_auto_block_size(collapsed, ["snp"], "cupy-b1", 20_000)
     assert size < 87_905 and 8 * size * size <= 0.25 * 80 * 2**30

@@ -6,11 +6,10 @@ from cpu_backends import CPU_BACKEND_PARAMS, CPU_BACKENDS
 from genodata import MISSING, random_genotypes, read_float_matrix, vcf_text, write_vcf
 from reference import ccc2_pair, ibs_pair, king_pair
 
-from genotile import backends
+from genotile import backends, pipeline
 from genotile.core.genotype import genotype_layout, genotype_planes
 from genotile.core.metrics import get_metric
 from genotile.errors import GenotileError
-from genotile.pairs import steps
 
 FLOAT_TOL = 1e-12
 
@@ -152,7 +151,7 @@ def vcf_case(tmp_path_factory):
 @pytest.mark.parametrize("backend", CPU_BACKEND_PARAMS)
 def test_pipeline_matches_brute_force(tmp_path, backend, vcf_case, pairs_reader):
     path, g, variant_ids, refs = vcf_case
-    steps.run_all(path, tmp_path, ["ibs", "king", "ccc2"], block_size=17, seed=5, backend=backend)
+    pipeline.run_all(path, tmp_path, ["ibs", "king", "ccc2"], block_size=17, seed=5, backend=backend)
     samples = [f"s{i}" for i in range(g.shape[0])]
     for name, ids in (("ibs", samples), ("king", samples), ("ccc2", variant_ids)):
         metric, ref = get_metric(name), refs[name]
@@ -179,7 +178,7 @@ def test_pipeline_matches_brute_force(tmp_path, backend, vcf_case, pairs_reader)
 def test_thresholds_keep_the_brute_force_pairs(tmp_path, vcf_case, pairs_reader):
     path, g, variant_ids, refs = vcf_case
     thresholds = {"ibs": 0.2, "king": 0.05, "ccc2": 0.6}
-    steps.run_all(path, tmp_path, ["ibs", "king", "ccc2"], block_size=17, thresholds=thresholds)
+    pipeline.run_all(path, tmp_path, ["ibs", "king", "ccc2"], block_size=17, thresholds=thresholds)
     samples = [f"s{i}" for i in range(g.shape[0])]
     for name, ids in (("ibs", samples), ("king", samples), ("ccc2", variant_ids)):
         ref, t = refs[name], thresholds[name]
@@ -199,7 +198,7 @@ def test_thresholds_keep_the_brute_force_pairs(tmp_path, vcf_case, pairs_reader)
 def test_outputs_do_not_depend_on_block_size_or_seed(tmp_path, vcf_case):
     path = vcf_case[0]
     for k, (block, seed) in enumerate(((7, 1), (64, 9))):
-        steps.run_all(path, tmp_path / str(k), ["ibs", "king", "ccc2"], block_size=block, seed=seed)
+        pipeline.run_all(path, tmp_path / str(k), ["ibs", "king", "ccc2"], block_size=block, seed=seed)
     for name in ("ibs", "king", "ccc2"):
         for out in ("pairs.tsv.gz", "matrix.tsv"):
             assert (tmp_path / "0" / name / out).read_bytes() == (tmp_path / "1" / name / out).read_bytes()
@@ -208,7 +207,7 @@ def test_outputs_do_not_depend_on_block_size_or_seed(tmp_path, vcf_case):
 def test_ccc2_parameters(tmp_path, vcf_case, pairs_reader):
     path, g, variant_ids, _ = vcf_case
     params = {"multiplier": 1.0, "param": 0.5}
-    summaries = steps.run_all(path, tmp_path, ["ccc2"], block_size=40, metric_params={"ccc2": params})
+    summaries = pipeline.run_all(path, tmp_path, ["ccc2"], block_size=40, metric_params={"ccc2": params})
     assert summaries["ccc2"]["config"]["params"] == params
     ref = brute_matrices(np.ascontiguousarray(g.T), ccc2_pair, **params)
     index = {v: k for k, v in enumerate(variant_ids)}
@@ -230,7 +229,7 @@ def test_metric_parameter_errors():
 
 
 def test_summary_carries_the_vcf_counts(tmp_path, vcf_case):
-    summaries = steps.run_all(vcf_case[0], tmp_path, ["ibs"], block_size=17)
+    summaries = pipeline.run_all(vcf_case[0], tmp_path, ["ibs"], block_size=17)
     counts = summaries["ibs"]["ingest_counts"]
     g = vcf_case[1]
     assert counts["variants"] == g.shape[1] and counts["records"] == g.shape[1]

@@ -4,8 +4,8 @@ A 2-way metric with a null threshold keeps every pair: n(n-1)/2 rows of pairs.ts
 all held by the merge at once. Past `pairs_max` pairs (config, default 200,000,000) the
 plan refuses it with the numbers, before a tile job is scheduled. (matrix.tsv is bounded
 by `dense_max`; ccc3 by ccc3.check_null_threshold.) `check_plan` applies both bounds; the plan
-steps call it (pairs.steps.plan: the workflow's plan rule and `genotile run`;
-triples.steps.plan_triples: every ccc3 run), so every way of running refuses the same runs.
+steps call it (store/stage.plan: the workflow's store job and `genotile run`;
+triples/stage.plan_triples: every ccc3 run), so every way of running refuses the same runs.
 """
 
 import math
