@@ -8,6 +8,8 @@ calls, the same genotypes as an array, a FASTA alignment and its sequences as a 
 import csv
 import doctest
 import gzip
+import os
+import sys
 import tempfile
 
 import numpy as np
@@ -144,8 +146,6 @@ def test_refusals_name_the_problem(genotypes, tmp_path):
         genotile.pairwise(vcf, "snp")
     with pytest.raises(GenotileError, match=r"option\(s\) samples apply to a VCF/BCF or PLINK file, not to an array"):
         genotile.pairwise(np.zeros((3, 4)), "ibs", samples=["a"])
-    with pytest.raises(GenotileError, match="genotype 3 at sample 1, variant 2: not 0, 1, 2 or missing"):
-        genotile.pairwise(np.array([[0, 1, 2], [0, 1, 3]]), "ibs")
     with pytest.raises(GenotileError, match="dosages are not supported"):
         genotile.pairwise(np.array([[0.5, 1.0], [0.0, 2.0]]), "king")
     with pytest.raises(GenotileError, match="ids: 2 given for 3 samples"):
@@ -157,3 +157,111 @@ def test_refusals_name_the_problem(genotypes, tmp_path):
     r = genotile.pairwise(np.zeros((3, 4), dtype=int), "ibs", matrix=False, backend="numpy")
     with pytest.raises(GenotileError, match="no dense matrix was kept"):
         r.matrix()
+
+
+class WritesSeen:
+    """Files opened for writing (and folders made) while `on`: an audit hook (sys.addaudithook),
+    which sees builtins.open, io.open, os.open and os.mkdir, numpy's saves and tempfile's among
+    them. A hook cannot be removed: it records only while `on`."""
+
+    WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_TRUNC
+
+    def __init__(self):
+        self.on, self.seen = False, []
+        sys.addaudithook(self.hook)
+
+    def hook(self, event, args):
+        if not self.on:
+            return
+        if event == "open":
+            path, mode, flags = args
+            writes = any(c in mode for c in "wax+") if isinstance(mode, str) else bool(flags & self.WRITE_FLAGS)
+            if writes:
+                self.seen.append((event, path))
+        elif event in ("os.mkdir", "tempfile.mkdtemp", "tempfile.mkstemp"):
+            self.seen.append((event, args[0]))
+
+
+@pytest.fixture(scope="module")
+def writes():
+    return WritesSeen()
+
+
+def test_an_array_goes_to_the_store_in_memory_opening_no_file_for_writing(genotypes, writes, tmp_path):
+    g, vcf, _, _ = genotypes
+    array = np.where(g == MISSING, -1, g).astype(np.int16)
+    alignment = ["ACGTNACGT", "ACGAAACGA", "TCGTAACGT", "ACGTAACCT"]
+    fasta = tmp_path / "a.fa"
+    fasta.write_text("".join(f">s{k}\n{s}\n" for k, s in enumerate(alignment)))
+    calls = [
+        lambda: genotile.pairwise(array, "king", backend="numpy"),
+        lambda: genotile.pairwise(array, "ccc2", threshold=0.6, backend="numpy"),
+        lambda: genotile.pairwise(alignment, "snp", backend="numpy"),
+        lambda: genotile.pairwise(np.array([list(s) for s in alignment]), "hamming", backend="numpy"),
+        lambda: genotile.triplewise(array[:, :12], threshold=0.3, backend="numpy"),
+        lambda: genotile.pairwise(vcf, "ibs", backend="numpy"),  # a genotype file: its codes held too
+    ]
+    held = lambda: genotile.pairwise(fasta, "snp", backend="numpy")  # noqa: E731
+    before = [call() for call in calls] + [held()]  # imports (and their bytecode caches) done before looking
+    writes.on = True
+    try:
+        after = [call() for call in calls]
+        assert writes.seen == []
+        # a FASTA file's scratch folder is made (its codes go there unless it is held), but a
+        # regular alignment that fits is held: no file is written
+        after.append(held())
+        assert [event for event, _ in writes.seen] == ["tempfile.mkdtemp", "os.mkdir"]
+    finally:
+        writes.on = False
+    writes.seen.clear()
+    writes.on = True  # the hook does see them: every stage's file, where they are asked for
+    try:
+        genotile.pairwise(alignment, "snp", backend="numpy", workdir=tmp_path / "w")
+    finally:
+        writes.on = False
+    folder = os.fspath(tmp_path / "w")
+    assert len(writes.seen) >= 6 and all(os.fspath(path).startswith(folder) for _, path in writes.seen)
+    for old, new in zip(before[:4] + before[5:], after[:4] + after[5:], strict=True):
+        assert api_rows(old) == api_rows(new)
+    assert before[4].equals(after[4])
+
+
+def test_workdir_keeps_every_stage_file_of_an_array(tmp_path):
+    g = random_genotypes(12, 40, p_missing=0.1, seed=3)
+    array = np.where(g == MISSING, -1, g)
+    in_memory = genotile.pairwise(array, "ibs", backend="numpy")
+    kept = genotile.pairwise(array, "ibs", backend="numpy", workdir=tmp_path / "w")
+    names = {"codes.npy", "ingest.json", "plan.json", "perm.npy", "planes.npy", "store.json"}
+    assert {p.name for p in (tmp_path / "w").iterdir()} == names
+    assert api_rows(kept) == api_rows(in_memory)
+
+
+def test_array_refusals_speak_of_the_array():
+    genotypes = np.array([[0, 1, 2, 1], [2, -1, 0, 0]])
+    with pytest.raises(GenotileError) as refused:  # genotypes given to an alignment metric
+        genotile.pairwise(genotypes, "snp")
+    message = str(refused.value)
+    assert message.startswith("the alignment, shape (2, 4), holds the numbers -1, 0, 1, 2: genotypes")
+    assert "snp and hamming read sequences" in message and "input.fa" not in message
+    with pytest.raises(GenotileError) as refused:
+        genotile.pairwise(np.array([[0, 1, 2], [0, 1, 3]]), "ibs")
+    assert str(refused.value) == (
+        "the genotype array, shape (2, 3): value 3 at row 1, column 2 (sample 1, variant 2); "
+        "genotypes are ALT allele counts 0, 1, 2, a missing call as a negative number, NaN or 255"
+    )
+    with pytest.raises(GenotileError, match=r"^the genotype array, shape \(2, 2\): value 254 at row 0, column 1"):
+        genotile.triplewise(np.array([[0, 254], [1, 2]]))
+    with pytest.raises(GenotileError) as refused:
+        genotile.pairwise(["ACGT", "ACGT", "ACG"], "hamming", ids=["a", "b", "c"])
+    assert str(refused.value) == (
+        "the alignment: sequence 2 has length 3, but sequence 0 has length 4: "
+        "the sequences of an alignment are of one length"
+    )
+    with pytest.raises(GenotileError, match=r"^the alignment, shape \(2, 2\): 'é' \(code 233\) at row 1, column 0"):
+        genotile.pairwise(np.array([["A", "C"], ["é", "C"]]), "snp")
+    with pytest.raises(GenotileError, match=r"^the alignment: sequence 1: '\\t' \(code 9\) at column 2"):
+        genotile.pairwise(["ACGT", "AC\tT"], "snp")
+    with pytest.raises(GenotileError, match=r"^the genotype array, shape \(1, 2\) holds text, not numbers"):
+        genotile.pairwise(np.array([["A", "C"]]), "king")
+    with pytest.raises(GenotileError, match=r"^the alignment: duplicate sequence ID 'a' \(sequences 1 and 2\)"):
+        genotile.pairwise(["AC", "AG"], "snp", ids=["a", "a"])

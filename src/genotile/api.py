@@ -1,19 +1,23 @@
 """Python API: all pairs (or triples) of an array or a file, in this process, as pandas / numpy / scipy.
 
-`pairwise(x, metric=...)` (and `triplewise(x)` for ccc3) runs the pipeline's own stages -- ingest, plan, pack
-(store/stage.py) and `compute_tile` (pairs/tile.py) for every tile of the plan -- without
-Snakemake, and keeps the result in memory: the same numbers `genotile run` and the workflow
-write (tests/test_api.py compares them). The stages read and write their files in a scratch
-folder that is removed at the end (`workdir=` keeps it); nothing else is written.
+`pairwise(x, metric=...)` (and `triplewise(x)` for ccc3) runs the pipeline's own stages -- the
+store's ingest, plan and pack (store/) and `compute_tile` (pairs/tile.py) for every tile of the
+plan -- without Snakemake, and keeps the result in memory: the same numbers `genotile run` and
+the workflow write (tests/test_api.py compares them). An array goes to the store's ingest as an
+input of its own reader (io/readers/array.py), and from there to the packer, in memory: no file
+is opened for writing unless `workdir=` names a folder for the stages' files. A genotype file's
+codes are held in memory too; a FASTA file's where it is a regular alignment that fits, else
+they are written to a scratch folder removed at the end.
 
 x is a file (FASTA alignment, VCF/BCF, or a PLINK fileset named by its .bed / .pgen) or an
 array: genotypes as ALT allele counts of shape (samples, variants) -- 0, 1, 2, missing as a
 negative number, NaN or 255 -- for ibs, king, ccc2 and ccc3; an alignment (a sequence of str
-or bytes, or an (n, length) array of one-character strings or of ASCII codes) for snp and
-hamming.
+or bytes, or an (n, length) array of one-character strings or of printable ASCII codes) for
+snp and hamming. A value that does not fit is refused naming the array, the value and its
+position (io/readers/array.py).
 """
 
-import json
+import contextlib
 import os
 import tempfile
 from dataclasses import dataclass, field
@@ -21,17 +25,15 @@ from pathlib import Path
 
 import numpy as np
 
-from genotile.core.encode import MISSING
 from genotile.core.encodings import ENCODINGS
 from genotile.core.metrics import get_metric
-from genotile.core.plan import Plan
 from genotile.errors import GenotileError
+from genotile.io.readers.array import AlignmentArray, GenotypeArray
 from genotile.pairs.tile import compute_tile
 from genotile.store import stage
+from genotile.store.ingest import ingest
 from genotile.store.inputs import check_input, metric_encoding
-from genotile.store.pack import open_store
-from genotile.util.atomic import write_text
-from genotile.version import __version__
+from genotile.store.pack import layout_from_json, open_store, pack
 
 DENSE_MAX = 20000  # the workflow's default dense_max: a matrix is kept up to this many vectors
 
@@ -109,133 +111,57 @@ def _pandas():
     return pandas
 
 
-def _alignment_rows(x) -> list[bytes]:
-    """Sequences of an alignment given as str / bytes items or an (n, length) array of characters."""
-    if isinstance(x, np.ndarray) and x.ndim == 2:
-        if x.dtype.kind in "SU":
-            return [b"".join(np.char.encode(row.astype("U1"), "ascii")) for row in x]
-        if x.dtype.kind in "ui":
-            return [np.asarray(row, dtype=np.uint8).tobytes() for row in x]
-    rows = []
-    for k, item in enumerate(x):
-        if isinstance(item, str):
-            try:
-                item = item.encode("ascii")
-            except UnicodeEncodeError:
-                raise GenotileError(f"sequence {k}: not ASCII text") from None
-        if not isinstance(item, (bytes, bytearray, np.bytes_)):
-            raise GenotileError(f"sequence {k}: {type(item).__name__}, not a str or bytes sequence")
-        rows.append(bytes(item))
-    return rows
+def _array_input(x, encoding: str, ids) -> GenotypeArray | AlignmentArray:
+    """The reader of an array for a store of `encoding` (io/readers/array.py), its values checked."""
+    if not ENCODINGS[encoding].genotypes:
+        return AlignmentArray(x, ids)
+    if ENCODINGS[encoding].transposed:  # vectors are variants (ccc2, ccc3)
+        return GenotypeArray(x, variants=ids)
+    return GenotypeArray(x, samples=ids)
 
 
-def _genotype_codes(x) -> np.ndarray:
-    """(samples, variants) ALT counts -> uint8 codes, MISSING for a negative, NaN or 255 entry."""
-    g = np.asarray(x)
-    if g.ndim != 2:
-        raise GenotileError(f"genotypes must be a 2-D array (samples, variants), not of shape {g.shape}")
-    if g.dtype.kind == "f":
-        missing = ~np.isfinite(g) | (g < 0)
-        whole = np.where(missing, 0, g)
-        if (whole != np.round(whole)).any():
-            raise GenotileError("genotypes must be whole ALT allele counts 0, 1, 2 (dosages are not supported)")
-    elif g.dtype.kind in "iub":
-        missing = (g < 0) | (g == MISSING)
-    else:
-        raise GenotileError(f"genotypes must be numbers, not {g.dtype}")
-    codes = np.where(missing, MISSING, np.where(missing, 0, g)).astype(np.uint8)
-    bad = (codes > 2) & (codes != MISSING)
-    if bad.any():
-        s, v = np.argwhere(bad)[0]
-        raise GenotileError(f"genotype {g[s, v].item()!r} at sample {s}, variant {v}: not 0, 1, 2 or missing")
-    return codes
+def _store(x, metric_name: str, ids, options: dict, block_size, seed: int, workdir):
+    """The store stage (store/: ingest, plan, pack) of `x` for a metric, in memory, or with its
+    files in `workdir`; returns (planes, layout, perm, plan, ids).
 
-
-def _ids(ids, n: int, what: str) -> list[str]:
-    if ids is None:
-        return [str(k) for k in range(n)]
-    ids = [str(i) for i in ids]
-    if len(ids) != n:
-        raise GenotileError(f"ids: {len(ids)} given for {n} {what}")
-    return ids
-
-
-def _ingest_array(x, encoding: str, ids, work: Path) -> tuple[Path, Path]:
-    """Write what ingest would for an in-memory array; returns (codes, manifest) paths."""
-    codes_path, manifest_path = work / "codes.npy", work / "ingest.json"
-    if ENCODINGS[encoding].genotypes:
-        codes = _genotype_codes(x)
-        n_samples, n_variants = codes.shape
-        if ENCODINGS[encoding].transposed:  # vectors are variants (ccc2, ccc3)
-            codes = np.ascontiguousarray(codes.T)
-            vector_ids, extra = _ids(ids, n_variants, "variants"), {"field_ids": [str(k) for k in range(n_samples)]}
-        else:
-            vector_ids, extra = _ids(ids, n_samples, "samples"), {}
-        np.save(codes_path, codes, allow_pickle=False)
-        import hashlib
-
-        manifest = {
-            "genotile": __version__,
-            "input": "<array>",
-            "input_sha256": hashlib.sha256(codes.tobytes()).hexdigest(),
-            "format": "array",
-            "encoding": encoding,
-            "n_vectors": codes.shape[0],
-            "n_fields": codes.shape[1],
-            "n_kept": codes.shape[1],
-            "counts": {},
-            "ids": vector_ids,
-            **extra,
-        }
-        write_text(manifest_path, json.dumps(manifest) + "\n")
-        return codes_path, manifest_path
-    rows = _alignment_rows(x)
-    names = _ids(ids, len(rows), "sequences")
-    fasta = work / "input.fa"
-    with open(fasta, "wb") as fh:
-        for name, seq in zip(names, rows, strict=True):
-            fh.write(b">" + name.encode() + b"\n" + seq + b"\n")
-    stage.ingest(fasta, encoding, codes_path, manifest_path)
-    return codes_path, manifest_path
-
-
-def _store(x, metric_name: str, ids, options: dict, block_size: int, seed: int, work: Path):
-    """ingest, plan and pack into `work`; returns (planes in memory, layout, perm, plan, ids)."""
+    An array is read by its reader in memory and packed from its codes; a genotype file from its
+    reader's blocks of codes held in memory; a FASTA file held in memory where it is a regular
+    alignment that fits (io/readers/fasta.py), else its codes written to a scratch folder,
+    removed at the end. Nothing else is written unless `workdir` names a folder for every file.
+    """
     encoding = metric_encoding(metric_name)
+    source: str | os.PathLike | GenotypeArray | AlignmentArray
     if isinstance(x, (str, os.PathLike)):
         if ids is not None:
             raise GenotileError("ids: a file names its own vectors; ids are for arrays")
         check_input(x, [metric_name], options)
-        codes, manifest = work / "codes.npy", work / "ingest.json"
-        stage.ingest(x, encoding, codes, manifest, **options)
+        source = x
     else:
         given = sorted(k for k, v in options.items() if v is not None)
         if given:
             raise GenotileError(f"option(s) {', '.join(given)} apply to a VCF/BCF or PLINK file, not to an array")
-        codes, manifest = _ingest_array(x, encoding, ids, work)
-    stage.plan(manifest, block_size, seed, work / "plan.json", work / "perm.npy")
-    stage.pack(codes, manifest, work / "plan.json", work / "perm.npy", work / "planes.npy", work / "store.json")
-    planes, store, layout = open_store(work / "planes.npy", work / "store.json")
-    plan = Plan.from_json(store["plan"])
-    return np.array(planes), layout, np.load(work / "perm.npy"), plan, store["ids"]
-
-
-class _Scratch:
-    """The stages' folder: a temporary one removed at the end, or the caller's `workdir`."""
-
-    def __init__(self, workdir):
-        self.workdir = workdir
-
-    def __enter__(self) -> Path:
-        if self.workdir is None:
-            self._tmp = tempfile.TemporaryDirectory(prefix="genotile.")
-            return Path(self._tmp.name)
-        Path(self.workdir).mkdir(parents=True, exist_ok=True)
-        return Path(self.workdir)
-
-    def __exit__(self, *exc):
-        if self.workdir is None:
-            self._tmp.cleanup()
+        source = _array_input(x, encoding, ids)
+    names = ("codes.npy", "ingest.json", "plan.json", "perm.npy", "planes.npy", "store.json")
+    files: dict[str, Path | None] = dict.fromkeys(names)
+    if workdir is not None:  # every stage's file, asked for
+        Path(workdir).mkdir(parents=True, exist_ok=True)
+        files = {name: Path(workdir) / name for name in names}
+    fasta_file = isinstance(source, (str, os.PathLike)) and not ENCODINGS[encoding].genotypes
+    with contextlib.ExitStack() as scratch:
+        if fasta_file and workdir is None:  # a FASTA file's codes where it is not held in memory
+            files["codes.npy"] = (
+                Path(scratch.enter_context(tempfile.TemporaryDirectory(prefix="genotile."))) / "codes.npy"
+            )
+        # a FASTA file held where it can be (nothing written); not a .bed's bits (they pack to a file)
+        hold = fasta_file and workdir is None
+        made = ingest(source, encoding, files["codes.npy"], files["ingest.json"], hold=hold, **options)
+        plan = stage.plan(made.manifest, block_size, seed, files["plan.json"], files["perm.npy"])
+        perm = plan.permutation()
+        store, planes = pack(made.stored, made.manifest, plan, perm, files["planes.npy"], files["store.json"])
+        if planes is None:  # written (workdir=): read back as a tile reads it
+            mapped, store, _ = open_store(files["planes.npy"], files["store.json"])
+            planes = np.array(mapped)
+    return planes, layout_from_json(store["layout"]), perm, plan, store["ids"]
 
 
 def pairwise(
@@ -263,7 +189,7 @@ def pairwise(
         A file: FASTA alignment (plain or gzip), VCF/BCF, or a PLINK fileset named by its .bed or
         .pgen. Or an array: genotypes, shape (samples, variants), ALT allele counts 0, 1, 2 with
         missing calls negative, NaN or 255 (ibs, king, ccc2); or an alignment: a sequence of n
-        str / bytes of one length, or an (n, length) array of characters or ASCII codes (snp,
+        str / bytes of one length, or an (n, length) array of characters or printable ASCII codes (snp,
         hamming).
     metric : {"snp", "hamming", "ibs", "king", "ccc2"}
         The metric (README "What it computes"); ccc3 is `triplewise`.
@@ -284,7 +210,9 @@ def pairwise(
     samples, regions, filter_pass, multiallelic
         The VCF options of the config (VCF/BCF and PLINK files only).
     workdir : str or os.PathLike, optional
-        Keep the stages' files (ingest, store) here instead of a removed temporary folder.
+        Write every stage's file here (codes.npy, ingest.json, plan.json, perm.npy, planes.npy,
+        store.json); by default the store is made in memory (a FASTA file that is not held
+        writes its codes to a scratch folder, removed).
 
     Returns
     -------
@@ -324,20 +252,19 @@ def pairwise(
     m = get_metric(metric, **(params or {}))
     options = {"samples": samples, "regions": regions, "filter_pass": filter_pass, "multiallelic": multiallelic}
     options = {k: v for k, v in options.items() if v is not None}
-    with _Scratch(workdir) as work:
-        planes, layout, perm, plan, ids_out = _store(x, metric, ids, options, block_size, seed, work)
-        dense = (plan.n_vectors <= DENSE_MAX) if matrix is None else bool(matrix)
-        parts = []
-        full = np.zeros((plan.n_vectors, plan.n_vectors)) if dense else None
-        for bi, bj in plan.tiles():
-            arrays, _ = compute_tile(planes, layout, perm, plan, m, bi, bj, threshold, dense, backend)
-            parts.append({k: arrays[k] for k in ("a", "b", *m.columns)})
-            if dense:
-                assert full is not None
-                block = arrays["dense"]
-                full = full.astype(np.result_type(full, block), copy=False)
-                full[np.ix_(arrays["dense_rows"], arrays["dense_cols"])] = block
-                full[np.ix_(arrays["dense_cols"], arrays["dense_rows"])] = block.T
+    planes, layout, perm, plan, ids_out = _store(x, metric, ids, options, block_size, seed, workdir)
+    dense = (plan.n_vectors <= DENSE_MAX) if matrix is None else bool(matrix)
+    parts = []
+    full = np.zeros((plan.n_vectors, plan.n_vectors)) if dense else None
+    for bi, bj in plan.tiles():
+        arrays, _ = compute_tile(planes, layout, perm, plan, m, bi, bj, threshold, dense, backend)
+        parts.append({k: arrays[k] for k in ("a", "b", *m.columns)})
+        if dense:
+            assert full is not None
+            block = arrays["dense"]
+            full = full.astype(np.result_type(full, block), copy=False)
+            full[np.ix_(arrays["dense_rows"], arrays["dense_cols"])] = block
+            full[np.ix_(arrays["dense_cols"], arrays["dense_rows"])] = block.T
     merged = {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
     order = np.lexsort((merged["b"], merged["a"]))  # pairs.tsv.gz's order
     return PairwiseResult(
@@ -401,13 +328,12 @@ def triplewise(
     options = {"samples": samples, "regions": regions, "filter_pass": filter_pass, "multiallelic": multiallelic}
     options = {k: v for k, v in options.items() if v is not None}
     prm = ccc3.Params.make(**(params or {}))
-    with _Scratch(workdir) as work:
-        planes, layout, perm, plan, ids_out = _store(x, "ccc3", ids, options, block_size, seed, work)
-        plan3 = plan_triples(plan, block_size, 1, threshold)  # ccc3's plan and its bound on output
-        parts = []
-        for bi, bj, bk, stage in plan3.jobs():
-            arrays, _ = compute_triples(planes, layout, perm, plan3, prm, bi, bj, bk, stage, threshold, backend)
-            parts.append(arrays)
+    planes, layout, perm, plan, ids_out = _store(x, "ccc3", ids, options, block_size, seed, workdir)
+    plan3 = plan_triples(plan, block_size, 1, threshold)  # ccc3's plan and its bound on output
+    parts = []
+    for bi, bj, bk, part in plan3.jobs():  # part: the ccc3 stage of the job
+        arrays, _ = compute_triples(planes, layout, perm, plan3, prm, bi, bj, bk, part, threshold, backend)
+        parts.append(arrays)
     merged = {k: np.concatenate([p[k] for p in parts]) for k in parts[0] if not k.startswith("hist")}
     order = np.lexsort((merged["c"], merged["b"], merged["a"]))
     names = np.asarray(ids_out, dtype=object)
