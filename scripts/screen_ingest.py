@@ -1,11 +1,11 @@
 from pathlib import Path
 
 from genotile.runtime.rule import run_rule
-from genotile.screen import steps
+from genotile.screen import stage
 
 run_rule(
     snakemake,
-    lambda sm: steps.ingest(
+    lambda sm: stage.ingest(
         sm.input.samples,
         sm.input.signatures,
         Path(sm.output.manifest).parent,

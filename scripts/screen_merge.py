@@ -1,11 +1,11 @@
 from pathlib import Path
 
 from genotile.runtime.rule import run_rule
-from genotile.screen import steps
+from genotile.screen import stage
 
 run_rule(
     snakemake,
-    lambda sm: steps.merge(
+    lambda sm: stage.merge(
         sm.input.tiles,
         Path(sm.input.manifest).parent,
         min_score=sm.params.min_score,

@@ -9,7 +9,7 @@ import pytest
 from genotile.errors import GenotileError
 from genotile.io.fastq import read_fastq
 from genotile.io.tilefile import read_tile, write_tile
-from genotile.screen import steps
+from genotile.screen import stage
 from genotile.screen.signatures import read_signatures
 
 
@@ -153,13 +153,13 @@ def test_non_ascii_ids_are_distinct_and_written_verbatim(tmp_path):
 def run_screen(tmp_path, reads, sigs, merge=True):
     """ingest (one sample x one signature per block), every tile, merge; the output folder."""
     out = tmp_path / "out"
-    manifest = steps.ingest(reads, sigs, out / "store", sample_block=1, signature_block=1)
+    manifest = stage.ingest(reads, sigs, out / "store", sample_block=1, signature_block=1)
     paths = []
-    for i, j in steps.tiles_of(manifest):
+    for i, j in stage.tiles_of(manifest):
         paths.append(out / f"tile_{i}_{j}.npz")
-        steps.tile(out / "store", i, j, backend="numpy", tile_out=paths[-1])
+        stage.tile(out / "store", i, j, backend="numpy", tile_out=paths[-1])
     if merge:
-        steps.merge(
+        stage.merge(
             paths,
             out / "store",
             min_score=None,
@@ -238,13 +238,13 @@ DAMAGES = {
 def test_damaged_store_is_refused_naming_the_file(tmp_path, case):
     paths = small_screen(tmp_path, merge=False)
     store = tmp_path / "out/store"
-    steps.load_store(store)  # sound before the damage
+    stage.load_store(store)  # sound before the damage
     name, damage, message = DAMAGES[case]
     damage(store / name)
     for step in (
-        lambda: steps.load_store(store),
-        lambda: steps.tile(store, 0, 0, backend="numpy", tile_out=tmp_path / "t.npz"),
-        lambda: steps.merge(
+        lambda: stage.load_store(store),
+        lambda: stage.tile(store, 0, 0, backend="numpy", tile_out=tmp_path / "t.npz"),
+        lambda: stage.merge(
             paths, store, min_score=None, matches_out=tmp_path / "m.tsv.gz", summary_out=tmp_path / "s.json", config={}
         ),
     ):
@@ -261,7 +261,7 @@ def test_merge_refuses_a_tile_not_in_the_plan_or_given_twice(tmp_path):
     assert len(paths) == 4
 
     def merge(tiles):
-        steps.merge(
+        stage.merge(
             tiles, store, min_score=None, matches_out=tmp_path / "m.tsv.gz", summary_out=tmp_path / "s.json", config={}
         )
 

@@ -7,7 +7,7 @@ import pytest
 
 from genotile.errors import GenotileError
 from genotile.io.tilefile import read_tile, write_tile
-from genotile.screen import steps
+from genotile.screen import stage
 
 
 @pytest.fixture()
@@ -16,18 +16,18 @@ def screen_run(tmp_path):
     (tmp_path / "r.fq").write_text(reads)
     (tmp_path / "s.fa").write_text(">s0\nACGT\n>s1\nTTGC\n>s2\nGGGG\n")
     store = tmp_path / "store"
-    steps.ingest(tmp_path / "r.fq", tmp_path / "s.fa", store, sample_block=2, signature_block=2)
+    stage.ingest(tmp_path / "r.fq", tmp_path / "s.fa", store, sample_block=2, signature_block=2)
     tiles = []
     for i in range(3):
         for j in range(2):
             tiles.append(tmp_path / "tiles" / f"tile_{i}_{j}.npz")
-            steps.tile(store, i, j, backend="numpy", tile_out=tiles[-1])
+            stage.tile(store, i, j, backend="numpy", tile_out=tiles[-1])
     return store, tiles, tmp_path
 
 
 def merge(screen_run, min_score=None):
     store, tiles, tmp = screen_run
-    return steps.merge(
+    return stage.merge(
         tiles, store, min_score=min_score, matches_out=tmp / "m.tsv.gz", summary_out=tmp / "s.json", config={}
     )
 

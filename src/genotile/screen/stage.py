@@ -1,4 +1,4 @@
-"""The screening workflow's steps: ingest (store + tile plan), tile, merge.
+"""The screening stage: ingest (store + tile plan), tile, merge.
 
 Store (`results/<screen>/screen/store/`): the samples' bytes, qualities and offsets and the
 signatures' bytes and offsets as .npy (memory-mapped by the tiles), and `manifest.json` with
