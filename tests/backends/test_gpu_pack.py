@@ -3,7 +3,7 @@
 Skipped where there is no CUDA GPU / CuPy. On a GPU machine: genotype planes (both stores,
 with and without missing calls) and categorical planes (nucleotide and categorical alphabets,
 2-5 symbols a column, missing entries) at field counts around word boundaries, output buffers
-poisoned; and pack_store's planes.npy and manifest with GPU packing equal the CPU ones.
+poisoned; and the pack stage's planes.npy and manifest with GPU packing equal the CPU ones.
 """
 
 import json
@@ -22,7 +22,7 @@ from genotile.core.encode import (
 )
 from genotile.core.genotype import genotype_layout, genotype_planes
 from genotile.core.plan import Plan
-from genotile.store.pack import pack_store, use_gpu_packing
+from genotile.store.pack import pack, use_gpu_packing
 
 HAS_GPU = cupy_common.has_gpu()
 needs_gpu = pytest.mark.skipif(not HAS_GPU, reason="no CUDA GPU / CuPy: GPU packing is not testable here")
@@ -95,14 +95,14 @@ def _pack(tmp_path, codes, manifest, gpu):
     out.mkdir()
     np.save(tmp_path / "codes.npy", codes)
     plan = Plan(codes.shape[0], 16, 3)
-    m = pack_store(
+    m, _ = pack(
         tmp_path / "codes.npy", manifest, plan, plan.permutation(), out / "planes.npy", out / "manifest.json", gpu=gpu
     )
     return (out / "planes.npy").read_bytes(), json.dumps(m, sort_keys=True)
 
 
 @needs_gpu
-def test_pack_store_gpu_equals_cpu(tmp_path, monkeypatch):
+def test_pack_gpu_equals_cpu(tmp_path, monkeypatch):
     from genotile.store import pack as store
 
     base = {"n_fields": 0, "input": "x", "input_sha256": "0", "ids": []}
