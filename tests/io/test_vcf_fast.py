@@ -1,7 +1,7 @@
 """The VCF fast path (vcf_fast.py) against the cyvcf2 path of the same reader: the same
 variant IDs, codes, stats and errors on varied files, and the same ingest output.
 
-Each file is read twice by vcf.GenotypeReader, fast=True and fast=False. Files cover the
+Each file is read twice by vcf.VcfReader, fast=True and fast=False. Files cover the
 common case (GT-only 3-character calls; GT first of several keys) and everything the fast
 path hands over to cyvcf2 (haploid, polyploid and two-digit calls, GT not first, errors,
 malformed lines), in plain, bgzip and gzip form, with tiny text chunks so that lines
@@ -20,8 +20,9 @@ from genodata import random_genotypes, vcf_text
 from genotile.errors import GenotileError
 from genotile.io import bgzf, vcf_fast, vcf_spans
 from genotile.io.readers import vcf
-from genotile.io.readers.vcf import GenotypeReader
-from genotile.store import ingest_vcf
+from genotile.io.readers.vcf import VcfReader
+from genotile.store import ingest_genotypes
+from genotile.store.ingest import ingest
 
 HEADER = """##fileformat=VCFv4.2
 ##contig=<ID=1,length=100000000>
@@ -66,7 +67,7 @@ def write(tmp_path, name, text, how):
 def read(path, fast, **options):
     """('ok', ids, codes, stats, fast records) or ('error', message)."""
     try:
-        with GenotypeReader(path, fast=fast, **options) as r:
+        with VcfReader(path, fast=fast, **options) as r:
             ids, blocks = [], []
             for block_ids, codes in r.blocks(max_rows=7):
                 ids += block_ids
@@ -301,10 +302,10 @@ def test_bcf_and_regions_use_cyvcf2(tmp_path, geno):
 
 @pytest.mark.parametrize("memory", [1 << 30, 1000])
 def test_ingest_same_codes(tmp_path, geno, memory, monkeypatch):
-    """ingest_vcf through the fast path (codes in memory, or spilled) equals the cyvcf2 path."""
-    monkeypatch.setattr(ingest_vcf, "MEMORY_BYTES", memory)
-    monkeypatch.setattr(ingest_vcf, "TILE", 5)
-    monkeypatch.setattr(ingest_vcf, "TRANSPOSE_BYTES", 700)
+    """The genotype ingest through the fast path (codes in memory, or spilled) equals the cyvcf2 path."""
+    monkeypatch.setattr(ingest_genotypes, "MEMORY_BYTES", memory)
+    monkeypatch.setattr(ingest_genotypes, "TILE", 5)
+    monkeypatch.setattr(ingest_genotypes, "TRANSPOSE_BYTES", 700)
     monkeypatch.setattr(vcf_spans, "CHUNK_BYTES", 300)
     rng = np.random.default_rng(4)
     text = header(geno.shape[1]) + "\n".join(records(geno, rng, ids=True)) + "\n"
@@ -314,7 +315,7 @@ def test_ingest_same_codes(tmp_path, geno, memory, monkeypatch):
         monkeypatch.setattr(vcf, "FAST_PATH", fast)
         for enc in ("genotype", "genotype_t"):
             out = tmp_path / f"{enc}_{fast}"
-            m = ingest_vcf.ingest_vcf(path, enc, out / "codes.npy", out / "m.json")
+            m = ingest(path, enc, out / "codes.npy", out / "m.json").manifest
             results[fast, enc] = (np.load(out / "codes.npy"), {k: v for k, v in m.items() if k != "input"})
     for enc in ("genotype", "genotype_t"):
         assert np.array_equal(results[True, enc][0], results[False, enc][0])
@@ -356,7 +357,7 @@ def _read_compiled(path, compiled, monkeypatch, **options):
 
         monkeypatch.setattr(vcf_kernels, "decode_block", counting)
     try:
-        with GenotypeReader(path, **options) as r:
+        with VcfReader(path, **options) as r:
             r.want_ids = False
             blocks = [c for _, c in r.blocks(max_rows=7)]
             codes = np.concatenate(blocks) if blocks else np.zeros((0, len(r.samples)), np.uint8)
@@ -413,7 +414,7 @@ def test_compiled_blocks_equal_the_numpy_path(tmp_path, geno, filter_pass, multi
 
 @pytest.mark.skipif(not NUMBA, reason="numba is not installed")
 def test_compiled_transpose_equals_numpy():
-    """vcf_kernels.transpose_into (ingest_vcf's variant rows -> sample rows) against numpy."""
+    """vcf_kernels.transpose_into (the genotype ingest's variant rows -> sample rows) against numpy."""
     from genotile.io import vcf_kernels
 
     rng = np.random.default_rng(3)
@@ -452,7 +453,7 @@ def test_plain_spans_are_whole_lines(tmp_path, geno, threads, monkeypatch):
     for chunk, least in [*cuts, (1 << 24, 1 << 20)]:
         monkeypatch.setattr(vcf_spans, "CHUNK_BYTES", chunk)
         monkeypatch.setattr(vcf_spans, "MAP_MIN_CHUNK", least)
-        with GenotypeReader(path) as r:
+        with VcfReader(path) as r:
             plain = vcf_spans.PlainText.open(path)
             try:
                 spans = [bytes(buf.mm[s:e]) for buf, s, e in vcf_spans.plain_spans(plain, threads, r.file_samples)]
@@ -526,27 +527,27 @@ def test_plain_last_line_without_newline(tmp_path, geno, monkeypatch):
 
 @pytest.mark.parametrize("threads", [1, 3])
 def test_transpose_blocks_on_threads(tmp_path, threads, monkeypatch):
-    """ingest_vcf._transpose_blocks: the (samples, variants) .npy of the variant-row blocks,
+    """ingest_genotypes._transpose_blocks: the (samples, variants) .npy of the variant-row blocks,
     whatever the threads and the size of their blocks of samples."""
     rng = np.random.default_rng(5)
     blocks = [rng.integers(0, 256, size=(rows, 37), dtype=np.uint8) for rows in (11, 1, 30)]
     for transpose_bytes in (1, 200, 1 << 26):
-        monkeypatch.setattr(ingest_vcf, "TRANSPOSE_BYTES", transpose_bytes)
-        monkeypatch.setattr(ingest_vcf, "TILE", 4)
+        monkeypatch.setattr(ingest_genotypes, "TRANSPOSE_BYTES", transpose_bytes)
+        monkeypatch.setattr(ingest_genotypes, "TILE", 4)
         out = tmp_path / f"t{transpose_bytes}.npy"
-        ingest_vcf._transpose_blocks(blocks, out, threads=threads)
+        ingest_genotypes._transpose_blocks(blocks, out, threads=threads)
         assert np.array_equal(np.load(out), np.concatenate(blocks).T)
 
 
 def test_memory_bytes(monkeypatch):
     """The in-memory bound of a genotype ingest: MEMORY_BYTES when set, else at least 1 GiB."""
-    monkeypatch.setattr(ingest_vcf, "MEMORY_BYTES", 1234)
-    assert ingest_vcf.memory_bytes() == 1234
-    monkeypatch.setattr(ingest_vcf, "MEMORY_BYTES", None)
-    limit = ingest_vcf._cgroup_memory_limit()
+    monkeypatch.setattr(ingest_genotypes, "MEMORY_BYTES", 1234)
+    assert ingest_genotypes.memory_bytes() == 1234
+    monkeypatch.setattr(ingest_genotypes, "MEMORY_BYTES", None)
+    limit = ingest_genotypes._cgroup_memory_limit()
     assert limit is None or limit > 0
     physical = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-    assert ingest_vcf.memory_bytes() == max(1 << 30, min(physical, limit or physical) // 4)
+    assert ingest_genotypes.memory_bytes() == max(1 << 30, min(physical, limit or physical) // 4)
 
 
 def _bgzf(text: bytes, block: int) -> bytes:
