@@ -241,7 +241,7 @@ def phase_ingest(a) -> dict:
     use_head(a)
     out = Path(a.workdir)
     t0 = time.perf_counter()
-    m = steps.ingest(a.vcf, "genotype", out / "codes.npy", out / "ingest.json")
+    m = steps.ingest(a.vcf, "genotype", out / "codes.npy", out / "ingest.json").manifest
     t1 = time.perf_counter()
     steps.plan(out / "ingest.json", a.block_size, a.seed, out / "plan.json", out / "perm.npy")
     t2 = time.perf_counter()

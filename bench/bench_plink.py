@@ -11,16 +11,16 @@ times interleaved (medians reported; the machine is shared, so ratios are taken 
 
   ours:  the workflow's fused "store" job for ibs / king (store/stage.store, no `samples` or
          `regions`, its codes temporary): a whole .bed is read once into memory as bits
-         (store/ingest_bed.py; no codes matrix), plan, pack (bits -> bit planes, planes.npy):
+         (io/readers/bed.py held_bits; no codes matrix), plan, pack (bits -> bit planes, planes.npy):
          the .bed turned into a store ready for tiling, in one child process (this script,
          calling store_stage.store with its stages wrapped in timers). Its wall time from the parent
          (interpreter start, imports included) is the measure; the child also reports each
          stage's wall and CPU.
   peer:  `plink2 --bfile B --make-pgen --threads T` (wall time of the process): PLINK 2's own
          conversion of the same fileset into its native format.
-  before: with --before codes, ours again through the codes (session 5's store job: io/bed.py
+  before: with --before codes, ours again through the codes (session 5's store job: the numpy .bed reader
          writes the codes matrix, the planes are packed from the .bed); with --before pgenlib,
-         the path before io/bed.py (pgenlib reads the .bed, the planes are packed from the
+         the path before the numpy .bed reader (pgenlib reads the .bed, the planes are packed from the
          codes); interleaved too.
   All also in CPU seconds (all threads, whole processes), which a loaded shared machine
   disturbs less than wall time. Where the machine has more CPUs than --threads, both
@@ -87,19 +87,18 @@ def phase_store(a) -> dict:
     t0, c0 = time.perf_counter(), time.process_time()
     from genotile.store import stage as store_stage
 
-    if a.path != "held":  # through the codes (session 5's store job), or before io/bed.py too
-        from genotile.store import ingest_bed
+    if a.path != "held":  # through the codes (session 5's store job), or before the numpy .bed reader too
+        from genotile.io.readers.bed import BedReader
 
-        ingest_bed.takes = lambda *args: False
+        BedReader.held_bits = lambda self, threads=2: None
     if a.path == "pgenlib":  # pgenlib reads the .bed, the planes are packed from the codes
-        from genotile.io.plink import PlinkReader
-
+        from genotile.io.readers.bed import BedReader
         from genotile.store import pack
 
-        PlinkReader.plain = property(lambda self: False)
+        BedReader.plain = property(lambda self: False)
         pack.plain_bed = lambda *args: None
     times = {"imports": (time.perf_counter() - t0, time.process_time() - c0)}
-    for stage, name in (("ingest", "ingest_bed"), ("ingest", "ingest"), ("plan", "plan"), ("pack", "pack")):
+    for stage, name in (("ingest", "ingest"), ("plan", "plan"), ("pack", "pack")):
         setattr(store_stage, name, _timed(getattr(store_stage, name), stage, times))
     out = Path(a.workdir)
     store_stage.store(a.bed, "genotype", out / "ingest.json", out, 4096, 1)
@@ -176,7 +175,7 @@ def child_env(a) -> dict:
 
 def warm_up(a) -> None:
     """Import the store job's modules once, untimed: their bytecode is then cached."""
-    modules = "genotile.store.stage, genotile.store.ingest_bed, genotile.store.ingest, genotile.store.pack"
+    modules = "genotile.store.stage, genotile.io.readers.bed, genotile.store.ingest, genotile.store.pack"
     subprocess.run([sys.executable, "-c", f"import {modules}"], env=child_env(a), check=True)
 
 
@@ -198,8 +197,8 @@ def plink2(bfile: Path, out: Path, threads: int) -> dict:
 
 
 BEFORE = {
-    "codes": "through the codes (session 5: io/bed.py writes them, planes packed from the .bed)",
-    "pgenlib": "before io/bed.py (pgenlib reads the .bed, planes packed from the codes)",
+    "codes": "through the codes (session 5: the numpy .bed reader writes them, planes packed from the .bed)",
+    "pgenlib": "before the numpy .bed reader (pgenlib reads the .bed, planes packed from the codes)",
 }
 
 

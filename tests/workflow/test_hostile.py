@@ -438,7 +438,7 @@ from genotile import pipeline
 from genotile.pairs import stage as pairs_stage
 from genotile.store import stage as store_stage
 from genotile.io.planfile import read_plan
-m = store_stage.ingest(sys.argv[1], "nucleotide", sys.argv[2], sys.argv[3])
+m = store_stage.ingest(sys.argv[1], "nucleotide", sys.argv[2], sys.argv[3]).manifest
 peak = re.search(r"VmHWM:\\s+(\\d+) kB", open("/proc/self/status").read()).group(1)
 print(m["n_vectors"], m["n_fields"], m["n_kept"], peak)
 """

@@ -30,55 +30,41 @@ def _load_json(path, keys=("n_vectors", "n_fields", "ids")) -> dict:
     return load_json(path, "manifest", keys)
 
 
-def ingest(input_path, encoding, codes_out, manifest_out, **options) -> dict:
-    """Stage 1: read an input and write its codes matrix and manifest (store/ingest.py).
+def ingest(input_path, encoding, codes_out, manifest_out, *, collapse_duplicates=False, hold=False, **options):
+    """Stage 1: read an input with its reader (io/readers/) for a store of `encoding`, and write
+    the ingest manifest (store/ingest.py, the one ingest).
 
     Parameters
     ----------
     input_path : str or os.PathLike
-        FASTA alignment or VCF/BCF.
+        FASTA alignment, VCF/BCF, PLINK fileset or VCF-Zarr directory.
     encoding : str
-        "nucleotide", "categorical" (alignments), "genotype" or "genotype_t" (VCF).
+        The store's encoding (core/encodings.py).
     codes_out, manifest_out : str or os.PathLike
         The codes (.npy, uint8 (vectors, kept fields), input order) and the manifest (.json).
+    collapse_duplicates : bool
+        Record which vectors are identical (store/duplicates.py).
+    hold : bool
+        The codes would be temporary (the store job): the input is held in memory in its
+        reader's form where it can be (a regular alignment that fits, a whole .bed's calls as
+        bits), and no codes are written.
     **options
-        The VCF reader's options (multiallelic, filter_pass, samples, regions).
+        The genotype readers' options (multiallelic, filter_pass, samples, regions).
 
     Returns
     -------
-    dict
-        The manifest: input and its SHA-256, n_vectors, n_fields, n_kept, ids, ...
+    Ingested
+        The manifest (`.manifest`) and what `pack` packs (`.stored`: `codes_out`, written, or
+        the input held).
     """
     from genotile.store.ingest import ingest as ingest_input  # each stage imports only its own code (job start-up)
 
-    m = ingest_input(input_path, encoding, codes_out, manifest_out, **options).manifest
-    _log_ingest(m, encoding)
-    return m
-
-
-def _log_ingest(m: dict, encoding: str) -> None:
+    made = ingest_input(input_path, encoding, codes_out, manifest_out, collapse_duplicates, hold=hold, **options)
+    m = made.manifest
     log.info(
         "ingest: %d vectors x %d fields, %d informative (%s)", m["n_vectors"], m["n_fields"], m["n_kept"], encoding
     )
-
-
-def ingest_held(input_path, encoding, codes_out, manifest_out, options=None, collapse_duplicates=False, hold=True):
-    """Stage 1 of the store job: `ingest`, but (`hold`) the input is held in memory in its
-    reader's form where it can be (a regular alignment that fits, a whole .bed's calls as bits),
-    no codes written (store/ingest.py).
-
-    Returns
-    -------
-    pathlib.Path or HeldAlignment or HeldBits
-        What `pack` packs: `codes_out`, written, or the input held.
-    """
-    from genotile.store.ingest import ingest as ingest_input  # each stage imports only its own code (job start-up)
-
-    made = ingest_input(
-        input_path, encoding, codes_out, manifest_out, collapse_duplicates, hold=hold, **(options or {})
-    )
-    _log_ingest(made.manifest, encoding)
-    return made.stored
+    return made
 
 
 def plan(
@@ -164,7 +150,7 @@ def pack(stored, ingest_manifest, plan_path, perm_path, planes_out, manifest_out
     Parameters
     ----------
     stored : str or os.PathLike or HeldAlignment or HeldBits
-        What ingest made: the codes (.npy), or the input held in memory (`ingest_held`).
+        What ingest made: the codes (.npy), or the input held in memory (`ingest`'s `hold`).
     ingest_manifest : str or os.PathLike
         The ingest manifest.
     plan_path, perm_path : str or os.PathLike
@@ -213,7 +199,7 @@ def store(
     read back. The codes go to `codes_out` when given (`genotile run` keeps them, to replan
     without reading the input again), else to a temporary file in `store_dir`, removed once the
     planes are packed; a whole .bed's calls are then held in memory as bits instead, and a
-    regular alignment that fits its folded bytes, and no codes are written (`ingest_held`: the
+    regular alignment that fits its folded bytes, and no codes are written (`ingest`'s `hold`: the
     same files).
 
     Parameters
@@ -248,9 +234,15 @@ def store(
     try:
         t0 = time.perf_counter()
         # codes that would be temporary: the input held in memory instead where its reader can
-        stored = ingest_held(
-            input_path, encoding, codes, ingest_manifest_out, options, collapse_duplicates, hold=codes_out is None
-        )
+        stored = ingest(
+            input_path,
+            encoding,
+            codes,
+            ingest_manifest_out,
+            collapse_duplicates=collapse_duplicates,
+            hold=codes_out is None,
+            **(options or {}),
+        ).stored
         t1 = time.perf_counter()
         p = plan(
             ingest_manifest_out,
@@ -345,7 +337,7 @@ def current_store(
     if recorded is None or not codes.exists() or changed:
         recorded = ingest(
             input_path, encoding, codes, imani, collapse_duplicates=collapse_duplicates, **(vcf_options or {})
-        )
+        ).manifest
         changed = changed or ["the ingest"]
     files = ("plan.json", "perm.npy", "planes.npy", "manifest.json")
     built = _recorded(store / "manifest.json")
