@@ -266,7 +266,7 @@ def fingerprint(out, path, options=None):
     them, it reruns the rule on a change of content that no mtime shows (a file restored with
     `cp -p`). Written when the workflow is parsed (`write_fingerprints`, below), before Snakemake
     takes stock of the files; [] while `path` is missing (Snakemake then names it)."""
-    return out if Path(path).is_file() else []
+    return out if Path(path).exists() else []
 
 
 def dataset_sources(wildcards):
@@ -285,7 +285,7 @@ def write_fingerprints():
     """Bring every dataset's and screen's fingerprint up to date (files are hashed again only
     when their stat changed since the last hashes: cheap when nothing changed)."""
     for dataset, spec in config["datasets"].items():
-        if Path(spec["input"]).is_file():
+        if Path(spec["input"]).exists():
             _sources.write_fingerprint(
                 dataset_fingerprint(dataset),
                 spec["input"],

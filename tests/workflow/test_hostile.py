@@ -559,9 +559,9 @@ def test_vcf_bom_is_refused_and_crlf_reads_alike(tmp_path):
 
 @pytest.mark.parametrize("fast", [True, False], ids=["fast_path", "cyvcf2"])
 def test_broken_gzip_vcf_is_refused_and_htslib_is_quiet(tmp_path, capfd, monkeypatch, fast):
-    from genotile.io import vcf as vcf_module
+    from genotile.io.readers import vcf as vcf_module
 
-    monkeypatch.setattr(vcf_module, "FAST_PATH", fast, raising=False)  # the fast path: vcf_fast.py
+    monkeypatch.setattr(vcf_module, "FAST_PATH", fast)  # the fast path: vcf_fast.py
     text = vcf_text(random_genotypes(30, 3000, seed=6, special=False)).encode()
     for case, (data, words) in broken_gzips(tmp_path, text).items():
         if case == "gzip_flipped_byte":
