@@ -125,12 +125,12 @@ def dataset(a, kind: str, n: int, m: int) -> Path:
 
 def phase_store(a) -> dict:
     """ingest + plan + pack of the tiles VCF into a store (not part of the tile timing)."""
-    from genotile.store import stage as steps
+    from genotile.store import stage
 
     out = Path(a.workdir)
-    steps.ingest(a.vcf, "genotype", out / "codes.npy", out / "ingest.json")
-    steps.plan(out / "ingest.json", a.block_size, a.seed, out / "plan.json", out / "perm.npy")
-    steps.pack(
+    stage.ingest(a.vcf, "genotype", out / "codes.npy", out / "ingest.json")
+    stage.plan(out / "ingest.json", a.block_size, a.seed, out / "plan.json", out / "perm.npy")
+    stage.pack(
         out / "codes.npy",
         out / "ingest.json",
         out / "plan.json",
@@ -150,7 +150,7 @@ def use_head(a) -> None:
     from genotile import backends
     from genotile.core import genotype
     from genotile.io.readers import vcf
-    from genotile.store import ingest_genotypes as ingest_vcf
+    from genotile.store import ingest_genotypes
 
     src = subprocess.run(
         ["git", "-C", str(REPO), "show", f"{a.impl}:src/genotile/backends/numpy_blas.py"],
@@ -166,7 +166,7 @@ def use_head(a) -> None:
     mod.MACS = [0]
     backends.BACKENDS["numpy"] = mod
     vcf.FAST_PATH = False  # cyvcf2 for every record
-    ingest_vcf.MEMORY_BYTES = 0  # rows through the temporary file and the memmap transpose
+    ingest_genotypes.MEMORY_BYTES = 0  # rows through the temporary file and the memmap transpose
     genotype.scan_codes = _scan_codes_bincount  # as it was
 
 
@@ -236,16 +236,16 @@ def _scan_codes_bincount(codes) -> bool:
 
 
 def phase_ingest(a) -> dict:
-    from genotile.store import stage as steps
+    from genotile.store import stage
 
     use_head(a)
     out = Path(a.workdir)
     t0 = time.perf_counter()
-    m = steps.ingest(a.vcf, "genotype", out / "codes.npy", out / "ingest.json").manifest
+    m = stage.ingest(a.vcf, "genotype", out / "codes.npy", out / "ingest.json").manifest
     t1 = time.perf_counter()
-    steps.plan(out / "ingest.json", a.block_size, a.seed, out / "plan.json", out / "perm.npy")
+    stage.plan(out / "ingest.json", a.block_size, a.seed, out / "plan.json", out / "perm.npy")
     t2 = time.perf_counter()
-    steps.pack(
+    stage.pack(
         out / "codes.npy",
         out / "ingest.json",
         out / "plan.json",

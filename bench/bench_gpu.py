@@ -23,7 +23,7 @@
    (pairs_stage.tile: the store's planes.npy memmap of 2 blocks -> tile (0, 1) -> tile file, page
    cache warm) against the kernel-alone time; and the upload alone (memmap -> pinned -> device).
    The cupy-b1 counts are checked equal to cupy-int8's on the full tile.
-3. GPU packing (backends/cupy_pack.py) against numpy packing of the same codes: genotype
+3. GPU packing (backends/cuda/cupy_pack.py) against numpy packing of the same codes: genotype
    codes (rows x fields, 2% missing) and nucleotide codes; host to host (codes in, planes
    out, pinned pipelined copies) and device only.
 Rates (docs/ceilings.md): element comparisons/s = pairs x fields / s; bit-MAC/s = sum over

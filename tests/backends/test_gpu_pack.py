@@ -1,4 +1,4 @@
-"""GPU packing (backends/cupy_pack.py) equals numpy packing bit for bit.
+"""GPU packing (backends/cuda/cupy_pack.py) equals numpy packing bit for bit.
 
 Skipped where there is no CUDA GPU / CuPy. On a GPU machine: genotype planes (both stores,
 with and without missing calls) and categorical planes (nucleotide and categorical alphabets,

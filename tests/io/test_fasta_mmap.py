@@ -1,4 +1,4 @@
-"""The one-pass FASTA ingest (io/fasta_mmap.py, store/ingest.read_regular) against the streaming
+"""The one-pass FASTA ingest (io/fasta_mmap.py, io/readers/fasta.read_regular) against the streaming
 reader, the reference: the same IDs, codes, manifest and errors on every spelling of a file, and
 the fast path taken wherever the layout is regular; the store job's alignment held in memory
 (io/readers/fasta.hold_regular, store/pack.py) against its codes, the same files."""

@@ -84,7 +84,7 @@ def test_signatures_wrapped_any_case(tmp_path):
     assert [(n, bytes(s)) for n, s in read_signatures(path)] == [("a", b"ACGTnnac"), ("b", b"T")]
 
 
-# IDs: the rules of genotile.ids.check_id, as for FASTA and VCF inputs
+# IDs: the rules of genotile.io.ids.check_id, as for FASTA and VCF inputs
 
 
 @pytest.mark.parametrize(

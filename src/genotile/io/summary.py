@@ -18,7 +18,7 @@ def input_provenance(manifest: dict) -> dict:
 
 
 def output_records(outputs: dict) -> dict:
-    """{name: {file, digest}} of a merge's outputs: io/checksums.file_digest, pieces hashed on
+    """{name: {file, digest}} of a merge's outputs: util/checksums.file_digest, pieces hashed on
     threads (one SHA-256 stream over king_20k's 8 GB matrix.tsv took 9 s of its merge)."""
     return {name: {"file": str(p), "digest": file_digest(p)} for name, p in outputs.items()}
 

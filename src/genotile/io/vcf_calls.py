@@ -2,7 +2,7 @@
 
 A worker takes each call's first four characters (vcf_lines: at fixed offsets or after the
 block's tabs) and decodes them at once with table lookups on the call's two 16-bit halves
-((allele, separator), (allele, end)), in cache-sized batches; the stats of vcf.py's `_codes`
+((allele, separator), (allele, end)), in cache-sized batches; the stats of readers/vcf.py's `_codes`
 are counted alongside. Records outside the common case (one ALT, diploid calls of 0, 1 and
 '.') go through the reader's own `_codes`; anything it cannot take raises HandOver.
 """
@@ -84,7 +84,7 @@ def _classify(pairs: np.ndarray, fixed: np.ndarray) -> np.ndarray:
 
 
 def _clean(raw: np.ndarray, st: dict) -> np.ndarray:
-    """ALT counts of common-case calls from their classes (in place), and the stats of vcf.py's _codes."""
+    """ALT counts of common-case calls from their classes (in place), and the stats of readers/vcf.py's _codes."""
     n_rows, n_cols = raw.shape
     n_missing = n_both = monomorphic = all_missing = 0
     for r0, r1 in _batches(n_rows, n_cols):
@@ -199,7 +199,7 @@ class CallDecoder:
         return out, stats, (~keep, (*(sel[..., c] for c in range(4)), alts[slow]))
 
     def slow(self, a, s, b, t, alts) -> np.ndarray:
-        """Records the common case does not cover, through the reader's own rules (vcf.py _codes)."""
+        """Records the common case does not cover, through the reader's own rules (readers/vcf.py _codes)."""
         sep, end_s, end_t = IS_SEP[s], IS_END[s], IS_END[t]
         a0, a1 = DIGITS[a], DIGITS[b]
         a1[end_s] = -2  # a haploid call: one allele, then the end of the GT value

@@ -1,7 +1,7 @@
 """Fast path of the VCF reader: text VCF (plain, bgzip or gzip) parsed with numpy from raw bytes.
 
 `FastText(reader).blocks()` yields the same (variant IDs, codes) blocks, and counts the
-same `stats`, as the cyvcf2 path of `vcf.GenotypeReader` -- for the records it handles.
+same `stats`, as the cyvcf2 path of `readers/vcf.VcfReader` -- for the records it handles.
 It handles the common case: GT the first FORMAT key, every selected call diploid with
 one-character allele indices ("0/1", "1|1", "./.", "./1"), records with one ALT (and,
 through the reader's own `_codes`, records with none or several, split or skipped).

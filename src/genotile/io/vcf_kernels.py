@@ -114,7 +114,7 @@ TILE = 64  # rows x columns of one transposed tile (4 KiB of uint8: stays in L1)
 
 @njit(nogil=True, cache=True)
 def transpose_into(block, out, c0, c1, v0):
-    """out[c - c0, v0 + r] = block[r, c] for every row r of block and c0 <= c < c1 (ingest_vcf's
+    """out[c - c0, v0 + r] = block[r, c] for every row r of block and c0 <= c < c1 (ingest_genotypes'
     variant rows into sample rows), TILE x TILE at a time."""
     n_rows = block.shape[0]
     for t0 in range(c0, c1, TILE):

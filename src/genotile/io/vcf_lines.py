@@ -1,5 +1,5 @@
 """A block of VCF records, line by line: each record's first nine columns under the reader's
-rules (vcf.py: FILTER, multiallelic records, variant IDs), and where its calls are.
+rules (readers/vcf.py: FILTER, multiallelic records, variant IDs), and where its calls are.
 
 `scan` splits each line's first nine columns in Python and finds the calls by byte offsets: a
 GT-only line whose calls are all three characters has them at fixed offsets from the line's
@@ -35,7 +35,7 @@ class Lines:
 def scan(
     buf: bytes, start: int, end: int, *, nf: int, skip_multiallelic: bool, filter_pass: bool, want_ids: bool
 ) -> Lines:
-    """The rules of vcf.py, per record, from the first nine columns (in Python), of the lines in
+    """The rules of readers/vcf.py, per record, from the first nine columns (in Python), of the lines in
     [start, end) of buf; `nf` sample columns in the file."""
     lines = Lines()
     st = lines.stats

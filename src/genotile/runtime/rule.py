@@ -15,7 +15,7 @@ def run_rule(snakemake, step) -> None:
 
     A GenotileError (bad input, bad config) ends the job with its one-line
     message on stderr and in the log, and so does a write the storage refused (disk full,
-    quota, read-only: io/atomic.DISK_ERRORS, naming the file); anything else is a bug,
+    quota, read-only: util/atomic.DISK_ERRORS, naming the file); anything else is a bug,
     logged with its traceback and re-raised.
     """
     handler = logging.FileHandler(snakemake.log[0], mode="w")

@@ -7,7 +7,7 @@ kernels/ccc3_select.cu's `ccc3_mask` writes the masked block (every row i of blo
 its 1-bit tensor-core kernel, int32 out), and `ccc3_select` computes every value exactly as
 ccc3.epilogue does, applies the threshold and the triangle masks (i < j when I = J, k > j when
 J = K) and appends the passing triples to a buffer (grown and the batch rerun on overflow).
-The caller (tile3.compute_triples) maps rows to original ids and sorts, so the triple files are
+The caller (triples/tile.compute_triples) maps rows to original ids and sorts, so the triple files are
 the numpy path's, byte for byte.
 """
 
