@@ -33,7 +33,7 @@ from genotile.pairs.early import clear_all as clear_early_tiles  # noqa: E402, F
 validate(config, schema="../config/schema/config.schema.yaml")
 # NaN passes a JSON schema's number type (YAML `.nan`): refused here, with infinity
 _limits.check_config_thresholds(config)
-# each dataset's input kind (FASTA, VCF/BCF, PLINK fileset) against its metrics and options
+# each dataset's input kind (FASTA, VCF/BCF, PLINK fileset, VCF-Zarr) against its metrics and options
 _inputs.check_datasets(config)
 
 

@@ -144,7 +144,10 @@ def test_refusals_name_the_problem(genotypes, tmp_path):
     _, vcf, _, _ = genotypes
     with pytest.raises(GenotileError, match="metric.s. snp need a FASTA alignment"):
         genotile.pairwise(vcf, "snp")
-    with pytest.raises(GenotileError, match=r"option\(s\) samples apply to a VCF/BCF or PLINK file, not to an array"):
+    with pytest.raises(
+        GenotileError,
+        match=r"option\(s\) samples apply to a VCF/BCF, a PLINK fileset or a VCF-Zarr store, not to an array",
+    ):
         genotile.pairwise(np.zeros((3, 4)), "ibs", samples=["a"])
     with pytest.raises(GenotileError, match="dosages are not supported"):
         genotile.pairwise(np.array([[0.5, 1.0], [0.0, 2.0]]), "king")

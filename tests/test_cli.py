@@ -78,7 +78,10 @@ def inputs(tmp_path_factory):
     "args, message",
     [
         (["--metric", "snp", "--threshold", "king=0.1"], "--threshold king=...: king is not one of --metric (snp)"),
-        (["--metric", "snp", "--samples", "keep.txt"], "--samples apply to genotype input (VCF/BCF, PLINK), not to"),
+        (
+            ["--metric", "snp", "--samples", "keep.txt"],
+            "--samples apply to genotype input (a VCF/BCF, a PLINK fileset or a VCF-Zarr store), not to",
+        ),
         (["--metric", "snp", "--filter-pass", "--multiallelic", "split"], "--filter-pass, --multiallelic apply to"),
         (["--metric", "snp", "--regions", "1:1-5"], "--regions apply to genotype input"),
         (["--metric", "snp", "--ccc-multiplier", "4"], "--ccc-multiplier apply to --metric ccc2 or ccc3, not to snp"),

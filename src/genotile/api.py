@@ -9,11 +9,11 @@ is opened for writing unless `workdir=` names a folder for the stages' files. A 
 codes are held in memory too; a FASTA file's where it is a regular alignment that fits, else
 they are written to a scratch folder removed at the end.
 
-x is a file (FASTA alignment, VCF/BCF, or a PLINK fileset named by its .bed / .pgen) or an
-array: genotypes as ALT allele counts of shape (samples, variants) -- 0, 1, 2, missing as a
-negative number, NaN or 255 -- for ibs, king, ccc2 and ccc3; an alignment (a sequence of str
-or bytes, or an (n, length) array of one-character strings or of printable ASCII codes) for
-snp and hamming. A value that does not fit is refused naming the array, the value and its
+x is a file (FASTA alignment, VCF/BCF, a PLINK fileset named by its .bed / .pgen, or a VCF-Zarr
+.vcz directory) or an array: genotypes as ALT allele counts of shape (samples, variants) -- 0, 1,
+2, missing as a negative number, NaN or 255 -- for ibs, king, ccc2 and ccc3; an alignment (a
+sequence of str or bytes, or an (n, length) array of one-character strings or of printable ASCII
+codes) for snp and hamming. A value that does not fit is refused naming the array, the value and its
 position (io/readers/array.py).
 """
 
@@ -32,7 +32,7 @@ from genotile.io.readers.array import AlignmentArray, GenotypeArray
 from genotile.pairs.tile import compute_tile
 from genotile.store import stage
 from genotile.store.ingest import ingest
-from genotile.store.inputs import check_input, metric_encoding
+from genotile.store.inputs import check_input, inputs_of, metric_encoding
 from genotile.store.pack import layout_from_json, open_store, pack
 
 DENSE_MAX = 20000  # the workflow's default dense_max: a matrix is kept up to this many vectors
@@ -139,7 +139,7 @@ def _store(x, metric_name: str, ids, options: dict, block_size, seed: int, workd
     else:
         given = sorted(k for k, v in options.items() if v is not None)
         if given:
-            raise GenotileError(f"option(s) {', '.join(given)} apply to a VCF/BCF or PLINK file, not to an array")
+            raise GenotileError(f"option(s) {', '.join(given)} apply to {inputs_of('genotypes')}, not to an array")
         source = _array_input(x, encoding, ids)
     names = ("codes.npy", "ingest.json", "plan.json", "perm.npy", "planes.npy", "store.json")
     files: dict[str, Path | None] = dict.fromkeys(names)
@@ -186,11 +186,11 @@ def pairwise(
     Parameters
     ----------
     x : str, os.PathLike, numpy.ndarray or sequence
-        A file: FASTA alignment (plain or gzip), VCF/BCF, or a PLINK fileset named by its .bed or
-        .pgen. Or an array: genotypes, shape (samples, variants), ALT allele counts 0, 1, 2 with
-        missing calls negative, NaN or 255 (ibs, king, ccc2); or an alignment: a sequence of n
-        str / bytes of one length, or an (n, length) array of characters or printable ASCII codes (snp,
-        hamming).
+        A file: FASTA alignment (plain or gzip), VCF/BCF, a PLINK fileset named by its .bed or
+        .pgen, or a VCF-Zarr .vcz directory. Or an array: genotypes, shape (samples, variants),
+        ALT allele counts 0, 1, 2 with missing calls negative, NaN or 255 (ibs, king, ccc2); or an
+        alignment: a sequence of n str / bytes of one length, or an (n, length) array of characters
+        or printable ASCII codes (snp, hamming).
     metric : {"snp", "hamming", "ibs", "king", "ccc2"}
         The metric (README "What it computes"); ccc3 is `triplewise`.
     threshold : float, optional
@@ -208,7 +208,7 @@ def pairwise(
     block_size, seed : int
         The tile plan (no effect on the numbers).
     samples, regions, filter_pass, multiallelic
-        The VCF options of the config (VCF/BCF and PLINK files only).
+        The VCF options of the config (VCF/BCF, PLINK and VCF-Zarr inputs only).
     workdir : str or os.PathLike, optional
         Write every stage's file here (codes.npy, ingest.json, plan.json, perm.npy, planes.npy,
         store.json); by default the store is made in memory (a FASTA file that is not held
@@ -300,7 +300,8 @@ def triplewise(
     Parameters
     ----------
     x : str, os.PathLike or numpy.ndarray
-        A VCF/BCF or PLINK file, or genotypes (samples, variants) as for `pairwise`.
+        A VCF/BCF, PLINK fileset or VCF-Zarr .vcz directory, or genotypes (samples, variants) as for
+        `pairwise`.
     threshold : float, optional
         Keep a triple when any of its 8 values is at or above it; None keeps all (refused past
         2,000 variants, as in the workflow).

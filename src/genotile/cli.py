@@ -88,14 +88,15 @@ def _run_parser(sub) -> None:
         description=(
             "Compute one or more metrics of one input in this process, writing the files a workflow "
             "dataset gets under results/<dataset>/. INPUT is a FASTA alignment (.fa/.fasta/.fna/.aln, "
-            "plain or gzip: snp, hamming), a VCF/BCF (.vcf, .vcf.gz, .bcf) or a PLINK fileset named by "
-            "its .bed (PLINK 1) or .pgen (PLINK 2) (ibs, king, ccc2, ccc3). Options mirror the "
-            "config keys (config/config.yaml); a rerun reuses what is still current."
+            "plain or gzip: snp, hamming), a VCF/BCF (.vcf, .vcf.gz, .bcf), a PLINK fileset named by "
+            "its .bed (PLINK 1) or .pgen (PLINK 2), or a VCF-Zarr directory (.vcz) (ibs, king, ccc2, ccc3). "
+            "Options mirror the config keys (config/config.yaml); a rerun reuses what is still current."
         ),
     )
     run.add_argument(
         "input",
-        help="FASTA alignment, VCF/BCF, or PLINK fileset (.bed or .pgen; the .bim/.fam or .pvar/.psam beside it)",
+        help="FASTA alignment, VCF/BCF, PLINK fileset (.bed or .pgen; the .bim/.fam or .pvar/.psam beside it) "
+        "or VCF-Zarr directory (.vcz)",
     )
     run.add_argument("--outdir", required=True, help="output folder (like results/<dataset>)")
     run.add_argument(
@@ -104,7 +105,7 @@ def _run_parser(sub) -> None:
         choices=RUN_METRICS,
         required=True,
         help="metric to compute; repeat for several (config: datasets.<name>.metrics). snp, hamming: "
-        "FASTA; ibs, king, ccc2, ccc3: VCF/BCF or PLINK",
+        "FASTA; ibs, king, ccc2, ccc3: VCF/BCF, PLINK or VCF-Zarr",
     )
     run.add_argument(
         "--threshold",
@@ -157,7 +158,7 @@ def _run_parser(sub) -> None:
         help="a 2-way metric with a null threshold is refused past this many pairs, as the workflow's plan "
         "refuses it (config: pairs_max; default 200000000)",
     )
-    vcf = run.add_argument_group("genotype input (VCF/BCF, PLINK; config: the dataset's keys of these names)")
+    vcf = run.add_argument_group("genotype input (VCF/BCF, PLINK, VCF-Zarr; config: the dataset's keys of these names)")
     vcf.add_argument(
         "--samples", metavar="FILE", help="file of sample IDs, one per line: select and order samples (bcftools -S)"
     )
@@ -266,7 +267,7 @@ def _check_peer_options(args, metrics: list[str]) -> None:
 def _check_run(args) -> list[str]:
     """The run's metrics; an option that does not apply to them or to the input is refused by its flag."""
     from genotile.core.encodings import ENCODINGS
-    from genotile.store.inputs import check_input, metric_encoding
+    from genotile.store.inputs import check_input, inputs_of, metric_encoding
 
     metrics = list(dict.fromkeys(args.metric))
     for metric, _ in args.threshold:
@@ -277,13 +278,13 @@ def _check_run(args) -> list[str]:
         others = [m for m in metrics if m not in genotype]
         raise GenotileError(
             f"--metric {', '.join(others)} need a FASTA alignment and --metric {', '.join(sorted(genotype))} "
-            "genotypes (VCF/BCF or PLINK): run them on their own inputs"
+            f"genotypes ({inputs_of('genotypes')}): run them on their own inputs"
         )
     kind = check_input(args.input, metrics)
     given = [flag for flag, key in GENOTYPE_OPTIONS.items() if getattr(args, key) is not None]
     if given and (not genotype or kind == "fasta"):
         raise GenotileError(
-            f"{', '.join(given)} apply to genotype input (VCF/BCF, PLINK), not to the alignment {args.input} "
+            f"{', '.join(given)} apply to genotype input ({inputs_of('genotypes')}), not to the alignment {args.input} "
             f"(--metric {', '.join(metrics)})"
         )
     ccc = [f for f, v in (("--ccc-multiplier", args.ccc_multiplier), ("--ccc-param", args.ccc_param)) if v is not None]

@@ -30,8 +30,9 @@ def input_files(path) -> list[Path]:
     return [Path(path)] if reader is None else reader.input_files(path)
 
 
-def _inputs_of(source: str) -> str:
-    """The inputs that hold `source`, in words: "a VCF/BCF, a PLINK fileset or ..."."""
+def inputs_of(source: str) -> str:
+    """The inputs that hold `source` ("alignment", "genotypes"), in words, from the readers:
+    "a VCF/BCF, a PLINK fileset or a VCF-Zarr store"."""
     names = list(dict.fromkeys(r.what for r in reader_classes() if r.source == source))
     return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} or {names[-1]}"
 
@@ -60,12 +61,12 @@ def check_input(path, metrics, options: dict | None = None, where: str = "") -> 
     wrong = [m for m in metrics if metric_encoding(m) not in reader.encodings()]
     if wrong:
         needs = ENCODINGS[metric_encoding(wrong[0])].source
-        inputs = _inputs_of(needs)
+        inputs = inputs_of(needs)
         needs = inputs if needs == "alignment" else f"genotypes ({inputs})"
         raise GenotileError(f"{where}input {path} is {reader.what}, but metric(s) {', '.join(wrong)} need {needs}")
     if given and not reader.options:
         raise GenotileError(
-            f"{where}option(s) {', '.join(given)} apply to genotype input ({_inputs_of('genotypes')}), "
+            f"{where}option(s) {', '.join(given)} apply to genotype input ({inputs_of('genotypes')}), "
             f"not to the alignment {path}"
         )
     return reader.kind_of(path)

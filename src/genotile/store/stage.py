@@ -205,7 +205,7 @@ def store(
     Parameters
     ----------
     input_path : str or os.PathLike
-        FASTA alignment, VCF/BCF or PLINK fileset.
+        FASTA alignment, VCF/BCF, PLINK fileset or VCF-Zarr directory.
     encoding : str
         The store's encoding (core/encode.py, core/genotype.py).
     ingest_manifest_out : str or os.PathLike
