@@ -19,7 +19,7 @@ from genodata import random_genotypes, vcf_text, write_vcf
 
 from genotile.errors import GenotileError
 from genotile.io.readers.bed import BedReader
-from genotile.io.readers.plink import fileset, plink_format, read_samples
+from genotile.io.readers.plink_tables import fileset, plink_format, read_samples
 from genotile.pipeline import run_all, run_ccc3
 from genotile.store import ingest as ingest_module
 

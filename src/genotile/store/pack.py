@@ -263,7 +263,7 @@ def _write_manifest(extra: dict, layout, ingest_manifest: dict, plan: Plan, n_in
         "input_sha256": ingest_manifest["input_sha256"],
         "sources": ingest_manifest.get("sources"),  # what the store was computed from (store/sources.py)
         "ids": ingest_manifest["ids"],
-        # PLINK input: FID and IID of each sample (io/plink.py), for outputs in PLINK's own columns
+        # PLINK input: FID and IID of each sample (io/readers/plink_tables.py), for outputs in PLINK's own columns
         **{key: ingest_manifest[key] for key in ("fids", "iids") if key in ingest_manifest},
         # identical vectors computed once: planes hold the distinct ones (store/duplicates.py)
         **{key: ingest_manifest[key] for key in ("n_distinct", "distinct_index") if key in ingest_manifest},
