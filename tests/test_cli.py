@@ -144,7 +144,7 @@ def test_vcf_options_and_ccc_parameters_reach_the_stages(inputs, tmp_path, capsy
     assert "king: " in capsys.readouterr().out
     run_all(
         vcf,
-        tmp_path / "steps",
+        tmp_path / "run_all",
         ["king", "ccc2"],
         block_size=3,
         thresholds={"king": 0.0},
@@ -154,7 +154,7 @@ def test_vcf_options_and_ccc_parameters_reach_the_stages(inputs, tmp_path, capsy
     )
     for metric in ("king", "ccc2"):
         ours = (tmp_path / "cli" / metric / "pairs.tsv.gz").read_bytes()
-        assert ours == (tmp_path / "steps" / metric / "pairs.tsv.gz").read_bytes(), metric
+        assert ours == (tmp_path / "run_all" / metric / "pairs.tsv.gz").read_bytes(), metric
     with gzip.open(tmp_path / "cli" / "ccc2" / "pairs.tsv.gz", "rt") as fh:
         assert len(fh.read().splitlines()) == 1 + 35 * 34 // 2  # 40 - 5 filtered records; null threshold
     with gzip.open(tmp_path / "cli" / "king" / "pairs.tsv.gz", "rt") as fh:
@@ -166,8 +166,8 @@ def test_ccc3_runs_from_the_cli(inputs, tmp_path, capsys):
     args = ["--metric", "ccc3", "--threshold", "ccc3=0.3", "--ccc3-block-size", "7", "--ccc3-stages", "2"]
     assert main(["run", str(vcf), "--outdir", str(tmp_path / "cli"), "--backend", "numpy", *args]) == 0
     assert "ccc3: " in capsys.readouterr().out
-    run_all(vcf, tmp_path / "steps", ["ccc2"], backend="numpy")
-    run_ccc3(tmp_path / "steps" / "store" / "genotype_t", tmp_path / "ref", block_size=5, threshold=0.3)
+    run_all(vcf, tmp_path / "run_all", ["ccc2"], backend="numpy")
+    run_ccc3(tmp_path / "run_all" / "store" / "genotype_t", tmp_path / "ref", block_size=5, threshold=0.3)
     ours = (tmp_path / "cli" / "ccc3" / "triples.tsv.gz").read_bytes()
     assert ours == (tmp_path / "ref" / "triples.tsv.gz").read_bytes()
 

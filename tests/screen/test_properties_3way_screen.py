@@ -191,7 +191,7 @@ def screen_case(draw, max_samples=8, max_sigs=10, max_len=300, max_sig_len=80):
 
 @settings(max_examples=1000, deadline=None, suppress_health_check=SLOW_OK)
 @given(case=screen_case())
-def test_property_screen_numpy_equals_brute_force(case):
+def test_property_numpy_search_equals_brute_force(case):
     samples, sigs = case
     S, G = R.as_sets(samples, sigs)
     want = np.array([[R.first_match(s[1], g[1]) for g in sigs] for s in samples], dtype=np.int32)
