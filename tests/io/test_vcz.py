@@ -219,3 +219,45 @@ def test_workflow_takes_a_vcz_and_reruns_on_an_edited_chunk(random_pair, tmp_pat
     os.utime(chunk, (1_000_000_000, 1_000_000_000))  # an mtime older than every output: the content tells
     proc = snakemake(tmp_path, config)
     assert jobs_run(proc.stderr).get("store") == 2  # the .vcz's two stores (genotype, genotype_t), not the VCF's
+
+
+def _damaged(vcz: Path, tmp_path: Path, how: str) -> Path:
+    """A copy of the store with one part broken as `how` says."""
+    import zarr
+
+    copy = tmp_path / f"{how}.vcz"
+    shutil.copytree(vcz, copy)
+    root = zarr.open_group(str(copy), mode="r+")
+    if how == "chunk":  # a chunk of call_genotype cut short
+        chunk = max(
+            (p for p in (copy / "call_genotype").rglob("*") if p.is_file() and not p.name.startswith(".")),
+            key=lambda p: p.stat().st_size,
+        )
+        chunk.write_bytes(chunk.read_bytes()[:10])
+    elif how == "contig":  # a variant naming a contig past contig_id
+        root["variant_contig"][0] = len(root["contig_id"][:]) + 5
+    elif how == "allele":  # an allele index no writer gives
+        root["call_genotype"][2, 1, 0] = -7
+    elif how == "metadata":  # call_genotype's metadata no longer describes an array
+        meta = next(p for p in (copy / "call_genotype").iterdir() if p.name in (".zarray", "zarr.json"))
+        meta.write_text("{not json")
+    return copy
+
+
+@pytest.mark.parametrize(
+    "how, words",
+    [
+        ("chunk", "cannot read call_genotype"),
+        ("contig", "contig index"),
+        ("allele", "allele index -7"),
+        ("metadata", ""),
+    ],
+)
+def test_a_damaged_store_is_one_clear_error(random_pair, tmp_path, how, words):
+    """A damaged store ends in one GenotileError naming it, never in zarr's or numcodecs' traceback."""
+    _, vcz = random_pair
+    bad = _damaged(vcz, tmp_path, how)
+    with pytest.raises(GenotileError) as info:
+        ingest(bad, "genotype", tmp_path / "out")
+    message = str(info.value)
+    assert str(bad) in message and words in message and "\n" not in message, message

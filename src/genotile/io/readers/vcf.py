@@ -178,6 +178,10 @@ class DiploidCalls:
     def _codes(self, alleles, alt_index, n_alts, where) -> np.ndarray:
         """Allele slots -> ALT counts of each block row, every rule checked at once."""
         a0, a1 = alleles[..., 0], alleles[..., 1]
+        bad = np.minimum(a0, a1) < NO_ALLELE  # an index no reader gives (a VCF-Zarr store written otherwise)
+        if bad.any():
+            r, s = np.argwhere(bad)[0]
+            self._fail(where[r], s, f"allele index {min(a0[r, s], a1[r, s])}: not an allele, -1 (missing) or -2 (none)")
         haploid = a1 == NO_ALLELE
         bad = haploid & (a0 != MISSING_ALLELE)
         if bad.any():

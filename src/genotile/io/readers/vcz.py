@@ -20,6 +20,7 @@ FORMAT has no GT (which the VCF reader skips, `no_gt_skipped`) is stored by bio2
 calls, and is read as such.
 """
 
+import contextlib
 import os
 from collections.abc import Iterator
 
@@ -51,6 +52,12 @@ class VczReader(DiploidCalls, GenotypeReader):
         self.want_ids = True
         self.stats = dict.fromkeys(STATS, 0)
         root = _open_group(self.path)
+        with _reading(self.path, "the store's arrays"):
+            self._open_arrays(root, samples, regions)
+
+    def _open_arrays(self, root, samples, regions) -> None:
+        """The samples, variants and their checks (a damaged array: `_reading` names it)."""
+        path = self.path
         self._gt = root["call_genotype"]
         if self._gt.ndim != 3:
             raise GenotileError(f"{path}: call_genotype has shape {self._gt.shape}, not (variants, samples, ploidy)")
@@ -78,6 +85,13 @@ class VczReader(DiploidCalls, GenotypeReader):
         n = self._gt.shape[0]
         if not (self.contig.shape == self.pos.shape == (n,) and self.alleles.ndim == 2 and len(self.alleles) == n):
             raise GenotileError(f"{path}: its variant arrays do not have call_genotype's {n} variants")
+        bad = np.flatnonzero((self.contig < 0) | (self.contig >= len(self.contigs)))
+        if bad.size:
+            k = int(bad[0])
+            raise GenotileError(
+                f"{path}: variant {k} (position {int(self.pos[k])}) has contig index {int(self.contig[k])}, "
+                f"but contig_id holds {len(self.contigs)} contig(s)"
+            )
         self.failed = _failed_filters(root, n, path)
         self.plan = self._select()
 
@@ -125,11 +139,12 @@ class VczReader(DiploidCalls, GenotypeReader):
     def _calls(self, records: np.ndarray) -> np.ndarray:
         """int16 (records, samples, ploidy) allele slots of the records, in output sample order."""
         lo, hi = int(records.min()), int(records.max()) + 1
-        if hi - lo <= 2 * records.size:  # a run of records (the usual case): one slice, read once
-            gt = np.asarray(self._gt[lo:hi])[records - lo]
-        else:
-            wanted = np.unique(records)
-            gt = np.asarray(self._gt.get_orthogonal_selection((wanted,)))[np.searchsorted(wanted, records)]
+        with _reading(self.path, f"call_genotype (records {lo}-{hi - 1})"):
+            if hi - lo <= 2 * records.size:  # a run of records (the usual case): one slice, read once
+                gt = np.asarray(self._gt[lo:hi])[records - lo]
+            else:
+                wanted = np.unique(records)
+                gt = np.asarray(self._gt.get_orthogonal_selection((wanted,)))[np.searchsorted(wanted, records)]
         if self._cols is not None:
             gt = gt[:, self._cols]
         return gt.astype(np.int16)
@@ -176,6 +191,18 @@ class VczReader(DiploidCalls, GenotypeReader):
         return out
 
 
+@contextlib.contextmanager
+def _reading(path: str, what: str):
+    """Any error of zarr or its codecs while reading `what` (a damaged chunk, metadata that does not
+    fit) as one GenotileError naming the store and what was read; genotile's own pass through."""
+    try:
+        yield
+    except GenotileError:
+        raise
+    except Exception as exc:  # zarr and numcodecs raise their own types (RuntimeError, ValueError, ...)
+        raise GenotileError(f"{path}: cannot read {what}: {type(exc).__name__}: {exc}") from None
+
+
 def _open_group(path: str):
     """The store's root group, its VCF-Zarr arrays checked for."""
     try:
@@ -188,9 +215,9 @@ def _open_group(path: str):
         raise GenotileError(f"{path}: a VCF-Zarr store is a directory (.vcz), not a file")
     try:
         root = zarr.open_group(path, mode="r")
+        absent = [name for name in ARRAYS if name not in root]
     except Exception as exc:  # zarr says why in its own exception types
         raise GenotileError(f"{path}: not a readable Zarr group: {exc}") from None
-    absent = [name for name in ARRAYS if name not in root]
     if absent:
         raise GenotileError(f"{path}: not a VCF-Zarr store: no {', '.join(absent)} array")
     return root
