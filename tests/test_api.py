@@ -268,3 +268,11 @@ def test_array_refusals_speak_of_the_array():
         genotile.pairwise(np.array([["A", "C"]]), "king")
     with pytest.raises(GenotileError, match=r"^the alignment: duplicate sequence ID 'a' \(sequences 1 and 2\)"):
         genotile.pairwise(["AC", "AG"], "snp", ids=["a", "a"])
+
+
+@pytest.mark.parametrize("shape, what", [((3, 0), "no variants"), ((0, 4), "no samples")])
+@pytest.mark.parametrize("metric", ["ibs", "ccc2"])
+def test_an_empty_genotype_array_is_refused(shape, what, metric):
+    """No samples or no variants: refused as a file without them is, naming the array's shape."""
+    with pytest.raises(GenotileError, match=rf"the genotype array, shape \({shape[0]}, {shape[1]}\) has {what}"):
+        genotile.pairwise(np.zeros(shape, dtype=np.int8), metric=metric, backend="numpy")

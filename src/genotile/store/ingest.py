@@ -30,6 +30,7 @@ from genotile.io.readers.bed import HeldBits
 from genotile.io.readers.fasta import FastaReader, HeldAlignment
 from genotile.store.duplicates import COLLAPSIBLE, distinct_rows, distinct_samples
 from genotile.store.ingest_genotypes import check_options, genotype_manifest, read_genotypes
+from genotile.store.inputs import inputs_of
 from genotile.store.pack import gpu_insisted
 from genotile.store.sources import content_digest, content_sha256, recorded_digest, sources
 from genotile.util.atomic import write_record
@@ -101,7 +102,8 @@ def ingest(
     _check_kind(reader, path, encoding)
     given = {k: v for k, v in options.items() if v is not None}
     if (in_memory or not reader.options) and given:
-        raise GenotileError(f"option(s) {', '.join(sorted(given))} apply to VCF input, not to {path}")
+        what = "an array" if in_memory else str(path)
+        raise GenotileError(f"option(s) {', '.join(sorted(given))} apply to {inputs_of('genotypes')}, not to {what}")
     given = check_options(options) if reader.options else given
     hold = hold and not gpu_insisted()
     # hashlib releases the GIL: the SHA-256, and (where the codes are not kept) the digest the

@@ -77,6 +77,8 @@ def genotype_codes(x, what: str = "the genotype array") -> np.ndarray:
     if g.ndim != 2:
         raise GenotileError(f"{what} has shape {g.shape}: genotypes are a 2-D array (samples, variants)")
     where = f"{what}, shape {g.shape}"
+    if 0 in g.shape:  # as a file's reader refuses an input without samples or variants
+        raise GenotileError(f"{where} has no {'samples' if g.shape[0] == 0 else 'variants'}: nothing to compare")
     if g.dtype.kind == "f":
         missing = ~np.isfinite(g) | (g < 0) | (g == MISSING)
     elif g.dtype.kind in "iub":
