@@ -17,6 +17,7 @@ from genotile.core.registry import REGISTRY  # noqa: E402
 from genotile.backends import registry as _backend_registry  # noqa: E402
 from genotile.core.plan import Plan  # noqa: E402
 from genotile.io.planfile import read_plan  # noqa: E402
+from genotile.io.readers import base as _readers_base  # noqa: E402
 from genotile.triples import stage as _triples  # noqa: E402
 from genotile.store import stage as _store  # noqa: E402
 from genotile import settings as _settings  # noqa: E402
@@ -215,11 +216,11 @@ def matrix_if_dense(wildcards):
     return []
 
 
-VCF_OPTIONS = ("multiallelic", "filter_pass", "samples", "regions")
+VCF_OPTIONS = _readers_base.GENOTYPE_OPTIONS  # the genotype readers' options (io/readers/base.py)
 
 
 def ingest_options(wildcards):
-    """The VCF reader's options of a dataset (alignments take none)."""
+    """The genotype readers' options of a dataset (alignments take none)."""
     if wildcards.encoding not in GENOTYPE_ENCODINGS:
         return {}
     spec = config["datasets"][wildcards.dataset]
@@ -227,7 +228,7 @@ def ingest_options(wildcards):
 
 
 def dataset_options(dataset) -> dict:
-    """The VCF reader's options of a dataset as written in the config."""
+    """The genotype readers' options of a dataset as written in the config."""
     spec = config["datasets"][dataset]
     return {key: spec[key] for key in VCF_OPTIONS if key in spec}
 
@@ -306,15 +307,15 @@ _TILE_SETTINGS = {}
 def tile_setting(name):
     """One of a tile's settings (genotile.settings.tile_settings) as a param of the tile rule: its
     params are the tile stage's keyword arguments, each its own param, as the store job's early
-    tiles record them (pairs/early.py). Built once per dataset and metric, not four times a
-    tile: the plan they read is final once the store checkpoint gives it."""
+    tiles record them (pairs/early.py). Built once per dataset, metric and plan, not four times
+    a tile (keyed by the plan too, so a store replanned in the same run is never given another
+    plan's settings)."""
 
     def param(wildcards):
-        key = (wildcards.dataset, wildcards.metric)
+        plan = plan_of(wildcards)
+        key = (wildcards.dataset, wildcards.metric, plan)
         if key not in _TILE_SETTINGS:
-            _TILE_SETTINGS[key] = _settings.tile_settings(
-                config, wildcards.metric, plan_of(wildcards)
-            )
+            _TILE_SETTINGS[key] = _settings.tile_settings(config, wildcards.metric, plan)
         return _TILE_SETTINGS[key][name]
 
     return param
@@ -342,7 +343,7 @@ def summary_files():
 def report_files(dataset, metric):
     """The report's plots and tables of one dataset and metric."""
     out = [f"results/{dataset}/{metric}/report/histogram.png"]
-    if plan_for(dataset, metric).input_vectors <= config["dense_max"]:
+    if _settings.dense_wanted(config, plan_for(dataset, metric)):
         out.append(f"results/{dataset}/{metric}/report/heatmap.png")
     out += [
         f"results/{dataset}/{metric}/report/{f}" for f in METRICS[metric].report_files

@@ -6,7 +6,7 @@ from genotile.core.registry import REGISTRY
 from genotile.pairs import early
 from genotile.runtime.gpu_slots import slot_for_backend
 from genotile.runtime.rule import run_rule
-from genotile.settings import tile_settings
+from genotile.settings import ccc3_null_max, tile_settings
 from genotile.store import stage
 
 log = logging.getLogger("genotile")
@@ -20,7 +20,7 @@ def store(sm):
         "metrics": of_store,
         "thresholds": sm.config["thresholds"],
         "pairs_max": sm.config["pairs_max"],
-        "ccc3_null_max": (sm.config.get("ccc3") or {}).get("null_threshold_max"),
+        "ccc3_null_max": ccc3_null_max(sm.config),
         "where": f"dataset {sm.wildcards.dataset}: ",
     }
     store_dir = sm.output.plan.rsplit("/", 1)[0]

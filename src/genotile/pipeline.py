@@ -86,7 +86,7 @@ def run_all(
 ) -> dict:
     """Every stage of the 2-way metrics in this process, with the same file layout as the workflow.
 
-    vcf_options: the VCF reader's options (multiallelic, filter_pass, samples, regions);
+    vcf_options: the genotype readers' options (multiallelic, filter_pass, samples, regions);
     metric_params: {metric: {parameter: value}}, e.g. {"ccc2": {"multiplier": 4.5}}.
 
     Parameters

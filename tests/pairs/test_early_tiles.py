@@ -69,7 +69,7 @@ def early_tile(tmp_path, settings: dict):
     tile = early.tile_path(manifest.parent, "snp", 0, 1)
     tile.parent.mkdir(parents=True)
     tile.write_bytes(b"tile")
-    tile.with_suffix(".json").write_text(json.dumps(early.tile_settings(early.store_digest(manifest), **settings)))
+    tile.with_suffix(".json").write_text(json.dumps(early.adoption_record(early.store_digest(manifest), **settings)))
     return manifest, tile
 
 

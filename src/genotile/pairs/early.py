@@ -39,12 +39,12 @@ def store_digest(manifest_path) -> str:
     return hashlib.sha256(Path(manifest_path).read_bytes()).hexdigest()
 
 
-def tile_settings(store: str, **settings) -> dict:
+def adoption_record(store: str, **settings) -> dict:
     """What a tile file depends on besides its metric and blocks, as JSON holds it: `store` (the
     manifest's store_digest) and the tile rule's params (rules/tiles.smk), which are stage.tile's
     keyword arguments: threshold, dense, backend, metric_params, and any the rule gains.
 
-    >>> tile_settings("ab12", threshold=20, dense=0, backend="auto", metric_params=None)
+    >>> adoption_record("ab12", threshold=20, dense=0, backend="auto", metric_params=None)
     {'store': 'ab12', 'threshold': 20, 'dense': False, 'backend': 'auto', 'metric_params': {}}
     """
     values = {"store": store, **settings}
@@ -73,7 +73,7 @@ def clear_all(results="results") -> None:
 
 def adopt(manifest_path, metric: str, i: int, j: int, wanted: dict, tile_out) -> bool:
     """Move the store job's tile (i, j) of `metric` to `tile_out` if it was computed with the
-    settings `wanted` (the tile job's params, every one: `tile_settings`) from the store
+    settings `wanted` (the tile job's params, every one: `adoption_record`) from the store
     `manifest_path` describes; a tile of other settings, or recorded without one of them, is
     removed. True if the tile was adopted."""
     tile = tile_path(Path(manifest_path).parent, metric, i, j)
@@ -83,7 +83,7 @@ def adopt(manifest_path, metric: str, i: int, j: int, wanted: dict, tile_out) ->
         store = store_digest(manifest_path)
     except (OSError, ValueError):
         return False
-    if have != tile_settings(store, **wanted) or not tile.is_file():
+    if have != adoption_record(store, **wanted) or not tile.is_file():
         why = "has other settings" if tile.is_file() else "is missing"
         log.info("tile (%d, %d) of %s: the store job's tile %s; computing it", i, j, metric, why)
         tile.unlink(missing_ok=True)
@@ -176,7 +176,7 @@ def compute_tiles(store_dir, plan, metrics: dict, *, gpu_only: bool) -> float:
                     **settings,
                 )
                 # the record after the tile: a record means a whole tile
-                record = json.dumps(tile_settings(store, **settings))
+                record = json.dumps(adoption_record(store, **settings))
                 tile.with_suffix(".json").write_text(record, encoding="utf-8")
     except Exception:  # noqa: BLE001 -- the tile jobs compute what is missing
         log.warning("tiles in store: failed; the tile jobs compute the tiles", exc_info=True)

@@ -21,8 +21,9 @@ from dataclasses import dataclass
 from importlib import resources
 
 from genotile.core.bits import WORD_BITS, n_words
-from genotile.core.encode import PlaneLayout
-from genotile.core.genotype import PLANES, GenotypeLayout
+from genotile.core.encode import ALPHABETS, PlaneLayout
+from genotile.core.encodings import ENCODINGS
+from genotile.core.genotype import GenotypeLayout
 from genotile.core.metrics import Metric
 from genotile.core.plan import Plan
 from genotile.errors import GenotileError
@@ -38,9 +39,11 @@ def load_rates(path=None) -> dict:
 
 
 def layout_for(metric: Metric, n_fields: int, missing: bool = True):
-    if metric.encoding in PLANES:
-        return GenotypeLayout(n_words(n_fields), PLANES[metric.encoding], complete=not missing)
-    return PlaneLayout(words_b=n_words(n_fields), words_m=0, has_valid=metric.encoding == "nucleotide", s_words=())
+    encoding = ENCODINGS[metric.encoding]
+    if encoding.genotypes:
+        return GenotypeLayout(n_words(n_fields), encoding.planes, complete=not missing)
+    has_valid = ALPHABETS[metric.encoding].has_missing  # a V plane where the alphabet has a missing symbol
+    return PlaneLayout(words_b=n_words(n_fields), words_m=0, has_valid=has_valid, s_words=())
 
 
 def bit_macs_per_pair(metric: Metric, layout) -> int:

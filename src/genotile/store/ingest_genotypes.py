@@ -153,7 +153,7 @@ class _Rows:
 def _read_rows(reader: GenotypeReader, rows) -> list[str]:
     """Append every block of variant rows to `rows` (a RowAppender or _Rows); return the variant IDs."""
     ids: list = []
-    progress = Progress("ingest vcf (variants)")
+    progress = Progress("ingest genotypes (variants)")
     try:
         for block_ids, codes in reader.blocks():
             rows.append(codes)

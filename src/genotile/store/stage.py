@@ -207,7 +207,7 @@ def store(
     input_path : str or os.PathLike
         FASTA alignment, VCF/BCF, PLINK fileset or VCF-Zarr directory.
     encoding : str
-        The store's encoding (core/encode.py, core/genotype.py).
+        The store's encoding (core/encodings.py).
     ingest_manifest_out : str or os.PathLike
         The ingest manifest (.json).
     store_dir : str or os.PathLike
@@ -215,7 +215,7 @@ def store(
     block_size, seed, metrics, backend, dense_max, bounds
         As `plan`.
     options : dict, optional
-        The VCF reader's options (multiallelic, filter_pass, samples, regions).
+        The genotype readers' options (multiallelic, filter_pass, samples, regions).
     collapse_duplicates : bool
         As `ingest`.
     after_pack : callable, optional

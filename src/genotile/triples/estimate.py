@@ -10,7 +10,8 @@ A density of 1 is a null threshold: refused beyond ccc3.NULL_THRESHOLD_MAX vecto
 
 from genotile.core import ccc3
 from genotile.core.bits import WORD_BITS, n_words
-from genotile.core.genotype import PLANES, GenotypeLayout
+from genotile.core.encodings import ENCODINGS
+from genotile.core.genotype import GenotypeLayout
 from genotile.core.plan import Plan
 from genotile.errors import GenotileError
 from genotile.triples.stage import plan_triples
@@ -42,7 +43,7 @@ def describe(
     plan = plan_triples(Plan(n_vectors, block_size, 0), block_size, stages, threshold, where=where)
     blocks = plan.n_blocks
     jobs = blocks * (blocks + 1) * (blocks + 2) // 6 * stages
-    layout = GenotypeLayout(n_words(n_fields), PLANES["genotype_t"], complete=not missing)
+    layout = GenotypeLayout(n_words(n_fields), ENCODINGS[ccc3.FACTS.encoding].planes, complete=not missing)
     products = sum(
         1 for terms in ccc3.count_terms(layout).values() for t in terms if t.left is not None and t.right is not None
     )
