@@ -25,9 +25,9 @@ from genotile.core.encodings import ENCODINGS
 from genotile.core.registry import REGISTRY
 from genotile.errors import GenotileError
 from genotile.io.readers.array import AlignmentArray, GenotypeArray
-from genotile.io.readers.base import GenotypeReader, Reader, reader_of
+from genotile.io.readers.base import AlignmentReader, GenotypeReader, Reader, reader_of
 from genotile.io.readers.bed import HeldBits
-from genotile.io.readers.fasta import FastaReader, HeldAlignment
+from genotile.io.readers.fasta import HeldAlignment
 from genotile.store.duplicates import COLLAPSIBLE, distinct_rows, distinct_samples
 from genotile.store.ingest_genotypes import check_options, genotype_manifest, read_genotypes
 from genotile.store.inputs import inputs_of
@@ -115,7 +115,8 @@ def ingest(
     hashing.shutdown(wait=False)
     manifest: dict
     if reader.source == "alignment":
-        aligned = path if isinstance(path, AlignmentArray) else FastaReader(path)  # the one alignment file reader
+        assert issubclass(reader, AlignmentReader)
+        aligned = path if in_memory else reader(path)
         ids, n_fields, n_kept, held = aligned.read(encoding, codes_out, hold, canonical=collapse_duplicates)
         manifest = {
             "genotile": __version__,

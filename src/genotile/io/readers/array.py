@@ -21,7 +21,7 @@ import numpy as np
 from genotile.core.encode import ALPHABETS, MISSING
 from genotile.errors import GenotileError
 from genotile.io.ids import check_ids, check_unique
-from genotile.io.readers.base import GenotypeReader, Reader
+from genotile.io.readers.base import AlignmentReader, GenotypeReader
 from genotile.util.atomic import atomic_path
 
 GENOTYPES = "ALT allele counts 0, 1, 2, a missing call as a negative number, NaN or 255"
@@ -233,7 +233,7 @@ def _check_text(codes: np.ndarray, where: str, row: int | None = None) -> None:
         raise GenotileError(f"{where}: {shown} (code {value}) at {at} is not printable ASCII text; {SEQUENCES}")
 
 
-class AlignmentArray(Reader):
+class AlignmentArray(AlignmentReader):
     """An alignment in memory, read as io/readers/fasta.py reads a FASTA file.
 
     Parameters
@@ -247,7 +247,6 @@ class AlignmentArray(Reader):
     kind = "array"
     suffixes = ()
     what = "an alignment array"
-    source = "alignment"
 
     def __init__(self, x, ids=None):
         self.rows = alignment_bytes(x)

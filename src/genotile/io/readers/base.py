@@ -7,7 +7,7 @@ source, core/encodings.py), the reader options it takes (`options`), and the fil
 directories) it is read from (`input_files`; `companions`: the ones besides the named input, which a
 store records the content of, store/sources.py).
 
-Opened, an alignment reader (fasta.py) reads the aligned sequences; a genotype reader
+Opened, an alignment reader (`AlignmentReader`: fasta.py) reads the aligned sequences; a genotype reader
 (`GenotypeReader`: vcf.py, plink.py, bed.py, vcz.py) gives the samples and blocks of codes,
 uint8 (variants, samples) with 0 / 1 / 2 ALT alleles and core.encode.MISSING, with the counts of
 its rules, and may offer faster forms of the same calls: the (samples, variants) codes written
@@ -95,6 +95,41 @@ class Reader(ABC):
         """{name: path} of the files besides the named input that are read with it (and exist),
         each recorded by content in the store's sources (store/sources.py)."""
         return {}
+
+
+class AlignmentReader(Reader):
+    """An alignment, opened: its sequences read for an alphabet's store (fasta.py; array.py for an
+    alignment in memory)."""
+
+    source = "alignment"
+
+    @abstractmethod
+    def __init__(self, path):
+        """Open `path` (a file's reader checks it here)."""
+
+    @abstractmethod
+    def read(self, alphabet: str, codes_out, hold: bool = False, canonical: bool = False) -> tuple:
+        """The informative columns for `alphabet` (core/encode.ALPHABETS).
+
+        Parameters
+        ----------
+        alphabet : str
+            The store encoding.
+        codes_out : str or os.PathLike or None
+            The codes (.npy, uint8 (vectors, kept fields)), written unless held.
+        hold : bool
+            Hold the sequences in memory where they fit (nothing written).
+        canonical : bool
+            Held bytes as identical vectors are found from (store/duplicates.py).
+
+        Returns
+        -------
+        ids : list of str
+        n_fields, n_kept : int
+            Columns, and informative columns.
+        held : HeldAlignment or numpy.ndarray or None
+            What the store is packed from where nothing was written to `codes_out`.
+        """
 
 
 class GenotypeReader(Reader):

@@ -24,7 +24,7 @@ from genotile.core.encode import ALPHABETS, MISSING, NUCLEOTIDE, Alphabet, Colum
 from genotile.errors import GenotileError
 from genotile.io import fasta_mmap, npy_rows
 from genotile.io.fasta import check_fasta, read_alignment
-from genotile.io.readers.base import Reader
+from genotile.io.readers.base import AlignmentReader
 from genotile.util.atomic import atomic_path
 from genotile.util.cpus import usable_cpus
 from genotile.util.progress import Progress
@@ -54,13 +54,12 @@ class HeldAlignment:
         return np.take(self.rows, self.keep, axis=1)
 
 
-class FastaReader(Reader):
+class FastaReader(AlignmentReader):
     """An aligned FASTA (optionally gzip or BGZF), read for an alphabet's store."""
 
     kind = "fasta"
     suffixes = (".fa", ".fasta", ".fas", ".fna", ".aln")
     what = "a FASTA alignment"
-    source = "alignment"
 
     @classmethod
     def kind_of(cls, path) -> str | None:
