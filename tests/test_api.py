@@ -276,3 +276,10 @@ def test_an_empty_genotype_array_is_refused(shape, what, metric):
     """No samples or no variants: refused as a file without them is, naming the array's shape."""
     with pytest.raises(GenotileError, match=rf"the genotype array, shape \({shape[0]}, {shape[1]}\) has {what}"):
         genotile.pairwise(np.zeros(shape, dtype=np.int8), metric=metric, backend="numpy")
+
+
+def test_repeated_sample_ids_of_a_genotype_array_are_refused():
+    """Sample IDs name the rows and columns of the outputs: given twice, refused as a VCF's are."""
+    g = np.zeros((3, 5), dtype=np.int8)
+    with pytest.raises(GenotileError, match="the genotype array.*'a'"):
+        genotile.pairwise(g, metric="ibs", ids=["a", "b", "a"], backend="numpy")

@@ -120,6 +120,8 @@ class GenotypeArray(GenotypeReader):
         self.samples = names(samples, n_samples, "samples")
         self.variants = names(variants, n_variants, "variants")
         self.path = str(self)
+        check_ids(self.samples, self, "sample")  # as a VCF's samples (its variants: the ingest checks)
+        check_unique(self.samples, self, "sample")
         self.stats = {"variants": n_variants, "missing_calls": int(np.count_nonzero(self.codes == MISSING))}
 
     def __str__(self) -> str:
