@@ -216,7 +216,8 @@ def matrix_if_dense(wildcards):
     return []
 
 
-VCF_OPTIONS = _readers_base.GENOTYPE_OPTIONS  # the genotype readers' options (io/readers/base.py)
+# the genotype readers' options (io/readers/base.py)
+VCF_OPTIONS = _readers_base.GENOTYPE_OPTIONS
 
 
 def ingest_options(wildcards):
@@ -315,7 +316,9 @@ def tile_setting(name):
         plan = plan_of(wildcards)
         key = (wildcards.dataset, wildcards.metric, plan)
         if key not in _TILE_SETTINGS:
-            _TILE_SETTINGS[key] = _settings.tile_settings(config, wildcards.metric, plan)
+            _TILE_SETTINGS[key] = _settings.tile_settings(
+                config, wildcards.metric, plan
+            )
         return _TILE_SETTINGS[key][name]
 
     return param

@@ -315,5 +315,5 @@ def test_bad_input_is_one_clear_line_and_leaves_nothing(tmp_path, encoding):
 def test_alignments_take_no_vcf_options(tmp_path):
     fasta = tmp_path / "x.fa"
     fasta.write_text(">a\nACGT\n>b\nACGA\n")
-    with pytest.raises(GenotileError, match="apply to VCF input"):
+    with pytest.raises(GenotileError, match="apply to a VCF/BCF, a PLINK fileset or a VCF-Zarr store, not to"):
         ingest(fasta, "nucleotide", tmp_path / "c.npy", tmp_path / "c.json", multiallelic="split")
