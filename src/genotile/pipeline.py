@@ -244,6 +244,7 @@ def run_ccc3(
             params=params,
             backend=backend,
             out=path,
+            null_max=null_max,
         )
         progress.update(n)
     progress.finish(len(paths))

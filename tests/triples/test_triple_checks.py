@@ -90,3 +90,16 @@ def test_non_finite_threshold_is_refused_by_a_job(ccc3_run, bad):
             out=folder / "x.npz",
         )
     assert not (folder / "x.npz").exists()
+
+
+def test_run_ccc3_hands_its_null_bound_to_every_job(tmp_path, monkeypatch):
+    """`genotile run --ccc3-null-threshold-max N`: the bound reaches the jobs as well as the plan (a
+    job checks it again, as the workflow's triple jobs do), not the default in its place."""
+    path = write_vcf(tmp_path / "g.vcf", vcf_text(random_genotypes(7, 14, seed=31), seed=31))
+    current_store(path, "genotype_t", tmp_path / "out", 64, 1)
+    seen = []
+    job = triples_stage.triple_job
+    monkeypatch.setattr(triples_stage, "triple_job", lambda *a, **kw: seen.append(kw["null_max"]) or job(*a, **kw))
+    store = tmp_path / "out" / "store" / "genotype_t"
+    pipeline.run_ccc3(store, tmp_path / "out" / "ccc3", block_size=5, threshold=None, backend="numpy", null_max=99)
+    assert seen and set(seen) == {99}
