@@ -180,7 +180,7 @@ def triple_group(wildcards) -> str:
     rank = k * (k + 1) * (k + 2) // 6 + j * (j + 1) // 2 + i
     stage = int(wildcards.stage)
     return job_group(
-        "tiles", f"{wildcards.dataset}_ccc3", rank * ccc3_settings()[1] + stage
+        "tiles", f"{wildcards.dataset}_ccc3", rank * TRIPLE_SETTINGS["stages"] + stage
     )
 
 
@@ -395,14 +395,8 @@ def all_outputs(wildcards):
 _CCC3_SHOWN = set()
 
 
-def ccc3_settings():
-    """(block_size, stages) of ccc3 jobs (genotile.settings.ccc3_plan_settings)."""
-    return _settings.ccc3_plan_settings(config)
-
-
-def ccc3_null_max() -> int:
-    """SNPs past which a null ccc3 threshold is refused (genotile.settings.ccc3_null_max)."""
-    return _settings.ccc3_null_max(config)
+# a ccc3 job's settings (genotile.settings.triple_settings): the triples rules' params, the plan's bound
+TRIPLE_SETTINGS = _settings.triple_settings(config)
 
 
 def ccc3_plan(dataset):
@@ -411,14 +405,14 @@ def ccc3_plan(dataset):
     plan_json = checkpoints.store.get(
         dataset=dataset, encoding=REGISTRY["ccc3"].encoding
     ).output.plan
-    block_size, stages = ccc3_settings()
-    threshold = config["thresholds"].get("ccc3")
+    s = TRIPLE_SETTINGS
+    threshold = s["threshold"]
     plan = _triples.plan_triples(
         read_plan(plan_json),
-        block_size,
-        stages,
+        s["block_size"],
+        s["stages"],
         threshold,
-        null_max=ccc3_null_max(),
+        null_max=s["null_max"],
         where=f"dataset {dataset}: ",
     )
     if dataset not in _CCC3_SHOWN:

@@ -26,12 +26,13 @@ rule triples:
     resources:
         gpu=tile_gpus,
     params:
-        threshold=lambda wildcards: config["thresholds"].get("ccc3"),
-        block_size=ccc3_settings()[0],
-        stages=ccc3_settings()[1],
-        null_max=ccc3_null_max(),
-        backend=config["backend"],
-        ccc=dict(config["ccc"]),
+        # genotile.settings.triple_settings: a ccc3 job's settings, built once
+        threshold=TRIPLE_SETTINGS["threshold"],
+        block_size=TRIPLE_SETTINGS["block_size"],
+        stages=TRIPLE_SETTINGS["stages"],
+        null_max=TRIPLE_SETTINGS["null_max"],
+        backend=TRIPLE_SETTINGS["backend"],
+        ccc=TRIPLE_SETTINGS["params"],
     script:
         "../scripts/triples.py"
 
@@ -50,9 +51,9 @@ rule triples_merge:
     conda:
         "../envs/cpu.yaml"
     params:
-        block_size=ccc3_settings()[0],
-        stages=ccc3_settings()[1],
-        ccc=dict(config["ccc"]),
+        block_size=TRIPLE_SETTINGS["block_size"],
+        stages=TRIPLE_SETTINGS["stages"],
+        ccc=TRIPLE_SETTINGS["params"],
         # recorded in summary.json (genotile.settings.summary_config)
         config=summary_config,
     script:

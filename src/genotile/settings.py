@@ -60,6 +60,26 @@ def ccc3_plan_settings(config: dict) -> tuple[int, int]:
     return c.get("block_size") or two_way, c.get("stages", 1)
 
 
+def triple_settings(config: dict) -> dict:
+    """A ccc3 job's settings: triples/stage.triple_job's keyword arguments besides its files, job
+    and output (the triples rule's params; `params` its `ccc` param).
+
+    Returns
+    -------
+    dict
+        {threshold, block_size, stages, null_max, backend, params}.
+    """
+    block_size, stages = ccc3_plan_settings(config)
+    return {
+        "threshold": config["thresholds"].get(ccc3.NAME),
+        "block_size": block_size,
+        "stages": stages,
+        "null_max": ccc3_null_max(config),
+        "backend": config["backend"],
+        "params": config_params(ccc3.NAME, config),
+    }
+
+
 def ccc3_null_max(config: dict) -> int:
     """SNPs past which a null ccc3 threshold is refused (`ccc3: null_threshold_max`)."""
     return (config.get("ccc3") or {}).get("null_threshold_max", ccc3.NULL_THRESHOLD_MAX)
