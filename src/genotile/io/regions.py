@@ -103,3 +103,17 @@ def merge_regions(regions: list[Region]) -> list[Region]:
         else:
             merged.append(r)
     return merged
+
+
+def regions_in(regions: list[Region], contigs, path, stats: dict) -> list[Region]:
+    """The regions on a contig of the file, in the given order; the others counted in
+    `stats["regions_unknown_contig"]`. None left: a GenotileError naming the file and a few of its
+    contigs (every genotype reader refuses it so)."""
+    known = set(contigs)
+    chosen = [r for r in regions if r.chrom in known]
+    stats["regions_unknown_contig"] = len(regions) - len(chosen)
+    if not chosen:
+        raise GenotileError(
+            f"{path}: no region's contig is in the file (e.g. {regions[0].chrom!r}; the file has {sorted(known)[:5]})"
+        )
+    return chosen

@@ -34,7 +34,7 @@ from genotile.errors import GenotileError
 from genotile.io.readers.base import GenotypeReader
 from genotile.io.readers.plink_tables import count_lines, fileset, plink_format, read_samples, read_variants
 from genotile.io.readers.vcf import MULTIALLELIC, STATS, read_sample_list
-from genotile.io.regions import merge_regions, parse_regions
+from genotile.io.regions import merge_regions, parse_regions, regions_in
 
 BLOCK_BYTES = 1 << 22  # int8 bytes of one block of variants x samples
 CHUNK_BYTES = 1 << 24  # bytes of one sample-major buffer of write_sample_rows
@@ -176,14 +176,7 @@ class PlinkReader(GenotypeReader):
             assert v is not None  # read whenever there are regions (__init__)
             chrom = np.asarray(v.chrom, dtype=object)
             inside = np.zeros(n_var, dtype=bool)
-            known = set(v.chrom)
-            chosen = [r for r in self.regions if r.chrom in known]
-            st["regions_unknown_contig"] = len(self.regions) - len(chosen)
-            if not chosen:
-                raise GenotileError(
-                    f"{self.path}: no region's contig is in the file (e.g. {self.regions[0].chrom!r}; "
-                    f"the file has {sorted(known)[:5]})"
-                )
+            chosen = regions_in(self.regions, v.chrom, self.path, st)
             for r in chosen:
                 inside |= (chrom == r.chrom) & (v.pos >= r.start) & (v.pos <= r.end)
             keep &= inside

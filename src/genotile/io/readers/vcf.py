@@ -46,7 +46,7 @@ from genotile.errors import GenotileError
 from genotile.io.gzcheck import check_bgzf_end, diagnose, quiet_htslib
 from genotile.io.ids import check_ids
 from genotile.io.readers.base import GenotypeReader
-from genotile.io.regions import merge_regions, parse_regions
+from genotile.io.regions import merge_regions, parse_regions, regions_in
 
 FAST_PATH = True  # text VCFs through vcf_fast.py first (same output; False: cyvcf2 only)
 BLOCK_BYTES = 1 << 26  # bound on the int16 allele buffer of one block (64 MiB)
@@ -277,14 +277,7 @@ class VcfReader(DiploidCalls, GenotypeReader):
             yield from self._vcf
             return
         self._check_index()
-        known = set(self._vcf.seqnames)
-        chosen = [r for r in self.regions if r.chrom in known]
-        self.stats["regions_unknown_contig"] = len(self.regions) - len(chosen)
-        if not chosen:
-            raise GenotileError(
-                f"{self.path}: no region's contig is in the file (e.g. {self.regions[0].chrom!r}; "
-                f"the file has {sorted(known)[:5]})"
-            )
+        chosen = regions_in(self.regions, self._vcf.seqnames, self.path, self.stats)
         rank = {name: k for k, name in enumerate(self._vcf.seqnames)}
         for region in sorted(chosen, key=lambda r: (rank[r.chrom], r.start)):
             for rec in self._query(region):

@@ -30,7 +30,7 @@ from genotile.errors import GenotileError
 from genotile.io.ids import check_ids, check_unique
 from genotile.io.readers.base import GenotypeReader
 from genotile.io.readers.vcf import MULTIALLELIC, NO_ALLELE, STATS, DiploidCalls, read_sample_list
-from genotile.io.regions import merge_regions, parse_regions
+from genotile.io.regions import merge_regions, parse_regions, regions_in
 
 ARRAYS = ("call_genotype", "sample_id", "contig_id", "variant_contig", "variant_position", "variant_allele")
 
@@ -101,13 +101,7 @@ class VczReader(DiploidCalls, GenotypeReader):
         records = np.arange(self.pos.size)
         if self.regions is not None:
             rank = {name: k for k, name in enumerate(self.contigs)}
-            chosen = [r for r in self.regions if r.chrom in rank]
-            st["regions_unknown_contig"] = len(self.regions) - len(chosen)
-            if not chosen:
-                raise GenotileError(
-                    f"{self.path}: no region's contig is in the file (e.g. {self.regions[0].chrom!r}; "
-                    f"the file has {sorted(rank)[:5]})"
-                )
+            chosen = regions_in(self.regions, rank, self.path, st)
             parts = [
                 np.flatnonzero((self.contig == rank[r.chrom]) & (self.pos >= r.start) & (self.pos <= r.end))
                 for r in sorted(chosen, key=lambda r: (rank[r.chrom], r.start))
