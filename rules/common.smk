@@ -70,12 +70,20 @@ def store_file(name, metric=None):
     return path
 
 
+_PLANS = {}
+
+
 def plan_for(dataset, metric) -> Plan:
-    """The tile plan, once the store checkpoint has run for this dataset and encoding."""
+    """The tile plan, once the store checkpoint has run for this dataset and encoding; read once
+    per version of plan.json (its stat the key: a store replanned in the run is read again), not
+    once for each of a tile's params."""
     encoding = METRICS[metric].encoding
-    return read_plan(
-        checkpoints.store.get(dataset=dataset, encoding=encoding).output.plan
-    )
+    path = checkpoints.store.get(dataset=dataset, encoding=encoding).output.plan
+    st = Path(path).stat()
+    key = (path, st.st_ino, st.st_mtime_ns, st.st_size)
+    if key not in _PLANS:
+        _PLANS[key] = read_plan(path)
+    return _PLANS[key]
 
 
 def tile_env() -> str:
