@@ -20,7 +20,7 @@ from genotile.errors import GenotileError
 from genotile.io.readers.vcz import VczReader
 from genotile.pipeline import run_all, run_ccc3
 from genotile.store import ingest as ingest_module
-from genotile.store.inputs import check_input, input_kind
+from genotile.store.inputs import check_input
 from genotile.store.sources import content_digest, sources
 
 RECORDS = [
@@ -140,7 +140,7 @@ def test_option_and_input_errors(small, tmp_path):
 
 def test_input_kind_and_metrics(small):
     _, vcz = small
-    assert input_kind(vcz) == "vcz" and input_kind(f"{vcz}/") == "vcz"
+    assert check_input(vcz, ["ibs"]) == "vcz" and check_input(f"{vcz}/", ["king"]) == "vcz"
     assert check_input(vcz, ["ibs", "ccc3"], {"samples": ["a"]}) == "vcz"
     with pytest.raises(GenotileError, match="is a VCF-Zarr store, but metric.s. snp need a FASTA alignment"):
         check_input(vcz, ["snp"])

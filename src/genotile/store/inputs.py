@@ -15,15 +15,6 @@ from genotile.errors import GenotileError
 from genotile.io.readers.base import GENOTYPE_OPTIONS, reader_classes, reader_for
 
 
-def input_kind(path) -> str | None:
-    """The input's kind ("fasta", "vcf", "plink1", "plink2", "vcz"), or None for a name of none.
-
-    A PLINK companion file (.bim .fam .pvar .psam) is refused by name (readers/plink_tables.plink_format).
-    """
-    reader = reader_for(path)
-    return None if reader is None else reader.kind_of(path)
-
-
 def input_files(path) -> list[Path]:
     """Every file (or directory) the input is read from: the three of a PLINK fileset, else the input itself."""
     reader = reader_for(path)
