@@ -130,7 +130,50 @@ def test_a_bad_value_is_refused_naming_its_flag(inputs, capsys, args, flag):
     with pytest.raises(SystemExit) as exc:
         main(["run", str(fasta), "--outdir", "x", "--metric", "snp", *args])
     assert exc.value.code == 2
-    assert f"argument {flag}" in capsys.readouterr().err
+    # the one line that matters and where to read more, not the 16-line usage before it
+    first, hint = capsys.readouterr().err.splitlines()
+    assert first.startswith(f"genotile error: argument {flag}: ") and hint == "see: genotile run --help", first
+
+
+def test_a_missing_argument_is_one_line(capsys):
+    for argv, prog in (
+        (["run", "x.fa"], "genotile run"),
+        (["plan", "--metric", "king"], "genotile plan"),
+        ([], "genotile"),
+    ):
+        with pytest.raises(SystemExit) as exc:
+            main(argv)
+        assert exc.value.code == 2
+        first, hint = capsys.readouterr().err.splitlines()
+        assert first.startswith("genotile error: the following arguments are required: "), first
+        assert hint == f"see: {prog} --help"
+
+
+def test_outdir_on_a_file_is_refused_by_name(inputs, tmp_path, capsys):
+    _, _, fasta = inputs
+    a_file = tmp_path / "taken"
+    a_file.write_text("not a folder\n")
+    for outdir, says in ((a_file, "is a file"), (a_file / "sub" / "dir", f"is under {a_file}, a file")):
+        assert main(["run", str(fasta), "--outdir", str(outdir), "--metric", "snp", "--backend", "numpy"]) == 1
+        err = capsys.readouterr().err
+        assert err == f"genotile error: --outdir {outdir} {says}, not a folder\n", err
+    assert a_file.read_text() == "not a folder\n"
+
+
+@pytest.mark.parametrize("second", ["0.2", "0.1", "null"])
+def test_a_metric_thresholded_twice_is_refused(inputs, tmp_path, capsys, second):
+    _, vcf, _ = inputs
+    out = tmp_path / "never"
+    argv = ["run", str(vcf), "--outdir", str(out), "--metric", "king", "--threshold", "king=0.1"]
+    assert main([*argv, "--threshold", f"king={second}"]) == 1
+    err = capsys.readouterr().err
+    assert err == f"genotile error: --threshold king is given twice (0.1 and {second}): give it once\n", err
+    assert not out.exists()
+
+
+def test_king_cutoff_help_says_strictly_above():
+    (action,) = [a for a in subcommands()["run"]._actions if "--king-cutoff" in a.option_strings]
+    assert "above KINSHIP (strictly" in action.help and "at or above" not in action.help
 
 
 def test_vcf_options_and_ccc_parameters_reach_the_stages(inputs, tmp_path, capsys):

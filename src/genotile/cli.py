@@ -5,6 +5,8 @@ import json
 import logging
 import math
 import sys
+from pathlib import Path
+from typing import NoReturn
 
 from genotile import backends
 from genotile.backends import registry as backend_registry
@@ -215,14 +217,23 @@ def _run_parser(sub) -> None:
         "--king-cutoff",
         type=_number,
         metavar="KINSHIP",
-        help="king: write a maximal set of samples with no pair at or above KINSHIP "
+        help="king: write a maximal set of samples with no pair's kinship above KINSHIP (strictly, as plink2) "
         "(plink2.king.cutoff.in.id / .out.id, as plink2 --king-cutoff)",
     )
     run.add_argument("--quiet", "-q", action="store_true", help="print only errors and the one-line results")
 
 
+class _Parser(argparse.ArgumentParser):
+    """An argument error as one `genotile error:` line and where to read more, not the whole
+    usage first (the usage of `genotile run` alone is 16 lines; the one that matters is last).
+    Subparsers are made of this class too (argparse takes the parent's)."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"genotile error: {message}\nsee: {self.prog} --help\n")
+
+
 def _parser() -> argparse.ArgumentParser:
-    ap = argparse.ArgumentParser(prog="genotile", description=__doc__)
+    ap = _Parser(prog="genotile", description=__doc__)
     ap.add_argument("--version", action="version", version=f"genotile {__version__}")
     sub = ap.add_subparsers(dest="command", required=True)
     _run_parser(sub)
@@ -264,15 +275,33 @@ def _check_peer_options(args, metrics: list[str]) -> None:
         raise GenotileError(f"{', '.join(king)} apply to --metric king, not to {', '.join(metrics)}")
 
 
+def _check_outdir(outdir: str) -> None:
+    """--outdir must be a folder or a path that can become one: a file on the way is refused by
+    name (else the first write ends in NotADirectoryError, after the input was read)."""
+    path = Path(outdir)
+    for place in (path, *path.parents):
+        if place.exists():
+            if not place.is_dir():
+                where = "is a file" if place == path else f"is under {place}, a file"
+                raise GenotileError(f"--outdir {outdir} {where}, not a folder")
+            return
+
+
 def _check_run(args) -> list[str]:
     """The run's metrics; an option that does not apply to them or to the input is refused by its flag."""
     from genotile.core.encodings import ENCODINGS
     from genotile.store.inputs import check_input, inputs_of, metric_encoding
 
     metrics = list(dict.fromkeys(args.metric))
-    for metric, _ in args.threshold:
+    thresholds: dict[str, float | None] = {}
+    for metric, value in args.threshold:
         if metric not in metrics:
             raise GenotileError(f"--threshold {metric}=...: {metric} is not one of --metric ({', '.join(metrics)})")
+        if metric in thresholds:  # keeping the last one silently would hide a typo in a script
+            first, second = ("null" if v is None else v for v in (thresholds[metric], value))
+            raise GenotileError(f"--threshold {metric} is given twice ({first} and {second}): give it once")
+        thresholds[metric] = value
+    _check_outdir(args.outdir)
     genotype = {m for m in metrics if ENCODINGS[metric_encoding(m)].genotypes}
     if genotype and len(genotype) < len(metrics):
         others = [m for m in metrics if m not in genotype]
@@ -349,8 +378,6 @@ def _run(args) -> None:
         for name, s in summaries.items():
             print(f"{name}: {s['pairs_passing']} of {s['pairs_computed']} pairs pass -> {args.outdir}/{name}/")
     if "ccc3" in metrics:
-        from pathlib import Path
-
         ccc3_store = REGISTRY["ccc3"].encoding
         current_store(
             args.input,
