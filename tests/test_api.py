@@ -117,7 +117,8 @@ def test_triples_equal_the_pipeline(genotypes, tmp_path):
     run_all(small, tmp_path / "run", ["ccc2"], backend="numpy")
     run_ccc3(tmp_path / "run" / "store" / "genotype_t", tmp_path / "ccc3", block_size=9, threshold=0.2)
     expected = pipeline_rows(tmp_path / "ccc3" / "triples.tsv.gz")
-    t = genotile.triplewise(small, threshold=0.2, backend="numpy", block_size=11)
+    result = genotile.triplewise(small, threshold=0.2, backend="numpy", block_size=11)
+    t = result.triples
     ours = [list(t.columns)] + [
         list(map(str, row))
         for row in zip(
@@ -127,6 +128,7 @@ def test_triples_equal_the_pipeline(genotypes, tmp_path):
         )
     ]
     assert ours == expected and len(expected) > 10
+    assert [result.ids[k] for k in result.c] == t["id3"].tolist()  # the raw arrays are the table's
 
 
 def test_backends_agree_and_nothing_is_left_behind(genotypes, tmp_path, monkeypatch):
@@ -226,7 +228,7 @@ def test_an_array_goes_to_the_store_in_memory_opening_no_file_for_writing(genoty
     assert len(writes.seen) >= 6 and all(os.fspath(path).startswith(folder) for _, path in writes.seen)
     for old, new in zip(before[:4] + before[5:], after[:4] + after[5:], strict=True):
         assert api_rows(old) == api_rows(new)
-    assert before[4].equals(after[4])
+    assert before[4].triples.equals(after[4].triples)
 
 
 def test_workdir_keeps_every_stage_file_of_an_array(tmp_path):

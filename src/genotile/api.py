@@ -10,25 +10,39 @@ codes are held in memory too; a FASTA file's where it is a regular alignment tha
 they are written to a scratch folder removed at the end.
 
 x is a file (FASTA alignment, VCF/BCF, a PLINK fileset named by its .bed / .pgen, or a VCF-Zarr
-.vcz directory) or an array: genotypes as ALT allele counts of shape (samples, variants) -- 0, 1,
-2, missing as a negative number, NaN or 255 -- for ibs, king, ccc2 and ccc3; an alignment (a
+.vcz directory) or an array: genotypes as ALT allele counts of shape **(samples, variants)** -- 0,
+1, 2, missing as a negative number, NaN or 255 -- for ibs, king, ccc2 and ccc3; an alignment (a
 sequence of str or bytes, or an (n, length) array of one-character strings or of printable ASCII
 codes) for snp and hamming. A value that does not fit is refused naming the array, the value and its
-position (io/readers/array.py).
+position (io/readers/array.py). scikit-allel's and sgkit's genotypes, which hold variants first,
+are read in their own orientation, and a pandas object's index names its rows
+(io/readers/array_objects.py); `rows="variants"` reads a plain (variants, samples) array such
+as allel's `to_n_alt()`.
+
+The defaults are the workflow's (config/config.yaml): `block_size="auto"` (store/stage.py
+resolve_auto_block_size; ccc3's blocks settings.CCC3_BLOCK_SIZE), `seed=1`, the matrix kept up
+to `dense_max` 20,000 vectors. A threshold is checked as the workflow checks one
+(core/limits.check_threshold): a finite number or None.
 """
 
 import contextlib
 import os
+import sys
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
+from genotile import settings
+from genotile.core import ccc3
 from genotile.core.encodings import ENCODINGS
+from genotile.core.limits import check_threshold
 from genotile.core.metrics import get_metric
+from genotile.core.registry import REGISTRY
 from genotile.errors import GenotileError
 from genotile.io.readers.array import AlignmentArray, GenotypeArray
+from genotile.io.readers.array_objects import alignment_of, check_rows, genotypes_of
 from genotile.pairs.tile import compute_tile
 from genotile.store import stage
 from genotile.store.ingest import ingest
@@ -36,9 +50,10 @@ from genotile.store.inputs import check_input, inputs_of, metric_encoding
 from genotile.store.pack import layout_from_json, open_store, pack
 
 DENSE_MAX = 20000  # the workflow's default dense_max: a matrix is kept up to this many vectors
+PAIRWISE = tuple(name for name, facts in REGISTRY.items() if facts.workload == "pairs")
 
 
-@dataclass
+@dataclass(repr=False)
 class PairwiseResult:
     """The pairs of one metric, in input order.
 
@@ -53,7 +68,10 @@ class PairwiseResult:
     values : dict of str to numpy.ndarray, each of shape (pairs,)
         The metric's columns (as in pairs.tsv.gz) for each pair.
     dense : numpy.ndarray of shape (n, n) or None
-        The matrix of the metric's matrix column (as matrix.tsv), when it was kept.
+        The matrix of the metric's matrix column (as matrix.tsv), when it was kept: int64 for
+        the counts of snp and hamming, float64 for the others.
+    threshold : float or None
+        The threshold the pairs passed.
     """
 
     metric: str
@@ -65,6 +83,14 @@ class PairwiseResult:
     threshold: float | None = None
     transposed: tuple = field(default=())
     dense_column: str = ""
+
+    def __repr__(self) -> str:
+        """One line: the metric, its sizes and settings, never the arrays (thousands of values)."""
+        kept = "not kept" if self.dense is None else f"{self.dense.shape} {self.dense.dtype}"
+        return (
+            f"PairwiseResult(metric={self.metric!r}, vectors={len(self.ids)}, pairs={self.a.size}, "
+            f"threshold={self.threshold!r}, columns={list(self.values)}, matrix={kept})"
+        )
 
     @property
     def pairs(self):
@@ -103,26 +129,93 @@ class PairwiseResult:
         return sparse.csr_array((data, (rows, cols)), shape=(n, n))
 
 
+@dataclass(repr=False)
+class TriplewiseResult:
+    """The triples of variants under ccc3, in input order.
+
+    Attributes
+    ----------
+    ids : list of str
+        Variant IDs in input order.
+    a, b, c : numpy.ndarray of int64, shape (triples,)
+        Input indices of each passing triple, a < b < c, sorted by a, then b, then c.
+    values : dict of str to numpy.ndarray of float64, each of shape (triples,)
+        ccc_000 ... ccc_111 of each triple.
+    threshold : float or None
+        The threshold the triples passed.
+    metric : str
+        "ccc3".
+    """
+
+    ids: list[str]
+    a: np.ndarray
+    b: np.ndarray
+    c: np.ndarray
+    values: dict[str, np.ndarray]
+    threshold: float | None = None
+    metric: str = ccc3.NAME
+
+    def __repr__(self) -> str:
+        """One line: sizes and settings, never the arrays."""
+        return (
+            f"TriplewiseResult(metric={self.metric!r}, vectors={len(self.ids)}, triples={self.a.size}, "
+            f"threshold={self.threshold!r}, columns={list(self.values)})"
+        )
+
+    @property
+    def triples(self):
+        """pandas.DataFrame with columns id1, id2, id3 and ccc_000 ... ccc_111: triples.tsv.gz's
+        rows (what `triplewise` returned itself before it returned this object)."""
+        pd = _pandas()
+        ids = np.asarray(self.ids, dtype=object)
+        return pd.DataFrame({"id1": ids[self.a], "id2": ids[self.b], "id3": ids[self.c], **self.values})
+
+
 def _pandas():
     try:
         import pandas
     except ImportError:
-        raise GenotileError("PairwiseResult.pairs needs pandas: pip install pandas") from None
+        raise GenotileError("the result's tables need pandas: pip install 'genotile[api]'") from None
     return pandas
 
 
-def _array_input(x, encoding: str, ids) -> GenotypeArray | AlignmentArray:
-    """The reader of an array for a store of `encoding` (io/readers/array.py), its values checked."""
+def _reader_options(samples, regions, filter_pass, multiallelic) -> dict:
+    """The file readers' options (the config's names) that were given: pairwise's and triplewise's."""
+    given = {"samples": samples, "regions": regions, "filter_pass": filter_pass, "multiallelic": multiallelic}
+    return {k: v for k, v in given.items() if v is not None}
+
+
+def _threshold(threshold):
+    """The threshold, checked as the workflow checks one (core/limits.check_threshold: a finite
+    number or None; NaN would keep nothing and an infinity all or nothing, each silently). A
+    numpy scalar counts as its number."""
+    if isinstance(threshold, np.generic):
+        threshold = threshold.item()
+    check_threshold(threshold, "threshold")
+    return threshold
+
+
+def _array_input(x, encoding: str, ids, rows) -> GenotypeArray | AlignmentArray:
+    """The reader of an array for a store of `encoding` (io/readers/array.py), its values checked.
+
+    Another library's object is first read in its own orientation, with the names it carries
+    (io/readers/array_objects.py); `ids`, where given, name the vectors instead.
+    """
     if not ENCODINGS[encoding].genotypes:
-        return AlignmentArray(x, ids)
+        if rows == "variants":
+            raise GenotileError("rows='variants' is for genotypes; an alignment's rows are its sequences")
+        sequences, names = alignment_of(x)
+        return AlignmentArray(sequences, names if ids is None else ids)
+    g, samples, variants = genotypes_of(x, rows)
     if ENCODINGS[encoding].transposed:  # vectors are variants (ccc2, ccc3)
-        return GenotypeArray(x, variants=ids)
-    return GenotypeArray(x, samples=ids)
+        return GenotypeArray(g, samples=samples, variants=variants if ids is None else ids)
+    return GenotypeArray(g, samples=samples if ids is None else ids, variants=variants)
 
 
-def _store(x, metric_name: str, ids, options: dict, block_size, seed: int, workdir):
+def _store(x, metric_name: str, ids, rows, options: dict, block_size, seed: int, workdir, **auto):
     """The store stage (store/: ingest, plan, pack) of `x` for a metric, in memory, or with its
-    files in `workdir`; returns (planes, layout, perm, plan, ids).
+    files in `workdir`; returns (planes, layout, perm, plan, ids). `auto`: stage.plan's keywords
+    that size `block_size="auto"` (metrics, backend, dense_max).
 
     An array is read by its reader in memory and packed from its codes; a genotype file from its
     reader's blocks of codes held in memory; a FASTA file held in memory where it is a regular
@@ -134,13 +227,16 @@ def _store(x, metric_name: str, ids, options: dict, block_size, seed: int, workd
     if isinstance(x, (str, os.PathLike)):
         if ids is not None:
             raise GenotileError("ids: a file names its own vectors; ids are for arrays")
+        if rows is not None:
+            raise GenotileError("rows: a file's orientation is its format's; rows is for arrays")
         check_input(x, [metric_name], options)
         source = x
     else:
-        given = sorted(k for k, v in options.items() if v is not None)
-        if given:
-            raise GenotileError(f"option(s) {', '.join(given)} apply to {inputs_of('genotypes')}, not to an array")
-        source = _array_input(x, encoding, ids)
+        if options:
+            raise GenotileError(
+                f"option(s) {', '.join(sorted(options))} apply to {inputs_of('genotypes')}, not to an array"
+            )
+        source = _array_input(x, encoding, ids, rows)
     names = ("codes.npy", "ingest.json", "plan.json", "perm.npy", "planes.npy", "store.json")
     files: dict[str, Path | None] = dict.fromkeys(names)
     if workdir is not None:  # every stage's file, asked for
@@ -155,7 +251,7 @@ def _store(x, metric_name: str, ids, options: dict, block_size, seed: int, workd
         # a FASTA file held where it can be (nothing written); not a .bed's bits (they pack to a file)
         hold = fasta_file and workdir is None
         made = ingest(source, encoding, files["codes.npy"], files["ingest.json"], hold=hold, **options)
-        plan = stage.plan(made.manifest, block_size, seed, files["plan.json"], files["perm.npy"])
+        plan = stage.plan(made.manifest, block_size, seed, files["plan.json"], files["perm.npy"], **auto)
         perm = plan.permutation()
         store, planes = pack(made.stored, made.manifest, plan, perm, files["planes.npy"], files["store.json"])
         if planes is None:  # written (workdir=): read back as a tile reads it
@@ -171,9 +267,10 @@ def pairwise(
     threshold: float | None = None,
     backend: str = "auto",
     ids=None,
+    rows: str | None = None,
     matrix: bool | None = None,
     params: dict | None = None,
-    block_size: int = 4096,
+    block_size: int | str = "auto",
     seed: int = 1,
     samples=None,
     regions=None,
@@ -185,28 +282,41 @@ def pairwise(
 
     Parameters
     ----------
-    x : str, os.PathLike, numpy.ndarray or sequence
+    x : str, os.PathLike, array_like, pandas object, scikit-allel or sgkit genotypes
         A file: FASTA alignment (plain or gzip), VCF/BCF, a PLINK fileset named by its .bed or
-        .pgen, or a VCF-Zarr .vcz directory. Or an array: genotypes, shape (samples, variants),
-        ALT allele counts 0, 1, 2 with missing calls negative, NaN or 255 (ibs, king, ccc2); or an
-        alignment: a sequence of n str / bytes of one length, or an (n, length) array of characters
-        or printable ASCII codes (snp, hamming).
+        .pgen, or a VCF-Zarr .vcz directory. Or genotypes (ibs, king, ccc2): an array of shape
+        **(samples, variants)** -- rows are samples, columns variants -- of ALT allele counts 0,
+        1, 2, a missing call negative (-1), NaN or 255; a pandas DataFrame of the same (its index
+        names the samples); scikit-allel's GenotypeArray or HaplotypeArray, or an sgkit Dataset
+        (its call_genotype), each read in its own orientation, **variants first**. Or an
+        alignment (snp, hamming): a sequence of n str / bytes of one length (a pandas Series: its
+        index names them), or an (n, length) array of characters or printable ASCII codes.
     metric : {"snp", "hamming", "ibs", "king", "ccc2"}
         The metric (README "What it computes"); ccc3 is `triplewise`.
     threshold : float, optional
         Keep the pairs at or below it (snp, hamming, ibs) or at or above it (king; ccc2: any
-        column). None keeps every pair.
+        column); a finite number. None keeps every pair.
     backend : str
         "auto", "numba", "numpy", "numpy-popcount", "cupy-b1" or "cupy-int8"; every backend
         gives the same numbers.
     ids : sequence of str, optional
-        Names of an array's vectors (rows; for ccc2 the variants); default "0", "1", ...
+        Names of an array's vectors (samples; for ccc2 the variants; for an alignment the
+        sequences). Default: the names the input carries (a DataFrame's index or columns, an
+        sgkit Dataset's sample_id / variant_id), else "0", "1", ...
+    rows : {"samples", "variants"}, optional
+        What the rows of a plain genotype array (or DataFrame) hold: "samples" (the default) or
+        "variants", for a (variants, samples) array such as scikit-allel's ``to_n_alt()`` or a
+        VCF's order. allel's and sgkit's own objects need no `rows`: they say their orientation.
     matrix : bool, optional
-        Keep the dense (n, n) matrix (`PairwiseResult.matrix()`); default: up to 20,000 vectors.
+        Keep the dense (n, n) matrix (`PairwiseResult.matrix()`); default: up to 20,000 vectors
+        (the workflow's dense_max).
     params : dict, optional
         The metric's parameters (ccc2: ``{"multiplier": 4.5, "param": 2/3}``).
-    block_size, seed : int
-        The tile plan (no effect on the numbers).
+    block_size : int or "auto"
+        Vectors per block of the tile plan (no effect on the numbers); "auto", the workflow's
+        default, sizes them by the work and memory of a tile.
+    seed : int
+        The plan's permutation seed (no effect on the numbers).
     samples, regions, filter_pass, multiallelic
         The VCF options of the config (VCF/BCF, PLINK and VCF-Zarr inputs only).
     workdir : str or os.PathLike, optional
@@ -218,14 +328,24 @@ def pairwise(
     -------
     PairwiseResult
         ``.pairs`` (pandas.DataFrame: id1, id2 and the metric's columns, pairs.tsv.gz's rows),
-        ``.matrix()`` (numpy (n, n)), ``.to_sparse()`` (scipy.sparse (n, n)), and the raw
-        arrays ``.a``, ``.b``, ``.values``.
+        ``.matrix()`` (numpy (n, n): int64 for snp and hamming, float64 for the others),
+        ``.to_sparse()`` (scipy.sparse (n, n)), and the raw arrays ``.a``, ``.b``, ``.values``.
+
+    Raises
+    ------
+    GenotileError
+        One line naming the argument or the input and the problem: an unknown metric, a
+        threshold that is not a finite number, genotypes given to snp or hamming (or sequences
+        to a genotype metric), a value that is no genotype, no samples or variants, repeated IDs.
 
     Examples
     --------
     >>> import numpy as np, genotile
     >>> g = np.array([[0, 1, 2, 1], [0, 1, 2, 2], [2, 1, -1, 0]])  # 3 samples x 4 variants
     >>> r = genotile.pairwise(g, metric="ibs", backend="numpy", ids=["a", "b", "c"])
+    >>> r
+    PairwiseResult(metric='ibs', vectors=3, pairs=3, threshold=None,
+                   columns=['ibs_count', 'n', 'dist_1ibs'], matrix=(3, 3) float64)
     >>> print(r.pairs.to_string(index=False))
     id1 id2  ibs_count  n  dist_1ibs
       a   b          1  4   0.125000
@@ -237,32 +357,45 @@ def pairwise(
     >>> print(r.pairs.to_string(index=False))
     id1 id2  nsnp  hethet  ibs0  kinship
       a   b     4       1     0     0.25
+    >>> genotile.pairwise(g.T, metric="king", threshold=0.0442, backend="numpy", rows="variants").a.tolist()
+    [0]
     >>> r = genotile.pairwise(["ACGTN", "ACGAA", "TCGTA"], metric="snp", threshold=1, backend="numpy")
     >>> print(r.pairs.to_string(index=False))
     id1 id2  snp
       0   1    1
       0   2    1
+    >>> r.matrix()
+    array([[0, 1, 1],
+           [1, 0, 2],
+           [1, 2, 0]])
     >>> r.to_sparse().toarray()
     array([[0, 1, 1],
            [1, 0, 0],
            [1, 0, 0]])
     """
-    if metric == "ccc3":
+    if metric == ccc3.NAME:
         raise GenotileError("ccc3 compares triples of variants: call genotile.triplewise(x, ...)")
+    if not isinstance(metric, str) or metric not in PAIRWISE:
+        raise GenotileError(f"unknown metric {metric!r}; pairwise takes {', '.join(PAIRWISE)} (ccc3: triplewise)")
     m = get_metric(metric, **(params or {}))
-    options = {"samples": samples, "regions": regions, "filter_pass": filter_pass, "multiallelic": multiallelic}
-    options = {k: v for k, v in options.items() if v is not None}
-    planes, layout, perm, plan, ids_out = _store(x, metric, ids, options, block_size, seed, workdir)
+    threshold = _threshold(threshold)
+    check_rows(rows)
+    # auto block sizes, as the workflow's: by the metric, backend and whether tiles keep the matrix
+    dense_max = {None: DENSE_MAX, True: sys.maxsize, False: None}[None if matrix is None else bool(matrix)]
+    options = _reader_options(samples, regions, filter_pass, multiallelic)
+    planes, layout, perm, plan, ids_out = _store(
+        x, metric, ids, rows, options, block_size, seed, workdir, metrics=[metric], backend=backend, dense_max=dense_max
+    )
     dense = (plan.n_vectors <= DENSE_MAX) if matrix is None else bool(matrix)
     parts = []
-    full = np.zeros((plan.n_vectors, plan.n_vectors)) if dense else None
+    full = None
     for bi, bj in plan.tiles():
         arrays, _ = compute_tile(planes, layout, perm, plan, m, bi, bj, threshold, dense, backend)
         parts.append({k: arrays[k] for k in ("a", "b", *m.columns)})
         if dense:
-            assert full is not None
             block = arrays["dense"]
-            full = full.astype(np.result_type(full, block), copy=False)
+            if full is None:  # the blocks' own type: int64 counts (snp, hamming), float64 ratios
+                full = np.zeros((plan.n_vectors, plan.n_vectors), dtype=block.dtype)
             full[np.ix_(arrays["dense_rows"], arrays["dense_cols"])] = block
             full[np.ix_(arrays["dense_cols"], arrays["dense_rows"])] = block.T
     merged = {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
@@ -286,50 +419,59 @@ def triplewise(
     threshold: float | None = None,
     backend: str = "auto",
     ids=None,
+    rows: str | None = None,
     params: dict | None = None,
-    block_size: int = 4096,
+    block_size: int | str = "auto",
     seed: int = 1,
     samples=None,
     regions=None,
     filter_pass: bool | None = None,
     multiallelic: str | None = None,
     workdir=None,
-):
+) -> TriplewiseResult:
     """Every triple of variants under CoMet's 3-way CCC (ccc3), as the pipeline computes it.
 
     Parameters
     ----------
-    x : str, os.PathLike or numpy.ndarray
-        A VCF/BCF, PLINK fileset or VCF-Zarr .vcz directory, or genotypes (samples, variants) as for
-        `pairwise`.
+    x : str, os.PathLike, array_like, pandas.DataFrame, scikit-allel or sgkit genotypes
+        A VCF/BCF, PLINK fileset or VCF-Zarr .vcz directory, or genotypes as for `pairwise`:
+        a plain array **(samples, variants)** unless `rows="variants"`; allel's and sgkit's
+        objects variants first, as they hold them.
     threshold : float, optional
-        Keep a triple when any of its 8 values is at or above it; None keeps all (refused past
-        2,000 variants, as in the workflow).
-    backend, ids, params, block_size, seed, samples, regions, filter_pass, multiallelic, workdir
-        As for `pairwise` (ids name the variants).
+        Keep a triple when any of its 8 values is at or above it; a finite number. None keeps
+        all (refused past 2,000 variants, as in the workflow).
+    block_size : int or "auto"
+        ccc3's blocks; "auto" (the workflow's default) is settings.CCC3_BLOCK_SIZE, 4096.
+    backend, ids, rows, params, seed, samples, regions, filter_pass, multiallelic, workdir
+        As for `pairwise` (ids name the variants; params: ccc3's multiplier and param).
 
     Returns
     -------
-    pandas.DataFrame
-        Columns id1, id2, id3 (input order, id1 < id2 < id3) and ccc_000 ... ccc_111, rows as
-        triples.tsv.gz.
+    TriplewiseResult
+        ``.triples`` (pandas.DataFrame: id1, id2, id3 (input order, id1 < id2 < id3) and
+        ccc_000 ... ccc_111, rows as triples.tsv.gz), and the raw arrays ``.a``, ``.b``,
+        ``.c``, ``.values``. (Until this object, triplewise returned that DataFrame itself.)
 
     Examples
     --------
     >>> import numpy as np, genotile
     >>> g = np.array([[0, 1, 2], [1, 1, 0], [2, 0, 1], [0, 2, 1]])  # 4 samples x 3 variants
     >>> t = genotile.triplewise(g, backend="numpy")
-    >>> t[["id1", "id2", "id3"]].values.tolist(), round(float(t["ccc_000"][0]), 6)
+    >>> t
+    TriplewiseResult(metric='ccc3', vectors=3, triples=1, threshold=None,
+                     columns=['ccc_000', 'ccc_001', 'ccc_010', 'ccc_011', 'ccc_100', 'ccc_101', 'ccc_110', 'ccc_111'])
+    >>> t.triples[["id1", "id2", "id3"]].values.tolist(), round(float(t.triples["ccc_000"][0]), 6)
     ([['0', '1', '2']], 0.072917)
     """
-    from genotile.core import ccc3
     from genotile.triples.stage import plan_triples
     from genotile.triples.tile import compute_triples
 
-    options = {"samples": samples, "regions": regions, "filter_pass": filter_pass, "multiallelic": multiallelic}
-    options = {k: v for k, v in options.items() if v is not None}
     prm = ccc3.Params.make(**(params or {}))
-    planes, layout, perm, plan, ids_out = _store(x, "ccc3", ids, options, block_size, seed, workdir)
+    threshold = _threshold(threshold)
+    check_rows(rows)
+    block_size = settings.ccc3_plan_settings({"block_size": block_size})[0]  # "auto": the workflow's
+    options = _reader_options(samples, regions, filter_pass, multiallelic)
+    planes, layout, perm, plan, ids_out = _store(x, ccc3.NAME, ids, rows, options, block_size, seed, workdir)
     plan3 = plan_triples(plan, block_size, 1, threshold)  # ccc3's plan and its bound on output
     parts = []
     for bi, bj, bk, part in plan3.jobs():  # part: the ccc3 stage of the job
@@ -337,7 +479,11 @@ def triplewise(
         parts.append(arrays)
     merged = {k: np.concatenate([p[k] for p in parts]) for k in parts[0] if not k.startswith("hist")}
     order = np.lexsort((merged["c"], merged["b"], merged["a"]))
-    names = np.asarray(ids_out, dtype=object)
-    pd = _pandas()
-    columns = {f"id{k}": names[merged[c][order]] for k, c in ((1, "a"), (2, "b"), (3, "c"))}
-    return pd.DataFrame({**columns, **{c: merged[c][order] for c in ccc3.COLUMNS}})
+    return TriplewiseResult(
+        ids=list(ids_out),
+        a=merged["a"][order],
+        b=merged["b"][order],
+        c=merged["c"][order],
+        values={c: merged[c][order] for c in ccc3.COLUMNS},
+        threshold=threshold,
+    )

@@ -471,7 +471,7 @@ def get_metric(name: str, **params) -> Metric:
                 f"metric {name}: unknown parameter(s) {', '.join(sorted(params))}; known: {known}"
             ) from None
     if name not in METRICS:
-        known = ", ".join(sorted([*METRICS, *FACTORIES]))
+        known = ", ".join(sorted({*METRICS, *FACTORIES}))  # ccc2 is in both
         raise GenotileError(f"unknown metric {name!r}; known: {known}")
     if params:
         raise GenotileError(f"metric {name} takes no parameters, got {', '.join(sorted(params))}")

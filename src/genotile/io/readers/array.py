@@ -36,6 +36,10 @@ def names(ids, n: int, what: str) -> list[str]:
     "0", "1", ... where None."""
     if ids is None:
         return [str(k) for k in range(n)]
+    if isinstance(ids, (str, bytes)):  # its characters would name the rows one by one
+        raise GenotileError(
+            f"ids must be a sequence of names, one per {what[:-1]}, not the single {type(ids).__name__} {ids!r}"
+        )
     out = [str(i) for i in ids]
     if len(out) != n:
         raise GenotileError(f"ids: {len(out)} given for {n} {what}")
@@ -52,7 +56,7 @@ def genotype_codes(x, what: str = "the genotype array") -> np.ndarray:
     Parameters
     ----------
     x : array_like, shape (samples, variants)
-        0, 1, 2; a missing call a negative number, NaN (or another non-finite float) or 255.
+        0, 1, 2; a missing call a negative number, NaN or 255 (an infinity is refused: neither).
     what : str
         The array in words, for errors.
 
@@ -74,13 +78,22 @@ def genotype_codes(x, what: str = "the genotype array") -> np.ndarray:
     genotile.errors.GenotileError: the genotype array, shape (2, 3): value 3 at row 1, column 2 (sample 1, ...
     """
     g = np.asarray(x)
+    if g.ndim == 1 and g.dtype.kind in "SU":  # a list of sequences
+        raise GenotileError(
+            f"{what} holds text (sequences?): an alignment is for snp and hamming; genotypes are {GENOTYPES}"
+        )
+    if g.ndim == 3:
+        raise GenotileError(
+            f"{what} has shape {g.shape}: allele calls (variants, samples, ploidy)? pass them as "
+            "scikit-allel's GenotypeArray(x) (read variants first); genotypes are a 2-D array (samples, variants)"
+        )
     if g.ndim != 2:
         raise GenotileError(f"{what} has shape {g.shape}: genotypes are a 2-D array (samples, variants)")
     where = f"{what}, shape {g.shape}"
     if 0 in g.shape:  # as a file's reader refuses an input without samples or variants
         raise GenotileError(f"{where} has no {'samples' if g.shape[0] == 0 else 'variants'}: nothing to compare")
-    if g.dtype.kind == "f":
-        missing = ~np.isfinite(g) | (g < 0) | (g == MISSING)
+    if g.dtype.kind == "f":  # NaN is missing; an infinity is no genotype nor a missing call: refused
+        missing = np.isnan(g) | ((g < 0) & np.isfinite(g)) | (g == MISSING)
     elif g.dtype.kind in "iub":
         missing = (g < 0) | (g == MISSING)
     else:
@@ -91,9 +104,13 @@ def genotype_codes(x, what: str = "the genotype array") -> np.ndarray:
     if not fits.all():
         s, v = (int(k) for k in np.argwhere(~fits)[0])
         value = g[s, v].item()
-        dosage = " (dosages are not supported)" if g.dtype.kind == "f" and value != round(value) else ""
+        hint = ""
+        if g.dtype.kind == "f" and np.isinf(value):
+            hint = " (an infinity is not a missing call: use NaN or -1)"
+        elif g.dtype.kind == "f" and value != round(value):
+            hint = " (dosages are not supported)"
         raise GenotileError(
-            f"{where}: {_position(value, s, v, 'samples', 'variants')}; genotypes are {GENOTYPES}{dosage}"
+            f"{where}: {_position(value, s, v, 'samples', 'variants')}; genotypes are {GENOTYPES}{hint}"
         )
     return np.where(missing, MISSING, g).astype(np.uint8)
 
@@ -197,6 +214,8 @@ def _array_bytes(x: np.ndarray, what: str) -> np.ndarray:
     """alignment_bytes of an (n, length) array of one-character strings or ASCII codes."""
     where = f"{what}, shape {x.shape}"
     codes: np.ndarray
+    if x.dtype.kind in "SU" and x.dtype.itemsize > (4 if x.dtype.kind == "U" else 1):
+        _check_one_character(x, where)  # astype("U1") below would keep each cell's first character
     if x.dtype.kind == "U":
         codes = np.ascontiguousarray(x.astype("U1")).view(np.uint32).reshape(x.shape)
     elif x.dtype.kind == "S":
@@ -217,6 +236,17 @@ def _array_bytes(x: np.ndarray, what: str) -> np.ndarray:
         raise GenotileError(f"{what} has no sequences")
     _check_text(codes, where)
     return codes.astype(np.uint8)
+
+
+def _check_one_character(x: np.ndarray, where: str) -> None:
+    """Refuse the first cell of an (n, length) text array that is not one character."""
+    bad = np.char.str_len(x) != 1
+    if bad.any():
+        r, c = (int(k) for k in np.argwhere(bad)[0])
+        raise GenotileError(
+            f"{where}: {x[r, c].item()!r} at row {r}, column {c} is not one character; an array of "
+            f"characters holds one per cell ({SEQUENCES})"
+        )
 
 
 def _genotypes_like(x: np.ndarray) -> bool:
