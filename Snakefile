@@ -4,7 +4,10 @@
 #   -> matrix (if n <= dense_max) -> merge (pairs.tsv.gz, summary.json, histogram.tsv) -> report plots
 
 
+from snakemake.resources import Resource
+
 from genotile.runtime.deploy import export_package_source
+from genotile.runtime.gpu_slots import default_gpu_bound
 
 
 configfile: "config/config.yaml"
@@ -20,11 +23,17 @@ export_package_source(workflow.current_basedir)
 container: config.get("container")
 
 
-# A `--resources gpu=N` bound holds within each submitted (group) job: the workflow profile
-# (profiles/default) sets gpu=1, so a group of tiles runs them one after another on the one GPU
-# its job asks SLURM for.
+# A `--resources gpu=N` bound holds within each submitted (group) job, so a group of tiles runs
+# them one after another on the one GPU its job asks SLURM for. Where the command line gives no
+# bound, a local run takes every GPU it may see, one tile job each (runtime/gpu_slots.py).
 resource_scopes:
     gpu="local",
+
+
+if "gpu" not in workflow.global_resources:
+    workflow.register_resource(
+        "gpu", Resource("gpu", default_gpu_bound(local=not workflow.non_local_exec))
+    )
 
 
 include: "rules/common.smk"
@@ -42,7 +51,9 @@ rule all:
         all_outputs,
 
 
+# one run per directory (runtime/workflow.py): the lock first, before the hook below removes files
 onstart:
+    hold_run_lock(workflow.execution_settings.lock)
     clear_early_tiles()
     warm_scheduler_imports()
 

@@ -2,7 +2,7 @@ import json
 import sys
 from pathlib import Path
 
-from snakemake.exceptions import IncompleteCheckpointException
+from snakemake.exceptions import IncompleteCheckpointException, WorkflowError
 from snakemake.utils import min_version, validate
 
 min_version("9.0")
@@ -22,6 +22,7 @@ from genotile.triples import stage as _triples  # noqa: E402
 from genotile.store import stage as _store  # noqa: E402
 from genotile import settings as _settings  # noqa: E402
 from genotile.runtime import gpu_request as _gpu_request  # noqa: E402
+from genotile.runtime import gpu_slots as _gpu_slots  # noqa: E402
 from genotile.store import sources as _sources  # noqa: E402
 from genotile.store import inputs as _inputs  # noqa: E402
 from genotile.core import limits as _limits  # noqa: E402
@@ -30,12 +31,25 @@ from genotile.runtime.rule import (
     warm_scheduler_imports,
 )  # noqa: E402, F401 (Snakefile's onstart and onsuccess)
 from genotile.pairs.early import clear_all as clear_early_tiles  # noqa: E402, F401
+from genotile.runtime.workflow import (
+    hold_run_lock,
+    one_line,
+    one_line_errors,
+    schema_error,
+)  # noqa: E402, F401 (Snakefile's onstart)
 
-validate(config, schema="../config/schema/config.schema.yaml")
-# NaN passes a JSON schema's number type (YAML `.nan`): refused here, with infinity
-_limits.check_config_thresholds(config)
-# each dataset's input kind (FASTA, VCF/BCF, PLINK fileset, VCF-Zarr) against its metrics and options
-_inputs.check_datasets(config)
+# Every user error met while the workflow is parsed or its DAG built is one `genotile error:`
+# line and exit status 1 (runtime/workflow.py): the checks below run inside one_line_errors,
+# the rules' input, params and resources functions that can refuse are `one_line`.
+with one_line_errors():
+    try:
+        validate(config, schema="../config/schema/config.schema.yaml")
+    except WorkflowError as _exc:
+        raise schema_error(_exc) from None
+    # NaN passes a JSON schema's number type (YAML `.nan`): refused here, with infinity
+    _limits.check_config_thresholds(config)
+    # each dataset's input kind (FASTA, VCF/BCF, PLINK fileset, VCF-Zarr) against its metrics and options
+    _inputs.check_datasets(config)
 
 
 wildcard_constraints:
@@ -96,6 +110,7 @@ def tile_env() -> str:
     )
 
 
+@one_line
 def tile_gpus(wildcards) -> int:
     """The `gpu` resource (0 or 1) of the rules that run a backend: config `tile_gpu`
     (runtime/gpu_request.py). A function, so that it is asked once the executor is known: on
@@ -121,10 +136,12 @@ def tile_partition():
     return None
 
 
+@one_line
 def store_gpus(wildcards) -> int:
-    """The store job's `gpu` resource: 1 where it may compute its tiles itself (config
-    `tiles_in_store`, pairs/early.py): a local run whose tile jobs take a GPU, for a store that 2-way
-    metrics read. The job decides once its plan is made (at most EARLY_TILES_MAX tiles).
+    """The store job's `gpu` resource: the GPUs of a local run whose tile jobs take one, for a
+    store that 2-way metrics read, where it may compute its tiles itself (config
+    `tiles_in_store`, pairs/early.py: at most EARLY_TILES_MAX tiles, shared out among them);
+    else 0. The job decides once its plan is made.
     """
     if (
         config["tiles_in_store"] is False
@@ -138,9 +155,12 @@ def store_gpus(wildcards) -> int:
         for m in metrics
     ):
         return 0
-    return tile_gpus(wildcards)
+    # every GPU of the run's bound: the job shares its tiles out among them (pairs/early.py)
+    bound = workflow.global_resources["gpu"].value
+    return tile_gpus(wildcards) and _gpu_slots.store_job_gpus(bound)
 
 
+@one_line
 def store_collapse(wildcards) -> bool:
     """config `collapse_duplicates` resolved (store/stage.collapse_wanted): `auto` collapses
     identical vectors where the tile jobs run on the CPU (tile_gpus), not on a GPU."""
@@ -210,6 +230,7 @@ def plan_of(wildcards) -> Plan:
     return plan_for(wildcards.dataset, wildcards.metric)
 
 
+@one_line
 def tile_files(wildcards):
     return tiles_for(wildcards.dataset, wildcards.metric)
 
@@ -218,6 +239,7 @@ def dense_wanted(wildcards) -> bool:
     return _settings.dense_wanted(config, plan_of(wildcards))
 
 
+@one_line
 def matrix_if_dense(wildcards):
     if dense_wanted(wildcards):
         return f"results/{wildcards.dataset}/{wildcards.metric}/matrix.tsv"
@@ -307,7 +329,8 @@ def write_fingerprints():
                 _sources.write_fingerprint(screen_fingerprint(screen, kind), spec[kind])
 
 
-write_fingerprints()
+with one_line_errors():
+    write_fingerprints()
 
 
 _TILE_SETTINGS = {}
@@ -320,6 +343,7 @@ def tile_setting(name):
     a tile (keyed by the plan too, so a store replanned in the same run is never given another
     plan's settings)."""
 
+    @one_line
     def param(wildcards):
         plan = plan_of(wildcards)
         key = (wildcards.dataset, wildcards.metric, plan)
@@ -332,6 +356,7 @@ def tile_setting(name):
     return param
 
 
+@one_line
 def summary_config(wildcards):
     """What a merge records in summary.json under `config` (genotile.settings.summary_config);
     the triples merge's has no `metric` wildcard: ccc3's."""
@@ -362,6 +387,7 @@ def report_files(dataset, metric):
     return out
 
 
+@one_line
 def all_outputs(wildcards):
     """Every merged output and report piece, and every tile: a lost tile is recomputed on the next run."""
     # the run summary has a row per dataset and metric: none for a screening-only config
@@ -404,7 +430,8 @@ _CCC3_SHOWN = set()
 
 
 # a ccc3 job's settings (genotile.settings.triple_settings): the triples rules' params, the plan's bound
-TRIPLE_SETTINGS = _settings.triple_settings(config)
+with one_line_errors():
+    TRIPLE_SETTINGS = _settings.triple_settings(config)
 
 
 def ccc3_plan(dataset):
@@ -432,6 +459,7 @@ def ccc3_plan(dataset):
     return plan
 
 
+@one_line
 def ccc3_files(dataset):
     return [
         f"results/{dataset}/ccc3/triples/triples_{i}_{j}_{k}_{s}.npz"
@@ -443,8 +471,9 @@ def ccc3_files(dataset):
 
 from genotile.io import peer_formats as _peer_formats  # noqa: E402
 
-for _name, _spec in config["datasets"].items():
-    _peer_formats.check_dataset(_name, _spec, config["thresholds"].get("king"))
+with one_line_errors():
+    for _name, _spec in config["datasets"].items():
+        _peer_formats.check_dataset(_name, _spec, config["thresholds"].get("king"))
 
 
 def peer_files(dataset, metric):
