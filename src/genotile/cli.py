@@ -13,6 +13,7 @@ from genotile.backends import registry as backend_registry
 from genotile.core.limits import PAIRS_MAX
 from genotile.core.metrics import METRICS
 from genotile.core.plan import Plan
+from genotile.core.rates import STORE, STORE_ALIASES, THRESHOLDS, TILES
 from genotile.core.registry import REGISTRY
 from genotile.errors import GenotileError
 from genotile.io.peer_formats import FORMATS
@@ -24,15 +25,20 @@ def _threshold(text: str) -> tuple[str, float | None]:
     metric, sep, value = text.partition("=")
     if not sep or metric not in REGISTRY:
         raise argparse.ArgumentTypeError(f"expected METRIC=VALUE with METRIC one of {', '.join(REGISTRY)}: {text!r}")
+    return metric, _threshold_value(value, text)
+
+
+def _threshold_value(value: str, text: str | None = None) -> float | None:
+    """A threshold's value: a finite number, or null (also none or empty) for every pair."""
     if value.lower() in ("null", "none", ""):
-        return metric, None
+        return None
     try:
         number = float(value)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r}: the value is not a number") from None
+        raise argparse.ArgumentTypeError(f"{text or value!r}: the value is not a number") from None
     if not math.isfinite(number):
-        raise argparse.ArgumentTypeError(f"{text!r}: a threshold must be a finite number (or null)")
-    return metric, int(number) if number.is_integer() else number
+        raise argparse.ArgumentTypeError(f"{text or value!r}: a threshold must be a finite number (or null)")
+    return int(number) if number.is_integer() else number
 
 
 def _block_size(text: str) -> int | str:
@@ -61,6 +67,20 @@ def _positive(text: str) -> int:
     value = _non_negative(text)
     if value < 1:
         raise argparse.ArgumentTypeError(f"expected a whole number >= 1: {text!r}")
+    return value
+
+
+def _vectors(text: str) -> int:
+    value = _non_negative(text)
+    if value < 2:
+        raise argparse.ArgumentTypeError(f"expected a whole number >= 2 (a pair needs two vectors): {text!r}")
+    return value
+
+
+def _fraction(text: str) -> float:
+    value = _number(text)
+    if not 0 <= value <= 1:
+        raise argparse.ArgumentTypeError(f"expected a fraction between 0 and 1: {text!r}")
     return value
 
 
@@ -232,32 +252,92 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"genotile error: {message}\nsee: {self.prog} --help\n")
 
 
+WORKFLOW_DEFAULT = ("the workflow's default",)  # not a string: argparse would parse it as a value
+
+
+def _plan_parser(sub) -> None:
+    plan = sub.add_parser(
+        "plan",
+        help="what a run costs: tiles, jobs, memory, output, time by stage (reads no input)",
+        description=(
+            "Predict what a workflow run of this size costs, with the workflow's defaults: block_size auto, "
+            "the metric's default threshold and the fraction of pairs assumed to pass it, this host's GPUs "
+            "and CPU cores. Time = start + store + tiles + merge, from the rates measured in bench/RESULTS.md "
+            "(src/genotile/core/rates.py)."
+        ),
+    )
+    plan.add_argument(
+        "--vectors", type=_vectors, required=True, help="number of vectors (samples, sequences or SNPs), >= 2"
+    )
+    plan.add_argument(
+        "--fields", type=_positive, required=True, help="fields per vector (variants, columns or samples)"
+    )
+    plan.add_argument("--metric", choices=sorted(REGISTRY), required=True, help="the metric to plan")
+    plan.add_argument("--stages", type=_positive, default=1, help="ccc3: parts of the middle block, one job each")
+    plan.add_argument(
+        "--block-size",
+        type=_block_size,
+        default="auto",
+        help="vectors per tile block, or auto (default, sized as the store job sizes it; ccc3: 4096)",
+    )
+    plan.add_argument(
+        "--threshold",
+        type=_threshold_value,
+        default=WORKFLOW_DEFAULT,
+        metavar="VALUE",
+        help="the metric's threshold, or null for every pair (default: the workflow's, "
+        + ", ".join(f"{m} {'null' if v is None else v}" for m, v in THRESHOLDS.items())
+        + ")",
+    )
+    plan.add_argument(
+        "--pass-fraction",
+        "--density",
+        dest="pass_fraction",
+        type=_fraction,
+        default=None,
+        help="fraction of pairs (triples) passing the threshold (default: 1 for null, else the one assumed "
+        "for the metric's default threshold, printed with its reason)",
+    )
+    plan.add_argument(
+        "--gpus", type=_non_negative, default=None, help="GPUs the tiles spread over (default: this host's; 0: CPU)"
+    )
+    plan.add_argument("--cores", type=_positive, default=None, help="CPU cores of the host (default: this process's)")
+    plan.add_argument(
+        "--input",
+        dest="input_kind",
+        choices=sorted([*STORE, *STORE_ALIASES]),
+        help="the input's format, for the store's rate (default: bed for genotype metrics, fasta for alignments)",
+    )
+    plan.add_argument(
+        "--tiles-per-job", type=_positive, default=1, help="tiles run one after another in one job (default 1)"
+    )
+    plan.add_argument(
+        "--backend",
+        default="auto",
+        choices=["auto", *TILES],
+        help="whose measured rate to use (default auto: cupy-b1 with a GPU, numba without)",
+    )
+    plan.add_argument("--complete", action="store_true", help="no missing data (fewer plane products)")
+    plan.add_argument(
+        "--dense-max", type=_non_negative, default=20000, help="matrix.tsv up to this many vectors (default 20000)"
+    )
+    plan.add_argument(
+        "--pairs-max",
+        type=_non_negative,
+        default=PAIRS_MAX,
+        help="a null threshold past this many pairs is refused by the workflow (default 200000000)",
+    )
+    plan.add_argument("--rates", help="JSON {backend: {metric: element comparisons/s}} replacing measured tile rates")
+    plan.add_argument("--tiles", action="store_true", help="also list every tile (I, J)")
+
+
 def _parser() -> argparse.ArgumentParser:
     ap = _Parser(prog="genotile", description=__doc__)
     ap.add_argument("--version", action="version", version=f"genotile {__version__}")
     sub = ap.add_subparsers(dest="command", required=True)
     _run_parser(sub)
 
-    plan = sub.add_parser("plan", help="what a run costs: tiles, jobs, memory, output, time (reads no input)")
-    plan.add_argument("--vectors", type=int, required=True, help="number of vectors (samples, sequences or SNPs)")
-    plan.add_argument("--fields", type=int, required=True, help="fields per vector (variants, columns or samples)")
-    plan.add_argument("--metric", choices=sorted(REGISTRY), required=True, help="the metric to plan")
-    plan.add_argument("--stages", type=int, default=1, help="ccc3: parts of the middle block, one job each")
-    plan.add_argument("--block-size", type=_positive, default=4096, help="vectors per tile block (default 4096)")
-    plan.add_argument("--density", type=float, default=1.0, help="fraction of pairs passing the threshold")
-    plan.add_argument("--gpus", type=int, default=1, help="devices working at once")
-    plan.add_argument(
-        "--tiles-per-job", type=_positive, default=1, help="tiles run one after another in one job (default 1)"
-    )
-    plan.add_argument("--backend", default="cupy-b1", help="whose measured rate to use (default cupy-b1)")
-    plan.add_argument("--complete", action="store_true", help="no missing data (fewer plane products)")
-    plan.add_argument(
-        "--dense-max", type=_non_negative, default=20000, help="matrix.tsv up to this many vectors (default 20000)"
-    )
-    plan.add_argument("--rates", help="JSON of measured rates (default: the packaged bench/RESULTS.md rates)")
-    plan.add_argument("--read-gbps", type=float, default=2.0, help="storage read rate per device, GB/s")
-    plan.add_argument("--tiles", action="store_true", help="also list every tile (I, J)")
-
+    _plan_parser(sub)
     sub.add_parser("backends", help="list the backends available on this machine")
     return ap
 
@@ -411,6 +491,68 @@ def _run(args) -> None:
         print(f"ccc3: {s['triples_passing']} of {s['triples_computed']} triples pass -> {args.outdir}/ccc3/")
 
 
+def _plan(args) -> None:
+    """`genotile plan`: the workflow's defaults where a flag is not given (this host's GPUs and
+    cores, block_size auto, the metric's default threshold), then the estimate of its workload."""
+    from genotile.core.blocks import device_memory_bytes
+    from genotile.runtime.gpu_slots import host_gpu_count
+    from genotile.util.cpus import usable_cpus
+
+    if REGISTRY[args.metric].workload == "triples":
+        from genotile import settings
+        from genotile.pairs.estimate import pass_fraction_for
+        from genotile.triples.estimate import describe
+
+        block_size, _ = settings.ccc3_plan_settings({"block_size": args.block_size})
+        threshold = THRESHOLDS["ccc3"] if args.threshold is WORKFLOW_DEFAULT else args.threshold
+        fraction, why = pass_fraction_for("ccc3", threshold, args.pass_fraction)
+        print(
+            describe(
+                args.vectors,
+                args.fields,
+                block_size=block_size,
+                stages=args.stages,
+                density=fraction,
+                missing=not args.complete,
+            )
+        )
+        print(
+            f"  threshold {'null' if threshold is None else threshold}: assumed {fraction:.3g} of triples pass ({why})"
+        )
+        return
+    from genotile.pairs.estimate import estimate
+
+    gpus = host_gpu_count() if args.gpus is None else args.gpus
+    rates = None
+    if args.rates:
+        try:
+            with open(args.rates) as fh:
+                rates = json.load(fh)
+        except (OSError, ValueError) as exc:
+            raise GenotileError(f"--rates {args.rates}: {exc}") from None
+    est = estimate(
+        METRICS[args.metric],
+        args.vectors,
+        args.fields,
+        block_size=args.block_size,
+        threshold="default" if args.threshold is WORKFLOW_DEFAULT else args.threshold,
+        pass_fraction=args.pass_fraction,
+        gpus=gpus,
+        cores=usable_cpus() if args.cores is None else args.cores,
+        backend=args.backend,
+        input_kind=args.input_kind,
+        tiles_per_job=args.tiles_per_job,
+        missing=not args.complete,
+        dense_max=args.dense_max,
+        pairs_max=args.pairs_max,
+        device_bytes=device_memory_bytes() if gpus else None,
+        rates=rates,
+    )
+    print(est.describe())
+    if args.tiles:
+        print(json.dumps(Plan(args.vectors, est.block_size, 0).tiles()))
+
+
 def main(argv=None) -> int:
     args = _parser().parse_args(argv)
     quiet = getattr(args, "quiet", False)
@@ -420,39 +562,8 @@ def main(argv=None) -> int:
     try:
         if args.command == "run":
             _run(args)
-        elif args.command == "plan" and REGISTRY[args.metric].workload == "triples":
-            from genotile.triples.estimate import describe
-
-            print(
-                describe(
-                    args.vectors,
-                    args.fields,
-                    block_size=args.block_size,
-                    stages=args.stages,
-                    density=args.density,
-                    missing=not args.complete,
-                )
-            )
         elif args.command == "plan":
-            from genotile.pairs.estimate import estimate, load_rates
-
-            est = estimate(
-                METRICS[args.metric],
-                args.vectors,
-                args.fields,
-                block_size=args.block_size,
-                density=args.density,
-                devices=args.gpus,
-                tiles_per_job=args.tiles_per_job,
-                backend=args.backend,
-                missing=not args.complete,
-                dense_max=args.dense_max,
-                rates=load_rates(args.rates),
-                read_gbps=args.read_gbps,
-            )
-            print(est.describe())
-            if args.tiles:
-                print(json.dumps(Plan(args.vectors, args.block_size, 0).tiles()))
+            _plan(args)
         elif args.command == "backends":
             print("\n".join(backends.available()))
     except GenotileError as exc:

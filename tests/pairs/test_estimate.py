@@ -1,34 +1,121 @@
-"""The planning model of `genotile plan`."""
+"""The planning model of `genotile plan`: the workflow's defaults, the stages' split, the
+measured runs it must predict (bench/RESULTS.md), and its refusals."""
+
+import doctest
+import json
+from pathlib import Path
 
 import pytest
+import yaml
 
 from genotile.cli import main
+from genotile.core import rates
+from genotile.core.blocks import auto_block_size, words_per_vector
 from genotile.core.metrics import METRICS
 from genotile.errors import GenotileError
+from genotile.pairs import estimate as estimate_module
 from genotile.pairs.estimate import bit_macs_per_pair, estimate, layout_for
 
-RATES = {"x": {m: 1e12 for m in METRICS}}
+REPO = Path(__file__).resolve().parents[2]
+KING = METRICS["king"]
 
 
-def test_tiles_jobs_pairs_and_work():
-    est = estimate(
-        METRICS["king"],
-        10_000,
-        50_000,
-        block_size=3000,
-        devices=2,
-        tiles_per_job=3,
-        rates=RATES,
-        backend="x",
-        density=0.01,
-    )
-    assert est.tiles == 10  # 4 blocks: 4 * 5 / 2
-    assert est.jobs == 4
-    assert est.pairs == 10_000 * 9_999 // 2
-    assert est.element_comparisons == est.pairs * 50_000
-    assert est.seconds == pytest.approx(est.element_comparisons / 2e12)
-    assert est.pairs_passing == pytest.approx(0.01 * est.pairs)
-    assert est.matrix_bytes == 10_000**2 * 10
+def test_docstring_examples():
+    result = doctest.testmod(estimate_module)
+    assert result.failed == 0 and result.attempted > 0
+
+
+@pytest.mark.parametrize(
+    ("n", "measured_s", "passing"),
+    [
+        # bench/RESULTS.md "Session 9: issue 26's starting point" (2026-11-26, one H200, 16 cores):
+        # whole `snakemake --cores 16` runs of king on a .bed of n x 20,000, 300 planted relatives
+        (300_000, 28.55, 300),
+        (1_000_000, 110.39, 300),
+    ],
+)
+def test_predicts_the_measured_biobank_runs_within_a_quarter(n, measured_s, passing):
+    pairs = n * (n - 1) // 2
+    est = estimate(KING, n, 20_000, gpus=1, cores=16, pass_fraction=passing / pairs)
+    assert abs(est.seconds / measured_s - 1) < 0.25, (est.seconds, measured_s)
+    # the stages, each from its measured rate (core/rates.py)
+    assert est.store_seconds == pytest.approx(n * 20_000 / rates.STORE["bed"][16])
+    assert est.tile_seconds == pytest.approx(pairs * 20_000 / rates.TILES["cupy-b1"]["king"])
+    text = passing * (2 * 12 + 12 * len(KING.columns)) / rates.TEXT_BYTES[2]  # pairs.tsv.gz's rows
+    assert est.merge_seconds == pytest.approx(rates.MERGE_RUN + rates.MERGE_TILE * est.tiles + text)
+    assert est.start_seconds == rates.START  # tiles in the store job: no tile job starts
+    assert est.seconds == pytest.approx(est.store_seconds + est.tile_seconds + est.merge_seconds + est.start_seconds)
+
+
+def test_issue_26_plan_uses_the_workflows_defaults(capsys):
+    """`genotile plan --vectors 1000000 --fields 20000 --metric king --gpus 1` predicted 26.7
+    minutes with blocks of 4,096 and every pair passing; a run takes about 2 minutes."""
+    assert main(["plan", "--vectors", "1000000", "--fields", "20000", "--metric", "king", "--gpus", "1"]) == 0
+    out = capsys.readouterr().out
+    assert "blocks of 250,000 (auto, for GPU tiles)" in out
+    assert "10 tile(s) (I <= J) in the store job" in out
+    assert "threshold 0.0442 (the workflow's default): assumed 1e-06 of pairs pass" in out
+    assert "store " in out and "+ tiles " in out and "+ merge " in out and "1 GPU(s)" in out
+    est = estimate(KING, 1_000_000, 20_000, gpus=1, cores=16)
+    assert 90 < est.seconds < 150  # not 26.7 minutes
+    assert est.tiles == 10 and est.jobs == 0 and est.pairs_passing == pytest.approx(1e-6 * est.pairs)
+
+
+def test_block_size_auto_is_the_store_jobs():
+    for gpus, n in ((1, 1_000_000), (0, 1_000_000), (1, 5_000), (0, 5_000)):
+        est = estimate(KING, n, 20_000, gpus=gpus, cores=4)
+        words = words_per_vector(KING.encoding, 20_000)
+        assert est.block_size == auto_block_size(n, words, ["king"], gpu=gpus > 0, dense=n <= 20_000)
+        assert est.block_auto
+    assert estimate(KING, 1_000_000, 20_000, block_size=4096, gpus=1).tiles == 245 * 246 // 2
+
+
+def test_gpus_share_the_tiles_and_no_gpu_takes_the_cpu_rate():
+    one, two = (estimate(KING, 1_000_000, 20_000, gpus=g, cores=16) for g in (1, 2))
+    assert two.tile_seconds == pytest.approx(one.tile_seconds / 2)  # 10 tiles: 5 full ones' work each
+    assert two.store_seconds == one.store_seconds
+    cpu = estimate(KING, 100_000, 20_000, gpus=0, cores=16)
+    assert cpu.backend == "numba" and cpu.jobs == cpu.tiles > 16
+    # 8 jobs of 2 cores at once, the tiles spread largest first: at least the even share
+    even = cpu.element_comparisons / (rates.TILES["numba"]["king"] * 16)
+    assert even <= cpu.tile_seconds < 1.1 * even
+    assert cpu.start_seconds == pytest.approx(rates.START + cpu.jobs * rates.JOB_START / 8)
+    with pytest.raises(GenotileError, match="runs on a GPU"):
+        estimate(KING, 10, 10, gpus=0, backend="cupy-b1")
+
+
+def test_defaults_follow_the_workflows_config():
+    config = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
+    assert rates.THRESHOLDS == config["thresholds"]
+    assert set(rates.PASS_FRACTION) == {m for m, v in rates.THRESHOLDS.items() if v is not None}
+
+
+def test_thresholds_and_pass_fractions():
+    assumed = estimate(KING, 10_000, 1_000, gpus=1)
+    assert assumed.threshold == 0.0442 and assumed.threshold_default
+    assert assumed.pass_fraction == rates.PASS_FRACTION["king"][0]
+    other = estimate(KING, 10_000, 1_000, gpus=1, threshold=0.2)
+    assert not other.threshold_default and "not measured at 0.2" in other.pass_fraction_why
+    given = estimate(KING, 10_000, 1_000, gpus=1, pass_fraction=0.25)
+    assert given.pairs_passing == pytest.approx(0.25 * given.pairs) and given.pass_fraction_why == "given"
+    every = estimate(METRICS["ibs"], 30_000, 1_000, gpus=1)  # ibs: null by default
+    assert every.threshold is None and every.pass_fraction == 1
+    assert "pairs_max is 200,000,000" in every.refused and "would refuse" in every.describe()
+    assert estimate(METRICS["ibs"], 30_000, 1_000, gpus=1, pairs_max=10**9).refused == ""
+
+
+def test_rates_can_be_replaced(tmp_path, capsys):
+    base = estimate(KING, 100_000, 20_000, gpus=1)
+    doubled = estimate(KING, 100_000, 20_000, gpus=1, rates={"cupy-b1": {"king": 2 * rates.TILES["cupy-b1"]["king"]}})
+    assert doubled.tile_seconds == pytest.approx(base.tile_seconds / 2)
+    path = tmp_path / "rates.json"
+    path.write_text(json.dumps({"_source": "mine", "cupy-b1": {"king": 1e15}}))
+    argv = ["plan", "--vectors", "100000", "--fields", "20000", "--metric", "king", "--gpus", "1"]
+    assert main([*argv, "--rates", str(path)]) == 0
+    assert "tiles: 1e+15 comparisons/s" in capsys.readouterr().out
+    path.write_text(json.dumps({"cupy-b1": [1, 2]}))
+    assert main([*argv, "--rates", str(path)]) == 1
+    assert capsys.readouterr().err.startswith("genotile error: rates of cupy-b1: expected")
 
 
 @pytest.mark.parametrize(
@@ -50,56 +137,66 @@ def test_bit_macs_per_pair_count_the_metrics_products(metric, complete, products
 
 
 def test_issue_scale_plans_are_submittable(capsys):
-    assert (
-        main(
-            [
-                "plan",
-                "--vectors",
-                "1000000",
-                "--fields",
-                "1000000",
-                "--metric",
-                "king",
-                "--block-size",
-                "16384",
-                "--density",
-                "1e-6",
-                "--gpus",
-                "8",
-                "--tiles-per-job",
-                "4",
-            ]
-        )
-        == 0
-    )
+    argv = ["plan", "--vectors", "1000000", "--fields", "1000000", "--metric", "king", "--block-size", "16384"]
+    assert main([*argv, "--density", "1e-6", "--gpus", "8", "--tiles-per-job", "4"]) == 0
     out = capsys.readouterr().out
-    assert "1,953 tiles" in out and "489 jobs" in out and "memory per job" in out and "no matrix.tsv" in out
-    assert (
-        main(
-            [
-                "plan",
-                "--vectors",
-                "1000000",
-                "--fields",
-                "100000",
-                "--metric",
-                "ccc2",
-                "--block-size",
-                "16384",
-                "--density",
-                "1e-4",
-                "--gpus",
-                "8",
-            ]
-        )
-        == 0
-    )
+    assert "1,953 tile(s)" in out and "489 tile jobs" in out and "memory per tile job" in out
+    assert "no matrix.tsv" in out and "8 GPU(s)" in out
+    argv = ["plan", "--vectors", "1000000", "--fields", "100000", "--metric", "ccc2", "--block-size", "auto"]
+    assert main([*argv, "--pass-fraction", "1e-4", "--gpus", "8", "--cores", "64"]) == 0
+    assert "assumed 0.0001 of pairs pass (given)" in capsys.readouterr().out
 
 
-def test_bad_plan_arguments():
+def test_plan_defaults_are_this_hosts(monkeypatch, capsys):
+    import genotile.runtime.gpu_slots as gpu_slots
+    import genotile.util.cpus as cpus
+
+    argv = ["plan", "--vectors", "50000", "--fields", "20000", "--metric", "king"]
+    monkeypatch.setattr(cpus, "usable_cpus", lambda: 6)
+    for found, says in ((0, "time on 6 CPU cores (no GPU), numba"), (3, "time on 3 GPU(s) and 6 CPU cores, cupy-b1")):
+        monkeypatch.setattr(gpu_slots, "host_gpu_count", lambda found=found: found)
+        assert main(argv) == 0
+        assert says in capsys.readouterr().out
+    assert main([*argv, "--gpus", "0"]) == 0  # --gpus overrides the host's 3
+    assert "(no GPU), numba" in capsys.readouterr().out
+
+
+def test_ccc3_plan_takes_the_default_threshold(capsys):
+    assert main(["plan", "--metric", "ccc3", "--vectors", "20000", "--fields", "2000", "--gpus", "0"]) == 0
+    out = capsys.readouterr().out
+    assert "blocks of 4,096" in out and "threshold 0.3: assumed 1e-06 of triples pass" in out
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--vectors", "0"], "argument --vectors: expected a whole number >= 2 (a pair needs two vectors): '0'"),
+        (["--vectors", "1"], "argument --vectors: expected a whole number >= 2"),
+        (["--fields", "0"], "argument --fields: expected a whole number >= 1"),
+        (["--block-size", "0"], "argument --block-size: expected a positive integer or auto"),
+        (["--pass-fraction", "2"], "argument --pass-fraction/--density: expected a fraction between 0 and 1"),
+        (["--threshold", "inf"], "argument --threshold: 'inf': a threshold must be a finite number"),
+        (["--gpus", "-1"], "argument --gpus: expected a whole number >= 0"),
+    ],
+)
+def test_bad_plan_arguments_are_one_line(capsys, args, message):
+    argv = ["plan", "--vectors", "100", "--fields", "100", "--metric", "king", *args]
+    with pytest.raises(SystemExit) as exc:
+        main(argv)
+    assert exc.value.code == 2
+    first, hint = capsys.readouterr().err.splitlines()
+    assert first == f"genotile error: {message}" or first.startswith(f"genotile error: {message}"), first
+    assert hint == "see: genotile plan --help"
+
+
+def test_bad_estimate_arguments():
+    with pytest.raises(GenotileError, match="nothing to compare in 0 vectors"):
+        estimate(METRICS["snp"], 0, 10)
     with pytest.raises(GenotileError):
         estimate(METRICS["snp"], 10, 10, block_size=0)
-    with pytest.raises(GenotileError, match="density"):
-        estimate(METRICS["snp"], 10, 10, density=2)
+    with pytest.raises(GenotileError, match="pass fraction"):
+        estimate(METRICS["snp"], 10, 10, pass_fraction=2)
     with pytest.raises(GenotileError, match="no measured rate"):
         estimate(METRICS["snp"], 10, 10, backend="nope")
+    with pytest.raises(GenotileError, match="no measured store rate"):
+        estimate(METRICS["snp"], 10, 10, input_kind="csv")

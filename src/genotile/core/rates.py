@@ -1,0 +1,111 @@
+"""Measured rates: the one table `genotile plan` predicts a run's time from.
+
+Every figure is copied from a measurement (bench/RESULTS.md, the table and date named beside it);
+a new measurement goes into bench/RESULTS.md first, then here. The model that reads them
+(pairs/estimate.py, docs/usage.md "genotile plan") is a sum of stages, one after another:
+
+    start + store + tiles + merge
+
+- store: vectors x fields of input read, checked and packed into bit planes, at the input
+  format's rate for the host's CPU cores (`STORE`);
+- tiles: pairs x fields element comparisons at the metric's rate on the backend (`TILES`), per
+  GPU or per CPU core, spread over the GPUs or cores;
+- merge: a cost per run and per tile, plus the passing pairs' text rows and matrix.tsv written
+  (`MERGE_*`, `TEXT_BYTES`, `MATRIX_BYTES`);
+- start: Snakemake's own start and the tile jobs' starts (`START`, `JOB_START`).
+
+A rate measured at several core counts is a dict {cores: rate}; between two of them the rate
+follows the power law through both (a straight line on log-log axes), outside them the nearest
+measurement holds (no credit for cores never measured).
+"""
+
+import math
+
+# --- tiles: element comparisons (pairs x fields) per second, per GPU (cupy-*) or per CPU core
+# (numba, numpy), as measured on the benches' data (`genotile plan --complete` changes the bit-MACs
+# it shows and the memory, not the time: complete data is planned at these rates, an upper bound).
+# cupy-b1 and cupy-int8: bench/RESULTS.md "GPU tiles and ceilings" (2026-11-22, H200, whole tile
+# jobs of 16,384 x 16,384 x 65,536, memmap -> device -> tile file); cupy-b1 king instead from
+# "Session 9: issue 26's starting point" (2026-11-26, H200, bench_biobank 1,000,000 x 20,000: 1e16
+# comparisons = 6.0e16 bit-MACs in the store job's 47.64 s of tiles, 1.26e15 bit-MAC/s, 24% of the
+# b1 ceiling), the size a biobank plan asks about. numba and numpy: the 2-core rows of
+# "Genotype tiles" and "SNP distances" (2026-11-22, AMD EPYC, 2 threads; hamming taken equal to
+# snp), halved to a core.
+TILES: dict[str, dict[str, float]] = {
+    "cupy-b1": {"snp": 3.099e14, "hamming": 2.695e14, "ibs": 2.014e14, "king": 2.10e14, "ccc2": 1.583e14},
+    "cupy-int8": {"snp": 1.415e14, "hamming": 1.184e14, "ibs": 7.895e13, "king": 8.133e13, "ccc2": 5.943e13},
+    "numba": {"snp": 4.55e10, "hamming": 4.55e10, "ibs": 7.85e10, "king": 6.95e10, "ccc2": 8.35e10},
+    "numpy": {"snp": 2.2e10, "hamming": 2.2e10, "ibs": 7.5e9, "king": 7.5e9, "ccc2": 6.0e9},
+}
+
+# --- store: input vectors x fields per second (genotypes, or alignment characters), the whole
+# store job but its tiles (ingest, plan, pack, the input's checksum), by input format and cores.
+# bed 16: "Session 9: issue 26's starting point" (2026-11-26, H200 host, 1,000,000 x 20,000 .bed:
+# store job 105.15 s less its tiles 47.64 s); bed 2: issue 26 (2026-11-26, this 2-core VM,
+# 480,000 x 10,000 .bed, store job 66.5 s; a .bed past 1 GiB). vcf 16 and fasta 16: "Whole runs on
+# one GPU" (2026-11-24, H100 host: king_20k 19.28 - 5.42 s, snp_40k 3.07 - 0.41 s); vcf 2 and
+# fasta 2: "Whole runs on 2 CPU cores" (2026-11-24: king_2k 2.47 s, snp_10k 0.98 s). pgen, bcf and
+# vcz: not measured (taken as bed, vcf, vcf).
+STORE: dict[str, dict[int, float]] = {
+    "bed": {2: 7.2e7, 16: 3.48e8},
+    "vcf": {2: 4.05e7, 16: 1.44e8},
+    "fasta": {2: 3.06e8, 16: 3.0e8},
+}
+STORE_ALIASES = {"pgen": "bed", "bcf": "vcf", "vcz": "vcf"}
+
+# --- merge: seconds a run and a tile ("Session 9", 2026-11-26: merges of 0.44 s for 3 tiles and
+# 1.14 s for 10, nearly nothing passing), then the passing pairs' text rows (pairs.tsv.gz) and
+# matrix.tsv in bytes per second ("Output writers", 2026-11-24, 2 cores: 59.6 MB of pairs text in
+# 1.38 s; matrix.tsv 7.84 GB in 63.8 s on 2 cores, in 19.29 s in king_20k's whole run on 16).
+MERGE_RUN = 0.14
+MERGE_TILE = 0.10
+TEXT_BYTES: dict[int, float] = {2: 4.3e7}
+MATRIX_BYTES: dict[int, float] = {2: 1.23e8, 16: 4.06e8}
+
+# --- start: Snakemake's own start and the DAG ("Session 9", 2026-11-26: the 2.30-2.37 s a whole
+# run spends outside its jobs), and a tile job's cost beyond its tile where tiles run as jobs of
+# their own ("Whole runs on 2 CPU cores", 2026-11-24: snp_10k's 6 tile jobs took 5.94 s, their
+# compute_tile 3.92 s). A GPU tile job's CUDA context is not measured apart.
+START = 2.4
+JOB_START = 0.34
+
+
+def at_cores(rates: dict[int, float], cores: int) -> float:
+    """A rate measured at some core counts, at `cores`: the power law through the two measured
+    counts around it, or the nearest measurement outside them.
+
+    >>> at_cores({2: 1e8, 16: 8e8}, 4), at_cores({2: 1e8, 16: 8e8}, 64), at_cores({2: 5.0}, 8)
+    (200000000.0, 800000000.0, 5.0)
+    """
+    counts = sorted(rates)
+    if cores <= counts[0]:
+        return rates[counts[0]]
+    if cores >= counts[-1]:
+        return rates[counts[-1]]
+    high = next(c for c in counts if c >= cores)
+    low = counts[counts.index(high) - 1]
+    slope = math.log(rates[high] / rates[low]) / math.log(high / low)
+    return rates[low] * (cores / low) ** slope
+
+
+# --- pairs passing: the workflow's default thresholds (config/config.yaml; a test holds them
+# equal) and the fraction of pairs assumed to pass each, with the reason `genotile plan` prints.
+# A null threshold keeps every pair (1.0).
+THRESHOLDS: dict[str, float | None] = {
+    "snp": 20,
+    "hamming": None,
+    "ibs": None,
+    "king": 0.0442,
+    "ccc2": 0.7,
+    "ccc3": 0.3,
+}
+PASS_FRACTION: dict[str, tuple[float, str]] = {
+    "king": (
+        1e-6,
+        "a biobank's relatives: UK Biobank's ~107,000 pairs of 3rd degree or closer among 488,000 "
+        "samples are 9e-7 of its pairs (Bycroft et al. 2018); unrelated samples almost never pass",
+    ),
+    "snp": (1e-2, "a guess, not measured: closely related genomes (an outbreak) pass far more"),
+    "ccc2": (1e-3, "a guess, not measured: SNP pairs in strong LD"),
+    "ccc3": (1e-6, "bench_ccc3's random genotypes pass 7e-7 of triples at 0.244 (bench/RESULTS.md, 2026-11-22)"),
+}
