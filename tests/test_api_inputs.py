@@ -344,7 +344,7 @@ def test_a_result_prints_in_one_short_line():
 
 def test_triplewise_returns_a_result_with_its_table_and_arrays(g):
     t = genotile.triplewise(g[:, :7], backend="numpy")
-    assert isinstance(t, genotile.api.TriplewiseResult) and t.a.size == 35  # C(7, 3): no threshold
+    assert isinstance(t, genotile.TriplewiseResult) and t.a.size == 35  # C(7, 3): no threshold
     table = t.triples
     assert list(table.columns) == ["id1", "id2", "id3", *(f"ccc_{k:03b}" for k in range(8))]
     assert table["id3"].tolist() == [t.ids[k] for k in t.c] and np.all((t.a < t.b) & (t.b < t.c))

@@ -8,8 +8,8 @@ version, do not load it.
 
 from genotile.version import __version__
 
-__all__ = ["PairwiseResult", "pairwise", "triplewise", "__version__"]
-_API = ("PairwiseResult", "pairwise", "triplewise")
+__all__ = ["PairwiseResult", "TriplewiseResult", "pairwise", "triplewise", "__version__"]
+_API = ("PairwiseResult", "TriplewiseResult", "pairwise", "triplewise")
 
 
 def __getattr__(name: str):
