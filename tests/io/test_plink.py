@@ -264,3 +264,19 @@ def test_workflow_takes_a_fileset_and_refuses_a_wrong_input_by_name(filesets, tm
     for dataset, metric in (("bed", "king"), ("pgen", "ibs")):
         ours = (tmp_path / "results" / dataset / metric / "pairs.tsv.gz").read_bytes()
         assert ours == (tmp_path / "results" / "vcf" / metric / "pairs.tsv.gz").read_bytes(), dataset
+
+
+def test_a_zstd_pvar_reads_as_the_pvar(tmp_path):
+    """`.pvar.zst` is listed as an input, so its reader (zstandard) is a dependency of genotile
+    (pyproject.toml, envs/*.yaml), imported plainly here: not skipped when absent."""
+    import zstandard
+
+    from genotile.io.readers.plink_tables import read_variants
+
+    text = "##fileformat=PVARv1.0\n#CHROM\tPOS\tID\tREF\tALT\tFILTER\n1\t5\trs1\tA\tG\tPASS\nX\t9\t.\tC\tT,G\tq10\n"
+    plain, packed = tmp_path / "x.pvar", tmp_path / "y.pvar.zst"
+    plain.write_text(text)
+    packed.write_bytes(zstandard.ZstdCompressor().compress(text.encode()))
+    a, b = read_variants(packed), read_variants(plain)
+    assert (a.chrom, a.ids, a.ref, a.alts, a.filters) == (b.chrom, b.ids, b.ref, b.alts, b.filters)
+    assert a.pos.tolist() == b.pos.tolist() == [5, 9] and a.alts == [["G"], ["T", "G"]]
