@@ -1,10 +1,8 @@
 """Every fact about a metric has one home (core/registry.py) and every other place agrees with it:
-the config schema's metric enum, data/rates.json, the report rules, the fused GPU epilogues of
+the config schema's metric enum, core/rates.py, the report rules, the fused GPU epilogues of
 kernels/epilogues/*.cuh and the histogram binning."""
 
-import json
 import re
-from importlib import resources
 from pathlib import Path
 
 import numpy as np
@@ -14,6 +12,7 @@ import yaml
 from genotile.backends.cuda.tile_select import KEEP_IDS, fused_spec
 from genotile.core import ccc3
 from genotile.core.metrics import METRICS, Metric
+from genotile.core.rates import TILES
 from genotile.core.registry import REGISTRY, config_params
 from genotile.pairs.estimate import layout_for
 
@@ -96,12 +95,10 @@ def test_every_pairs_metric_has_every_fact(metric):
             assert is_float or dtypes[column] == np.int64
     for low, high, bins in metric.float_bins.values():
         assert low < high and isinstance(bins, int) and bins > 0
-    # a measured rate on every backend of data/rates.json
-    rates = json.loads(resources.files("genotile").joinpath("data/rates.json").read_text())
+    # a measured rate on every backend of core/rates.py
     assert metric.rate_key is not None
-    for backend, table in rates.items():
-        if not backend.startswith("_"):
-            assert metric.rate_key in table, (backend, metric.rate_key)
+    for backend, table in TILES.items():
+        assert metric.rate_key in table, (backend, metric.rate_key)
     # a fused GPU epilogue
     assert metric.fused_id is not None
     # report pieces: each made by a rule of rules/report.smk
@@ -118,12 +115,10 @@ def test_triples_metric_facts():
     assert (facts.fused_id, facts.rate_key, facts.histogram_columns, facts.report_files) == (None, None, (), ())
 
 
-def test_rates_json_holds_only_registered_rate_keys():
-    rates = json.loads(resources.files("genotile").joinpath("data/rates.json").read_text())
+def test_rates_hold_only_registered_rate_keys():
     keys = {m.rate_key for m in REGISTRY.values() if m.rate_key is not None}
-    for backend, table in rates.items():
-        if not backend.startswith("_"):
-            assert set(table) == keys, backend
+    for backend, table in TILES.items():
+        assert set(table) == keys, backend
 
 
 def test_config_params_come_from_the_metric_section():

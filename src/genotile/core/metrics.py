@@ -49,7 +49,7 @@ class MetricFacts:
     it by a test).
 
     `params_section` names the config section holding the epilogue's parameters (ccc2, ccc3:
-    "ccc"); `rate_key` its key in data/rates.json (None: no measured rate); `fused_id` the
+    "ccc"); `rate_key` its key in core/rates.py TILES (None: no measured rate); `fused_id` the
     Epilogue<fused_id> of kernels/epilogues/*.cuh that computes it on the GPU (None: no fused
     kernel); `histogram_columns` the columns histogram.tsv holds, `float_bins` their
     (low, high, bins) when they are floats (an integer column is a bincount); `report_files`
