@@ -160,6 +160,19 @@ def test_outdir_on_a_file_is_refused_by_name(inputs, tmp_path, capsys):
     assert a_file.read_text() == "not a folder\n"
 
 
+def test_a_path_that_cannot_be_written_is_one_line(inputs, tmp_path, capsys, monkeypatch):
+    """A folder the user may not write (root passes any mode bits, so the refusal is raised)."""
+    import genotile.pipeline
+
+    def refused(*args, **kwargs):
+        raise PermissionError(13, "Permission denied", str(tmp_path / "locked" / "store"))
+
+    monkeypatch.setattr(genotile.pipeline, "run_all", refused)
+    _, _, fasta = inputs
+    assert main(["run", str(fasta), "--outdir", str(tmp_path / "locked"), "--metric", "snp"]) == 1
+    assert capsys.readouterr().err == f"genotile error: {tmp_path / 'locked' / 'store'}: Permission denied\n"
+
+
 @pytest.mark.parametrize("second", ["0.2", "0.1", "null"])
 def test_a_metric_thresholded_twice_is_refused(inputs, tmp_path, capsys, second):
     _, vcf, _ = inputs

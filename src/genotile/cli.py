@@ -569,6 +569,9 @@ def main(argv=None) -> int:
     except GenotileError as exc:
         print(f"genotile error: {exc}", file=sys.stderr)
         return 1
+    except (PermissionError, NotADirectoryError, IsADirectoryError) as exc:  # a path the user gave
+        print(f"genotile error: {exc.filename}: {exc.strerror}", file=sys.stderr)
+        return 1
     except OSError as exc:
         if exc.errno not in DISK_ERRORS:
             raise
