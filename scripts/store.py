@@ -4,7 +4,7 @@ import sys
 
 from genotile.core.registry import REGISTRY
 from genotile.pairs import early
-from genotile.runtime.gpu_slots import slot_for_backend
+from genotile.runtime.gpu_slots import slot_for_backend, visible_gpus
 from genotile.runtime.rule import run_rule
 from genotile.settings import ccc3_null_max, tile_settings
 from genotile.store import stage
@@ -29,10 +29,14 @@ def store(sm):
     # granted a GPU (rules/common.smk, store_gpus); CuPy and the CUDA context are then made ready
     # on a thread while the input is read
     mode = sm.config["tiles_in_store"]
-    granted = int(getattr(sm.resources, "gpu", 0)) > 0
+    gpus = int(getattr(sm.resources, "gpu", 0))
+    granted = gpus > 0
     pairs = [m for m in of_store if REGISTRY[m].workload == "pairs"]
     backend = sm.config["backend"]
     may = bool(pairs) and (mode is True or (mode == "auto" and granted))
+    # granted every GPU of the host (rules/common.smk store_gpus): a worker each, started now
+    devices = visible_gpus() if may and gpus > 1 else []
+    pool = early.DevicePool(devices[:gpus]) if len(devices) > 1 else None
 
     def after_pack(p):
         # shown on the console too, before any tile job is scheduled
@@ -42,13 +46,13 @@ def store(sm):
             # the tile rule's params (rules/tiles.smk takes them from the same function): a tile
             # job adopts a tile recorded with all of its params, with these values (pairs/early.py)
             settings = {m: tile_settings(sm.config, m, p) for m in pairs}
-            seconds = early.compute_tiles(store_dir, p, settings, gpu_only=mode == "auto")
+            seconds = early.compute_tiles(store_dir, p, settings, gpu_only=mode == "auto", pool=pool)
             # one line a benchmark reads (bench/bench_e2e.py), as the store stages'
             done = len(p.tiles()) * len(pairs) if seconds else 0
             log.info("store tiles (s): %.3f for %d tile(s)", seconds, done)
 
-    with slot_for_backend(backend) if granted else contextlib.nullcontext():
-        warming = early.warm_gpu() if may and granted else None
+    with slot_for_backend(backend) if granted and pool is None else contextlib.nullcontext():
+        warming = early.warm_gpu() if may and granted and pool is None else None
         try:
             stage.store(
                 sm.input.data,
@@ -66,6 +70,8 @@ def store(sm):
         finally:
             if warming is not None:  # not left importing CuPy as the interpreter shuts down
                 warming.join()
+            if pool is not None:
+                pool.close()
 
 
 run_rule(snakemake, store)

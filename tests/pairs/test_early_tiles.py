@@ -148,3 +148,36 @@ def test_auto_on_a_gpu_machine(tmp_path, source):
         for name in OUTPUTS:
             got = (tmp_path / "auto" / "results" / "d" / metric / name).read_bytes()
             assert got == (tmp_path / "jobs" / "results" / "d" / metric / name).read_bytes(), (metric, name)
+
+
+def test_tiles_shared_out_among_devices_equal_those_computed_in_turn(tmp_path, source):
+    """A store job granted several GPUs shares its tiles out among a worker process each
+    (early.DevicePool); here two workers on the numpy backend stand for two GPUs (each is given
+    its own CUDA_VISIBLE_DEVICES): every tile and record is the one computed in the job itself."""
+    from genotile.io.tilefile import read_tile
+    from genotile.settings import tile_settings
+    from genotile.store import stage
+
+    cfg = {**config(source, True), "dense_max": 100}
+    made = {}
+    for name in ("turn", "pool"):
+        store_dir = tmp_path / name / "store"
+        plan = stage.store(source, "nucleotide", tmp_path / name / "ingest.json", store_dir, 8, 1)
+        settings = {m: tile_settings(cfg, m, plan) for m in ("snp", "hamming")}
+        pool = early.DevicePool(["0", "1"]) if name == "pool" else None
+        try:
+            assert early.compute_tiles(store_dir, plan, settings, gpu_only=False, pool=pool) > 0
+            if pool is not None:  # each worker took one of the two devices
+                assert sorted(f.result() for f in pool.started) == ["0", "1"]
+        finally:
+            if pool is not None:
+                pool.close()
+        made[name] = sorted((store_dir / early.EARLY_DIR).rglob("tile_*.npz"))
+        assert len(made[name]) == 12
+    for a, b in zip(made["turn"], made["pool"], strict=True):
+        assert a.relative_to(tmp_path / "turn") == b.relative_to(tmp_path / "pool")
+        arrays_a, meta_a, _ = read_tile(a)
+        arrays_b, meta_b, _ = read_tile(b)
+        assert arrays_a.keys() == arrays_b.keys() and meta_a["tile"] == meta_b["tile"]
+        assert all(np.array_equal(arrays_a[k], arrays_b[k], equal_nan=True) for k in arrays_a)
+        assert a.with_suffix(".json").read_text() == b.with_suffix(".json").read_text()

@@ -95,3 +95,27 @@ def test_timeout_when_all_slots_stay_taken(tmp_path):
         msg = queue.get(timeout=10)
         p.join(10)
     assert msg.startswith("no free GPU slot among 1")
+
+
+@pytest.mark.parametrize(
+    ("visible", "host", "gpus", "local_bound", "store"),
+    [
+        (None, 0, [], 1, 1),  # no GPU: a bound of 1 still lets a job asking for one run
+        (None, 2, ["0", "1"], 2, 2),  # every GPU of the host
+        ("3,1", 8, ["3", "1"], 2, 2),  # SLURM's (or the user's) own list
+        ("", 8, [], 1, 1),
+        ("NoDevFiles", 8, [], 1, 1),
+    ],
+)
+def test_a_local_run_takes_every_gpu_it_may_see(monkeypatch, visible, host, gpus, local_bound, store):
+    from genotile.runtime import gpu_slots
+
+    if visible is None:
+        monkeypatch.delenv(ENV, raising=False)
+    else:
+        monkeypatch.setenv(ENV, visible)
+    monkeypatch.setattr(gpu_slots, "host_gpu_count", lambda: host)
+    assert gpu_slots.visible_gpus() == gpus
+    assert gpu_slots.default_gpu_bound(local=True) == local_bound
+    assert gpu_slots.default_gpu_bound(local=False) == 1  # within each submitted group job
+    assert gpu_slots.store_job_gpus(bound=8) == store and gpu_slots.store_job_gpus(bound=1) == 1

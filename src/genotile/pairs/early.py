@@ -10,15 +10,21 @@ computed with. The tile job then moves the tile into place when those settings a
 itself otherwise. The DAG, the tile files and what a rerun recomputes are the workflow's as
 before: an early tile is only ever the file its job would have written.
 
+On a host with several GPUs the store job's tiles are shared out among them (`DevicePool`: a
+worker process a GPU, started while the input is read), as tile jobs would be, one a GPU.
+
 This module imports only the standard library: a tile job that adopts imports nothing else.
 """
 
 import hashlib
 import json
 import logging
+import multiprocessing
+import os
 import shutil
 import threading
 import time
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 log = logging.getLogger("genotile")
@@ -110,26 +116,103 @@ def wanted(mode, gpu_granted: bool, n_tiles: int) -> bool:
     return bool(mode)
 
 
+def _warm() -> None:
+    """Import CuPy and make the CUDA context (a warm-up only: the tiles find out for themselves)."""
+    try:
+        from genotile.backends.cuda import cupy_common
+
+        if cupy_common.has_gpu():
+            cupy_common.cupy_module().empty(1, dtype="uint8")  # an allocation makes the context
+    except Exception:  # noqa: BLE001 -- a warm-up only
+        pass
+
+
 def warm_gpu() -> threading.Thread:
     """Import CuPy and make the CUDA context on a thread, while the store job reads its input
     (numpy and the readers release the GIL): about half a second of a GPU tile's start. The
     caller joins the thread before it exits."""
-
-    def warm() -> None:
-        try:
-            from genotile.backends.cuda import cupy_common
-
-            if cupy_common.has_gpu():
-                cupy_common.cupy_module().empty(1, dtype="uint8")  # an allocation makes the context
-        except Exception:  # noqa: BLE001 -- a warm-up only: the tiles find out for themselves
-            pass
-
-    thread = threading.Thread(target=warm, name="genotile-warm-gpu", daemon=True)
+    thread = threading.Thread(target=_warm, name="genotile-warm-gpu", daemon=True)
     thread.start()
     return thread
 
 
-def compute_tiles(store_dir, plan, metrics: dict, *, gpu_only: bool) -> float:
+CUDA_DEVICES = "CUDA_VISIBLE_DEVICES"
+
+
+_ALL_STARTED: list = []  # a DevicePool worker's barrier of the pool's workers (`_started`)
+
+
+def _bind_device(devices, all_started) -> None:
+    """A DevicePool worker's start: take one GPU of the pool's (CUDA_VISIBLE_DEVICES, before
+    anything touches CUDA), then import CuPy and make its context."""
+    os.environ[CUDA_DEVICES] = devices.get()
+    _ALL_STARTED[:] = [all_started]
+    _warm()
+
+
+def _started() -> str:
+    """A worker's GPU, once every worker of the pool has started: one of these tasks a worker."""
+    _ALL_STARTED[0].wait(timeout=600)
+    return os.environ.get(CUDA_DEVICES, "")
+
+
+class DevicePool:
+    """A worker process per GPU for the store job's tiles, started (CuPy imported, a CUDA context
+    made on its own GPU) as soon as the pool is made, so while the store job reads its input.
+
+    Processes, not threads: each tile's host work (reading rows, sorting pairs, writing the tile
+    file) then runs beside the others' instead of taking turns for the GIL, and each process has
+    one GPU, as a tile job has. Tiles go to whichever worker is free (`compute_tiles`).
+
+    Parameters
+    ----------
+    devices : list of str
+        The GPUs, as CUDA_VISIBLE_DEVICES names them (runtime/gpu_slots.visible_gpus).
+    """
+
+    def __init__(self, devices: list[str]):
+        context = multiprocessing.get_context("spawn")  # no CUDA state inherited from a fork
+        queue = context.Queue()
+        for device in devices:
+            queue.put(str(device))
+        self.devices = list(devices)
+        self.executor = ProcessPoolExecutor(
+            len(self.devices),
+            mp_context=context,
+            initializer=_bind_device,
+            initargs=(queue, context.Barrier(len(self.devices))),
+        )
+        # a task per worker starts them all now (the pool starts one a task while none is idle;
+        # each task waits for all: no worker takes two)
+        self.started = [self.executor.submit(_started) for _ in self.devices]
+
+    def close(self) -> None:
+        self.executor.shutdown(wait=True, cancel_futures=True)
+
+
+def _compute_tile(store_dir, metric: str, i: int, j: int, settings: dict, store: str) -> str:
+    """Tile (i, j) of `metric` into the store's early tiles, then its record (a record means a
+    whole tile); returns the GPU it ran on (CUDA_VISIBLE_DEVICES, "" where unset)."""
+    from genotile.pairs import stage
+
+    store_dir = Path(store_dir)
+    tile = tile_path(store_dir, metric, i, j)
+    tile.parent.mkdir(parents=True, exist_ok=True)
+    stage.tile(
+        store_dir / "planes.npy",
+        store_dir / "manifest.json",
+        store_dir / "perm.npy",
+        metric,
+        i,
+        j,
+        tile_out=tile,
+        **settings,
+    )
+    tile.with_suffix(".json").write_text(json.dumps(adoption_record(store, **settings)), encoding="utf-8")
+    return os.environ.get(CUDA_DEVICES, "")
+
+
+def compute_tiles(store_dir, plan, metrics: dict, *, gpu_only: bool, pool: DevicePool | None = None) -> float:
     """Compute every tile of `plan` for each metric into the store's early tiles.
 
     Parameters
@@ -143,6 +226,9 @@ def compute_tiles(store_dir, plan, metrics: dict, *, gpu_only: bool) -> float:
     gpu_only : bool
         Compute nothing unless the backend resolves to a GPU one here (`auto` mode: a store job
         without CuPy, a conda env of the CPU rules say, leaves the tiles to their jobs).
+    pool : DevicePool, optional
+        Share the tiles out among its GPUs (off-diagonal tiles, twice the pairs, first); None:
+        one after another in this process.
 
     Returns
     -------
@@ -151,7 +237,6 @@ def compute_tiles(store_dir, plan, metrics: dict, *, gpu_only: bool) -> float:
         tile: the tile jobs then compute their tiles as they would have.
     """
     from genotile.backends import registry, resolve
-    from genotile.pairs import stage
 
     store_dir = Path(store_dir)
     started = time.perf_counter()
@@ -161,23 +246,19 @@ def compute_tiles(store_dir, plan, metrics: dict, *, gpu_only: bool) -> float:
             log.info("tiles in store: no GPU backend here (%s); the tile jobs compute the tiles", sorted(backends))
             return 0.0
         store = store_digest(store_dir / "manifest.json")
-        for metric, settings in metrics.items():
-            for i, j in plan.tiles():
-                tile = tile_path(store_dir, metric, i, j)
-                tile.parent.mkdir(parents=True, exist_ok=True)
-                stage.tile(
-                    store_dir / "planes.npy",
-                    store_dir / "manifest.json",
-                    store_dir / "perm.npy",
-                    metric,
-                    i,
-                    j,
-                    tile_out=tile,
-                    **settings,
-                )
-                # the record after the tile: a record means a whole tile
-                record = json.dumps(adoption_record(store, **settings))
-                tile.with_suffix(".json").write_text(record, encoding="utf-8")
+        todo = [(metric, i, j) for metric in metrics for i, j in plan.tiles()]
+        if pool is None:
+            for metric, i, j in todo:
+                _compute_tile(store_dir, metric, i, j, metrics[metric], store)
+        else:
+            todo.sort(key=lambda t: t[1] == t[2])  # the larger off-diagonal tiles first
+            log.info("tiles in store: %d tile(s) on %d GPUs (%s)", len(todo), len(pool.devices), ",".join(pool.devices))
+            done = [pool.executor.submit(_compute_tile, str(store_dir), m, i, j, metrics[m], store) for m, i, j in todo]
+            failed = [e for e in (future.exception() for future in done) if e is not None]  # every one ended
+            if failed:
+                raise failed[0]
+            on = [future.result() for future in done]
+            log.info("tiles in store: per GPU %s", ", ".join(f"{d}: {on.count(d)}" for d in pool.devices))
     except Exception:  # noqa: BLE001 -- the tile jobs compute what is missing
         log.warning("tiles in store: failed; the tile jobs compute the tiles", exc_info=True)
         clear(store_dir)

@@ -38,9 +38,11 @@ def compute_tile(
     if hasattr(module, "tile_pairs"):
         # optional fast path (GPU backends): counts, epilogue, threshold and compaction on the
         # device, the blocks streamed from the store; the same arrays as the path below
+        # a store of bits gives its blocks unmade: the device makes their planes (store/bits.py)
+        block = getattr(planes, "block", planes.__getitem__)
         res = module.tile_pairs(
-            planes[rows_i],
-            None if bi == bj else planes[rows_j],
+            block(rows_i),
+            None if bi == bj else block(rows_j),
             metric,
             layout,
             threshold=threshold,

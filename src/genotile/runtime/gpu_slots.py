@@ -35,6 +35,32 @@ def host_gpu_count() -> int:
     return sum(1 for line in out.splitlines() if line.startswith("GPU "))
 
 
+def visible_gpus() -> list[str]:
+    """The GPUs this process may use, as CUDA_VISIBLE_DEVICES names them: its own list where it is
+    set (SLURM sets it for a job granted GPUs; "", -1 and NoDevFiles name none), else every GPU of
+    the host (`host_gpu_count`: "0", "1", ...)."""
+    visible = os.environ.get(ENV)
+    if visible is None:
+        return [str(k) for k in range(host_gpu_count())]
+    if visible.strip() in ("", "-1", "NoDevFiles"):
+        return []
+    return [d.strip() for d in visible.split(",") if d.strip()]
+
+
+def default_gpu_bound(local: bool) -> int:
+    """The workflow's `gpu` resource bound where the command line gives none: a local run uses
+    every GPU it may (`visible_gpus`: one tile job a GPU at a time, `gpu_slot` handing each its
+    own); at least 1, so that a job asking for one can run. Submitting to a cluster, 1: the bound
+    then holds within each submitted group job (Snakefile `resource_scopes`), which asked for one."""
+    return max(1, len(visible_gpus())) if local else 1
+
+
+def store_job_gpus(bound: int) -> int:
+    """The GPUs a local store job that computes its tiles takes: every one it may see (its tiles
+    shared out among them, pairs/early.DevicePool), within the run's `gpu` bound, at least 1."""
+    return max(1, min(len(visible_gpus()), int(bound)))
+
+
 def default_lock_dir() -> Path:
     return Path(os.environ.get("GENOTILE_GPU_LOCK_DIR", Path(tempfile.gettempdir()) / f"genotile-gpu-{os.getuid()}"))
 

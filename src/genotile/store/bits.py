@@ -88,9 +88,15 @@ class BitsPlanes:
 
     def __init__(self, bits: np.ndarray, n_variants: int):
         self.bits = bits
+        self.n_variants = n_variants
         self.words = bits.shape[1] // 2
         self.valid = valid_bits(n_variants)
         self.shape = (bits.shape[0], len(PLANE_NAMES) * self.words)
+
+    def block(self, rows: slice) -> "BitsPlanes":
+        """The planes of a block of rows, made only when read: a tile's block as its GPU path
+        copies it (backends/cuda/transfers.py reads `.bits` and makes the planes on the device)."""
+        return BitsPlanes(self.bits[rows], self.n_variants)
 
     def __len__(self) -> int:
         return self.shape[0]

@@ -37,6 +37,7 @@ log = logging.getLogger("genotile")
 SELECT_OPTIONS: tuple = ()  # extra NVRTC options of tile_select (diagnostics)
 SELECT_THREADS = 256
 SELECT_BLOCKS_PER_SM = 4  # tile_select's grid: a few blocks an SM looping over rows
+SELECT_UNROLL = 4  # columns a thread of tile_select takes per pass (GT_SELECT_UNROLL)
 HIST_WINDOW = 10240  # bincount values counted in shared memory a block (40 KB), around the sub-tile's mean
 WINDOW_BLOCKS = 512  # grid of hist_window.cu's sum: enough to stream a sub-tile's counts
 
@@ -248,6 +249,7 @@ def kernel_defines(spec: FusedSpec, count64: bool) -> tuple[str, ...]:
         f"-DGT_N_COLS={len(spec.columns)}",
         f"-DGT_KEEP={KEEP_IDS[spec.keep]}",
         f"-DGT_COUNT64={int(count64)}",
+        f"-DGT_SELECT_UNROLL={SELECT_UNROLL}",
     )
 
 
@@ -264,7 +266,7 @@ def launch_select(kernel, params: SelectParams, hist: DeviceHist | None = None) 
         return
     if hist is not None:
         params = replace(params, **hist.select_fields())
-    gx = max(1, min(-(-params.ns // SELECT_THREADS), 1024))
+    gx = max(1, min(-(-params.ns // (SELECT_THREADS * SELECT_UNROLL)), 1024))
     gy = max(1, min(params.ms, 65535, -(-SELECT_BLOCKS_PER_SM * _sm_count() // gx)))
     kernel((gx, gy), (SELECT_THREADS,), (params.packed(),), shared_mem=0 if hist is None else hist.shared_bytes)
 

@@ -5,6 +5,7 @@
 // unpack_int8: D[r, d0 + 64*w + b] = coef * bit b of W[r, w0 + w], as int8 (0 or coef).
 //   W: (rows, ldw) uint64 row-major; D: (rows, ldd) int8 row-major, ldd % 16 == 0, d0 % 64 == 0.
 //   One thread per (row, word): 64 output bytes, written as four 16-byte stores.
+// bits_planes: the five genotype planes of rows of a .bed's bits (below).
 
 extern "C" __global__ void popcount_rows(const unsigned long long* __restrict__ W, long long ld,
                                          int rows, long long w0, long long width, int coef,
@@ -47,4 +48,25 @@ extern "C" __global__ void unpack_int8(const unsigned long long* __restrict__ W,
         v.y = bytes[2 * k + 1];
         dst[k] = v;
     }
+}
+
+// bits_planes: the `genotype` planes L H V Het Hom0 of rows of a .bed's calls held as bits
+// (store/bits.py: a row's lo words, then its hi words, 0 past the last variant), as
+// store/bits.held_planes makes them on the host, the same 7 word operations.
+//   B: (rows, 2 * w) uint64; valid: (w,) the variant bits of each word; P: rows of 5 * w words
+//   (plane p of a row at words [p * w, (p + 1) * w)), row-major. One thread per (row, word).
+extern "C" __global__ void bits_planes(const unsigned long long* __restrict__ B,
+                                       const unsigned long long* __restrict__ valid, int rows, long long w,
+                                       unsigned long long* __restrict__ P) {
+    const long long idx = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (idx >= (long long)rows * w) return;
+    const long long r = idx / w, k = idx % w;
+    const unsigned long long lo = B[r * 2 * w + k], hi = B[r * 2 * w + w + k], ok = valid[k];
+    const unsigned long long hom0 = lo & hi;  // 11
+    unsigned long long* p = P + r * 5 * w + k;
+    p[0] = lo ^ ok;             // L: not lo (00, 10)
+    p[w] = (lo | hi) ^ ok;      // H: 00
+    p[2 * w] = (lo ^ hom0) ^ ok;  // V: not 01 (missing: lo without hi)
+    p[3 * w] = hi ^ hom0;       // Het: 10
+    p[4 * w] = hom0;            // Hom0: 11
 }

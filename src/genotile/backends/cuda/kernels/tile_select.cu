@@ -46,6 +46,15 @@
 #define GT_COUNT64 0
 #endif
 
+// GT_SELECT_UNROLL: columns a thread takes per pass (32 apart, so that each of its loads is one
+// coalesced warp load), their counts loaded before any is used: the loads of a pass are in flight
+// together. One column a pass left the kernel waiting on memory: with no pair passing it took as
+// long as the six plane products of a 20,000-variant king sub-tile (bench/RESULTS.md, session 10).
+#ifndef GT_SELECT_UNROLL
+#define GT_SELECT_UNROLL 4
+#endif
+constexpr int U_COLS = GT_SELECT_UNROLL;
+
 #ifndef GT_HIST_AGG
 #define GT_HIST_AGG 1  // histogram atomics aggregated over the lanes of a warp (__match_any_sync)
 #endif
@@ -139,103 +148,115 @@ extern "C" __global__ void __launch_bounds__(256) tile_select(const SelectParams
     bool overflow = false;
 
     const int lane = threadIdx.x & 31;
-    const int warp_col0 = blockIdx.x * blockDim.x + (threadIdx.x & ~31);
-    const int col_stride = gridDim.x * blockDim.x;
+    const int warp_col0 = (blockIdx.x * blockDim.x + (threadIdx.x & ~31)) * U_COLS;
+    const int col_stride = gridDim.x * blockDim.x * U_COLS;
     for (int r = blockIdx.y; r < ms; r += gridDim.y) {
         const i64 gi = i0 + r;
         // loop bounds are uniform across a warp (c0 is warp-aligned): the ballots see 32 lanes
-        for (int c0 = warp_col0; c0 < ns; c0 += col_stride) {
-            const int c = c0 + lane;
-            const bool in_range = c < ns;
-            const i64 gj = j0 + c;
-            const bool unique = in_range && (!diag || gi < gj);
-            bool keep = false;
-            u64 out[K_COLS];
+        for (int c00 = warp_col0; c00 < ns; c00 += col_stride) {
+            // the pass's counts first (U_COLS columns, 32 apart), then each column's epilogue
+            count_t raw[U_COLS][K_COUNTS];
 #pragma unroll
-            for (int k = 0; k < K_COLS; ++k) out[k] = 0;
-            if (in_range) {
-                i64 cnt[K_COUNTS];
+            for (int q = 0; q < U_COLS; ++q) {
+                const int c = c00 + 32 * q + lane;
 #pragma unroll
-                for (int k = 0; k < K_COUNTS; ++k) {
-                    i64 v = 0;
-                    if (mats[k]) v += (i64)mats[k][(i64)r * ns + c];
-                    if (lvecs[k]) v += lvecs[k][gi];
-                    if (rvecs[k]) v += rvecs[k][gj];
-                    cnt[k] = v;
-                }
-                const bool pass = MetricEpilogue::values(cnt, out, mode == 0 ? p.has_thr : 0, p.thr, p.metric);
-                keep = pass && unique;
-                if (dense) {
-                    u64 d = out[0];
-#pragma unroll
-                    for (int k = 1; k < K_COLS; ++k)
-                        if (k == p.dense_col) d = out[k];
-                    dense[gi * n_total + gj] = d;
-                }
+                for (int k = 0; k < K_COUNTS; ++k) raw[q][k] = (mats[k] && c < ns) ? mats[k][(i64)r * ns + c] : 0;
             }
-            if (hist != nullptr) {
-                u64 hv[K_COLS];
 #pragma unroll
-                for (int k = 0; k < K_COLS; ++k) hv[k] = out[k];
-                if (MetricEpilogue::transposed && unique && perm_l != nullptr && perm_l[gi] > perm_r[gj])
-                    MetricEpilogue::read_transposed(hv);  // read as (j, i)
+            for (int q = 0; q < U_COLS; ++q) {
+                const int c0 = c00 + 32 * q;
+                if (c0 >= ns) break;  // uniform across the warp
+                const int c = c0 + lane;
+                const bool in_range = c < ns;
+                const i64 gj = j0 + c;
+                const bool unique = in_range && (!diag || gi < gj);
+                bool keep = false;
+                u64 out[K_COLS];
 #pragma unroll
-                for (int h = 0; h < K_COLS; ++h) {
-                    if (h_kind[h] == 0) continue;  // uniform
-                    long long bin = -1;
-                    if (unique) {
-                        if (h_kind[h] == 1) {
-                            const i64 v = (i64)hv[h];
-                            if (v >= 0 && v < h_size[h]) bin = v;
-                            else overflow = true;
-                        } else {
-                            bin = float_bin(__longlong_as_double((long long)hv[h]), h_low[h], h_high[h], h_scale[h],
-                                            h_bins[h]);
-                        }
+                for (int k = 0; k < K_COLS; ++k) out[k] = 0;
+                if (in_range) {
+                    i64 cnt[K_COUNTS];
+#pragma unroll
+                    for (int k = 0; k < K_COUNTS; ++k) {
+                        i64 v = (i64)raw[q][k];
+                        if (lvecs[k]) v += lvecs[k][gi];
+                        if (rvecs[k]) v += rvecs[k][gj];
+                        cnt[k] = v;
                     }
+                    const bool pass = MetricEpilogue::values(cnt, out, mode == 0 ? p.has_thr : 0, p.thr, p.metric);
+                    keep = pass && unique;
+                    if (dense) {
+                        u64 d = out[0];
+#pragma unroll
+                        for (int k = 1; k < K_COLS; ++k)
+                            if (k == p.dense_col) d = out[k];
+                        dense[gi * n_total + gj] = d;
+                    }
+                }
+                if (hist != nullptr) {
+                    u64 hv[K_COLS];
+#pragma unroll
+                    for (int k = 0; k < K_COLS; ++k) hv[k] = out[k];
+                    if (MetricEpilogue::transposed && unique && perm_l != nullptr && perm_l[gi] > perm_r[gj])
+                        MetricEpilogue::read_transposed(hv);  // read as (j, i)
+#pragma unroll
+                    for (int h = 0; h < K_COLS; ++h) {
+                        if (h_kind[h] == 0) continue;  // uniform
+                        long long bin = -1;
+                        if (unique) {
+                            if (h_kind[h] == 1) {
+                                const i64 v = (i64)hv[h];
+                                if (v >= 0 && v < h_size[h]) bin = v;
+                                else overflow = true;
+                            } else {
+                                bin = float_bin(__longlong_as_double((long long)hv[h]), h_low[h], h_high[h], h_scale[h],
+                                                h_bins[h]);
+                            }
+                        }
 #if GT_HIST_AGG
-                    // one atomic per distinct bin a warp (inactive lanes get distinct keys)
-                    const long long key = bin >= 0 ? bin : -1 - lane;
-                    const unsigned peers = __match_any_sync(0xffffffffu, (unsigned long long)key);
-                    const unsigned add = (unsigned)__popc(peers);
-                    const bool leader = bin >= 0 && lane == __ffs(peers) - 1;
+                        // one atomic per distinct bin a warp (inactive lanes get distinct keys)
+                        const long long key = bin >= 0 ? bin : -1 - lane;
+                        const unsigned peers = __match_any_sync(0xffffffffu, (unsigned long long)key);
+                        const unsigned add = (unsigned)__popc(peers);
+                        const bool leader = bin >= 0 && lane == __ffs(peers) - 1;
 #else
-                    const unsigned add = 1u;
-                    const bool leader = bin >= 0;
+                        const unsigned add = 1u;
+                        const bool leader = bin >= 0;
 #endif
-                    if (leader) {
-                        if (h_kind[h] == 2 && GT_HIST_SHARED) {
-                            atomicAdd(&sh_hist[h_sh[h] + bin], add);
-                        } else if (h_kind[h] == 1 && bin >= h_base[h] && bin - h_base[h] < win) {
-                            atomicAdd(&sh_hist[h_sh[h] + (bin - h_base[h])], add);
-                        } else {
-                            atomicAdd(&hist[h_off[h] + bin], (u64)add);
+                        if (leader) {
+                            if (h_kind[h] == 2 && GT_HIST_SHARED) {
+                                atomicAdd(&sh_hist[h_sh[h] + bin], add);
+                            } else if (h_kind[h] == 1 && bin >= h_base[h] && bin - h_base[h] < win) {
+                                atomicAdd(&sh_hist[h_sh[h] + (bin - h_base[h])], add);
+                            } else {
+                                atomicAdd(&hist[h_off[h] + bin], (u64)add);
+                            }
                         }
                     }
                 }
-            }
-            if (mode == 0) {
-                const unsigned mask = __ballot_sync(0xffffffffu, keep);
-                if (mask) {
-                    const int leader = __ffs(mask) - 1;
-                    u64 base = 0;
-                    if (lane == leader) base = atomicAdd(counter, (u64)__popc(mask));
-                    base = __shfl_sync(0xffffffffu, base, leader);
-                    if (keep) {
-                        const u64 slot = base + (u64)__popc(mask & ((1u << lane) - 1u));
-                        if (slot < (u64)cap) {
-                            idx[slot] = gi * n_total + gj;
+                if (mode == 0) {
+                    const unsigned mask = __ballot_sync(0xffffffffu, keep);
+                    if (mask) {
+                        const int leader = __ffs(mask) - 1;
+                        u64 base = 0;
+                        if (lane == leader) base = atomicAdd(counter, (u64)__popc(mask));
+                        base = __shfl_sync(0xffffffffu, base, leader);
+                        if (keep) {
+                            const u64 slot = base + (u64)__popc(mask & ((1u << lane) - 1u));
+                            if (slot < (u64)cap) {
+                                idx[slot] = gi * n_total + gj;
 #pragma unroll
-                            for (int k = 0; k < K_COLS; ++k) cols[(i64)k * cap + (i64)slot] = out[k];
+                                for (int k = 0; k < K_COLS; ++k) cols[(i64)k * cap + (i64)slot] = out[k];
+                            }
                         }
                     }
-                }
-            } else if (keep) {
-                // row-major rank of (gi, gj) among the tile's pairs (i < j on a diagonal tile)
-                const i64 slot = diag ? gi * n_total - gi * (gi + 1) / 2 + (gj - gi - 1) : gi * n_total + gj;
-                if (slot < cap) {
+                } else if (keep) {
+                    // row-major rank of (gi, gj) among the tile's pairs (i < j on a diagonal tile)
+                    const i64 slot = diag ? gi * n_total - gi * (gi + 1) / 2 + (gj - gi - 1) : gi * n_total + gj;
+                    if (slot < cap) {
 #pragma unroll
-                    for (int k = 0; k < K_COLS; ++k) cols[(i64)k * cap + slot] = out[k];
+                        for (int k = 0; k < K_COLS; ++k) cols[(i64)k * cap + slot] = out[k];
+                    }
                 }
             }
         }
