@@ -495,7 +495,7 @@ def _plan(args) -> None:
     """`genotile plan`: the workflow's defaults where a flag is not given (this host's GPUs and
     cores, block_size auto, the metric's default threshold), then the estimate of its workload."""
     from genotile.core.blocks import device_memory_bytes
-    from genotile.runtime.gpu_slots import host_gpu_count
+    from genotile.runtime.gpu_slots import visible_gpus
     from genotile.util.cpus import usable_cpus
 
     if REGISTRY[args.metric].workload == "triples":
@@ -522,7 +522,7 @@ def _plan(args) -> None:
         return
     from genotile.pairs.estimate import estimate
 
-    gpus = host_gpu_count() if args.gpus is None else args.gpus
+    gpus = len(visible_gpus()) if args.gpus is None else args.gpus  # the GPUs a local run shares its tiles over
     rates = None
     if args.rates:
         try:

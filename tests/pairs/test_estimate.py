@@ -153,12 +153,16 @@ def test_plan_defaults_are_this_hosts(monkeypatch, capsys):
 
     argv = ["plan", "--vectors", "50000", "--fields", "20000", "--metric", "king"]
     monkeypatch.setattr(cpus, "usable_cpus", lambda: 6)
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)  # else the GPUs it names
     for found, says in ((0, "time on 6 CPU cores (no GPU), numba"), (3, "time on 3 GPU(s) and 6 CPU cores, cupy-b1")):
         monkeypatch.setattr(gpu_slots, "host_gpu_count", lambda found=found: found)
         assert main(argv) == 0
         assert says in capsys.readouterr().out
     assert main([*argv, "--gpus", "0"]) == 0  # --gpus overrides the host's 3
     assert "(no GPU), numba" in capsys.readouterr().out
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "1")  # a job granted one GPU of the three
+    assert main(argv) == 0
+    assert "time on 1 GPU(s)" in capsys.readouterr().out
 
 
 def test_ccc3_plan_takes_the_default_threshold(capsys):
