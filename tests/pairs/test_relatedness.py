@@ -212,8 +212,12 @@ def test_degrees_file(pedigree_run):
         pairs = [line.rstrip("\n").split("\t") for line in fh]
     with gzip.open(mdir / "degrees.tsv.gz", "rt") as fh:
         degrees = [line.rstrip("\n").split("\t") for line in fh]
-    assert degrees[0] == ["id1", "id2", "kinship", "degree"]
+    assert degrees[0] == ["id1", "id2", "kinship", "degree", "ibs0", "relationship"]
     assert [row[:3] for row in degrees[1:]] == [[p[0], p[1], p[5]] for p in pairs[1:]]
     expected = relatedness.degree(np.array([float(p[5]) for p in pairs[1:]]))
     assert [row[3] for row in degrees[1:]] == expected.tolist()
     assert {"1st", "2nd", "3rd"} <= set(expected.tolist())  # the pedigrees reach each degree
+    # the types refine the degrees: 1st splits into PO and FS, the others keep their names
+    types = [row[5] for row in degrees[1:]]
+    assert {t for t, d in zip(types, expected, strict=True) if d == "1st"} == {"PO", "FS"}
+    assert all(t == d for t, d in zip(types, expected, strict=True) if d != "1st")

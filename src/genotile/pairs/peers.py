@@ -49,11 +49,20 @@ def write_kin0(pairs: dict, ids, out_path, fids=None) -> int:
 
 
 def write_degrees(pairs: dict, ids, out_path) -> int:
-    """degrees.tsv.gz: `id1 id2 kinship degree`, the rows of pairs.tsv.gz with KING's degree."""
+    """degrees.tsv.gz: `id1 id2 kinship degree ibs0 relationship`, the rows of pairs.tsv.gz with
+    KING's degree, the IBS0 proportion and KING's relationship type (relatedness.relationship)."""
     ids_arr = np.asarray(ids, dtype=object)
     kinship = pairs["kinship"]
-    columns = [ids_arr[pairs["a"]], ids_arr[pairs["b"]], format_column(kinship), relatedness.degree(kinship)]
-    return write_tsv_gz(out_path, ("id1", "id2", "kinship", "degree"), columns)
+    ibs0 = relatedness.ibs0_proportion(pairs["ibs0"], pairs["nsnp"])
+    columns = [
+        ids_arr[pairs["a"]],
+        ids_arr[pairs["b"]],
+        format_column(kinship),
+        relatedness.degree(kinship),
+        format_column(ibs0),
+        relatedness.relationship(kinship, ibs0),
+    ]
+    return write_tsv_gz(out_path, ("id1", "id2", "kinship", "degree", "ibs0", "relationship"), columns)
 
 
 def write_king_cutoff(pairs: dict, ids, cutoff: float, in_path, out_path, fids=None) -> np.ndarray:

@@ -1,4 +1,4 @@
-"""Relatedness from KING-robust kinship: degrees of relationship, and a maximal set of
+"""Relatedness from KING-robust kinship: degrees and types of relationship, and a maximal set of
 unrelated samples (what `plink2 --king-cutoff` computes, never a smaller set).
 
 Degrees follow KING's published ranges (Manichaikul et al. 2010; the KING manual): kinship
@@ -8,6 +8,12 @@ published ranges share their ends; a value exactly at one gets the closer relati
 (0.177 is 1st degree, 0.0442 3rd), as genotile's king threshold keeps kinship >= 0.0442 as
 "3rd degree or closer". A `nan` kinship (no both-sites, or no het call in either sample) is
 `unknown`; `-inf` (no het call in one sample) is below every range: `unrelated`.
+
+Relationship types, as KING's `--related` infers them without IBD segments (its InfType
+column): the degree, with the 1st degree split by the proportion of SNPs at which the pair is
+IBS0 (opposite homozygotes). A parent and child always share an allele, so their IBS0 is 0 up
+to genotyping error; full siblings share none at a quarter of the loci where unrelated samples
+are IBS0. Below `IBS0_PO` a 1st-degree pair is `PO`, else `FS`.
 
 The unrelated set: two samples are related when kinship > cutoff (strictly, as PLINK 2).
 Each connected group of related samples is solved on its own: exactly (a maximum
@@ -32,6 +38,17 @@ DEGREES = (
     (0.0442, True, "3rd"),
 )
 UNRELATED, UNKNOWN = "unrelated", "unknown"
+# KING's InfType labels, in its spelling (a .kin0 of `king --related` can be compared as is)
+RELATIONSHIPS = ("Dup/MZ", "PO", "FS", "2nd", "3rd", "UN")
+# The IBS0 proportion below which a 1st-degree pair is parent-offspring: KING's own default
+# (relationship.cpp of KING 2.1, `if(ibs0 < 0.008)` where no --errorrate is given; the KING
+# manual, kingrelatedness.com/manual.shtml, gives the kinship ranges above). KING may instead
+# estimate it from a gap in the 1st-degree pairs' IBS0 below 0.01 (buildped.cpp) or from
+# known pedigrees; genotile, without pedigrees, keeps the fixed default. Full siblings' IBS0
+# is a quarter of unrelated pairs' (about 0.015 for common SNPs, so well above it); data of
+# mostly rare variants brings it nearer, and a high genotype error rate lifts parent-offspring
+# pairs towards it.
+IBS0_PO = 0.008
 EXACT_MAX = 64  # groups of at most this many related samples are solved exactly
 EXACT_STEPS = 200_000  # branch-and-bound calls per group before falling back to the greedies
 
@@ -56,6 +73,46 @@ def degree(kinship: np.ndarray) -> np.ndarray:
         out[(kinship >= bound) if inclusive else (kinship > bound)] = label
     out[np.isnan(kinship)] = UNKNOWN
     return out
+
+
+def relationship(kinship: np.ndarray, ibs0: np.ndarray, ibs0_po: float = IBS0_PO) -> np.ndarray:
+    """KING's inferred relationship type of each pair (`king --related`'s InfType, from kinship
+    and IBS0 alone).
+
+    Parameters
+    ----------
+    kinship : (pairs,) float64
+    ibs0 : (pairs,) float64, the IBS0 proportion: opposite-homozygote SNPs / SNPs called in both
+    ibs0_po : a 1st-degree pair with IBS0 below this is parent-offspring, else full siblings
+
+    Returns
+    -------
+    (pairs,) object array of "Dup/MZ", "PO", "FS", "2nd", "3rd", "UN" (the `degree` with the
+    1st degree split, `unrelated` as KING's "UN") or "unknown" (nan kinship, or a 1st-degree
+    kinship with a nan IBS0)
+
+    >>> relationship(np.array([0.5, 0.25, 0.25, 0.12, 0.06, 0.0, np.nan]),
+    ...              np.array([0.0, 0.001, 0.02, 0.03, 0.04, 0.06, np.nan])).tolist()
+    ['Dup/MZ', 'PO', 'FS', '2nd', '3rd', 'UN', 'unknown']
+    """
+    kinship = np.asarray(kinship, dtype=np.float64)
+    ibs0 = np.asarray(ibs0, dtype=np.float64)
+    deg = degree(kinship)
+    out = deg.copy()
+    out[deg == "duplicate/MZ"] = "Dup/MZ"
+    out[deg == UNRELATED] = "UN"
+    first = deg == "1st"
+    out[first & (ibs0 < ibs0_po)] = "PO"
+    out[first & (ibs0 >= ibs0_po)] = "FS"
+    out[first & np.isnan(ibs0)] = UNKNOWN
+    return out
+
+
+def ibs0_proportion(ibs0: np.ndarray, nsnp: np.ndarray) -> np.ndarray:
+    """IBS0 counts as proportions of the SNPs called in both (KING's and PLINK 2's IBS0 column;
+    `nan` where no SNP is)."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.asarray(ibs0, dtype=np.float64) / np.asarray(nsnp, dtype=np.float64)
 
 
 def related_lists(n: int, a: np.ndarray, b: np.ndarray, kinship: np.ndarray, cutoff: float) -> list[set[int]]:
