@@ -255,7 +255,11 @@ def ingest_options(wildcards):
     if wildcards.encoding not in GENOTYPE_ENCODINGS:
         return {}
     spec = config["datasets"][wildcards.dataset]
-    return {key: spec[key] for key in VCF_OPTIONS if key in spec}
+    # `chromosomes` always given (the readers' default where the config has none), so that a
+    # store made before genotile left non-autosomal variants out is made again
+    return {"chromosomes": "autosomes"} | {
+        key: spec[key] for key in VCF_OPTIONS if key in spec
+    }
 
 
 def dataset_options(dataset) -> dict:

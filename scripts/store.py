@@ -1,8 +1,11 @@
 import contextlib
+import json
 import logging
 import sys
+from pathlib import Path
 
 from genotile.core.registry import REGISTRY
+from genotile.io.readers.vcf import left_out
 from genotile.pairs import early
 from genotile.runtime.gpu_slots import slot_for_backend, visible_gpus
 from genotile.runtime.rule import run_rule
@@ -41,6 +44,10 @@ def store(sm):
     def after_pack(p):
         # shown on the console too, before any tile job is scheduled
         what = f"{sm.wildcards.dataset} ({sm.wildcards.encoding})"
+        skipped = left_out(json.loads(Path(sm.output.ingest).read_text()).get("counts") or {})
+        if skipped:  # records the genotype rules left out, counted in summary.json too
+            log.info("ingest: %s", skipped)
+            print(f"genotile ingest for {what}: {skipped}", file=sys.stderr)
         print(f"genotile plan for {what}: {p.describe()}", file=sys.stderr)
         if may and early.wanted(mode, granted, len(p.tiles())):
             # the tile rule's params (rules/tiles.smk takes them from the same function): a tile

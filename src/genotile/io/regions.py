@@ -117,3 +117,35 @@ def regions_in(regions: list[Region], contigs, path, stats: dict) -> list[Region
             f"{path}: no region's contig is in the file (e.g. {regions[0].chrom!r}; the file has {sorted(known)[:5]})"
         )
     return chosen
+
+
+# -- the contigs PLINK counts: ibs and king read autosomes only by default --------------------
+
+CHROMOSOMES = ("autosomes", "all")  # the genotype option `chromosomes`
+AUTOSOMES = frozenset(str(k) for k in range(1, 23))
+
+
+def is_autosome(contig: str) -> bool:
+    """A human autosome as PLINK names one: 1-22, with or without a `chr` prefix (any case).
+
+    >>> [is_autosome(c) for c in ("1", "chr22", "CHR7", "X", "chrX", "23", "MT", "chr1_KI270706v1_random")]
+    [True, True, True, False, False, False, False, False]
+    """
+    name = contig[3:] if contig[:3].lower() == "chr" else contig
+    return name in AUTOSOMES
+
+
+def check_chromosomes(value) -> str:
+    """The `chromosomes` option checked: "autosomes" (PLINK's default) or "all"."""
+    if value not in CHROMOSOMES:
+        raise GenotileError(f"chromosomes must be one of {', '.join(CHROMOSOMES)}, not {value!r}")
+    return value
+
+
+def no_autosome(path, contigs) -> GenotileError:
+    """The refusal of an input whose every variant is on a contig other than autosomes 1-22."""
+    shown = sorted(set(contigs))[:5]
+    return GenotileError(
+        f"{path}: no variant on an autosome (1-22, as PLINK counts ibs and king; contigs {shown}): "
+        "set `chromosomes: all` to read every contig (a non-human genome, or chrX on purpose)"
+    )

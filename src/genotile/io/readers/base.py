@@ -42,7 +42,7 @@ READERS = (
     "fasta:FastaReader",  # aligned FASTA
 )
 
-GENOTYPE_OPTIONS = ("multiallelic", "filter_pass", "samples", "regions")
+GENOTYPE_OPTIONS = ("multiallelic", "filter_pass", "samples", "regions", "chromosomes")
 
 
 class Reader(ABC):
@@ -158,10 +158,19 @@ class GenotypeReader(Reader):
     want_ids: bool = True
 
     @abstractmethod
-    def __init__(self, path, multiallelic: str = "skip", filter_pass: bool = False, samples=None, regions=None):
+    def __init__(
+        self,
+        path,
+        multiallelic: str = "skip",
+        filter_pass: bool = False,
+        samples=None,
+        regions=None,
+        chromosomes: str = "autosomes",
+    ):
         """Open `path`, with the genotype options (GENOTYPE_OPTIONS): `multiallelic` "skip" or
         "split", `filter_pass`, `samples` (IDs or a file of them: select and order), `regions`
-        (io/regions.py)."""
+        (io/regions.py), `chromosomes` ("autosomes": PLINK's default, variants on contigs 1-22
+        only, the others counted in `stats["non_autosomal_skipped"]`; "all")."""
 
     @abstractmethod
     def blocks(self, max_rows: int = 4096) -> Iterator[tuple[list, np.ndarray]]:

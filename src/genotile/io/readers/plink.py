@@ -20,7 +20,10 @@ Variant IDs (ccc2, ccc3): the ID column, or CHROM:POS:REF:ALT where it is '.', a
 The VCF options apply: `samples` (output IDs, one per line, selects and orders),
 `regions` (by CHROM and POS, from the variant file; no index needed), `filter_pass`
 (a .pvar FILTER column; a .bim has none, so every variant passes, as '.' does in a VCF),
-`multiallelic` (.pgen: skip, or split into one ALT-vs-rest variant per ALT).
+`multiallelic` (.pgen: skip, or split into one ALT-vs-rest variant per ALT), `chromosomes`
+(autosomes 1-22 by default, as PLINK's ibs and king; a .bim of autosomes only is not parsed, so a
+whole .bed stays on its own reader, bed.BedReader.plain; one with other contigs is read as the
+regions of its autosomes, the rest counted in `non_autosomal_skipped`).
 """
 
 import os
@@ -32,9 +35,25 @@ import numpy as np
 from genotile.core.encode import MISSING
 from genotile.errors import GenotileError
 from genotile.io.readers.base import GenotypeReader
-from genotile.io.readers.plink_tables import count_lines, fileset, plink_format, read_samples, read_variants
+from genotile.io.readers.plink_tables import (
+    bim_contigs,
+    count_lines,
+    fileset,
+    plink_format,
+    read_samples,
+    read_variants,
+)
 from genotile.io.readers.vcf import MULTIALLELIC, STATS, read_sample_list
-from genotile.io.regions import merge_regions, parse_regions, regions_in
+from genotile.io.regions import (
+    END,
+    Region,
+    check_chromosomes,
+    is_autosome,
+    merge_regions,
+    no_autosome,
+    parse_regions,
+    regions_in,
+)
 
 BLOCK_BYTES = 1 << 22  # int8 bytes of one block of variants x samples
 CHUNK_BYTES = 1 << 24  # bytes of one sample-major buffer of write_sample_rows
@@ -100,7 +119,16 @@ class PlinkReader(GenotypeReader):
         """{"plink .bim": path, ...}: the fileset's variant and sample files that exist."""
         return {f"plink {p.name[len(Path(path).stem) :]}": p for p in fileset(path)[1:] if p.is_file()}
 
-    def __init__(self, path, multiallelic: str = "skip", filter_pass: bool = False, samples=None, regions=None):
+    def __init__(
+        self,
+        path,
+        multiallelic: str = "skip",
+        filter_pass: bool = False,
+        samples=None,
+        regions=None,
+        chromosomes: str = "autosomes",
+    ):
+        self.chromosomes = check_chromosomes(chromosomes)
         if multiallelic not in MULTIALLELIC:
             raise GenotileError(f"multiallelic must be one of {', '.join(MULTIALLELIC)}, not {multiallelic!r}")
         if not isinstance(filter_pass, bool):
@@ -135,8 +163,18 @@ class PlinkReader(GenotypeReader):
             self.iids = [self.iids[k] for k in self._order]
         self.multiallelic, self.filter_pass = multiallelic, filter_pass
         self.regions = merge_regions(parse_regions(regions)) if regions is not None else None
-        needs_table = self.format == "plink2" or self.regions is not None
-        self.variants = read_variants(self.files[1]) if needs_table else None
+        self._regions_given = self.regions is not None  # else the autosomes' regions, below
+        self.variants = read_variants(self.files[1]) if self.format == "plink2" or self.regions is not None else None
+        self.autosomes_only = False  # variants on other contigs are dropped (`_select`)
+        if self.chromosomes == "autosomes":
+            contigs = set(self.variants.chrom) if self.variants is not None else bim_contigs(self.files[1])
+            self.autosomes_only = not all(map(is_autosome, contigs))
+            if self.autosomes_only and not any(map(is_autosome, contigs)):
+                raise no_autosome(self.path, contigs)
+            if self.autosomes_only and self.regions is None:  # read as a selection: not `plain`
+                self.regions = [Region(c, 1, END) for c in sorted(filter(is_autosome, contigs))]
+        if self.variants is None and self.regions is not None:
+            self.variants = read_variants(self.files[1])
         n_var = len(self.variants.ids) if self.variants is not None else count_lines(self.files[1])
         self.n_file_variants = n_var
         self._reader_args = self._check_genotypes(n_var)
@@ -172,7 +210,8 @@ class PlinkReader(GenotypeReader):
         st["records"] = n_var
         keep = np.ones(n_var, dtype=bool)
         v = self.variants
-        if self.regions is not None:
+        if self._regions_given:
+            assert self.regions is not None
             assert v is not None  # read whenever there are regions (__init__)
             chrom = np.asarray(v.chrom, dtype=object)
             inside = np.zeros(n_var, dtype=bool)
@@ -181,6 +220,14 @@ class PlinkReader(GenotypeReader):
                 inside |= (chrom == r.chrom) & (v.pos >= r.start) & (v.pos <= r.end)
             keep &= inside
             st["records"] = int(inside.sum())
+        if self.autosomes_only:
+            assert v is not None
+            names = sorted(set(v.chrom))
+            auto = np.isin(np.asarray(v.chrom, dtype=object), [c for c in names if is_autosome(c)])
+            st["non_autosomal_skipped"] = int((keep & ~auto).sum())
+            if keep.any() and not (keep & auto).any():
+                raise no_autosome(self.path, [c for c in names if not is_autosome(c)])
+            keep &= auto
         if v is not None and v.filters is not None:
             failed = ~np.isin(np.asarray(v.filters, dtype=object), ["PASS", "."]) & keep
             st["filter_failed"] = int(failed.sum())

@@ -200,3 +200,25 @@ def count_lines(path) -> int:
     if n == 0:
         raise GenotileError(f"{path}: no variants")
     return n
+
+
+def bim_contigs(path) -> set[str]:
+    """The CHROM codes of a .bim (its first column), without parsing the rest of it: enough to
+    tell whether `chromosomes: autosomes` drops anything (a .bim of autosomes only keeps the
+    whole-.bed path, which reads no table)."""
+    import re
+
+    first = re.compile(rb"(?m)^[ \t]*([^\s]+)")
+    found: set[bytes] = set()
+    tail = b""
+    try:
+        with open(path, "rb") as fh:
+            for chunk in iter(lambda: fh.read(1 << 24), b""):
+                text = tail + chunk
+                cut = text.rfind(b"\n") + 1
+                found.update(first.findall(text, 0, cut))
+                tail = text[cut:]
+    except OSError as exc:
+        raise GenotileError(f"{path}: cannot read: {exc.strerror}") from None
+    found.update(first.findall(tail))
+    return {c.decode("utf-8", "replace") for c in found}

@@ -6,6 +6,9 @@ MISSING for `./.`, `.` and half-missing calls such as `./1`. The file is read on
 record at a time, so memory is bounded by one block, never by the file.
 
 Rules, applied in this order to each record and counted in `stats`:
+  - CHROM not an autosome (1-22, with or without `chr`): skipped (`non_autosomal_skipped`),
+    unless `chromosomes: all`. PLINK's ibs and king count autosomes only by default, and
+    every male's chrX call is haploid;
   - no GT in FORMAT: skipped (`no_gt_skipped`);
   - FILTER neither PASS nor '.': counted (`filter_failed`), skipped only with
     `filter_pass=True` ('.' means no filter was applied; it passes, as in PLINK);
@@ -46,7 +49,7 @@ from genotile.errors import GenotileError
 from genotile.io.gzcheck import check_bgzf_end, diagnose, quiet_htslib
 from genotile.io.ids import check_ids
 from genotile.io.readers.base import GenotypeReader
-from genotile.io.regions import merge_regions, parse_regions, regions_in
+from genotile.io.regions import check_chromosomes, is_autosome, merge_regions, no_autosome, parse_regions, regions_in
 
 FAST_PATH = True  # text VCFs through vcf_fast.py first (same output; False: cyvcf2 only)
 BLOCK_BYTES = 1 << 26  # bound on the int16 allele buffer of one block (64 MiB)
@@ -65,7 +68,33 @@ STATS = (
     "monomorphic",
     "all_missing",
     "regions_unknown_contig",
+    "non_autosomal_skipped",
 )
+# the rules that leave records out, in words, with the key that keeps them (`left_out`)
+LEFT_OUT = (
+    ("non_autosomal_skipped", "on a contig other than autosomes 1-22 (`chromosomes: all` keeps them)"),
+    ("multiallelic_skipped", "multi-allelic (`multiallelic: split` splits them)"),
+    ("filter_skipped", "failing FILTER (`filter_pass: false` keeps them)"),
+    ("no_gt_skipped", "without GT"),
+)
+
+
+def left_out(stats: dict) -> str | None:
+    """The records the rules left out, in one phrase (the console's line at the end of the
+    ingest); None where none was.
+
+    >>> left_out({"records": 10, "non_autosomal_skipped": 3, "multiallelic_skipped": 1}).split(": ", 1)[0]
+    '4 of 10 records left out'
+    >>> left_out({"records": 10, "no_gt_skipped": 0}) is None
+    True
+    """
+    parts = [(stats.get(key, 0), words) for key, words in LEFT_OUT if stats.get(key, 0)]
+    if not parts:
+        return None
+    total = sum(n for n, _ in parts)
+    return f"{total:,} of {stats.get('records', 0):,} records left out: " + ", ".join(f"{n:,} {w}" for n, w in parts)
+
+
 # cyvcf2's genotype.array(): allele index >= 0, -1 = missing allele, -2 = no such
 # allele (the call has fewer alleles than the widest call of the record)
 MISSING_ALLELE, NO_ALLELE = -1, -2
@@ -221,6 +250,7 @@ class VcfReader(DiploidCalls, GenotypeReader):
         filter_pass: bool = False,
         samples=None,
         regions=None,
+        chromosomes: str = "autosomes",
         fast: bool | None = None,
     ):
         try:
@@ -269,6 +299,12 @@ class VcfReader(DiploidCalls, GenotypeReader):
         self.format = _sniff_format(self.path)
         self.stats = dict.fromkeys(STATS, 0)
         self.regions = merge_regions(parse_regions(regions)) if regions is not None else None
+        # `chromosomes: autosomes` costs nothing where the header (or index) names autosomes only:
+        # the fast path reads on; else each record's CHROM is checked, on the cyvcf2 path
+        self.chromosomes = check_chromosomes(chromosomes)
+        contigs = list(self._vcf.seqnames)
+        self.contig_filter = self.chromosomes == "autosomes" and not (contigs and all(map(is_autosome, contigs)))
+        self.skipped_contigs: set[str] = set()
 
     # -- records -------------------------------------------------------------------
 
@@ -336,7 +372,7 @@ class VcfReader(DiploidCalls, GenotypeReader):
         """
         rows = self._block_rows(max_rows)
         skip = 0
-        if self.fast and self.regions is None and self.format == "vcf":
+        if self.fast and self.regions is None and self.format == "vcf" and not self.contig_filter:
             from genotile.io.vcf_fast import FastText
 
             fast = FastText(self)
@@ -360,11 +396,21 @@ class VcfReader(DiploidCalls, GenotypeReader):
         ids: list[str] = []
         where: list[str] = []
         st = self.stats
+        autosome: dict[str, bool] = {}  # by CHROM, asked once each
         for rec in self._checked(self._records()):
             if skip:
                 skip -= 1
                 continue
             st["records"] += 1
+            if self.contig_filter:
+                chrom = rec.CHROM
+                keep = autosome.get(chrom)
+                if keep is None:
+                    keep = autosome[chrom] = is_autosome(chrom)
+                if not keep:
+                    st["non_autosomal_skipped"] += 1
+                    self.skipped_contigs.add(chrom)
+                    continue
             gt = self._genotypes(rec)
             if gt is None:
                 st["no_gt_skipped"] += 1
@@ -397,6 +443,8 @@ class VcfReader(DiploidCalls, GenotypeReader):
                     ids, where = [], []
         if ids:
             yield ids, self._codes(alleles[: len(ids)], alt_index[: len(ids)], n_alts[: len(ids)], where)
+        if st["non_autosomal_skipped"] and not st["variants"]:
+            raise no_autosome(self.path, self.skipped_contigs)
 
     def _genotypes(self, rec) -> np.ndarray | None:
         """cyvcf2's allele array of the record, None when FORMAT has no GT.

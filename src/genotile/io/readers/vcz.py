@@ -30,7 +30,7 @@ from genotile.errors import GenotileError
 from genotile.io.ids import check_ids, check_unique
 from genotile.io.readers.base import GenotypeReader
 from genotile.io.readers.vcf import MULTIALLELIC, NO_ALLELE, STATS, DiploidCalls, read_sample_list
-from genotile.io.regions import merge_regions, parse_regions, regions_in
+from genotile.io.regions import check_chromosomes, is_autosome, merge_regions, no_autosome, parse_regions, regions_in
 
 ARRAYS = ("call_genotype", "sample_id", "contig_id", "variant_contig", "variant_position", "variant_allele")
 
@@ -42,7 +42,16 @@ class VczReader(DiploidCalls, GenotypeReader):
     suffixes = (".vcz",)
     what = "a VCF-Zarr store"
 
-    def __init__(self, path, multiallelic: str = "skip", filter_pass: bool = False, samples=None, regions=None):
+    def __init__(
+        self,
+        path,
+        multiallelic: str = "skip",
+        filter_pass: bool = False,
+        samples=None,
+        regions=None,
+        chromosomes: str = "autosomes",
+    ):
+        self.chromosomes = check_chromosomes(chromosomes)
         if multiallelic not in MULTIALLELIC:
             raise GenotileError(f"multiallelic must be one of {', '.join(MULTIALLELIC)}, not {multiallelic!r}")
         if not isinstance(filter_pass, bool):
@@ -108,6 +117,12 @@ class VczReader(DiploidCalls, GenotypeReader):
             ]
             records = np.concatenate(parts)
         st["records"] = int(records.size)
+        if self.chromosomes == "autosomes":  # PLINK's default (io/regions.is_autosome)
+            auto = np.array([is_autosome(c) for c in self.contigs], dtype=bool)[self.contig[records]]
+            st["non_autosomal_skipped"] = int((~auto).sum())
+            if records.size and not auto.any():
+                raise no_autosome(self.path, [self.contigs[c] for c in np.unique(self.contig[records])])
+            records = records[auto]
         failed = self.failed[records]
         st["filter_failed"] = int(failed.sum())
         if self.filter_pass:
