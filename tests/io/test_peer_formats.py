@@ -20,6 +20,7 @@ from reference import pair_matrix
 from snakerun import random_alignment, write_fasta
 
 from genotile import pipeline
+from genotile.errors import GenotileError
 from genotile.io import peer_formats
 from genotile.io.peer_formats import plink_g
 from genotile.pairs import peers
@@ -295,3 +296,26 @@ def test_dataset_accepted():
         False,
     )
     assert peer_formats.output_files({"formats": ["kin0", "mdist"]}, "ibs") == (["plink.mdist", "plink.mdist.id"], True)
+
+
+@pytest.mark.parametrize("bad", ["s 1", "s\t1", "s\u00a01"])
+def test_plink_outputs_refuse_an_id_with_whitespace(tmp_path, bad):
+    """PLINK splits these files at whitespace (plink2 --keep would read 's 1' as two columns):
+    refused by name, nothing written; snp-dists' forms and the TSVs keep IDs verbatim."""
+    ids = ["a", bad, "c"]
+    a, b = np.array([0, 0, 1]), np.array([1, 2, 2])
+    ones = np.ones(3)
+    calls = (
+        lambda: peer_formats.write_kin0(tmp_path / "x.kin0", ids, a, b, ones, ones, ones, ones),
+        lambda: peer_formats.write_mdist(tmp_path / "x.mdist", tmp_path / "x.mdist.id", ids, np.zeros((3, 3))),
+        lambda: peer_formats.write_king_cutoff_ids(tmp_path / "i", tmp_path / "o", ids, np.ones(3, bool)),
+        lambda: peer_formats.write_kin0(
+            tmp_path / "y.kin0", ["a", "b", "c"], a, b, ones, ones, ones, ones, ["f", bad, "g"]
+        ),
+    )
+    for call in calls:
+        with pytest.raises(GenotileError, match=r"ID '.*' contains whitespace"):
+            call()
+    assert not list(tmp_path.iterdir())
+    peer_formats.write_snp_dists_csv(tmp_path / "x.csv", ids, np.zeros((3, 3), dtype=np.int64))
+    assert bad in (tmp_path / "x.csv").read_text()

@@ -212,6 +212,22 @@ def refuse_past_dense_max(dataset: str, spec: dict, metric: str, n_vectors: int,
 # -- writers ------------------------------------------------------------------------------
 
 
+def check_plink_ids(out_path, *columns) -> None:
+    """Refuse an ID holding whitespace in a PLINK output (.kin0, .mdist.id, the cut-off lists):
+    PLINK reads these files split at any whitespace (`plink2 --keep`, --remove), so such an ID
+    would be read as two (genotile's own TSV outputs keep it verbatim). PLINK itself refuses
+    such IDs on import rather than rename them, and so does this: one line naming the ID."""
+    for column in columns:
+        if column is None:
+            continue
+        for name in column:
+            if any(ch.isspace() for ch in str(name)):
+                raise GenotileError(
+                    f"{out_path}: ID {str(name)!r} contains whitespace, which PLINK reads as a column break: "
+                    "rename the sample (bcftools reheader -s, or the .fam / .psam) or drop this format"
+                )
+
+
 def _write_lines(out_path, lines) -> None:
     with atomic_path(out_path) as tmp, open(tmp, "w", encoding="utf-8", newline="\n") as fh:
         for line in lines:
@@ -249,6 +265,7 @@ def write_kin0(
     writes its lower triangle; HETHET and IBS0 are proportions of NSNP computed as PLINK 2
     does ((1 / NSNP) * count; `nan` when NSNP is 0), every float printed by `plink_g`.
     """
+    check_plink_ids(out_path, ids, fids)
     order = kin0_order(a, b)
     first, second = b[order], a[order]
     nsnp = np.asarray(nsnp)[order].astype(np.int64)
@@ -301,6 +318,7 @@ def write_mdist(mdist_path, id_path, ids: Sequence[str], matrix: np.ndarray, fid
     if matrix.shape != (n, n):
         raise ValueError(f"{mdist_path}: matrix of shape {matrix.shape} for {n} IDs")
     fids = ids if fids is None else fids
+    check_plink_ids(id_path, ids, fids)
 
     def lines():
         for i, row in enumerate(matrix):
@@ -359,6 +377,7 @@ def write_king_cutoff_ids(in_path, out_path, ids: Sequence[str], keep: np.ndarra
     keep : (n,) bool, True for the samples of the unrelated set
     fids : family IDs, or None (no FID column, as PLINK 2 for a VCF)
     """
+    check_plink_ids(in_path, ids, fids)
     header = "#IID\n" if fids is None else "#FID\tIID\n"
     names = list(ids) if fids is None else [f"{f}\t{i}" for f, i in zip(fids, ids, strict=True)]
     for path, wanted in ((in_path, True), (out_path, False)):
