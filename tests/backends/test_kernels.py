@@ -325,15 +325,6 @@ def test_numpy_blas_exact_past_float32_integers():
     assert int(got["y"][0, 0]) == -2 * (2**24 + 191)
 
 
-def test_auto_takes_numpy_for_tiles_too_small_for_numba(monkeypatch):
-    monkeypatch.setattr(backends, "available", lambda: ["numba", "numpy", "numpy-popcount"])
-    assert backends.resolve("auto", work=backends.NUMBA_MIN_WORK - 1) == "numpy"
-    assert backends.resolve("auto", work=backends.NUMBA_MIN_WORK) == "numba"
-    assert backends.resolve("auto") == "numba"
-    monkeypatch.setattr(backends, "available", lambda: ["cupy-b1", "numba", "numpy"])
-    assert backends.resolve("auto", work=1) == "cupy-b1"  # a GPU takes every tile
-
-
 def test_backends_registry():
     assert set(backends.available()) >= set(BACKENDS)
     assert backends.resolve("auto") in backends.available()

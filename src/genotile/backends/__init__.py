@@ -7,9 +7,11 @@ and returns {name: int64 array (rows I, rows J)}, bit-identical across backends.
 """
 
 import importlib
+import sys
 
 from genotile.backends import registry
 from genotile.backends.cpu import numba_popcount, numpy_blas
+from genotile.core import rates
 from genotile.errors import GenotileError
 
 # name -> module, fastest first (backends/registry.py: the names, their modules, which use a GPU)
@@ -26,20 +28,30 @@ def available() -> list[str]:
     return [name for name, mod in BACKENDS.items() if mod.is_available()]
 
 
-# numba's first kernel call in a process costs ~0.4 s of its own start-up, on top of ~0.35 s to
-# import it; a tile job of less work than this (pairs x plane words per vector) is done sooner
-# by BLAS (`numpy`, ~2e9 such pair-words/s on 2 cores), so `auto` takes numpy there
-NUMBA_MIN_WORK = 2**31
+def numba_start_s() -> float:
+    """Seconds numba still costs this process before its first tile: its import (unless a
+    reader's kernels already imported it) and its first kernel call (unless a tile ran)."""
+    if numba_popcount._KERNEL is not None:
+        return 0.0
+    return rates.NUMBA_START["first_call"] + (0.0 if "numba" in sys.modules else rates.NUMBA_START["import"])
+
+
+def predicted_seconds(name: str, work: int) -> float:
+    """The counts of a tile of `work` pairs x plane words per vector on CPU backend `name`
+    (core/rates.py `CPU_COUNTS`), numba's start-up in this process included."""
+    return (numba_start_s() if name == "numba" else 0.0) + work / rates.CPU_COUNTS[name]
 
 
 def resolve(name: str, work: int | None = None) -> str:
-    """The backend `name` stands for ("auto": the fastest one available here, for a tile of
-    `work` pairs x plane words per vector when it is given)."""
+    """The backend `name` stands for. "auto": the fastest one available here; on the CPU, for a
+    tile of `work` pairs x plane words per vector when it is given, the one of least predicted
+    time (`predicted_seconds`): numpy only where numba's start-up outweighs its faster counts."""
     if registry.check(name) == registry.AUTO:
-        best = available()[0]
-        if best == "numba" and work is not None and work < NUMBA_MIN_WORK:
-            return "numpy"
-        return best
+        here = available()
+        if work is None or registry.BACKENDS[here[0]].gpu:
+            return here[0]
+        timed = [b for b in here if b in rates.CPU_COUNTS]  # fastest first: the first wins a tie
+        return min(timed, key=lambda b: predicted_seconds(b, work)) if timed else here[0]
     if not BACKENDS[name].is_available():
         raise GenotileError(f"backend {name!r} is not available on this machine")
     return name

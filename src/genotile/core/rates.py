@@ -38,6 +38,17 @@ TILES: dict[str, dict[str, float]] = {
     "numpy": {"snp": 2.2e10, "hamming": 2.2e10, "ibs": 7.5e9, "king": 7.5e9, "ccc2": 6.0e9},
 }
 
+# --- the CPU backend `auto` takes for a tile (backends.resolve): the counts alone
+# (count_matrices) in pair-words (pairs x plane words of a vector) per second on the host's 2
+# threads, and what numba costs a process before its first tile (import, then the first kernel
+# call: typing registries and the cached kernel loaded). bench/RESULTS.md "CPU backend choice"
+# (issue 28, 2-core AMD EPYC, one diagonal tile of king, ibs, snp at 250-2,000 vectors x
+# 5,000-100,000 fields, the machine quiet): numba 1.2e10-2.8e10 (median 1.5e10), numpy 1.1e9-2.9e9
+# (median 1.9e9) pair-words/s, about alike for every metric in this unit; numba's start 0.55-0.86 s
+# in a fresh process (median 0.65). With another job beside it numpy slowed 4-10x, numba barely.
+CPU_COUNTS: dict[str, float] = {"numba": 1.5e10, "numpy": 1.9e9}
+NUMBA_START = {"import": 0.3, "first_call": 0.35}
+
 # --- store: input vectors x fields per second (genotypes, or alignment characters), the whole
 # store job but its tiles (ingest, plan, pack, the input's checksum), by input format and cores.
 # bed 16: "Session 9: issue 26's starting point" (2026-11-26, H200 host, 1,000,000 x 20,000 .bed:
