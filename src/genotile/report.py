@@ -19,11 +19,13 @@ from pathlib import Path
 
 import numpy as np
 
+from genotile.core.metrics import get_metric
 from genotile.errors import GenotileError
+from genotile.pairs import relatedness
 from genotile.util.atomic import atomic_path, write_text
 
 log = logging.getLogger("genotile")
-KING_DEGREES = {"1st degree": 0.177, "2nd degree": 0.0884, "3rd degree": 0.0442}
+KING_DEGREES = {"1st degree": 0.177, "2nd degree": 0.0884, "3rd degree": 0.0442, "duplicate/MZ": 0.354}
 
 
 def _pyplot():
@@ -103,10 +105,12 @@ def read_histogram(path) -> dict[str, list[tuple[str, str, int]]]:
 
 
 @never_fails
-def plot_histogram(histogram_tsv, metric: str, out) -> None:
-    """One panel per histogram column, over every pair (not only those passing the threshold)."""
+def plot_histogram(histogram_tsv, metric: str, out, threshold: float | None = None) -> None:
+    """One panel per histogram column, over every pair (not only those passing the threshold),
+    the threshold drawn on the metric's own column (a dashed red line; none when null)."""
     plt = _pyplot()
     table = read_histogram(histogram_tsv)
+    thresholded = _thresholded_columns(metric)
     fig, axes = plt.subplots(1, len(table), figsize=(4.5 * len(table), 3.4), squeeze=False)
     for ax, (column, bins) in zip(axes[0], table.items(), strict=True):
         finite = [(float(lo), float(hi), c) for lo, hi, c in bins if lo not in ("-inf", "nan") and hi != "inf"]
@@ -115,8 +119,15 @@ def plot_histogram(histogram_tsv, metric: str, out) -> None:
         counts = np.array([b[2] for b in finite])
         ax.bar(lows, counts, width=widths, align="edge", color="#3b6ea8", edgecolor="none")
         used = np.flatnonzero(counts)
-        if used.size:  # zoom on the occupied bins
-            ax.set_xlim(lows[used[0]], lows[used[-1]] + widths[used[-1]])
+        if used.size:  # zoom on the occupied bins, widened to show the threshold
+            low, high = lows[used[0]], lows[used[-1]] + widths[used[-1]]
+            if threshold is not None and column in thresholded and np.isfinite(threshold):
+                pad = 0.03 * max(high - low, 1e-12)
+                low, high = min(low, threshold - pad), max(high, threshold + pad)
+            ax.set_xlim(low, high)
+        if threshold is not None and column in thresholded:
+            ax.axvline(threshold, color="#c0392b", lw=1.2, ls="--", label=f"threshold {threshold:g}")
+            ax.legend(fontsize=7, loc="best")
         outside = {
             lo if lo in ("-inf", "nan") else "above": c
             for lo, hi, c in bins
@@ -130,6 +141,24 @@ def plot_histogram(histogram_tsv, metric: str, out) -> None:
     _save(fig, out)
 
 
+def _thresholded_columns(metric: str) -> tuple[str, ...]:
+    """The columns a metric's threshold applies to: its dense column, or every CCC entry (ccc2
+    keeps a pair where any one passes)."""
+    facts = get_metric(metric)
+    return facts.histogram_columns if facts.keep == "ge_any" else (facts.dense_column,)
+
+
+def run_threshold(summary_json) -> float | None:
+    """The threshold a metric's results were computed with (its summary.json), or None (null,
+    or no summary)."""
+    try:
+        with open(summary_json) as fh:
+            value = json.load(fh).get("threshold")
+    except FileNotFoundError:
+        return None
+    return None if value is None else float(value)
+
+
 def read_matrix(path) -> tuple[list[str], np.ndarray]:
     with open(path, encoding="utf-8") as fh:
         ids = fh.readline().rstrip("\n").split("\t")[1:]
@@ -140,9 +169,58 @@ def read_matrix(path) -> tuple[list[str], np.ndarray]:
     return ids, values
 
 
+def cluster_distances(values: np.ndarray, metric: str) -> np.ndarray:
+    """The distances the heatmap clusters on, from a metric's square matrix.
+
+    A distance metric's values are its distances; a similarity's are `top - value`, `top` its
+    largest finite value (king: 0.5 - kinship, a sample's kinship with itself being 0.5). The
+    diagonal is 0; a missing (`nan`) or infinite distance counts as the largest finite one, so
+    that a pair with nothing known is not drawn together.
+
+    Parameters
+    ----------
+    values : (n, n) float64, matrix.tsv's values
+    metric : its metric's name
+
+    Returns
+    -------
+    (n, n) float64, symmetric, >= 0, zero diagonal
+    """
+    values = np.asarray(values, dtype=np.float64)
+    finite = np.isfinite(values)
+    if get_metric(metric).keep == "le":
+        dist = values.copy()
+    else:
+        dist = (values[finite].max() if finite.any() else 0.0) - values
+    dist[~np.isfinite(dist)] = dist[np.isfinite(dist)].max() if np.isfinite(dist).any() else 0.0
+    dist = np.maximum((dist + dist.T) / 2, 0.0)  # symmetric to rounding, as linkage asks
+    np.fill_diagonal(dist, 0.0)
+    return dist
+
+
+def average_linkage(dist: np.ndarray) -> np.ndarray:
+    """UPGMA (average linkage) on the condensed distances themselves: SciPy's linkage matrix."""
+    from scipy.cluster.hierarchy import linkage
+    from scipy.spatial.distance import squareform
+
+    return linkage(squareform(dist, checks=False), method="average")
+
+
+def colour_limits(values: np.ndarray) -> tuple[float, float]:
+    """The colour scale's ends: the off-diagonal finite values' range, so that a diagonal of
+    self-values (king's 0.5, a distance's 0) does not compress the scale of the pairs."""
+    off = values[~np.eye(len(values), dtype=bool) & np.isfinite(values)]
+    if off.size == 0:
+        return 0.0, 1.0
+    return float(off.min()), float(off.max())
+
+
 @never_fails
-def plot_heatmap(matrix_tsv, metric: str, out, max_vectors: int) -> None:
-    """Clustered heatmap with dendrograms (average linkage), or a note when too large."""
+def plot_heatmap(matrix_tsv, metric: str, out, max_vectors: int):
+    """Clustered heatmap with dendrograms: average linkage on the pairs' distances
+    (`cluster_distances`), the diagonal and missing values masked (blank) and left out of the
+    colour scale; a note instead when too large. Returns the seaborn ClusterGrid (None for a
+    note)."""
     plt = _pyplot()
     ids, values = read_matrix(matrix_tsv)
     if len(ids) > max_vectors or len(ids) < 2:
@@ -152,17 +230,34 @@ def plot_heatmap(matrix_tsv, metric: str, out, max_vectors: int) -> None:
             0.5, 0.5, f"{len(ids)} vectors: no heatmap (report_heatmap_max = {max_vectors})", ha="center", va="center"
         )
         _save(fig, out)
-        return
+        return None
     import seaborn as sns
 
-    finite = np.where(np.isfinite(values), values, np.nanmedian(np.where(np.isfinite(values), values, np.nan)))
+    column = get_metric(metric).dense_column
+    link = average_linkage(cluster_distances(values, metric))
+    vmin, vmax = colour_limits(values)
     size = min(12.0, 4 + len(ids) * 0.08)
     labels = plain_labels(ids) if len(ids) <= 80 else False
     grid = sns.clustermap(
-        finite, method="average", cmap="viridis", figsize=(size, size), xticklabels=labels, yticklabels=labels
+        values,
+        row_linkage=link,
+        col_linkage=link,
+        mask=np.eye(len(ids), dtype=bool) | ~np.isfinite(values),
+        vmin=vmin,
+        vmax=vmax,
+        cmap="viridis",
+        figsize=(size, size),
+        xticklabels=labels,
+        yticklabels=labels,
+        cbar_kws={"label": column},
     )
-    grid.ax_heatmap.set_title(metric)
+    how = {"le": column, "ge": f"{np.max(values[np.isfinite(values)], initial=0.0):g} - {column}"}.get(
+        get_metric(metric).keep, f"max - {column}"
+    )
+    # the title above the whole grid (the column dendrogram included), not on the heatmap's axes
+    grid.figure.suptitle(f"{metric}: {column}, average linkage on {how}; diagonal blank", y=1.02, fontsize=10)
     _save(grid.figure, out)
+    return grid
 
 
 def read_pairs(path) -> tuple[list[str], list[list[str]]]:
@@ -173,25 +268,65 @@ def read_pairs(path) -> tuple[list[str], list[list[str]]]:
 
 
 @never_fails
-def plot_king(pairs_tsv, out) -> None:
-    """Kinship against the IBS0 proportion, with the usual degree thresholds."""
+def plot_king(pairs_tsv, out, histogram_tsv=None, threshold: float | None = None) -> None:
+    """Kinship against the IBS0 proportion, as a density (hexagonal bins, log counts) of the
+    pairs pairs.tsv.gz holds (those passing the threshold; every pair with a null one), with
+    KING's degree bounds and the IBS0 cut-off between parent-offspring and full siblings; beside
+    it, the kinship of every pair (histogram.tsv, which counts all of them) with the threshold."""
     plt = _pyplot()
     header, rows = read_pairs(pairs_tsv)
     col = {name: k for k, name in enumerate(header)}
     nsnp = np.array([float(r[col["nsnp"]]) for r in rows])
-    ibs0 = np.array([float(r[col["ibs0"]]) for r in rows])
     kin = np.array([float(r[col["kinship"]]) for r in rows])
-    with np.errstate(divide="ignore", invalid="ignore"):
-        prop = ibs0 / nsnp
-    fig, ax = plt.subplots(figsize=(5.5, 4))
-    ax.scatter(prop, kin, s=8, alpha=0.6, color="#3b6ea8")
-    for label, value in KING_DEGREES.items():
-        ax.axhline(value, color="grey", lw=0.8, ls="--")
-        ax.text(ax.get_xlim()[1], value, f" {label}", va="center", fontsize=7)
+    prop = relatedness.ibs0_proportion(np.array([float(r[col["ibs0"]]) for r in rows]), nsnp)
+    every = read_histogram(histogram_tsv).get("kinship") if histogram_tsv and Path(histogram_tsv).exists() else None
+    fig, axes = plt.subplots(
+        1,
+        2 if every else 1,
+        figsize=(9.5 if every else 6, 4.2),
+        squeeze=False,
+        sharey=True,
+        gridspec_kw={"width_ratios": [3, 2]} if every else None,
+    )
+    ax = axes[0][0]
+    shown = np.isfinite(kin) & np.isfinite(prop)
+    if shown.any():
+        hb = ax.hexbin(prop[shown], kin[shown], gridsize=40, bins="log", mincnt=1, cmap="viridis")
+        fig.colorbar(hb, ax=ax, label="pairs (log)", pad=0.01)
+    _king_guides(ax, text=not every)
+    ax.axvline(relatedness.IBS0_PO, color="#c0392b", lw=0.8, ls=":")
+    ax.text(relatedness.IBS0_PO, 0.265, " PO | FS", va="center", fontsize=7, color="#c0392b")
     ax.set_xlabel("IBS0 / NSNP")
     ax.set_ylabel("KING kinship")
-    ax.set_title(f"king: {len(rows)} pairs passing the threshold", fontsize=10)
+    passing = "every pair" if threshold is None else f"pairs with kinship >= {threshold:g}"
+    ax.set_title(f"{len(rows)} {passing} (pairs.tsv.gz)", fontsize=9)
+    if every:
+        right = axes[0][1]
+        bins = [(float(lo), float(hi), c) for lo, hi, c in every if lo not in ("-inf", "nan") and hi != "inf"]
+        lows = np.array([b[0] for b in bins])
+        heights = np.array([b[1] - b[0] for b in bins])
+        counts = np.array([b[2] for b in bins], dtype=float)
+        right.barh(lows, counts, height=heights, align="edge", color="#3b6ea8", edgecolor="none", log=True)
+        _king_guides(right, text=True)
+        if threshold is not None:
+            right.axhline(threshold, color="#c0392b", lw=1.2, ls="--", label=f"threshold {threshold:g}")
+            right.legend(fontsize=7, loc="lower right")
+        right.set_xlabel("pairs (log)")
+        right.set_title(f"kinship of all {int(sum(c for *_, c in every))} pairs (histogram.tsv)", fontsize=9)
+        used = np.flatnonzero(counts)
+        if used.size:
+            low = min(lows[used[0]], np.nanmin(kin) if kin.size else np.inf)
+            ax.set_ylim(low, max(lows[used[-1]] + heights[used[-1]], 0.55))
+    fig.suptitle("king: kinship against IBS0", fontsize=10)
     _save(fig, out)
+
+
+def _king_guides(ax, text: bool) -> None:
+    """KING's degree bounds as dashed lines (labelled at the right edge when `text`)."""
+    for label, value in KING_DEGREES.items():
+        ax.axhline(value, color="grey", lw=0.8, ls="--")
+        if text:
+            ax.text(1.0, value, f" {label}", va="center", fontsize=7, transform=ax.get_yaxis_transform())
 
 
 def clusters(pairs_tsv, ids: list[str], out) -> list[list[str]]:

@@ -1,0 +1,122 @@
+"""The report's plots drawn right (issue 28): the heatmap clusters on the distances themselves
+(average linkage on the condensed matrix, king on 0.5 - kinship) without a warning, its title
+clear of the dendrogram and its colours scaled to the pairs, not the diagonal; the histogram
+marks the threshold; the king plot shows every pair."""
+
+import gzip
+import json
+import warnings
+
+import numpy as np
+import pytest
+from scipy.cluster.hierarchy import fcluster, leaves_list, linkage
+from scipy.spatial.distance import squareform
+
+from genotile import report
+
+
+def write_matrix(path, ids, values):
+    lines = ["\t" + "\t".join(ids)] + [
+        f"{i}\t" + "\t".join(repr(float(v)) for v in row) for i, row in zip(ids, values, strict=True)
+    ]
+    path.write_text("\n".join(lines) + "\n")
+
+
+def king_families():
+    """Kinship of three families of four (0.25 within, 0.5 on the diagonal), 0.0 +- noise across."""
+    rng = np.random.default_rng(3)
+    n = 12
+    k = rng.normal(0.0, 0.01, (n, n))
+    for f in range(3):
+        k[4 * f : 4 * f + 4, 4 * f : 4 * f + 4] = 0.25 + rng.normal(0, 0.005, (4, 4))
+    k = (k + k.T) / 2
+    np.fill_diagonal(k, 0.5)
+    order = rng.permutation(n)
+    return [f"s{i}" for i in range(n)], k[np.ix_(order, order)], order // 4
+
+
+def test_heatmap_clusters_on_the_distances_without_a_warning(tmp_path):
+    ids, kin, family = king_families()
+    write_matrix(tmp_path / "matrix.tsv", ids, kin)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # SciPy's ClusterWarning on a square matrix, any other
+        grid = report.plot_heatmap(tmp_path / "matrix.tsv", "king", tmp_path / "heat.png", 100)
+    assert grid is not None
+    dist = 0.5 - kin
+    np.fill_diagonal(dist, 0.0)
+    expected = linkage(squareform((dist + dist.T) / 2, checks=False), method="average")
+    assert np.allclose(grid.dendrogram_row.linkage, expected)
+    assert grid.dendrogram_row.reordered_ind == leaves_list(expected).tolist()
+    # the three families are the three clusters of the tree
+    clusters = fcluster(grid.dendrogram_row.linkage, 3, criterion="maxclust")
+    assert len({(int(c), int(f)) for c, f in zip(clusters, family, strict=True)}) == 3
+
+
+def test_heatmap_scale_leaves_the_diagonal_out_and_the_title_clears_the_tree(tmp_path):
+    ids, kin, _ = king_families()
+    write_matrix(tmp_path / "matrix.tsv", ids, kin)
+    grid = report.plot_heatmap(tmp_path / "matrix.tsv", "king", tmp_path / "heat.png", 100)
+    mesh = grid.ax_heatmap.collections[0]
+    off = kin[~np.eye(len(ids), dtype=bool)]
+    assert mesh.norm.vmin == pytest.approx(off.min()) and mesh.norm.vmax == pytest.approx(off.max())
+    assert mesh.norm.vmax < 0.3  # the families' 0.25, not the diagonal's 0.5
+    assert np.ma.getmaskarray(mesh.get_array()).reshape(len(ids), len(ids)).diagonal().all()  # blank diagonal
+    title = grid.figure._suptitle
+    assert title is not None and "average linkage on 0.5 - kinship" in title.get_text()
+    assert title.get_position()[1] > grid.ax_col_dendrogram.get_position().y1  # above the dendrogram
+
+
+def test_cluster_distances_of_a_distance_metric_and_of_missing_values():
+    values = np.array([[0.0, 2.0, np.nan], [2.0, 0.0, 5.0], [np.nan, 5.0, 0.0]])
+    got = report.cluster_distances(values, "snp")
+    assert np.array_equal(got, [[0, 2, 5], [2, 0, 5], [5, 5, 0]])  # nan: as far as the farthest
+    kin = np.array([[0.5, 0.25, -np.inf], [0.25, 0.5, 0.0], [-np.inf, 0.0, 0.5]])
+    assert np.array_equal(report.cluster_distances(kin, "king"), [[0, 0.25, 0.5], [0.25, 0, 0.5], [0.5, 0.5, 0]])
+
+
+def write_histogram(path, column, edges, counts):
+    rows = ["column\tlow\thigh\tcount"] + [
+        f"{column}\t{float(lo)!r}\t{float(hi)!r}\t{c}" for lo, hi, c in zip(edges[:-1], edges[1:], counts, strict=True)
+    ]
+    path.write_text("\n".join(rows) + "\n")
+
+
+def test_histogram_marks_the_threshold(tmp_path, monkeypatch):
+    write_histogram(tmp_path / "h.tsv", "kinship", np.linspace(-0.1, 0.1, 21), [5] * 20)
+    lines = []
+    original = report._save
+    monkeypatch.setattr(report, "_save", lambda fig, out: (lines.extend(fig.axes[0].lines), original(fig, out)))
+    report.plot_histogram(tmp_path / "h.tsv", "king", tmp_path / "h.png", threshold=0.0442)
+    assert [line.get_xdata()[0] for line in lines] == [0.0442]
+    lines.clear()
+    report.plot_histogram(tmp_path / "h.tsv", "king", tmp_path / "h.png", threshold=0.3)  # off the bins: still shown
+    assert lines[0].get_xdata()[0] == 0.3 and lines[0].axes.get_xlim()[1] > 0.3
+    lines.clear()
+    report.plot_histogram(tmp_path / "h.tsv", "king", tmp_path / "h.png")
+    assert lines == []  # a null threshold: no line
+
+
+def test_run_threshold_reads_the_summary(tmp_path):
+    (tmp_path / "summary.json").write_text(json.dumps({"threshold": 0.0442}))
+    assert report.run_threshold(tmp_path / "summary.json") == 0.0442
+    (tmp_path / "summary.json").write_text(json.dumps({"threshold": None}))
+    assert report.run_threshold(tmp_path / "summary.json") is None
+    assert report.run_threshold(tmp_path / "none.json") is None
+
+
+def test_king_plot_shows_every_pair_beside_those_passing(tmp_path, monkeypatch):
+    with gzip.open(tmp_path / "pairs.tsv.gz", "wt") as fh:
+        fh.write("id1\tid2\tnsnp\thethet\tibs0\tkinship\n")
+        fh.write("a\tb\t1000\t300\t0\t0.25\nc\td\t1000\t280\t18\t0.24\n")
+    write_histogram(
+        tmp_path / "histogram.tsv", "kinship", np.linspace(-0.2, 0.5, 71), [0] * 15 + [900] * 10 + [0] * 43 + [2, 0]
+    )
+    figures = []
+    original = report._save
+    monkeypatch.setattr(report, "_save", lambda fig, out: (figures.append(fig), original(fig, out)))
+    report.plot_king(tmp_path / "pairs.tsv.gz", tmp_path / "k.png", tmp_path / "histogram.tsv", 0.0442)
+    left, right = figures[0].axes[:2]  # then the density's colour bar
+    assert "2 pairs with kinship >= 0.0442" in left.get_title()
+    assert "all 9002 pairs" in right.get_title()
+    assert sum(p.get_width() for p in right.patches) == 9002
+    assert left.collections[0].get_array().sum() == 2  # the density holds the passing pairs
