@@ -2,6 +2,7 @@
 
 import csv
 import gzip
+import json
 import struct
 import subprocess
 import sys
@@ -103,3 +104,29 @@ def test_run_summary_has_a_row_per_dataset_and_metric(example_run):
         (d, m) for d, spec in config["datasets"].items() for m in spec["metrics"]
     }
     assert all(float(r["tile_s"]) > 0 and float(r["store_s"]) > 0 for r in rows)
+
+
+def test_run_summary_leaves_a_null_threshold_empty(tmp_path):
+    """A metric run with no threshold: its run_summary.tsv cell is empty (as summary.json's null),
+    not Python's `None`."""
+    from genotile import report
+
+    summary = {
+        "config": {"dataset": "d"},
+        "metric": "snp",
+        "n_vectors": 3,
+        "n_fields": 10,
+        "n_fields_kept": 4,
+        "pairs_computed": 3,
+        "pairs_passing": 3,
+        "threshold": None,
+        "backend": ["numpy"],
+        "timings": {"element_comparisons_per_s_counts": 0},
+    }
+    path = tmp_path / "results" / "d" / "snp" / "summary.json"
+    path.parent.mkdir(parents=True)
+    path.write_text(json.dumps(summary))
+    out = tmp_path / "run_summary.tsv"
+    report.run_summary([path], [], out)
+    rows = list(csv.DictReader(out.open(), delimiter="\t"))
+    assert rows[0]["threshold"] == "" and "None" not in out.read_text()

@@ -407,7 +407,7 @@ def run_summary(summaries: list, benchmarks: list, out) -> None:
                     s["n_fields_kept"],
                     s.get("pairs_computed", s.get("triples_computed")),
                     s.get("pairs_passing", s.get("triples_passing")),
-                    s["threshold"],
+                    "" if s["threshold"] is None else s["threshold"],  # null: no threshold, an empty cell
                     ",".join(s["backend"]),
                     f"{rate:.3g}" if rate else "",
                     *(
