@@ -46,6 +46,15 @@ def _kernel():
     return _KERNEL
 
 
+def ccc3_kernel():
+    """The compiled ccc3 kernel module (ccc3_kernel.py; numba_ccc3.py drives it), with numba's
+    threads set as for `_kernel`."""
+    _kernel()
+    from genotile.backends.cpu import ccc3_kernel
+
+    return ccc3_kernel
+
+
 def _products(counts: dict, diagonal: bool):
     """(products, coef_upper, coef_lower): the products to compute as (left, right) word
     ranges and their coefficient matrices (products x counts) at (i, j) and at (j, i)."""
