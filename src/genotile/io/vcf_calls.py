@@ -4,7 +4,10 @@ A worker takes each call's first four characters (vcf_lines: at fixed offsets or
 block's tabs) and decodes them at once with table lookups on the call's two 16-bit halves
 ((allele, separator), (allele, end)), in cache-sized batches; the stats of readers/vcf.py's `_codes`
 are counted alongside. Records outside the common case (one ALT, diploid calls of 0, 1 and
-'.') go through the reader's own `_codes`; anything it cannot take raises HandOver.
+'.') go through the reader's own `_codes`; anything it cannot take raises HandOver. The calls of
+records left out by their CHROM (vcf_lines: `Lines.left_out`) are only checked: the calls the
+fast path can read (one-character alleles, haploid or diploid), else HandOver, so that cyvcf2
+reads the block and htslib refuses what it refuses (a record is parsed before its CHROM is asked).
 """
 
 import numpy as np
@@ -56,6 +59,17 @@ def _class_luts():
 
 
 FIRST, SECOND, SECOND_FIXED = _class_luts()
+
+
+def _alleles(a, s, b, t) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(first allele, second allele, readable) of calls from their first four characters a s b t:
+    alleles as DIGITS (-1 missing; the second -2 for a haploid call, one allele and the end of
+    the GT value); readable False for what the fast path does not read (two-digit alleles,
+    polyploid calls, other characters)."""
+    sep, end_s, end_t = IS_SEP[s], IS_END[s], IS_END[t]
+    a0, a1 = DIGITS[a], DIGITS[b]
+    a1[end_s] = -2
+    return a0, a1, (a0 > -9) & ((sep & (a1 > -9) & end_t) | end_s)
 
 
 def _batches(n_rows: int, n_cols: int):
@@ -161,6 +175,8 @@ class CallDecoder:
         """
         n = len(self.r.samples)
         stats = dict.fromkeys(("variants", "missing_calls", "half_missing_calls", "monomorphic", "all_missing"), 0)
+        if lines.left_out[0]:
+            self._check_left_out(buf, lines)
         if not lines.ss:
             return np.zeros((0, n), dtype=np.uint8), stats, None
         calls = self._calls(buf, lines)
@@ -198,12 +214,21 @@ class CallDecoder:
         sel = calls[slow] if self.cols is None else calls[slow][:, self.cols]
         return out, stats, (~keep, (*(sel[..., c] for c in range(4)), alts[slow]))
 
+    def _check_left_out(self, buf: bytes, lines: Lines) -> None:
+        """HandOver unless every selected call of the records left out by CHROM is one the fast
+        path reads (found by the block's tabs: haploid calls are narrower)."""
+        left = Lines()
+        left.ss, left.le = lines.left_out
+        calls = np.empty((len(left.ss), self.nf, 4), dtype=np.uint8)
+        self._gather(buf, left, np.arange(len(left.ss)), calls)
+        if self.cols is not None:  # htslib parses the selected samples' calls only
+            calls = calls[:, self.cols]
+        if not _alleles(*(calls[..., c] for c in range(4)))[2].all():
+            raise HandOver
+
     def slow(self, a, s, b, t, alts) -> np.ndarray:
         """Records the common case does not cover, through the reader's own rules (readers/vcf.py _codes)."""
-        sep, end_s, end_t = IS_SEP[s], IS_END[s], IS_END[t]
-        a0, a1 = DIGITS[a], DIGITS[b]
-        a1[end_s] = -2  # a haploid call: one allele, then the end of the GT value
-        valid = (a0 > -9) & ((sep & (a1 > -9) & end_t) | end_s)
+        a0, a1, valid = _alleles(a, s, b, t)
         if not valid.all():
             raise HandOver  # two-digit alleles, polyploid calls, other characters
         rows = np.repeat(np.arange(len(alts)), np.where(alts > 1, alts, 1))

@@ -42,6 +42,12 @@ and ~5.4 GB/s with 16 on a 16-core machine; 20,000 x 100,000 (8 GB) at ~4.9 GB/s
 scaling at 4-8 workers (~1 GB/s of text with zlib): its block-by-block Python holds the GIL
 (bench/RESULTS.md, "Session 6: VCF ingest").
 
+Contigs left out (`chromosomes: autosomes` where the header declares others; the reader's
+`kept_contigs`, None for every contig): the fast path applies the reader's first rule itself, a
+record whose CHROM is not kept counted (`non_autosomal_skipped`, the contig in the reader's
+`skipped_contigs`) and its calls only checked (vcf_lines, vcf_calls, vcf_kernels), so that a human
+VCF with chrX, chrY and chrM records stays on this path (through cyvcf2 it took ~5x longer).
+
 Where: vcf_spans.py cuts the text into spans of whole lines (bgzf.py inflates BGZF),
 vcf_lines.py scans a span's records' first nine columns, vcf_calls.py decodes their calls,
 vcf_kernels.py does both at once (compiled); this module hands the spans to the workers and
@@ -62,6 +68,7 @@ from genotile.io.vcf_spans import HandOver, InflatedText, PlainText, inflated_sp
 from genotile.util.cpus import usable_cpus
 
 DECODERS: int | None = None  # worker threads decoding blocks (None: every usable CPU)
+RUNS = 64  # runs of records left out by CHROM that a compiled block may hold (more: the numpy path)
 COMPILED = True  # decode common-case blocks with vcf_kernels (numba) when IDs are not wanted
 # ... in files at least this large: numba's start-up (~0.75 s a process) costs more than it
 # saves below (on 1,000 samples x 200,000 records, 40 MB of .vcf.gz, it saves ~0.4 s of ~2.8)
@@ -95,6 +102,12 @@ class FastText:
         self.finished = False
         self.want_ids = reader.want_ids  # False: IDs are None (callers that drop them)
         self.calls = CallDecoder(reader, self.nf, self.cols)
+        kept = reader.kept_contigs  # the contigs read (None: every one)
+        self.keep = None if kept is None else frozenset(name.encode() for name in kept)
+        # ... as the compiled kernel takes them: the names one after the other, and their ends
+        names = sorted(self.keep or ())
+        self.names = np.frombuffer(b"".join(names), dtype=np.uint8)
+        self.name_ends = np.cumsum([0, *map(len, names)], dtype=np.int64)
 
     def blocks(self):
         """Yield (ids, codes) per block; stop (finished False) at a block it does not handle.
@@ -172,6 +185,7 @@ class FastText:
             st.update(saved)
             return None
         self.records += lines.records
+        self.r.skipped_contigs |= lines.contigs
         return lines.ids, codes
 
     def _decode_compiled(self, kernels, span):
@@ -181,7 +195,8 @@ class FastText:
         buf, start, end = span
         n = len(self.r.samples)
         codes = np.empty(((end - start) // (4 * max(1, self.nf)) + 1, n), dtype=np.uint8)
-        counts = np.zeros(6, dtype=np.int64)
+        counts = np.zeros(kernels.N_COUNTS, dtype=np.int64)
+        runs = np.empty((RUNS, 2), dtype=np.int64)
         if isinstance(buf, PlainText):  # read into this worker's buffer
             arr, start, end = buf.read(start, end), 0, end - start
         else:
@@ -191,8 +206,26 @@ class FastText:
             arr[start + 1 : start + 1 + (end - start - 1) // 2 * 2].view(np.uint16),
         )
         records, n_rows = kernels.decode_block(
-            arr, halves, FIRST, SECOND_FIXED, start, end, self.nf, self.r.filter_pass, MISSING, codes, counts
+            arr,
+            halves,
+            FIRST,
+            SECOND_FIXED,
+            start,
+            end,
+            self.nf,
+            self.r.filter_pass,
+            MISSING,
+            codes,
+            counts,
+            self.keep is not None,
+            self.names,
+            self.name_ends,
+            runs,
         )
+        try:  # the contigs left out, read while `arr` holds this block
+            contigs = {arr[s:e].tobytes().decode() for s, e in runs[: counts[kernels.RUNS]]}
+        except UnicodeDecodeError:  # a CHROM that is not text: the numpy path hands it over
+            records = -1
         if records < 0:
             buf, start, end = own_span(span)
             lines = self._scan(buf, start, end)
@@ -201,6 +234,8 @@ class FastText:
         lines.records = lines.stats["records"] = records
         lines.stats["filter_failed"] = int(counts[kernels.FILTER_FAILED])
         lines.stats["filter_skipped"] = int(counts[kernels.FILTER_SKIPPED])
+        lines.stats["non_autosomal_skipped"] = int(counts[kernels.LEFT_OUT])
+        lines.contigs = contigs
         lines.ids = [None] * n_rows
         missing = int(counts[kernels.MISSING_CALLS])
         stats = {
@@ -222,4 +257,5 @@ class FastText:
             skip_multiallelic=self.r.multiallelic == "skip",
             filter_pass=self.r.filter_pass,
             want_ids=self.want_ids,
+            keep=self.keep,
         )

@@ -29,7 +29,8 @@ pysam per sample ~18 s).
 Text VCFs (plain, bgzip or gzip) are read by a fast path first (io/vcf_fast.py):
 the common case -- GT the first FORMAT key, diploid calls with one-character
 allele indices -- parsed from the decompressed bytes with numpy, the same IDs,
-codes and stats as above (tests/io/test_vcf_fast.py). From the first block of text
+codes and stats as above (tests/io/test_vcf_fast.py), the contigs left out too
+(`kept_contigs`, tests/io/test_vcf_contigs.py). From the first block of text
 it does not handle (anything else, or any record these rules reject with an
 error), cyvcf2 reads on, so every rule and error message is cyvcf2's. BCF and
 `regions` always go through cyvcf2. (1,000 samples x 200,000 variants, msprime,
@@ -49,7 +50,15 @@ from genotile.errors import GenotileError
 from genotile.io.gzcheck import check_bgzf_end, diagnose, quiet_htslib
 from genotile.io.ids import check_ids
 from genotile.io.readers.base import GenotypeReader
-from genotile.io.regions import check_chromosomes, is_autosome, merge_regions, no_autosome, parse_regions, regions_in
+from genotile.io.regions import (
+    AUTOSOME_NAMES,
+    check_chromosomes,
+    is_autosome,
+    merge_regions,
+    no_autosome,
+    parse_regions,
+    regions_in,
+)
 
 FAST_PATH = True  # text VCFs through vcf_fast.py first (same output; False: cyvcf2 only)
 BLOCK_BYTES = 1 << 26  # bound on the int16 allele buffer of one block (64 MiB)
@@ -299,11 +308,12 @@ class VcfReader(DiploidCalls, GenotypeReader):
         self.format = _sniff_format(self.path)
         self.stats = dict.fromkeys(STATS, 0)
         self.regions = merge_regions(parse_regions(regions)) if regions is not None else None
-        # `chromosomes: autosomes` costs nothing where the header (or index) names autosomes only:
-        # the fast path reads on; else each record's CHROM is checked, on the cyvcf2 path
+        # `chromosomes: autosomes` checks nothing where the header (or index) names autosomes
+        # only; else each record's CHROM is looked up in the names kept (on the fast path too)
         self.chromosomes = check_chromosomes(chromosomes)
         contigs = list(self._vcf.seqnames)
         self.contig_filter = self.chromosomes == "autosomes" and not (contigs and all(map(is_autosome, contigs)))
+        self.kept_contigs: frozenset[str] | None = AUTOSOME_NAMES if self.contig_filter else None
         self.skipped_contigs: set[str] = set()
 
     # -- records -------------------------------------------------------------------
@@ -372,7 +382,7 @@ class VcfReader(DiploidCalls, GenotypeReader):
         """
         rows = self._block_rows(max_rows)
         skip = 0
-        if self.fast and self.regions is None and self.format == "vcf" and not self.contig_filter:
+        if self.fast and self.regions is None and self.format == "vcf":
             from genotile.io.vcf_fast import FastText
 
             fast = FastText(self)
@@ -382,6 +392,7 @@ class VcfReader(DiploidCalls, GenotypeReader):
                     yield block_ids[r0 : r0 + rows], codes[r0 : r0 + rows]
             self.fast_records = fast.records
             if fast.finished:
+                self._some_autosome()
                 return
             skip = fast.records
         yield from self._cyvcf2_blocks(max_rows, skip)
@@ -396,21 +407,16 @@ class VcfReader(DiploidCalls, GenotypeReader):
         ids: list[str] = []
         where: list[str] = []
         st = self.stats
-        autosome: dict[str, bool] = {}  # by CHROM, asked once each
+        kept = self.kept_contigs
         for rec in self._checked(self._records()):
             if skip:
                 skip -= 1
                 continue
             st["records"] += 1
-            if self.contig_filter:
-                chrom = rec.CHROM
-                keep = autosome.get(chrom)
-                if keep is None:
-                    keep = autosome[chrom] = is_autosome(chrom)
-                if not keep:
-                    st["non_autosomal_skipped"] += 1
-                    self.skipped_contigs.add(chrom)
-                    continue
+            if kept is not None and rec.CHROM not in kept:
+                st["non_autosomal_skipped"] += 1
+                self.skipped_contigs.add(rec.CHROM)
+                continue
             gt = self._genotypes(rec)
             if gt is None:
                 st["no_gt_skipped"] += 1
@@ -443,7 +449,11 @@ class VcfReader(DiploidCalls, GenotypeReader):
                     ids, where = [], []
         if ids:
             yield ids, self._codes(alleles[: len(ids)], alt_index[: len(ids)], n_alts[: len(ids)], where)
-        if st["non_autosomal_skipped"] and not st["variants"]:
+        self._some_autosome()
+
+    def _some_autosome(self) -> None:
+        """At the end of the file: refuse one whose every record was left out by its CHROM."""
+        if self.stats["non_autosomal_skipped"] and not self.stats["variants"]:
             raise no_autosome(self.path, self.skipped_contigs)
 
     def _genotypes(self, rec) -> np.ndarray | None:
