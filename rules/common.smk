@@ -394,10 +394,8 @@ def report_files(dataset, metric):
 @one_line
 def all_outputs(wildcards):
     """Every merged output and report piece, and every tile: a lost tile is recomputed on the next run."""
-    # the run summary has a row per dataset and metric: none for a screening-only config
-    outputs = (
-        ["results/run_summary.tsv"] if config["report"] and config["datasets"] else []
-    )
+    # the run summary has a row per dataset and metric, and one per screen
+    outputs = ["results/run_summary.tsv"] if config["report"] else []
     for dataset, spec in config["datasets"].items():
         for metric in spec["metrics"]:
             # ccc3 (3-way): rules/triples.smk; no matrix, histogram or plots

@@ -81,9 +81,41 @@ rule clusters:
         "../scripts/clusters.py"
 
 
+rule plot_screen:
+    input:
+        matches="results/{screen}/screen/matches.tsv.gz",
+        manifest="results/{screen}/screen/store/manifest.json",
+        summary="results/{screen}/screen/summary.json",
+    output:
+        plot=report(
+            "results/{screen}/screen/report/screen.png",
+            caption="report/screen.rst",
+            category="{screen}",
+            subcategory="screen",
+            labels={"figure": "samples matched per signature"},
+        ),
+        table=report(
+            "results/{screen}/screen/report/hits.tsv",
+            caption="report/screen_hits.rst",
+            category="{screen}",
+            subcategory="screen",
+            labels={"table": "samples matched per signature"},
+        ),
+    log:
+        "logs/{screen}/screen/plot_screen.log",
+    conda:
+        "../envs/report.yaml"
+    params:
+        max_vectors=config["report_heatmap_max"],
+    script:
+        "../scripts/plot_screen.py"
+
+
 rule run_summary:
     input:
         summaries=summary_files(),
+        # one row per screen after the datasets' (none without screens)
+        screens=expand("results/{screen}/screen/summary.json", screen=config["screens"]),
     output:
         report(
             "results/run_summary.tsv",

@@ -26,13 +26,18 @@ def screen_tiles_for(screen):
 
 
 def screen_outputs():
-    """Every screen's merged outputs and tiles (or its ingest, before the plan exists)."""
+    """Every screen's merged outputs, report pieces and tiles (or its ingest, before the plan exists)."""
     outputs = []
     for screen in config["screens"]:
         outputs += [
             f"results/{screen}/screen/{name}"
             for name in ("matches.tsv.gz", "summary.json")
         ]
+        if config["report"]:  # rules/report.smk
+            outputs += [
+                f"results/{screen}/screen/report/{name}"
+                for name in ("screen.png", "hits.tsv")
+            ]
         try:
             outputs += screen_tiles_for(screen)
         except IncompleteCheckpointException as e:

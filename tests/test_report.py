@@ -102,8 +102,43 @@ def test_run_summary_has_a_row_per_dataset_and_metric(example_run):
         rows = list(csv.DictReader(fh, delimiter="\t"))
     assert {(r["dataset"], r["metric"]) for r in rows} == {
         (d, m) for d, spec in config["datasets"].items() for m in spec["metrics"]
-    }
+    } | {(screen, "screen") for screen in config["screens"]}
     assert all(float(r["tile_s"]) > 0 and float(r["store_s"]) > 0 for r in rows)
+
+
+def test_screen_plot_and_table_hold_the_matches(example_run):
+    """hits.tsv (what the screen plot draws) counts, per signature, the samples matches.tsv.gz
+    lists; the run summary's screen row has the summary's pairs and min_score."""
+    work, config = example_run
+    (screen,) = config["screens"]
+    folder = work / "results" / screen / "screen"
+    with gzip.open(folder / "matches.tsv.gz", "rt") as fh:
+        matches = list(csv.DictReader(fh, delimiter="\t"))
+    with open(folder / "report/hits.tsv") as fh:
+        table = {r["signature"]: r for r in csv.DictReader(fh, delimiter="\t")}
+    signatures = [
+        line[1:].split()[0]
+        for line in (REPO / config["screens"][screen]["signatures"]).read_text().splitlines()
+        if line.startswith(">")
+    ]
+    assert list(table) == signatures
+    for name in signatures:
+        samples = {m["sample"] for m in matches if m["signature"] == name}
+        assert int(table[name]["samples"]) == len(samples)
+        assert float(table[name]["fraction"]) == pytest.approx(len(samples) / 40, abs=1e-4)  # 40 reads
+        scores = [float(m["score"]) for m in matches if m["signature"] == name]
+        assert table[name]["score_max"] == (f"{max(scores):.2f}" if scores else "")
+    assert sum(int(r["samples"]) for r in table.values()) == len(matches) == 14  # the example's kept matches
+    width, height = png_size(folder / "report/screen.png")
+    assert width > 400 and height > 200
+    summary = json.loads((folder / "summary.json").read_text())
+    with open(work / "results/run_summary.tsv") as fh:
+        (row,) = [r for r in csv.DictReader(fh, delimiter="\t") if r["metric"] == "screen"]
+    assert (row["dataset"], row["vectors"], row["fields"]) == (screen, "40", "8")
+    assert (int(row["pairs"]), int(row["passing"])) == (summary["pairs_computed"], summary["pairs_passing"])
+    assert row["threshold"] == str(config["screens"][screen]["min_score"]) and float(row["tile_s"]) > 0
+    html = (work / "report.html").read_text(errors="replace")
+    assert "hits.tsv" in html and "screen.png" in html
 
 
 def test_run_summary_leaves_a_null_threshold_empty(tmp_path):

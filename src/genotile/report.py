@@ -15,6 +15,7 @@ import json
 import logging
 import struct
 import zlib
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
@@ -354,8 +355,9 @@ def clusters(pairs_tsv, ids: list[str], out) -> list[list[str]]:
     return comps
 
 
-def run_summary(summaries: list, benchmarks: list, out) -> None:
-    """One row per dataset and metric: sizes, pairs, backend, rate, and time per stage."""
+def run_summary(summaries: list, benchmarks: list, out, screens: Sequence = ()) -> None:
+    """One row per dataset and metric: sizes, pairs, backend, rate, and time per stage; then one
+    per screen (`screen_row`)."""
     from genotile.core.registry import REGISTRY
 
     # benchmarks/<dataset>/<stage>.<encoding>.tsv (store: ingest, plan and pack) and
@@ -422,4 +424,154 @@ def run_summary(summaries: list, benchmarks: list, out) -> None:
                 ]
             )
         )
+    for path in screens:
+        lines.append("\t".join(screen_row(path, stage_seconds)))
     write_text(out, "\n".join(lines) + "\n")
+
+
+class ScreenHits:
+    """A screen's kept matches (matches.tsv.gz) as indices into its samples and signatures
+    (the store manifest's order, which matches.tsv.gz follows), with the scores as printed."""
+
+    def __init__(self, matches_tsv, manifest_json) -> None:
+        with open(manifest_json, encoding="utf-8") as fh:
+            manifest = json.load(fh)
+        self.samples: list[str] = manifest["sample_ids"]
+        self.signatures: list[str] = manifest["signature_ids"]
+        sample_at = {name: k for k, name in enumerate(self.samples)}
+        signature_at = {name: k for k, name in enumerate(self.signatures)}
+        _, rows = read_pairs(matches_tsv)  # sample, signature, position, score
+        self.sample = np.array([sample_at[r[0]] for r in rows], dtype=np.int64)
+        self.signature = np.array([signature_at[r[1]] for r in rows], dtype=np.int64)
+        self.score_text = [r[3] for r in rows]
+        self.score = np.array([float(s) for s in self.score_text])
+
+    def samples_per_signature(self) -> np.ndarray:
+        """(n_signatures,) int64: samples with a kept match of each signature."""
+        return np.bincount(self.signature, minlength=len(self.signatures))
+
+
+def screen_hits_table(hits: ScreenHits, out) -> None:
+    """One row per signature, in the signatures' order: the samples it matches (a kept match:
+    score >= min_score) and their fraction of all samples, the lowest and highest score as
+    matches.tsv.gz prints them (empty without a match)."""
+    counts = hits.samples_per_signature()
+    lines = ["signature\tsamples\tfraction\tscore_min\tscore_max"]
+    for j, name in enumerate(hits.signatures):
+        mine = np.flatnonzero(hits.signature == j)
+        low = hits.score_text[mine[np.argmin(hits.score[mine])]] if mine.size else ""
+        high = hits.score_text[mine[np.argmax(hits.score[mine])]] if mine.size else ""
+        lines.append(f"{name}\t{counts[j]}\t{counts[j] / max(len(hits.samples), 1):.4g}\t{low}\t{high}")
+    write_text(out, "\n".join(lines) + "\n")
+
+
+SCREEN_BARS = 40  # signatures drawn as bars; past it the most matched (hits.tsv lists all)
+
+
+@never_fails
+def plot_screen(hits: ScreenHits, summary_json, out, max_vectors: int) -> None:
+    """Left: samples matched per signature (count and fraction of all samples). Right: the score
+    of each kept match, signatures by the samples with at least one (samples without a match
+    are left out: they would be blank columns), drawn up to `max_vectors` of each."""
+    plt = _pyplot()
+    from matplotlib.ticker import MaxNLocator
+
+    with open(summary_json, encoding="utf-8") as fh:
+        summary = json.load(fh)
+    counts = hits.samples_per_signature()
+    n_samples, n_sigs = len(hits.samples), len(hits.signatures)
+    if n_sigs <= SCREEN_BARS:
+        shown = np.arange(n_sigs)
+        bar_title = "samples matched\nper signature"
+    else:
+        shown = np.argsort(-counts, kind="stable")[:SCREEN_BARS]  # ranked, ties in the FASTA's order
+        bar_title = f"the {SCREEN_BARS} of {n_sigs} signatures\nmatching most samples"
+    matched = np.unique(hits.sample)
+    heat = 0 < matched.size <= max_vectors and n_sigs <= max_vectors
+    same_rows = heat and len(shown) == n_sigs  # the map's rows are the bars': name them once
+    cols = matched.size if heat else 0
+    heat_width = min(max(2.5, 0.25 * cols), 14.0)
+    fig, axes = plt.subplots(
+        1,
+        2,
+        figsize=(4.2 + heat_width + 1.5, min(2.4 + 0.3 * max(len(shown), n_sigs if heat else 0), 14)),
+        gridspec_kw={"width_ratios": [4.2, heat_width + 1.5]},
+        squeeze=False,
+    )
+    bars, right = axes[0]
+    y = np.arange(len(shown))
+    bars.barh(y, counts[shown], color="#3b6ea8")
+    bars.set_yticks(y, plain_labels([hits.signatures[j] for j in shown]), fontsize=8)
+    bars.set_ylim(len(shown) - 0.5, -0.5)  # the first signature on top, as in the FASTA and the map
+    bars.set_xlim(0, max(int(counts.max(initial=0)), 1) * 1.45)  # room for the labels
+    for k, j in enumerate(shown):
+        bars.text(counts[j], k, f" {counts[j]} ({100 * counts[j] / max(n_samples, 1):.3g}%)", va="center", fontsize=7)
+    bars.xaxis.set_major_locator(MaxNLocator(integer=True))  # samples are whole
+    bars.set_xlabel(f"samples matched (of {n_samples})")
+    bars.set_title(bar_title, fontsize=9)
+    if heat:
+        grid = np.full((n_sigs, matched.size), np.nan)
+        grid[hits.signature, np.searchsorted(matched, hits.sample)] = hits.score
+        image = right.imshow(grid, aspect="auto", cmap="viridis", interpolation="nearest")
+        # about 0.6 inch wide whatever the map's width
+        fig.colorbar(image, ax=right, label="score (mean quality - 33)", pad=0.02, fraction=0.6 / (heat_width + 1.5))
+        if matched.size <= 80:
+            right.set_xticks(np.arange(matched.size), plain_labels([hits.samples[k] for k in matched]), rotation=90)
+            right.tick_params(axis="x", labelsize=7)
+            right.set_xlabel("sample")
+        else:  # too many to name: no ticks either
+            right.set_xticks([])
+            right.set_xlabel(f"{matched.size} samples, in the FASTQ's order")
+        if same_rows:
+            right.set_yticks(np.arange(n_sigs), [])
+        elif n_sigs <= 80:
+            right.set_yticks(np.arange(n_sigs), plain_labels(hits.signatures), fontsize=7)
+        else:  # the bars rank the signatures; the map keeps them all, unnamed
+            right.set_yticks([])
+            right.set_ylabel(f"all {n_sigs} signatures, in the FASTA's order")
+        right.set_title(
+            f"score of each match\n{matched.size} samples with one ({n_samples - matched.size} without: not drawn)",
+            fontsize=9,
+        )
+    else:
+        right.axis("off")
+        why = "no sample has a match" if matched.size == 0 else f"past report_heatmap_max = {max_vectors}"
+        right.text(0.5, 0.5, f"no score map: {why}", ha="center", va="center", fontsize=9)
+    min_score = summary.get("min_score")
+    kept = "" if min_score is None else f" with score >= {min_score:g}"
+    fig.suptitle(
+        f"{summary['config'].get('screen', '')}: {summary['pairs_passing']} of {summary['pairs_computed']}"
+        f" sample x signature pairs match{kept} ({summary['pairs_matching']} at any score)",
+        fontsize=10,
+    )
+    fig.tight_layout()
+    _save(fig, out)
+
+
+def screen_row(summary_json, stage_seconds: dict[tuple[str, str, str], float]) -> list[str]:
+    """A screen's run_summary.tsv row (metric `screen`): samples as the vectors, signatures as
+    the fields, sample x signature pairs, those with a kept match, min_score as the threshold,
+    the ingest as the store stage; no fields kept, rate or matrix (empty cells)."""
+    with open(summary_json, encoding="utf-8") as fh:
+        s = json.load(fh)
+    screen = s["config"].get("screen", Path(summary_json).parts[-3])
+
+    def seconds(stage: str) -> str:
+        return f"{stage_seconds.get((screen, 'screen', stage), 0.0):.2f}"
+
+    return [
+        screen,
+        "screen",
+        str(s["n_samples"]),
+        str(s["n_signatures"]),
+        "",
+        str(s["pairs_computed"]),
+        str(s["pairs_passing"]),
+        "" if s["min_score"] is None else str(s["min_score"]),
+        ",".join(s["backend"]),
+        "",
+        seconds("ingest"),
+        seconds("tile"),
+        "",
+        seconds("merge"),
+    ]

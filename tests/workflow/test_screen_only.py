@@ -18,13 +18,19 @@ def screen_config() -> dict:
                 "sample_block": 16,
             }
         },
-        "report": True,  # the run summary has no row for a screen: it is not asked for
+        "report": True,  # the screen's plot and table, a run summary of its one row
     }
 
 
 def test_screening_only_config_dry_run_lists_only_screen_jobs(tmp_path):
     proc = snakemake(tmp_path, screen_config(), "-n")
-    assert job_counts(proc.stdout + proc.stderr) == {"screen_ingest": 1, "screen_merge": 1, "all": 1}
+    assert job_counts(proc.stdout + proc.stderr) == {
+        "screen_ingest": 1,
+        "screen_merge": 1,
+        "plot_screen": 1,
+        "run_summary": 1,
+        "all": 1,
+    }
 
 
 def test_screening_only_config_runs_and_matches_the_example_screen(tmp_path):
@@ -40,8 +46,10 @@ def test_screening_only_config_runs_and_matches_the_example_screen(tmp_path):
     rows = gzip.decompress(alone.read_bytes()).decode().splitlines()
     assert len(rows) > 1, rows  # a header and some matches
     assert alone.read_bytes() == both.read_bytes()
-    assert not (tmp_path / "alone" / "results" / "run_summary.tsv").exists()
-    assert sorted(p.name for p in (tmp_path / "alone" / "results").iterdir()) == ["reads"]
+    summary = (tmp_path / "alone" / "results" / "run_summary.tsv").read_text().splitlines()
+    assert [line.split("\t")[:2] for line in summary[1:]] == [["reads", "screen"]]  # no dataset rows
+    assert sorted(p.name for p in (tmp_path / "alone" / "results").iterdir()) == ["reads", "run_summary.tsv"]
+    assert (tmp_path / "alone" / "results" / "reads" / "screen" / "report" / "screen.png").stat().st_size > 1000
 
 
 def test_config_with_neither_datasets_nor_screens_is_refused(tmp_path):
@@ -49,4 +57,8 @@ def test_config_with_neither_datasets_nor_screens_is_refused(tmp_path):
         proc = snakemake(tmp_path, {"report": False, **config}, "-n", check=False)
         assert proc.returncode != 0
         assert "is not valid under any of the given schemas" in proc.stdout + proc.stderr, proc.stderr[-2000:]
-        assert "Failed validating 'anyOf'" in proc.stdout + proc.stderr
+        # one line (runtime/workflow.py), no jsonschema traceback
+        assert "Failed validating" not in proc.stdout + proc.stderr and "Traceback" not in proc.stderr
+        assert [line for line in proc.stderr.splitlines() if "genotile error" in line][0].startswith(
+            "genotile error: config"
+        )
