@@ -120,8 +120,8 @@ rule king_cutoff:
         tiles=tile_files,
         manifest=store_file("manifest.json"),
     output:
-        kept="results/{dataset}/{metric}/plink2.king.cutoff.in.id",
-        removed="results/{dataset}/{metric}/plink2.king.cutoff.out.id",
+        kept="results/{dataset}/{metric}/king.unrelated.in.id",
+        removed="results/{dataset}/{metric}/king.unrelated.out.id",
     log:
         "logs/{dataset}/{metric}/king_cutoff.log",
     benchmark:

@@ -265,7 +265,7 @@ def test_peer_formats_and_relatedness_from_the_cli(inputs, tmp_path):
     opt_in = {"formats": ["kin0", "mdist"], "king_degrees": True, "king_cutoff": 0.0884}
     run_all(vcf, tmp_path / "direct", ["king", "ibs"], opt_in=opt_in)
     names = {
-        "king": ["plink2.kin0", "degrees.tsv.gz", "plink2.king.cutoff.in.id", "plink2.king.cutoff.out.id"],
+        "king": ["plink2.kin0", "degrees.tsv.gz", "king.unrelated.in.id", "king.unrelated.out.id"],
         "ibs": ["plink.mdist", "plink.mdist.id"],
     }
     for metric, files in names.items():

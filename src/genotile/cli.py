@@ -237,8 +237,9 @@ def _run_parser(sub) -> None:
         "--king-cutoff",
         type=_number,
         metavar="KINSHIP",
-        help="king: write a maximal set of samples with no pair's kinship above KINSHIP (strictly, as plink2) "
-        "(plink2.king.cutoff.in.id / .out.id, as plink2 --king-cutoff)",
+        help="king: write a maximal set of samples with no pair's kinship above KINSHIP (strictly, as plink2): "
+        "king.unrelated.in.id / .out.id, in plink2 --king-cutoff's form; plink2's own set where its greedy "
+        "finds one as large, else larger",
     )
     run.add_argument("--quiet", "-q", action="store_true", help="print only errors and the one-line results")
 

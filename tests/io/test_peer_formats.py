@@ -194,14 +194,14 @@ def test_plink_fileset_outputs_equal_plink_bytes(genotypes_vcf, tmp_path):
     subprocess.run([*run, str(tmp_path / "c"), "--king-cutoff", "0.0884"], check=True, capture_output=True)
     distance = ["--distance", "square", "1-ibs", "flat-missing"]
     subprocess.run([need("plink1.9"), *bfile, str(tmp_path / "m"), *distance], check=True, capture_output=True)
-    cutoff = ["plink2.kin0", "plink2.king.cutoff.in.id", "plink2.king.cutoff.out.id"]
+    cutoff = ["plink2.kin0", "king.unrelated.in.id", "king.unrelated.out.id"]
     king = genotile(tmp_path / "b.bed", tmp_path / "g", "king", cutoff, king_cutoff=0.0884)
     ibs = genotile(tmp_path / "b.bed", tmp_path / "g", "ibs", ["plink.mdist", "plink.mdist.id"])
     assert (tmp_path / "k.kin0").read_text().startswith("#FID1\tIID1\tFID2\tIID2\t")
     assert (king / "plink2.kin0").read_bytes() == (tmp_path / "k.kin0").read_bytes()
     for kind in ("in", "out"):  # the same set here: PLINK 2's greedy finds a maximum one
         theirs = (tmp_path / f"c.king.cutoff.{kind}.id").read_bytes()
-        assert (king / f"plink2.king.cutoff.{kind}.id").read_bytes() == theirs
+        assert (king / f"king.unrelated.{kind}.id").read_bytes() == theirs
     assert (ibs / "plink.mdist").read_bytes() == (tmp_path / "m.mdist").read_bytes()
     assert (ibs / "plink.mdist.id").read_bytes() == (tmp_path / "m.mdist.id").read_bytes()
 
@@ -292,7 +292,7 @@ def test_dataset_accepted():
     assert peer_formats.output_files(
         {"formats": ["kin0", "mdist"], "king_cutoff": 0.1, "king_degrees": True}, "king"
     ) == (
-        ["plink2.kin0", "degrees.tsv.gz", "plink2.king.cutoff.in.id", "plink2.king.cutoff.out.id"],
+        ["plink2.kin0", "degrees.tsv.gz", "king.unrelated.in.id", "king.unrelated.out.id"],
         False,
     )
     assert peer_formats.output_files({"formats": ["kin0", "mdist"]}, "ibs") == (["plink.mdist", "plink.mdist.id"], True)

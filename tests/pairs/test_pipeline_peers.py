@@ -14,7 +14,7 @@ OPT_IN = {
     "a": {"formats": ["snp-dists-molten", "snp-dists-csv"]},
 }
 FILES = {
-    ("g", "king"): ["plink2.kin0", "degrees.tsv.gz", "plink2.king.cutoff.in.id", "plink2.king.cutoff.out.id"],
+    ("g", "king"): ["plink2.kin0", "degrees.tsv.gz", "king.unrelated.in.id", "king.unrelated.out.id"],
     ("g", "ibs"): ["plink.mdist", "plink.mdist.id"],
     ("a", "snp"): ["snp-dists.molten.tsv", "snp-dists.csv"],
     ("a", "hamming"): ["snp-dists.molten.tsv", "snp-dists.csv"],
@@ -75,8 +75,8 @@ def test_opt_in_outputs_equal_the_writers(runs, tmp_path):
         peers.write_outputs(tiles, manifest, metric, [tmp_path / n for n in names], king_cutoff=cutoff)
         for name in names:
             assert (mdir / name).read_bytes() == (tmp_path / name).read_bytes(), name
-    kept = (tmp / "results/g/king/plink2.king.cutoff.in.id").read_text().splitlines()
-    removed = (tmp / "results/g/king/plink2.king.cutoff.out.id").read_text().splitlines()
+    kept = (tmp / "results/g/king/king.unrelated.in.id").read_text().splitlines()
+    removed = (tmp / "results/g/king/king.unrelated.out.id").read_text().splitlines()
     assert kept[0] == removed[0] == "#IID" and sorted(kept[1:] + removed[1:]) == sorted(f"s{i}" for i in range(13))
     assert {"s3", "s4"} & set(removed) and {"s5", "s7"} & set(removed)  # one of each duplicate pair
 

@@ -73,7 +73,10 @@ def test_unrelated_set_is_maximum_on_small_graphs(seed):
     keep = relatedness.unrelated_set(n, a, b, kinship, 0.1)
     assert_independent_and_maximal(keep, edges)
     assert keep.sum() == brute_force_maximum(n, edges)
-    assert keep.sum() >= relatedness.plink2_unrelated_set(n, a, b, kinship, 0.1).sum()
+    theirs = relatedness.plink2_unrelated_set(n, a, b, kinship, 0.1)
+    assert keep.sum() >= theirs.sum()
+    if keep.sum() == theirs.sum():  # as large: PLINK 2's own samples, not another set of that size
+        assert np.array_equal(keep, theirs)
 
 
 @pytest.mark.parametrize("seed", range(20))
@@ -86,6 +89,19 @@ def test_greedy_fallback_is_maximal_and_never_below_plink2(seed, monkeypatch):
     keep = relatedness.unrelated_set(n, a, b, kinship, 0.1)
     assert_independent_and_maximal(keep, related(a, b, kinship, 0.1))
     assert keep.sum() >= relatedness.plink2_unrelated_set(n, a, b, kinship, 0.1).sum()
+
+
+def test_between_sets_of_one_size_plink2s_is_kept():
+    """The exact search finds {0, 1, 5}; PLINK 2's greedy {3, 4, 5}, as large: its samples are kept
+    (issue 28: the lists were another set of plink2's size, siblings kept for parents)."""
+    relatives = [{2, 3, 4}, {3, 4}, {0, 5}, {0, 1}, {0, 1}, {2}]
+    group = list(range(6))
+    assert relatedness.exact_max_unrelated(group, relatives) == {0, 1, 5}
+    assert relatedness.plink2_prune(group, relatives) == {3, 4, 5}
+    a = np.array([i for i, r in enumerate(relatives) for j in r if i < j])
+    b = np.array([j for i, r in enumerate(relatives) for j in r if i < j])
+    keep = relatedness.unrelated_set(6, a, b, np.full(a.size, 0.25), 0.0884)
+    assert np.flatnonzero(keep).tolist() == [3, 4, 5]
 
 
 def test_exact_search_gives_up_past_its_steps():
@@ -169,8 +185,8 @@ def plink2_king_cutoff(vcf: Path, cutoff: float, out: Path) -> list[str]:
 @pytest.mark.peers  # needs plink2 / plink1.9
 def test_unrelated_set_against_plink2(pedigree_run, tmp_path):
     """Our port of PLINK 2's greedy keeps exactly its samples (so `unrelated_set`, which takes
-    it as a candidate, never keeps fewer); the set is independent, maximal, and larger than
-    PLINK 2's on these pedigrees at some cut-off."""
+    it as a candidate, never keeps fewer); the set is independent, maximal, plink2's own where as
+    large, and larger than PLINK 2's on these pedigrees at some cut-off."""
     root, vcf, ids = pedigree_run
     mdir = root / "g" / "king"
     tiles = sorted((mdir / "pairs").glob("tile_*.npz"))
@@ -184,6 +200,8 @@ def test_unrelated_set_against_plink2(pedigree_run, tmp_path):
         keep = relatedness.unrelated_set(len(ids), pairs["a"], pairs["b"], pairs["kinship"], cutoff)
         assert_independent_and_maximal(keep, related(pairs["a"], pairs["b"], pairs["kinship"], cutoff))
         assert keep.sum() >= len(theirs)
+        if keep.sum() == len(theirs):
+            assert [ids[i] for i in np.flatnonzero(keep)] == theirs
         sizes.append((int(keep.sum()), len(theirs)))
     assert any(ours > theirs for ours, theirs in sizes), sizes
 
@@ -199,7 +217,7 @@ def test_king_cutoff_files_in_plink2_form(pedigree_run, tmp_path):
         assert (tmp_path / f"{kind}.id").read_bytes() == (tmp_path / f"p.king.cutoff.{kind}.id").read_bytes()
     mdir = genotile_king(root, list(peer_formats.KING_CUTOFF_FILES), king_cutoff=0.0884)
     kept, dropped = (
-        (mdir / name).read_text().splitlines() for name in ("plink2.king.cutoff.in.id", "plink2.king.cutoff.out.id")
+        (mdir / name).read_text().splitlines() for name in ("king.unrelated.in.id", "king.unrelated.out.id")
     )
     assert kept[0] == dropped[0] == "#IID"
     assert sorted(kept[1:] + dropped[1:]) == sorted(ids) and len(kept) - 1 > len(theirs)

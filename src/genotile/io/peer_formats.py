@@ -156,7 +156,10 @@ FORMATS = {
 }
 # relatedness outputs of king (dataset keys `king_degrees: true`, `king_cutoff: value`)
 DEGREES_FILE = "degrees.tsv.gz"
-KING_CUTOFF_FILES = ("plink2.king.cutoff.in.id", "plink2.king.cutoff.out.id")
+# named after what they hold, not after plink2: the largest unrelated set genotile finds, which is
+# plink2's own wherever plink2's greedy finds one as large and larger elsewhere (docs/outputs.md,
+# Relatedness); in plink2's --king-cutoff format, so `plink2 --keep` reads them
+KING_CUTOFF_FILES = ("king.unrelated.in.id", "king.unrelated.out.id")
 DATASET_KEYS = ("formats", "king_degrees", "king_cutoff")  # a dataset's keys of these outputs
 
 
@@ -367,9 +370,9 @@ def write_snp_dists_csv(out_path, ids: Sequence[str], matrix: np.ndarray) -> Non
 
 
 def write_king_cutoff_ids(in_path, out_path, ids: Sequence[str], keep: np.ndarray, fids=None) -> None:
-    """`.king.cutoff.in.id` (kept) and `.king.cutoff.out.id` (removed) as `plink2 --king-cutoff`
-    writes them: a `#IID` header (`#FID<TAB>IID` with family IDs), then one sample a line in
-    input order.
+    """The unrelated set's lists, kept (`in_path`) and removed (`out_path`), in the form of
+    `plink2 --king-cutoff`'s `.king.cutoff.in.id` / `.out.id`: a `#IID` header (`#FID<TAB>IID`
+    with family IDs), then one sample a line in input order.
 
     Parameters
     ----------

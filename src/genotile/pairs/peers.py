@@ -66,7 +66,8 @@ def write_degrees(pairs: dict, ids, out_path) -> int:
 
 
 def write_king_cutoff(pairs: dict, ids, cutoff: float, in_path, out_path, fids=None) -> np.ndarray:
-    """The unrelated set (relatedness.unrelated_set) as PLINK 2's .king.cutoff.in.id / .out.id."""
+    """The unrelated set (relatedness.unrelated_set) as king.unrelated.in.id / .out.id, in PLINK 2's
+    .king.cutoff.in.id / .out.id form."""
     keep = relatedness.unrelated_set(len(ids), pairs["a"], pairs["b"], pairs["kinship"], cutoff)
     peer_formats.write_king_cutoff_ids(in_path, out_path, ids, keep, fids)
     return keep

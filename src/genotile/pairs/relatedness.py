@@ -1,5 +1,5 @@
 """Relatedness from KING-robust kinship: degrees and types of relationship, and a maximal set of
-unrelated samples (what `plink2 --king-cutoff` computes, never a smaller set).
+unrelated samples (`plink2 --king-cutoff`'s own set where it is as large, else a larger one).
 
 Degrees follow KING's published ranges (Manichaikul et al. 2010; the KING manual): kinship
 > 0.354 duplicate or MZ twin, [0.177, 0.354] 1st degree, [0.0884, 0.177] 2nd, [0.0442,
@@ -22,7 +22,10 @@ independent set, by branch and bound) when it is small enough, else by the bette
 with the most) and a minimum-degree greedy, each made maximal by adding back every dropped
 sample with no kept relative. PLINK 2's own greedy is always one of the candidates, so the
 set is never smaller than PLINK 2's on the same pairs; its group-by-group result equals the
-whole-graph run, because no step in one group changes another group's degrees.
+whole-graph run, because no step in one group changes another group's degrees. Where PLINK 2's
+greedy keeps as many samples of a group as the best found, its samples are kept: between sets
+of one size PLINK 2's choice is taken (it keeps a parent where a search might keep a sibling),
+so the lists equal plink2's wherever plink2's are as large, and differ only by being larger.
 """
 
 import heapq
@@ -269,8 +272,8 @@ def _bits(mask: int):
 
 
 def unrelated_set(n: int, a: np.ndarray, b: np.ndarray, kinship: np.ndarray, cutoff: float) -> np.ndarray:
-    """A maximal set of samples no two of which have kinship > cutoff, at least as large as
-    `plink2 --king-cutoff`'s on the same pairs.
+    """A maximal set of samples no two of which have kinship > cutoff: `plink2 --king-cutoff`'s
+    on the same pairs, group by group, where that is as large as the best found, else larger.
 
     Parameters
     ----------
@@ -287,13 +290,17 @@ def unrelated_set(n: int, a: np.ndarray, b: np.ndarray, kinship: np.ndarray, cut
     relatives = related_lists(n, a, b, kinship, cutoff)
     keep = np.ones(n, dtype=bool)
     for group in _groups(relatives):
+        plink2 = plink2_prune(group, relatives)
         kept = exact_max_unrelated(group, relatives) if len(group) <= EXACT_MAX else None
         if kept is None:
             candidates = [
-                add_back(group, plink2_prune(group, relatives), relatives),
+                add_back(group, plink2, relatives),
                 add_back(group, min_degree_greedy(group, relatives), relatives),
             ]
             kept = max(candidates, key=len)  # the first (PLINK 2's) on a tie
+        if len(plink2) >= len(kept):
+            # as large (so maximal too): PLINK 2's own samples, its tie-breaking rather than the search's
+            kept = plink2
         keep[[v for v in group if v not in kept]] = False
     return keep
 
