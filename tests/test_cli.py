@@ -6,6 +6,7 @@ in-process stages given the same settings (the workflow's outputs are tested aga
 
 import argparse
 import gzip
+import json
 import shutil
 import subprocess
 import sys
@@ -49,6 +50,7 @@ def test_config_keys_have_flags():
         "regions",
         "filter-pass",
         "multiallelic",
+        "chromosomes",
         "ccc-multiplier",
         "ccc-param",
         "ccc3-block-size",
@@ -84,6 +86,7 @@ def inputs(tmp_path_factory):
         ),
         (["--metric", "snp", "--filter-pass", "--multiallelic", "split"], "--filter-pass, --multiallelic apply to"),
         (["--metric", "snp", "--regions", "1:1-5"], "--regions apply to genotype input"),
+        (["--metric", "snp", "--chromosomes", "all"], "--chromosomes apply to genotype input"),
         (["--metric", "snp", "--ccc-multiplier", "4"], "--ccc-multiplier apply to --metric ccc2 or ccc3, not to snp"),
         (["--metric", "snp", "--metric", "king"], "--metric snp need a FASTA alignment and --metric king genotypes"),
         (["--metric", "snp", "--format", "kin0"], "--format kin0 is written for --metric king, not for snp"),
@@ -123,6 +126,7 @@ def test_genotype_refusals(inputs, capsys):
         (["--backend", "cuda"], "--backend"),
         (["--ccc-param", "nan"], "--ccc-param"),
         (["--multiallelic", "keep"], "--multiallelic"),
+        (["--chromosomes", "X"], "--chromosomes"),
     ],
 )
 def test_a_bad_value_is_refused_naming_its_flag(inputs, capsys, args, flag):
@@ -215,6 +219,35 @@ def test_vcf_options_and_ccc_parameters_reach_the_stages(inputs, tmp_path, capsy
         assert len(fh.read().splitlines()) == 1 + 35 * 34 // 2  # 40 - 5 filtered records; null threshold
     with gzip.open(tmp_path / "cli" / "king" / "pairs.tsv.gz", "rt") as fh:
         assert {line.split("\t")[0] for line in fh.read().splitlines()[1:]} <= {"s7", "s3", "s12", "s0", "s5"}
+
+
+def test_chromosomes_from_the_cli(inputs, tmp_path, capsys):
+    """--chromosomes reaches the readers as the workflow's `chromosomes` key does: autosomes by
+    default (chrX records left out and counted), all on request; a change of it in one --outdir
+    makes the store again."""
+    g = random_genotypes(9, 30, p_missing=0.1, seed=6)
+    plain = write_vcf(tmp_path / "plain.vcf", vcf_text(g, seed=6))
+    text = vcf_text(g, seed=6).replace("##FILTER", "##contig=<ID=X>\n##FILTER", 1)
+    chrx = [
+        "\t".join(["X", str(100 + k), ".", "A", "G", ".", "PASS", ".", "GT", *["0/1", "1/1", "0/0"] * 3])
+        for k in range(4)
+    ]
+    mixed = write_vcf(tmp_path / "mixed.vcf", text + "\n".join(chrx) + "\n")
+
+    def run(vcf, outdir, *flags):
+        assert main(["run", str(vcf), "--outdir", str(outdir), "--metric", "ibs", "--backend", "numpy", *flags]) == 0
+        counts = json.loads((outdir / "ingest" / "genotype.json").read_text())["counts"]
+        return (outdir / "ibs" / "pairs.tsv.gz").read_bytes(), counts
+
+    base, _ = run(plain, tmp_path / "plain")
+    out = tmp_path / "mixed"
+    autosomes, counts = run(mixed, out)
+    assert autosomes == base and counts["non_autosomal_skipped"] == 4 and counts["variants"] == 30
+    every, counts = run(mixed, out, "--chromosomes", "all")
+    assert every != base and counts["non_autosomal_skipped"] == 0 and counts["variants"] == 34
+    assert run(mixed, out, "--chromosomes", "autosomes")[0] == base
+    run_all(mixed, tmp_path / "api", ["ibs"], backend="numpy", vcf_options={"chromosomes": "all"})
+    assert (tmp_path / "api" / "ibs" / "pairs.tsv.gz").read_bytes() == every
 
 
 def test_ccc3_runs_from_the_cli(inputs, tmp_path, capsys):

@@ -17,6 +17,7 @@ from genotile.core.rates import STORE, STORE_ALIASES, THRESHOLDS, TILES
 from genotile.core.registry import REGISTRY
 from genotile.errors import GenotileError
 from genotile.io.peer_formats import FORMATS
+from genotile.io.regions import CHROMOSOMES
 from genotile.util.atomic import DISK_ERRORS, disk_error
 from genotile.version import __version__
 
@@ -100,6 +101,7 @@ GENOTYPE_OPTIONS = {  # CLI flag -> the config key of a dataset (and the readers
     "--regions": "regions",
     "--filter-pass": "filter_pass",
     "--multiallelic": "multiallelic",
+    "--chromosomes": "chromosomes",
 }
 
 
@@ -200,6 +202,12 @@ def _run_parser(sub) -> None:
         "--multiallelic",
         choices=["skip", "split"],
         help="multi-allelic records: skip (default) or split into one ALT-vs-rest variant per ALT",
+    )
+    vcf.add_argument(
+        "--chromosomes",
+        choices=CHROMOSOMES,
+        help="autosomes (default): variants on contigs 1-22 only (with or without chr), as PLINK's ibs and king "
+        "count; all: every contig",
     )
     ccc = run.add_argument_group("ccc2 and ccc3 (config: ccc, ccc3)")
     ccc.add_argument("--ccc-multiplier", type=_number, help="CoMet's CCC multiplier (default 4.5)")
@@ -368,8 +376,9 @@ def _check_outdir(outdir: str) -> None:
             return
 
 
-def _check_run(args) -> list[str]:
-    """The run's metrics; an option that does not apply to them or to the input is refused by its flag."""
+def _check_run(args) -> tuple[list[str], bool]:
+    """(the run's metrics, whether the input is genotypes); an option that does not apply to them
+    or to the input is refused by its flag."""
     from genotile.core.encodings import ENCODINGS
     from genotile.store.inputs import check_input, inputs_of, metric_encoding
 
@@ -412,7 +421,7 @@ def _check_run(args) -> list[str]:
     if ccc3 and "ccc3" not in metrics:
         raise GenotileError(f"{', '.join(ccc3)} apply to --metric ccc3, not to {', '.join(metrics)}")
     _check_peer_options(args, metrics)
-    return metrics
+    return metrics, bool(genotype) and kind != "fasta"
 
 
 def _run(args) -> None:
@@ -423,11 +432,15 @@ def _run(args) -> None:
     from genotile.pipeline import run_all, run_ccc3, run_config
     from genotile.store.stage import current_store
 
-    metrics = _check_run(args)
+    metrics, genotypes = _check_run(args)
     if args.threads is not None:
         backends.limit_threads(args.threads)
     thresholds = dict(args.threshold)
     options = {key: getattr(args, key) for key in GENOTYPE_OPTIONS.values() if getattr(args, key) is not None}
+    if genotypes:
+        # `chromosomes` always given, as the workflow gives it (rules/common.smk ingest_options): a
+        # store made before genotile left other contigs out is made again
+        options = {"chromosomes": "autosomes"} | options
     if options.get("regions") and len(options["regions"]) == 1 and os.path.isfile(options["regions"][0]):
         options["regions"] = options["regions"][0]  # a file of regions
     params = {k: v for k, v in (("multiplier", args.ccc_multiplier), ("param", args.ccc_param)) if v is not None}
