@@ -454,8 +454,11 @@ def ccc3_plan(dataset):
     )
     if dataset not in _CCC3_SHOWN:
         _CCC3_SHOWN.add(dataset)
+        # a null threshold in the config's word, as genotile plan and every console line say it
+        # (run_summary.tsv leaves the cell empty, summary.json writes null), not Python's None
+        shown = "null" if threshold is None else threshold
         print(
-            f"genotile plan for {dataset}: {plan.describe()}; threshold {threshold}",
+            f"genotile plan for {dataset}: {plan.describe()}; threshold {shown}",
             file=sys.stderr,
         )
     return plan

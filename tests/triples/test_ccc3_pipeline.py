@@ -44,6 +44,7 @@ def test_triples_equal_brute_force_and_stages_agree(vcf, tmp_path):
         work = tmp_path / name
         work.mkdir()
         proc = snakemake(work, config_for(path, ccc3=ccc3_cfg))
+        assert "; threshold 0.21\n" in proc.stderr  # the plan's console line
         runs[name] = work
         if name == "staged":  # 3 blocks of 7, 6, 7: 10 block triples x 3 stages
             assert job_counts(proc.stdout + proc.stderr).get("triples", 30) == 30
@@ -92,7 +93,10 @@ def test_null_threshold_bound_is_configurable(tmp_path):
     assert proc.returncode != 0
     assert "25 vectors" in proc.stderr and "allowed up to 24 vectors (ccc3: null_threshold_max)" in proc.stderr
     assert not list(low.rglob("triples_*.npz"))
-    snakemake(ok, config_for(path, threshold=None, ccc3={"null_threshold_max": 25}))
+    proc = snakemake(ok, config_for(path, threshold=None, ccc3={"null_threshold_max": 25}))
+    # the plan's console line says the null threshold in the config's word, not Python's None
+    plan = [line for line in proc.stderr.splitlines() if line.startswith("genotile plan for g: ") and "triple" in line]
+    assert plan and all(line.endswith("; threshold null") for line in plan), plan
     with gzip.open(ok / "results/g/ccc3/triples.tsv.gz", "rt") as fh:
         assert sum(1 for _ in fh) == 1 + 25 * 24 * 23 // 6  # header + every triple
 
