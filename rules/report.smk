@@ -1,3 +1,8 @@
+# Every item has the one label key `result`, so that the report lists a subcategory as one
+# column (items with different keys get a column each, mostly empty; a second key with two
+# values, each on half of the items, becomes a toggle that hides half of them).
+
+
 rule plot_histogram:
     input:
         "results/{dataset}/{metric}/histogram.tsv",
@@ -7,7 +12,7 @@ rule plot_histogram:
             caption="report/histogram.rst",
             category="{dataset}",
             subcategory="{metric}",
-            labels={"figure": "histogram over all pairs"},
+            labels={"result": "histogram over all pairs"},
         ),
     log:
         "logs/{dataset}/{metric}/plot_histogram.log",
@@ -30,7 +35,7 @@ rule plot_heatmap:
             caption="report/heatmap.rst",
             category="{dataset}",
             subcategory="{metric}",
-            labels={"figure": "clustered heatmap"},
+            labels={"result": "clustered heatmap"},
         ),
     log:
         "logs/{dataset}/{metric}/plot_heatmap.log",
@@ -51,7 +56,7 @@ rule plot_king:
             caption="report/king.rst",
             category="{dataset}",
             subcategory="king",
-            labels={"figure": "kinship against IBS0"},
+            labels={"result": "kinship against IBS0"},
         ),
     log:
         "logs/{dataset}/king/plot_king.log",
@@ -71,7 +76,7 @@ rule clusters:
             caption="report/clusters.rst",
             category="{dataset}",
             subcategory="snp",
-            labels={"table": "clusters within the threshold"},
+            labels={"result": "clusters within the threshold (TSV table)"},
         ),
     log:
         "logs/{dataset}/snp/clusters.log",
@@ -92,14 +97,14 @@ rule plot_screen:
             caption="report/screen.rst",
             category="{screen}",
             subcategory="screen",
-            labels={"figure": "samples matched per signature"},
+            labels={"result": "samples matched per signature"},
         ),
         table=report(
             "results/{screen}/screen/report/hits.tsv",
             caption="report/screen_hits.rst",
             category="{screen}",
             subcategory="screen",
-            labels={"table": "samples matched per signature"},
+            labels={"result": "samples matched per signature (TSV table)"},
         ),
     log:
         "logs/{screen}/screen/plot_screen.log",
@@ -121,7 +126,7 @@ rule run_summary:
             "results/run_summary.tsv",
             caption="report/run_summary.rst",
             category="run",
-            labels={"table": "run summary"},
+            labels={"result": "run summary (TSV table)"},
         ),
     log:
         "logs/run_summary.log",

@@ -165,3 +165,15 @@ def test_run_summary_leaves_a_null_threshold_empty(tmp_path):
     report.run_summary([path], [], out)
     rows = list(csv.DictReader(out.open(), delimiter="\t"))
     assert rows[0]["threshold"] == "" and "None" not in out.read_text()
+
+
+def test_every_report_item_has_the_one_label_key():
+    """One label key (`result`): different keys give each item a column of its own in the report's
+    lists, and a second key with two values becomes a toggle that hides half of the items."""
+    import ast
+    import re
+
+    text = (REPO / "rules/report.smk").read_text()
+    labels = re.findall(r"labels=(\{[^}]*\})", text)
+    assert len(labels) == text.count("report(") >= 7
+    assert all(list(ast.literal_eval(lab)) == ["result"] for lab in labels)

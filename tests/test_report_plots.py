@@ -120,3 +120,48 @@ def test_king_plot_shows_every_pair_beside_those_passing(tmp_path, monkeypatch):
     assert "all 9002 pairs" in right.get_title()
     assert sum(p.get_width() for p in right.patches) == 9002
     assert left.collections[0].get_array().sum() == 2  # the density holds the passing pairs
+
+
+def test_heatmap_ids_fit_their_rows(tmp_path):
+    """60 IDs (the example alignment): each label's font no taller than its row, so none overlap."""
+    rng = np.random.default_rng(0)
+    ids = [f"sample_{k:02d}" for k in range(60)]
+    d = rng.integers(0, 150, (60, 60)).astype(float)
+    d = np.triu(d, 1) + np.triu(d, 1).T
+    write_matrix(tmp_path / "matrix.tsv", ids, d)
+    grid = report.plot_heatmap(tmp_path / "matrix.tsv", "snp", tmp_path / "heat.png", 100)
+    ax = grid.ax_heatmap
+    row_points = ax.get_position().height * grid.figure.get_figheight() * 72 / len(ids)
+    sizes = {label.get_fontsize() for label in ax.get_yticklabels() + ax.get_xticklabels()}
+    assert len(ax.get_yticklabels()) == 60 and max(sizes) <= row_points
+
+
+def test_king_plot_scales_print_plain_numbers_and_draw_single_pairs(tmp_path, monkeypatch):
+    with gzip.open(tmp_path / "pairs.tsv.gz", "wt") as fh:
+        fh.write("id1\tid2\tnsnp\thethet\tibs0\tkinship\n")
+        fh.writelines(f"a{k}\tb{k}\t1000\t300\t{k % 9}\t{0.05 + 0.002 * k}\n" for k in range(60))
+    write_histogram(tmp_path / "histogram.tsv", "kinship", np.linspace(-0.2, 0.5, 71), [1] * 70)
+    figures = []
+    original = report._save
+    monkeypatch.setattr(report, "_save", lambda fig, out: (figures.append(fig), original(fig, out)))
+    report.plot_king(tmp_path / "pairs.tsv.gz", tmp_path / "k.png", tmp_path / "histogram.tsv", 0.0442)
+    left, right, colour_bar = figures[0].axes
+    figures[0].canvas.draw()
+    ticks = [t.get_text() for t in colour_bar.get_yticklabels(which="both") if t.get_text()]
+    assert ticks and all("times" not in t and "^" not in t for t in ticks), ticks  # 2, not 2 x 10^0
+    assert right.get_xlim()[0] < 1  # a bin of one pair has a visible bar on the log axis
+    assert "pairs per hexagon" in colour_bar.get_ylabel()
+
+
+def test_four_histogram_panels_are_two_rows_of_two(tmp_path, monkeypatch):
+    rows = ["column\tlow\thigh\tcount"] + [
+        f"ccc_{c}\t{k / 10!r}\t{(k + 1) / 10!r}\t3" for c in ("00", "01", "10", "11") for k in range(10)
+    ]
+    (tmp_path / "h.tsv").write_text("\n".join(rows) + "\n")
+    figures = []
+    original = report._save
+    monkeypatch.setattr(report, "_save", lambda fig, out: (figures.append(fig), original(fig, out)))
+    report.plot_histogram(tmp_path / "h.tsv", "ccc2", tmp_path / "h.png", threshold=0.7)
+    panels = figures[0].axes
+    assert [ax.get_title() for ax in panels] == ["ccc_00", "ccc_01", "ccc_10", "ccc_11"]
+    assert len({round(ax.get_position().y0, 3) for ax in panels}) == 2  # two rows

@@ -112,8 +112,11 @@ def plot_histogram(histogram_tsv, metric: str, out, threshold: float | None = No
     plt = _pyplot()
     table = read_histogram(histogram_tsv)
     thresholded = _thresholded_columns(metric)
-    fig, axes = plt.subplots(1, len(table), figsize=(4.5 * len(table), 3.4), squeeze=False)
-    for ax, (column, bins) in zip(axes[0], table.items(), strict=True):
+    # at most two panels a row: ccc2's four side by side shrink to unreadable in the report's page
+    cols = min(len(table), 2)
+    rows = -(-len(table) // cols)
+    fig, axes = plt.subplots(rows, cols, figsize=(4.5 * cols, 3.4 * rows), squeeze=False)
+    for ax, (column, bins) in zip(axes.flat, table.items(), strict=False):
         finite = [(float(lo), float(hi), c) for lo, hi, c in bins if lo not in ("-inf", "nan") and hi != "inf"]
         lows = np.array([b[0] for b in finite])
         widths = np.array([max(b[1] - b[0], 1.0) if b[0] == b[1] else b[1] - b[0] for b in finite])
@@ -138,7 +141,10 @@ def plot_histogram(histogram_tsv, metric: str, out, threshold: float | None = No
         ax.set_title(f"{column}" + (f"\n(outside the axis: {note})" if note else ""), fontsize=9)
         ax.set_xlabel(column)
         ax.set_ylabel("pairs")
+    for ax in axes.flat[len(table) :]:
+        ax.remove()
     fig.suptitle(f"{metric}: all pairs", fontsize=10)
+    fig.tight_layout()
     _save(fig, out)
 
 
@@ -257,6 +263,9 @@ def plot_heatmap(matrix_tsv, metric: str, out, max_vectors: int):
     )
     # the title above the whole grid (the column dendrogram included), not on the heatmap's axes
     grid.figure.suptitle(f"{metric}: {column}, average linkage on {how}; diagonal blank", y=1.02, fontsize=10)
+    if labels:  # one ID a row: a font that fits the row's height, so that IDs do not overlap
+        row_points = grid.ax_heatmap.get_position().height * grid.figure.get_figheight() * 72 / len(ids)
+        grid.ax_heatmap.tick_params(labelsize=max(3.0, min(9.0, 0.85 * row_points)))
     _save(grid.figure, out)
     return grid
 
@@ -287,13 +296,19 @@ def plot_king(pairs_tsv, out, histogram_tsv=None, threshold: float | None = None
         figsize=(9.5 if every else 6, 4.2),
         squeeze=False,
         sharey=True,
-        gridspec_kw={"width_ratios": [3, 2]} if every else None,
+        # room between the density's colour bar label and the histogram beside it
+        gridspec_kw={"width_ratios": [3, 2], "wspace": 0.3} if every else None,
     )
     ax = axes[0][0]
     shown = np.isfinite(kin) & np.isfinite(prop)
     if shown.any():
         hb = ax.hexbin(prop[shown], kin[shown], gridsize=40, bins="log", mincnt=1, cmap="viridis")
-        fig.colorbar(hb, ax=ax, label="pairs (log)", pad=0.01)
+        bar = fig.colorbar(hb, ax=ax, label="pairs per hexagon", pad=0.02)
+        # plain numbers (2, 3, 10, 100) where matplotlib's default log labels print 2 x 10^0
+        from matplotlib.ticker import LogFormatter
+
+        bar.ax.yaxis.set_major_formatter(LogFormatter())
+        bar.ax.yaxis.set_minor_formatter(LogFormatter(labelOnlyBase=False, minor_thresholds=(1, 0.5)))
     _king_guides(ax, text=not every)
     ax.axvline(relatedness.IBS0_PO, color="#c0392b", lw=0.8, ls=":")
     ax.text(relatedness.IBS0_PO, 0.265, " PO | FS", va="center", fontsize=7, color="#c0392b")
@@ -308,6 +323,7 @@ def plot_king(pairs_tsv, out, histogram_tsv=None, threshold: float | None = None
         heights = np.array([b[1] - b[0] for b in bins])
         counts = np.array([b[2] for b in bins], dtype=float)
         right.barh(lows, counts, height=heights, align="edge", color="#3b6ea8", edgecolor="none", log=True)
+        right.set_xlim(left=0.5)  # a bin of one pair is a bar too (a log axis from 1 draws it 0 wide)
         _king_guides(right, text=True)
         if threshold is not None:
             right.axhline(threshold, color="#c0392b", lw=1.2, ls="--", label=f"threshold {threshold:g}")
