@@ -50,6 +50,7 @@ from genotile.store.inputs import check_input, inputs_of, metric_encoding
 from genotile.store.pack import layout_from_json, open_store, pack
 
 DENSE_MAX = 20000  # the workflow's default dense_max: a matrix is kept up to this many vectors
+TRIPLEWISE_MAX = 20_000_000  # passing triples triplewise holds in memory (88 bytes each in its arrays)
 PAIRWISE = tuple(name for name, facts in REGISTRY.items() if facts.workload == "pairs")
 
 
@@ -439,7 +440,9 @@ def triplewise(
         objects variants first, as they hold them.
     threshold : float, optional
         Keep a triple when any of its 8 values is at or above it; a finite number. None keeps
-        all (refused past 2,000 variants, as in the workflow).
+        all (refused past 2,000 variants, as in the workflow). The triples are held in memory:
+        more than TRIPLEWISE_MAX (20 million, ~1.8 GB) passing is refused, a null threshold at
+        the plan, a threshold once they pass (`genotile run` streams any number to a file).
     block_size : int or "auto"
         ccc3's blocks; "auto" (the workflow's default) is settings.CCC3_BLOCK_SIZE, 4096.
     backend, ids, rows, params, seed, samples, regions, filter_pass, multiallelic, workdir
@@ -464,7 +467,7 @@ def triplewise(
     ([['0', '1', '2']], 0.072917)
     """
     from genotile.triples.stage import plan_triples
-    from genotile.triples.tile import compute_triples
+    from genotile.triples.tile import ROW_BYTES, TooManyTriples, compute_triples
 
     prm = ccc3.Params.make(**(params or {}))
     threshold = _threshold(threshold)
@@ -473,9 +476,24 @@ def triplewise(
     options = _reader_options(samples, regions, filter_pass, multiallelic)
     planes, layout, perm, plan, ids_out = _store(x, ccc3.NAME, ids, rows, options, block_size, seed, workdir)
     plan3 = plan_triples(plan, block_size, 1, threshold)  # ccc3's plan and its bound on output
-    parts = []
+    if threshold is None and plan3.n_triples > TRIPLEWISE_MAX:
+        raise GenotileError(
+            f"triplewise with a null threshold would hold all {plan3.n_triples:,} triples of {plan3.n_vectors:,} "
+            f"variants in memory (about {plan3.n_triples * ROW_BYTES / 1e9:.3g} GB; at most {TRIPLEWISE_MAX:,}): "
+            "give a threshold, or run `genotile run`, which streams them to a file"
+        )
+    parts, held = [], 0
     for bi, bj, bk, part in plan3.jobs():  # part: the ccc3 stage of the job
-        arrays, _ = compute_triples(planes, layout, perm, plan3, prm, bi, bj, bk, part, threshold, backend)
+        left = TRIPLEWISE_MAX - held
+        try:
+            arrays, _ = compute_triples(planes, layout, perm, plan3, prm, bi, bj, bk, part, threshold, backend, left)
+        except TooManyTriples:
+            raise GenotileError(
+                f"triplewise: more than {TRIPLEWISE_MAX:,} triples pass (held in memory, about "
+                f"{TRIPLEWISE_MAX * ROW_BYTES / 1e9:.3g} GB): raise the threshold, or run `genotile run`, "
+                "which streams them to a file"
+            ) from None
+        held += arrays["a"].size
         parts.append(arrays)
     merged = {k: np.concatenate([p[k] for p in parts]) for k in parts[0] if not k.startswith("hist")}
     order = np.lexsort((merged["c"], merged["b"], merged["a"]))

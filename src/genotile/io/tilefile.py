@@ -11,9 +11,10 @@ so a killed job leaves no tile behind.
 
 import hashlib
 import json
+import os
 import struct
 import zipfile
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 import numpy as np
 
@@ -81,19 +82,73 @@ def write_tile(path, arrays: dict[str, np.ndarray], meta: dict) -> str:
     return digest
 
 
+class Column(NamedTuple):
+    """An array held in a file: `items` items of `dtype` from byte `offset` on (a tile's stored
+    member, or a raw column file written a part at a time)."""
+
+    path: str
+    offset: int
+    dtype: np.dtype
+    items: int
+
+    def read(self, start: int = 0, stop: int | None = None) -> np.ndarray:
+        """Items start..stop-1, read (not mapped: the process keeps no page of the file)."""
+        stop = self.items if stop is None else min(stop, self.items)
+        n = max(0, stop - start)
+        return np.fromfile(self.path, dtype=self.dtype, count=n, offset=self.offset + start * self.dtype.itemsize)
+
+
+def _column_digest(name: str, col: Column) -> str:
+    """The digest `_array_digests` gives the column's array, read a piece at a time."""
+    h = hashlib.sha256(f"{name}|{col.dtype.str}|{(col.items,)}|".encode())
+    size = col.items * col.dtype.itemsize
+    with open(col.path, "rb") as fh:
+        for p0 in range(0, size, DIGEST_PIECE):
+            piece = os.pread(fh.fileno(), min(DIGEST_PIECE, size - p0), col.offset + p0)
+            if len(piece) != min(DIGEST_PIECE, size - p0):
+                raise ValueError(f"member {name} is shorter than its header says")
+            h.update(hashlib.sha256(piece).digest())
+    return h.hexdigest()
+
+
+def write_tile_columns(path, arrays: dict[str, np.ndarray], columns: dict[str, Column], meta: dict) -> str:
+    """`write_tile` of `arrays` and of 1-d `columns` held in files, copied a piece at a time:
+    the same file as `write_tile` of all of them in memory, in bounded memory (a ccc3 job's
+    sorted runs). Returns the file's digest."""
+    arrays = {**arrays, META: np.frombuffer(json.dumps(meta, sort_keys=True).encode(), dtype=np.uint8)}
+    digests = {**_array_digests(arrays), **{name: _column_digest(name, c) for name, c in columns.items()}}
+    digest = _file_digest(digests)
+    members = {
+        **{name: arrays[name] for name in arrays if name != META},
+        **columns,
+        META: arrays[META],
+        DIGESTS: np.frombuffer(json.dumps(digests, sort_keys=True).encode(), dtype=np.uint8),
+        SHA: np.frombuffer(bytes.fromhex(digest), dtype=np.uint8),
+    }
+    with atomic_path(path) as tmp, zipfile.ZipFile(tmp, "w", zipfile.ZIP_STORED, allowZip64=True) as zf:
+        for name, value in members.items():
+            with zf.open(f"{name}.npy", "w", force_zip64=True) as out:
+                if isinstance(value, Column):
+                    header = {"descr": np.lib.format.dtype_to_descr(value.dtype), "fortran_order": False}
+                    np.lib.format.write_array_header_1_0(out, {**header, "shape": (value.items,)})
+                    size = value.items * value.dtype.itemsize
+                    with open(value.path, "rb") as fh:
+                        for p0 in range(0, size, DIGEST_PIECE):
+                            out.write(os.pread(fh.fileno(), min(DIGEST_PIECE, size - p0), value.offset + p0))
+                else:
+                    np.lib.format.write_array(out, np.asanyarray(value), allow_pickle=False)
+    return digest
+
+
 READ_MIN = 1 << 20  # members at least this large are read in place, not through zipfile
 MAP_MIN = 1 << 26  # ... and memory-mapped from this size (each map holds a file descriptor, and a
 # merge holds every tile's pairs: below it they are read, with no descriptor kept)
 HASH_MIN = 1 << 20  # arrays of at least this many bytes in all are hashed on threads
 
 
-def _member(npz, path, name: str) -> np.ndarray:
-    """Array `name` of the open .npz: a large stored (uncompressed) member memory-mapped in place
-    (the digest check reads it on threads; zipfile would read it into a copy and CRC it on one:
-    half of reading a 1M-pair tile's 24 MB of pairs), else read."""
+def _stored_column(npz, path, name: str) -> tuple[Column, tuple, bool]:
+    """(Column, shape, fortran) of stored member `name`: where its bytes lie in the file."""
     info = npz.zip.getinfo(f"{name}.npy")
-    if info.compress_type != zipfile.ZIP_STORED or info.file_size < READ_MIN:
-        return npz[name]
     with open(path, "rb") as fh:
         fh.seek(info.header_offset)
         local = fh.read(30)
@@ -106,15 +161,52 @@ def _member(npz, path, name: str) -> np.ndarray:
         read_header = np.lib.format.read_array_header_1_0 if version == (1, 0) else np.lib.format.read_array_header_2_0
         shape, fortran, dtype = read_header(fh)
         offset = fh.tell()
-    if dtype.hasobject or offset - start + int(np.prod(shape, dtype=np.int64)) * dtype.itemsize != info.file_size:
+    count = int(np.prod(shape, dtype=np.int64))
+    if dtype.hasobject or offset - start + count * dtype.itemsize != info.file_size:
         raise ValueError(f"member {name} is not the array its header says")
+    return Column(str(path), offset, dtype, count), shape, fortran
+
+
+def _member(npz, path, name: str) -> np.ndarray:
+    """Array `name` of the open .npz: a large stored (uncompressed) member memory-mapped in place
+    (the digest check reads it on threads; zipfile would read it into a copy and CRC it on one:
+    half of reading a 1M-pair tile's 24 MB of pairs), else read."""
+    info = npz.zip.getinfo(f"{name}.npy")
+    if info.compress_type != zipfile.ZIP_STORED or info.file_size < READ_MIN:
+        return npz[name]
+    col, shape, fortran = _stored_column(npz, path, name)
     order: Literal["C", "F"] = "F" if fortran else "C"
     if info.file_size < MAP_MIN:
-        count = int(np.prod(shape, dtype=np.int64))
-        values = np.fromfile(path, dtype=dtype, count=count, offset=offset).reshape(shape, order=order)
+        values = col.read().reshape(shape, order=order)
         values.flags.writeable = False  # as a memory-mapped member is
         return values
-    return np.memmap(path, dtype=dtype, mode="r", offset=offset, shape=shape, order=order)
+    return np.memmap(path, dtype=col.dtype, mode="r", offset=col.offset, shape=shape, order=order)
+
+
+def read_tile_columns(path, columns: tuple[str, ...]) -> tuple[dict[str, np.ndarray], dict[str, Column], dict, str]:
+    """`read_tile` with the 1-d arrays named in `columns` left in the file: (the other arrays,
+    {name: Column}, meta, file digest). Every array is checked against its digest, the columns
+    read a piece at a time, so that memory stays bounded however large the file."""
+    arrays, meta, digest = read_tile(path, skip=columns)
+    try:
+        with np.load(path, allow_pickle=False) as npz:
+            digests = json.loads(bytes(npz[DIGESTS]).decode())
+            found = {}
+            for name in columns:
+                if f"{name}.npy" not in npz.zip.namelist():
+                    raise GenotileError(f"tile {path}: no array {name}; delete it and rerun")
+                if npz.zip.getinfo(f"{name}.npy").compress_type != zipfile.ZIP_STORED:
+                    raise ValueError(f"member {name} is compressed")
+                col, shape, _ = _stored_column(npz, path, name)
+                if len(shape) != 1:
+                    raise ValueError(f"member {name} is not 1-d")
+                found[name] = col
+        bad = [name for name, col in found.items() if digests.get(name) != _column_digest(name, col)]
+    except (zipfile.BadZipFile, ValueError, OSError, EOFError, KeyError, NotImplementedError, RuntimeError) as exc:
+        raise GenotileError(f"tile {path}: unreadable (truncated or corrupted: {exc})") from None
+    if bad:
+        raise GenotileError(f"tile {path}: checksum mismatch, the file is corrupted; delete it and rerun")
+    return arrays, found, meta, digest
 
 
 def read_tile(path, skip: tuple[str, ...] = ()) -> tuple[dict[str, np.ndarray], dict, str]:

@@ -13,7 +13,7 @@ larger. The gzip header has no name and mtime 0, so equal tables give equal byte
 """
 
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import NamedTuple
 
 import numpy as np
@@ -180,6 +180,39 @@ def write_tsv_gz(out_path, header: Sequence[str], columns: Sequence, threads: in
     int
         Rows written.
     """
+    return write_tsv_gz_parts(out_path, header, [columns], threads)
+
+
+def write_tsv_gz_parts(out_path, header: Sequence[str], parts: Iterable[Sequence], threads: int | None = None) -> int:
+    """`write_tsv_gz` of a table given as consecutive parts of rows, each asked for only when
+    the writer reaches it (a merge too large to hold at once); one part is `write_tsv_gz`'s file,
+    byte for byte. Returns the number of rows.
+
+    Parameters
+    ----------
+    out_path : str or os.PathLike
+    header : sequence of str
+    parts : iterable of sequences of columns
+        Each part's columns as `write_tsv_gz`'s, of equal lengths within the part.
+    threads : int, optional
+    """
+    rows = 0
+
+    def blocks():
+        nonlocal rows
+        yield lambda: ("\t".join(header) + "\n").encode("utf-8")
+        for columns in parts:
+            n, part_blocks = _part_blocks(out_path, columns)
+            rows += n
+            yield from part_blocks
+
+    with atomic_path(out_path) as tmp, open(tmp, "wb") as raw:
+        pgzip.write_gzip(raw, blocks(), COMPRESSLEVEL, threads)
+    return rows
+
+
+def _part_blocks(out_path, columns: Sequence) -> tuple[int, list]:
+    """(rows, the callables making the text of each gzip block of these rows)."""
     cells = [c if isinstance(c, Cells) else Cells(c, np.arange(len(c))) for c in columns]
     n = len(cells[0].codes) if cells else 0
     if any(len(c.codes) != n for c in cells):
@@ -196,10 +229,4 @@ def write_tsv_gz(out_path, header: Sequence[str], columns: Sequence, threads: in
     row_bytes = 8 * sum(t.words for t in padded)
     chunk = max(1, CHUNK_BYTES // max(1, row_bytes))
     block = chunk * max(1, BLOCK_BYTES // (chunk * max(1, row_bytes)))
-    first = ("\t".join(header) + "\n").encode("utf-8")
-    blocks = [lambda: first] + [
-        (lambda r0=r0: _block_text(padded, indexes, r0, min(n, r0 + block), chunk)) for r0 in range(0, n, block)
-    ]
-    with atomic_path(out_path) as tmp, open(tmp, "wb") as raw:
-        pgzip.write_gzip(raw, blocks, COMPRESSLEVEL, threads)
-    return n
+    return n, [(lambda r0=r0: _block_text(padded, indexes, r0, min(n, r0 + block), chunk)) for r0 in range(0, n, block)]

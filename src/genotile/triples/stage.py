@@ -10,11 +10,11 @@ from genotile.core import ccc3
 from genotile.core.limits import check_plan, check_threshold
 from genotile.core.plan import Plan
 from genotile.io.stale import remove_stale_files
-from genotile.io.tilefile import write_tile
 from genotile.store.manifest import STORE_KEYS, store_identity
 from genotile.store.pack import open_store
 from genotile.triples.merge import merge_triples, write_summary
-from genotile.triples.tile import compute_triples
+from genotile.triples.runs import write_job
+from genotile.triples.tile import iter_triples, job_meta
 from genotile.util.readback import load_json, load_permutation
 
 log = logging.getLogger("genotile")
@@ -115,11 +115,16 @@ def triple_job(
         len(plan.stage_rows(int(bj), int(stage))),
         manifest["n_kept"],
     )
-    arrays, meta = compute_triples(
-        planes_mm, layout, perm, plan, prm, int(bi), int(bj), int(bk), int(stage), threshold, backend
-    )
-    meta["store"] = store_identity(manifest)
-    write_tile(out, arrays, meta)
+    t0 = time.perf_counter()
+    info: dict = {}
+    job = (int(bi), int(bj), int(bk))
+    chunks = iter_triples(planes_mm, layout, perm, plan, prm, *job, int(stage), threshold, backend, info)
+
+    def make_meta() -> dict:
+        meta = job_meta(plan, prm, job, int(stage), threshold, info)
+        return {**meta, "store": store_identity(manifest), "seconds_total": time.perf_counter() - t0}
+
+    meta = write_job(out, chunks, make_meta)
     log.info(
         "ccc3 job (%d, %d, %d) stage %d: %d triples, %d pass, counts %.3f s on %s, %.3f s in all",
         bi,

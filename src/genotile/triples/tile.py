@@ -22,6 +22,10 @@ BATCH_ELEMENTS = 1 << 21  # (row, column) places per epilogue there: ~40 arrays 
 ROW_BYTES = 3 * 8 + 8 * 8  # a passing triple in memory and in a job file: a, b, c and 8 values
 
 
+class TooManyTriples(GenotileError):
+    """More triples pass than `compute_triples` was allowed to hold."""
+
+
 def job_triples(plan: ccc3.Plan3, bi: int, bj: int, bk: int, stage: int) -> int:
     """Unique triples a job computes."""
     n_i = plan.block(bi).stop - plan.block(bi).start
@@ -170,9 +174,9 @@ def compute_triples(
     for ids, values in iter_triples(planes, layout, perm, plan, params, bi, bj, bk, stage, threshold, backend, info):
         held += ids.shape[0]
         if max_rows is not None and held > max_rows:
-            raise GenotileError(
-                f"ccc3: more than {max_rows:,} triples pass (about {held * ROW_BYTES / 1e9:.3g} GB held in "
-                "memory so far): raise the threshold, or run `genotile run`, which streams them to a file"
+            raise TooManyTriples(
+                f"ccc3: more than {max_rows:,} triples pass (held in memory): raise the threshold, or run "
+                "`genotile run`, which streams them to a file"
             )
         ids_parts.append(ids)
         value_parts.append(values)

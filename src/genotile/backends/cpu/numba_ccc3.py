@@ -20,7 +20,7 @@ from genotile.backends.cpu import numba_popcount
 from genotile.core import ccc3
 
 UNIT_TRIPLES = 1 << 14  # triples of one unit (one prange item)
-CAPACITY = 1 << 20  # triples one kernel call may write (its output buffers' rows)
+CAPACITY = 1 << 18  # triples one kernel call may write (its output buffers: 23 MB)
 
 
 def tally_coefficients() -> np.ndarray:
