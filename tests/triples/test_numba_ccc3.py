@@ -35,26 +35,34 @@ def job_bytes(g, backend, *, block_size, stages, threshold, params):
 
 
 @pytest.mark.parametrize(
-    ("n", "m", "missing", "block_size", "stages", "threshold"),
+    ("n", "m", "missing", "block_size", "stages", "threshold", "param"),
     [
-        (23, 40, 0.1, 7, 2, None),
-        (23, 40, 0.0, 7, 1, 0.3),
-        (30, 150, 0.05, 11, 3, 0.5),  # 3 words a plane
-        (19, 64, 0.2, 19, 1, 0.0),  # one block: every triple diagonal
-        (19, 64, 0.2, 6, 1, 9.0),  # none passes
+        (23, 40, 0.1, 7, 2, None, 0.7),
+        (23, 40, 0.0, 7, 1, 0.17, 0.7),  # thresholds near the median of the triples' largest value
+        (30, 150, 0.05, 11, 3, 0.21, 2 / 3),  # 3 words a plane
+        (19, 64, 0.2, 19, 1, 0.0, 0.7),  # one block: every triple diagonal; zeros pass
+        (19, 64, 0.2, 6, 1, 9.0, 0.7),  # none passes
+        (23, 40, 0.1, 7, 1, 0.09, 1.8),  # 1 - p f < 0: negative values
+        (23, 40, 0.1, 7, 1, -0.01, 1.8),  # ... and a negative threshold (zeros pass)
+        (23, 40, 0.1, 7, 1, 5.4, -0.5),  # p < 0: the factors grow with f
     ],
 )
 @pytest.mark.parametrize("small", [False, True])
-def test_numba_jobs_are_the_numpy_jobs_byte_for_byte(monkeypatch, n, m, missing, block_size, stages, threshold, small):
+def test_numba_jobs_are_the_numpy_jobs_byte_for_byte(
+    monkeypatch, n, m, missing, block_size, stages, threshold, param, small
+):
     from genotile.backends.cpu import numba_ccc3
 
     if small:  # units of 3 triples, calls of 5: every chunk boundary crossed
         monkeypatch.setattr(numba_ccc3, "UNIT_TRIPLES", 3)
         monkeypatch.setattr(numba_ccc3, "CAPACITY", 5)
     g = genotypes(n, m, missing, seed=n + m)
-    params = ccc3.Params.make(multiplier=4.5, param=0.7)
+    params = ccc3.Params.make(multiplier=4.5, param=param)
     kw = {"block_size": block_size, "stages": stages, "threshold": threshold, "params": params}
-    assert job_bytes(g, "numba", **kw) == job_bytes(g, "numpy", **kw)
+    got = job_bytes(g, "numba", **kw)
+    assert got == job_bytes(g, "numpy", **kw)
+    passing = sum(len(job["a"]) // 8 for job in got)
+    assert passing == 0 if threshold == 9.0 else passing > 0
 
 
 def test_chunks_never_exceed_the_capacity(monkeypatch):
@@ -70,13 +78,24 @@ def test_chunks_never_exceed_the_capacity(monkeypatch):
     assert sum(len(c[0]) for c in chunks) == 40 * 39 * 38 // 6
 
 
-def test_tally_coefficients_are_ccc3_tallies():
-    from genotile.backends.cpu import numba_ccc3
+def test_the_kernels_tallies_are_ccc3_tallies():
+    from genotile.backends.cpu import numba_popcount
 
     rng = np.random.default_rng(0)
-    counts = {name: rng.integers(0, 100, size=5) for name in ccc3.COUNTS}
-    r = ccc3.tallies(counts)
-    coef = numba_ccc3.tally_coefficients()
-    stacked = np.stack([counts[name] for name in ccc3.COUNTS])
-    for e, bits in enumerate(sorted(r)):
-        assert np.array_equal(coef[e] @ stacked, r[bits])
+    counts = {name: rng.integers(0, 100, size=50) for name in ccc3.COUNTS}
+    want = ccc3.tallies(counts)
+    got = numba_popcount.ccc3_kernel().tallies(np.stack([counts[name] for name in ccc3.COUNTS]))
+    for e, bits in enumerate(sorted(want)):
+        assert np.array_equal(got[e], want[bits])
+
+
+def test_a_threshold_equal_to_a_value_keeps_that_triple():
+    """The bound leaves nothing out at the edge: thresholds exactly equal to computed values."""
+    g = genotypes(23, 40, 0.1, seed=4)
+    params = ccc3.Params()
+    everything = job_bytes(g, "numpy", block_size=7, stages=1, threshold=None, params=params)
+    values = np.concatenate([np.frombuffer(job[col]) for job in everything for col in ccc3.COLUMNS])
+    for threshold in np.quantile(values[values > 0], [0.5, 0.9, 1.0], method="nearest"):
+        kw = {"block_size": 7, "stages": 1, "threshold": float(threshold), "params": params}
+        got = job_bytes(g, "numba", **kw)
+        assert got == job_bytes(g, "numpy", **kw) and sum(len(job["a"]) for job in got) > 0

@@ -384,6 +384,7 @@ def check_null_threshold(n_vectors: int, threshold, where: str = "", max_vectors
         rows = math.comb(n_vectors, 3)
         raise GenotileError(
             f"{where}ccc3 with a null threshold would write every one of the {rows:,} triples of "
-            f"{n_vectors:,} vectors (about {rows * 120 / 1e9:,.0f} GB of text); a null ccc3 threshold is "
+            f"{n_vectors:,} vectors (about {rows * 120 / 1e9:,.0f} GB of text and {rows * 88 / 1e9:,.0f} GB of "
+            f"triple files); a null ccc3 threshold is "
             f"allowed up to {max_vectors:,} vectors (ccc3: null_threshold_max): set thresholds: ccc3: <value>"
         )

@@ -3,8 +3,10 @@
 Jobs = block triples I <= J <= K (B (B + 1) (B + 2) / 6, B = ceil(n / b)) x stages; work =
 C(n, 3) triples x m fields; bit-MACs per triple = the 27 plane products (19 on complete data,
 ccc3.count_terms) x 64 bits a word; memory per job = three blocks' planes + one batch of masked
-rows (9 planes) + its 8 count and 8 value matrices; output = density x triples rows: 24 bytes of
-indices + 64 of values in the triple files, ~8 columns x 20 characters / 3 in triples.tsv.gz.
+rows (9 planes) + its 8 count and 8 value matrices + the passing triples it sorts at once (at
+most runs.RUN_ROWS, ~4 copies of 88 bytes each while sorting: bounded whatever passes);
+output = density x triples rows: 24 bytes of indices + 64 of values in the triple files,
+~8 columns x 20 characters / 3 in triples.tsv.gz.
 A density of 1 is a null threshold: refused beyond ccc3.NULL_THRESHOLD_MAX vectors.
 """
 
@@ -14,7 +16,9 @@ from genotile.core.encodings import ENCODINGS
 from genotile.core.genotype import GenotypeLayout
 from genotile.core.plan import Plan
 from genotile.errors import GenotileError
+from genotile.triples.runs import RUN_ROWS
 from genotile.triples.stage import plan_triples
+from genotile.triples.tile import ROW_BYTES
 
 
 def _size(b: float) -> str:
@@ -50,8 +54,10 @@ def describe(
     triples = plan.n_triples
     b = min(block_size, max(n_vectors, 1))
     row_bytes = layout.total_words * 8
-    job_memory = 3 * b * row_bytes + batch_rows * (3 * row_bytes + b * (8 * 8 + 8 * 8 + 1))
     passing = density * triples
+    per_job = passing / max(1, jobs)
+    sorted_at_once = 4 * ROW_BYTES * min(per_job, RUN_ROWS)
+    job_memory = 3 * b * row_bytes + batch_rows * (3 * row_bytes + b * (8 * 8 + 8 * 8 + 1)) + sorted_at_once
     return "\n".join(
         [
             f"ccc3 on {n_vectors:,} SNPs x {n_fields:,} samples, blocks of {block_size:,}, {stages} stage(s):",

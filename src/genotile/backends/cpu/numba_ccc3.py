@@ -23,20 +23,6 @@ UNIT_TRIPLES = 1 << 14  # triples of one unit (one prange item)
 CAPACITY = 1 << 18  # triples one kernel call may write (its output buffers: 23 MB)
 
 
-def tally_coefficients() -> np.ndarray:
-    """int64 (8, 8): r(a, b, c) = sum over counts n of coef[4a + 2b + c, n] * count n
-    (ccc3.COUNTS order), the expansion ccc3.tallies makes."""
-    coef = np.zeros((8, 8), np.int64)
-    for e in range(8):
-        bits = ((e >> 2) & 1, (e >> 1) & 1, e & 1)
-        for n, g in enumerate(ccc3.COUNT_G.values()):
-            c = 1
-            for bit, has_g in zip(bits, g, strict=True):
-                c *= ccc3.BETA[bit] if has_g else ccc3.ALPHA[bit]
-            coef[e, n] = c
-    return coef
-
-
 def _units(middle, n_i, n_k, same_ij, same_jk, unit_triples):
     """int64 (u, 4) rows (j, i0, i1, k0) covering every triple of the middle rows."""
     units = []
@@ -51,10 +37,13 @@ def _units(middle, n_i, n_k, same_ij, same_jk, unit_triples):
     return np.array(units, np.int64).reshape(-1, 4)
 
 
-def _side(stats):
-    """(f as float64 (rows, 2): f(0), f(1); ok: c > 0) of one block, as ccc3.freqs makes f."""
+def _side(stats, params):
+    """(f as float64 (rows, 2): f(0), f(1), as ccc3.freqs makes it; q = 1 - p f; ok: c > 0) of one
+    block."""
     f = ccc3.freqs(*stats)
-    return np.ascontiguousarray(np.stack([f[0], f[1]], axis=1)), np.asarray(stats[0] > 0)
+    f2 = np.ascontiguousarray(np.stack([f[0], f[1]], axis=1))
+    with np.errstate(invalid="ignore"):
+        return f2, 1 - params.param * f2, np.asarray(stats[0] > 0)
 
 
 def triples_chunks(
@@ -86,9 +75,8 @@ def triples_chunks(
     middle = list(plan.stage_rows(bj, stage))
     units = _units(middle, n_i, n_k, bi == bj, bj == bk, min(UNIT_TRIPLES, capacity))
     sizes = (units[:, 2] - units[:, 1]) * (n_k - units[:, 3])
-    (f_i, ok_i), (f_j, ok_j), (f_k, ok_k) = (_side(s) for s in stats)
+    (f_i, q_i, ok_i), (f_j, q_j, ok_j), (f_k, q_k, ok_k) = (_side(s, params) for s in stats)
     planes = [np.array(b, dtype=np.uint64) for b in blocks]  # writable copies: one compiled type
-    coef = tally_coefficients()
     cap = int(min(capacity, sizes.sum())) if sizes.size else 0
     cap = max(cap, int(sizes.max(initial=0)))
     out = (np.empty(cap, np.int64), np.empty(cap, np.int64), np.empty(cap, np.int64), np.empty((cap, 8)))
@@ -104,10 +92,12 @@ def triples_chunks(
             layout.words,
             units[u0:u1],
             offset,
-            coef,
             f_i,
             f_j,
             f_k,
+            q_i,
+            q_j,
+            q_k,
             ok_i,
             ok_j,
             ok_k,
