@@ -1,11 +1,13 @@
-"""One ccc3 job: block triple (I, J, K), one stage of the middle block J (numpy only).
+"""One ccc3 job: block triple (I, J, K), one stage of the middle block J, as chunks of passing
+triples (`iter_triples`; triples/runs.py writes them, `compute_triples` holds them all).
 
 Rows are permuted store rows. Inside a block triple each unique triple is computed once:
-row_i < row_j when I == J, row_j < row_k when J == K. For every middle row j of the stage the
-masked block (ccc3.mask_block) meets block K in the 8 counts, several j stacked into one
-count_matrices call; then the epilogue, the threshold, and the passing triples leave in original
-vector indices, sorted per triple (a < b < c) with the 2x2x2 table permuted to match.
-GPU backends with `triples_device` (cupy_ccc3) do the same on the device.
+row_i < row_j when I == J, row_j < row_k when J == K. The numpy backends: for every middle row j
+of the stage the masked block (ccc3.mask_block) meets block K in the 8 counts, several j
+stacked into one count_matrices call; then the epilogue and the threshold. numba runs all of it
+fused (backends/cpu/numba_ccc3.py), GPU backends with `triples_device` (cupy_ccc3) on the device.
+The passing triples leave in original vector indices, sorted per triple (a < b < c) with the
+2x2x2 table permuted to match.
 """
 
 import time
@@ -66,12 +68,14 @@ def iter_triples(
     backend: str = "auto",
     info: dict | None = None,
 ) -> Iterator[tuple[np.ndarray, np.ndarray]]:
-    """The job's passing triples, a chunk at a time (none holding more than about CHUNK_TRIPLES,
-    whatever the threshold lets through): (ids int64 (t, 3), original indices a < b < c;
-    values float64 (t, 8), COLUMNS in their order), in no particular order.
+    """The job's passing triples, a chunk at a time: (ids int64 (t, 3), original indices
+    a < b < c; values float64 (t, 8), COLUMNS in their order), in no particular order. On the
+    CPU a chunk holds at most numba_ccc3.CAPACITY triples (numba) or BATCH_ELEMENTS (numpy),
+    whatever the threshold lets through; a GPU backend's job comes as one chunk.
 
     `info`, when given, gets "backend" at the start and "seconds_counts" once the last chunk is
-    out (counting, epilogue and threshold: all but the caller's sorting and writing).
+    out (counting, epilogue and threshold: all but the caller's sorting and writing; on a GPU
+    the device's counting, as triples_device reports it).
     """
     t0 = time.perf_counter()
     ccc3.check_layout(layout)
@@ -85,8 +89,10 @@ def iter_triples(
     blocks.append(blocks[1] if bk == bj else np.asarray(planes[rows[2]]))
     stats = [ccc3.vector_stats(b, layout) for b in blocks]
     perms = [perm[r] for r in rows]
+    counted = None
     if hasattr(module, "triples_device"):
         found = module.triples_device(blocks, stats, layout, plan, params, (bi, bj, bk), stage, threshold)
+        counted = t0 + found.seconds_counts  # the device's counting, as before the chunks
         chunks: Iterable = [(found.ti, found.tj, found.tk, found.values)]
     elif hasattr(module, "ccc3_kernel"):  # numba: counts, epilogue and threshold fused
         from genotile.backends.cpu import numba_ccc3
@@ -97,7 +103,7 @@ def iter_triples(
     for ti, tj, tk, values in chunks:
         ids = np.stack([perms[0][ti], perms[1][tj], perms[2][tk]], axis=1).astype(np.int64)
         yield ccc3.to_input_order(ids, values)
-    info["seconds_counts"] = time.perf_counter() - t0
+    info["seconds_counts"] = (time.perf_counter() if counted is None else counted) - t0
 
 
 def _numpy_chunks(module, blocks, stats, layout, plan, params, block_ids, stage, threshold):
