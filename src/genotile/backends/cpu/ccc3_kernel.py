@@ -69,6 +69,7 @@ def select(
     """
     ti, tj, tk, values = out
     w = words
+    thr_low = thr - (MARGIN * abs(thr) + TINY)
     for u in prange(units.shape[0]):
         j, i0, i1, k0 = units[u, 0], units[u, 1], units[u, 2], units[u, 3]
         pos = offset[u]
@@ -116,12 +117,10 @@ def select(
                 else:
                     if not keep_all:  # most triples fail: a bound first, no division, no sort
                         inv = 1.0 / np.float64(c_ijk)
-                        maybe = False
+                        near = -np.inf
                         for e in range(8):
-                            near = np.float64(r[e]) * inv * mq[e >> 1] * q_k[k, e & 1]
-                            if near >= thr - (MARGIN * (abs(near) + abs(thr)) + TINY):
-                                maybe = True
-                        if not maybe:
+                            near = max(near, np.float64(r[e]) * inv * mq[e >> 1] * q_k[k, e & 1])
+                        if near + MARGIN * abs(near) < thr_low:  # x + MARGIN |x| grows with x
                             continue
                     for e in range(8):  # e = 4a + 2b + c: ccc3.epilogue's expression, in its order
                         x = f_i[i, e >> 2]
