@@ -70,6 +70,13 @@ def dataset_fileset(wildcards):
     return [str(p) for p in _inputs.input_files(dataset_input(wildcards))[1:]]
 
 
+def dataset_against(wildcards):
+    """Query mode (`against:`, store/query.py): the FILE and its fileset's other files, inputs of
+    the store; none for an all-pairs dataset (its DAG and records unchanged)."""
+    against = config["datasets"][wildcards.dataset].get("against")
+    return [] if against is None else [str(p) for p in _inputs.input_files(against)]
+
+
 def encoding_of(wildcards):
     return METRICS[wildcards.metric].encoding
 
@@ -305,8 +312,16 @@ def fingerprint(out, path, options=None):
     return out if Path(path).exists() else []
 
 
+def against_fingerprint(dataset):
+    return f"{FINGERPRINTS}/{dataset}.against.json"
+
+
 def dataset_sources(wildcards):
-    return fingerprint(dataset_fingerprint(wildcards.dataset), dataset_input(wildcards))
+    own = fingerprint(dataset_fingerprint(wildcards.dataset), dataset_input(wildcards))
+    against = config["datasets"][wildcards.dataset].get("against")
+    if against is None:
+        return own
+    return [own, fingerprint(against_fingerprint(wildcards.dataset), against)]
 
 
 def screen_sources(wildcards):
@@ -326,6 +341,10 @@ def write_fingerprints():
                 dataset_fingerprint(dataset),
                 spec["input"],
                 dataset_options(dataset),
+            )
+        if spec.get("against") is not None and Path(spec["against"]).exists():
+            _sources.write_fingerprint(
+                against_fingerprint(dataset), spec["against"], dataset_options(dataset)
             )
     for screen, spec in (config.get("screens") or {}).items():
         for kind in ("samples", "signatures"):

@@ -7,6 +7,8 @@
 checkpoint store:
     input:
         data=dataset_input,
+        # query mode: the FILE compared against (none for all pairs; store/query.py)
+        against=dataset_against,
         fileset=dataset_fileset,
         option_files=ingest_option_files,
         # content of the input and option files, whatever their mtimes (rules/common.smk)

@@ -61,19 +61,17 @@ def store(sm):
     with slot_for_backend(backend) if granted and pool is None else contextlib.nullcontext():
         warming = early.warm_gpu() if may and granted and pool is None else None
         try:
-            stage.store(
-                sm.input.data,
-                sm.wildcards.encoding,
-                sm.output.ingest,
-                store_dir,
-                sm.params.block_size,
-                sm.params.seed,
-                options=sm.params.options,
-                collapse_duplicates=sm.params.collapse,
-                **sm.params.auto,
-                bounds=bounds,
-                after_pack=after_pack,
-            )
+            # the store's encoding, files and plan settings, as both stages take them
+            common = (sm.wildcards.encoding, sm.output.ingest, store_dir, sm.params.block_size, sm.params.seed)
+            kwargs = {"options": sm.params.options, "bounds": bounds, "after_pack": after_pack}
+            if sm.input.against:  # query mode: the input's vectors, then the FILE's
+                from genotile.store import query
+
+                query.query_store(
+                    sm.input.data, sm.input.against[0], *common, metrics=of_store, backend=backend, **kwargs
+                )
+            else:
+                stage.store(sm.input.data, *common, collapse_duplicates=sm.params.collapse, **sm.params.auto, **kwargs)
         finally:
             if warming is not None:  # not left importing CuPy as the interpreter shuts down
                 warming.join()

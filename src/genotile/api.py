@@ -46,7 +46,7 @@ from genotile.io.readers.array_objects import alignment_of, check_rows, genotype
 from genotile.pairs.tile import compute_tile
 from genotile.store import stage
 from genotile.store.ingest import ingest
-from genotile.store.inputs import check_input, inputs_of, metric_encoding
+from genotile.store.inputs import check_against, check_input, inputs_of, metric_encoding
 from genotile.store.pack import layout_from_json, open_store, pack
 
 DENSE_MAX = 20000  # the workflow's default dense_max: a matrix is kept up to this many vectors
@@ -73,6 +73,10 @@ class PairwiseResult:
         the counts of snp and hamming, float64 for the others.
     threshold : float or None
         The threshold the pairs passed.
+    n_query : int
+        A query (``against=``): the first n_query IDs are the input's, the others the FILE's;
+        every pair is a < n_query <= b, ``matrix()`` is (n_query, n_against) and ``to_sparse()``
+        too (rows the input, columns the FILE). 0: all pairs of one set.
     """
 
     metric: str
@@ -84,6 +88,7 @@ class PairwiseResult:
     threshold: float | None = None
     transposed: tuple = field(default=())
     dense_column: str = ""
+    n_query: int = 0
 
     def __repr__(self) -> str:
         """One line: the metric, its sizes and settings, never the arrays (thousands of values)."""
@@ -125,6 +130,9 @@ class PairwiseResult:
         upper = self.values[column]
         lower = self.values[partner.get(column, column)]
         n = len(self.ids)
+        if self.n_query:  # a query's rectangle: (input, FILE), each pair once
+            shape = (self.n_query, n - self.n_query)
+            return sparse.csr_array((upper, (self.a, self.b - self.n_query)), shape=shape)
         data = np.concatenate([upper, lower])
         rows, cols = np.concatenate([self.a, self.b]), np.concatenate([self.b, self.a])
         return sparse.csr_array((data, (rows, cols)), shape=(n, n))
@@ -213,6 +221,50 @@ def _array_input(x, encoding: str, ids, rows) -> GenotypeArray | AlignmentArray:
     return GenotypeArray(g, samples=samples if ids is None else ids, variants=variants)
 
 
+def _query_part(x, metric_name: str, ids, rows, options: dict, what: str):
+    """One side of a query (store/query.py Part): a file read with the reader options, or an
+    array read by its reader."""
+    from genotile.io.readers.query import Part
+    from genotile.store.query import read_part
+
+    encoding = metric_encoding(metric_name)
+    if isinstance(x, (str, os.PathLike)):
+        if ids is not None:
+            raise GenotileError(f"{what}ids: a file names its own vectors; ids are for arrays")
+        check_input(x, [metric_name], options)
+        return read_part(x, encoding, options)[0]
+    if options:
+        raise GenotileError(
+            f"option(s) {', '.join(sorted(options))} apply to {inputs_of('genotypes')}, not to an array"
+        )
+    reader = _array_input(x, encoding, ids, rows)
+    name = "the array against" if what else "the array x"
+    if isinstance(reader, AlignmentArray):
+        return Part(name, reader.sha256(), reader.ids, reader.rows)
+    if ENCODINGS[encoding].transposed:
+        return Part(name, reader.sha256(), reader.variants, reader.codes, reader.samples)
+    return Part(name, reader.sha256(), reader.samples, reader.codes, reader.variants)
+
+
+def _query_store(x, against, metric_name: str, ids, against_ids, rows, options: dict, block_size, seed: int, **auto):
+    """_store's query form (store/query.py): x's vectors then against's, in memory."""
+    from genotile.store import query
+
+    if isinstance(x, (str, os.PathLike)) and isinstance(against, (str, os.PathLike)):
+        check_input(x, [metric_name], options)
+        check_against(x, against, [metric_name], options)
+    encoding = metric_encoding(metric_name)
+    made = query.ingest_query(
+        _query_part(x, metric_name, ids, rows, options, ""),
+        _query_part(against, metric_name, against_ids, rows, options, "against: "),
+        encoding,
+    )
+    plan = query.plan_query(made.manifest, block_size, seed, **auto)
+    perm = plan.permutation()
+    store, planes = pack(made.stored, made.manifest, plan, perm, None, None)
+    return planes, layout_from_json(store["layout"]), perm, plan, store["ids"]
+
+
 def _store(x, metric_name: str, ids, rows, options: dict, block_size, seed: int, workdir, **auto):
     """The store stage (store/: ingest, plan, pack) of `x` for a metric, in memory, or with its
     files in `workdir`; returns (planes, layout, perm, plan, ids). `auto`: stage.plan's keywords
@@ -278,6 +330,8 @@ def pairwise(
     filter_pass: bool | None = None,
     multiallelic: str | None = None,
     workdir=None,
+    against=None,
+    against_ids=None,
 ) -> PairwiseResult:
     """Every pair of vectors of `x` under one metric, as the pipeline computes it.
 
@@ -324,6 +378,13 @@ def pairwise(
         Write every stage's file here (codes.npy, ingest.json, plan.json, perm.npy, planes.npy,
         store.json); by default the store is made in memory (a FASTA file that is not held
         writes its codes to a scratch folder, removed).
+    against : str, os.PathLike or array_like, optional
+        Query mode: every vector of `x` against every vector of this (a file or array of x's
+        kind: an alignment of the same length, genotypes of the same variants; for ccc2 the same
+        samples), the cross pairs only: id1 from `x`, id2 from `against` (a name may be in both).
+        The two are encoded together, as the workflow's `against:` does.
+    against_ids : sequence of str, optional
+        Names of `against`'s vectors where it is an array (as `ids`).
 
     Returns
     -------
@@ -384,19 +445,43 @@ def pairwise(
     # auto block sizes, as the workflow's: by the metric, backend and whether tiles keep the matrix
     dense_max = {None: DENSE_MAX, True: sys.maxsize, False: None}[None if matrix is None else bool(matrix)]
     options = _reader_options(samples, regions, filter_pass, multiallelic)
-    planes, layout, perm, plan, ids_out = _store(
-        x, metric, ids, rows, options, block_size, seed, workdir, metrics=[metric], backend=backend, dense_max=dense_max
-    )
+    if against is None:
+        if against_ids is not None:
+            raise GenotileError("against_ids name the vectors of `against`, which was not given")
+        planes, layout, perm, plan, ids_out = _store(
+            x,
+            metric,
+            ids,
+            rows,
+            options,
+            block_size,
+            seed,
+            workdir,
+            metrics=[metric],
+            backend=backend,
+            dense_max=dense_max,
+        )
+    else:  # query mode: x's vectors against against's, the cross pairs only (store/query.py)
+        if workdir is not None:
+            raise GenotileError("workdir: a query's store is made in memory; use genotile run --against for its files")
+        planes, layout, perm, plan, ids_out = _query_store(
+            x, against, metric, ids, against_ids, rows, options, block_size, seed, metrics=[metric], backend=backend
+        )
     dense = (plan.n_vectors <= DENSE_MAX) if matrix is None else bool(matrix)
     parts = []
     full = None
+    n_q = plan.n_query if plan.n_against else 0
     for bi, bj in plan.tiles():
         arrays, _ = compute_tile(planes, layout, perm, plan, m, bi, bj, threshold, dense, backend)
         parts.append({k: arrays[k] for k in ("a", "b", *m.columns)})
         if dense:
             block = arrays["dense"]
             if full is None:  # the blocks' own type: int64 counts (snp, hamming), float64 ratios
-                full = np.zeros((plan.n_vectors, plan.n_vectors), dtype=block.dtype)
+                shape = (n_q, plan.n_against) if n_q else (plan.n_vectors, plan.n_vectors)
+                full = np.zeros(shape, dtype=block.dtype)
+            if n_q:  # a query's rectangle: rows the input, columns the FILE
+                full[np.ix_(arrays["dense_rows"], arrays["dense_cols"] - n_q)] = block
+                continue
             full[np.ix_(arrays["dense_rows"], arrays["dense_cols"])] = block
             full[np.ix_(arrays["dense_cols"], arrays["dense_rows"])] = block.T
     merged = {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
@@ -411,6 +496,7 @@ def pairwise(
         threshold=threshold,
         transposed=m.transposed,
         dense_column=m.dense_column,
+        n_query=n_q,
     )
 
 

@@ -124,6 +124,12 @@ def _run_parser(sub) -> None:
     )
     run.add_argument("--outdir", required=True, help="output folder (like results/<dataset>)")
     run.add_argument(
+        "--against",
+        metavar="FILE",
+        help="query mode (config: datasets.<name>.against): compare every vector of INPUT with every vector "
+        "of FILE (of INPUT's kind: the same alignment length, or the same variants), the cross pairs only",
+    )
+    run.add_argument(
         "--metric",
         action="append",
         choices=RUN_METRICS,
@@ -421,6 +427,13 @@ def _check_run(args) -> tuple[list[str], bool]:
     if ccc3 and "ccc3" not in metrics:
         raise GenotileError(f"{', '.join(ccc3)} apply to --metric ccc3, not to {', '.join(metrics)}")
     _check_peer_options(args, metrics)
+    if args.against is not None:
+        from genotile.io.peer_formats import check_dataset
+        from genotile.store.inputs import check_against
+
+        check_against(args.input, args.against, metrics, where="--against: ".removesuffix("--against: "))
+        spec = {"metrics": metrics, "against": args.against, "formats": args.formats, "king_cutoff": args.king_cutoff}
+        check_dataset(args.input, spec, None)
     return metrics, bool(genotype) and kind != "fasta"
 
 
@@ -468,6 +481,7 @@ def _run(args) -> None:
                 )
                 if value is not None
             },
+            against=args.against,
         )
         for name, s in summaries.items():
             print(f"{name}: {s['pairs_passing']} of {s['pairs_computed']} pairs pass -> {args.outdir}/{name}/")

@@ -83,6 +83,7 @@ def run_all(
     collapse_duplicates="auto",
     pairs_max=PAIRS_MAX,
     opt_in=None,
+    against=None,
 ) -> dict:
     """Every stage of the 2-way metrics in this process, with the same file layout as the workflow.
 
@@ -103,6 +104,9 @@ def run_all(
     opt_in : dict, optional
         A dataset's opt-in outputs, as its config keys: {"formats": [...], "king_degrees": bool,
         "king_cutoff": value} (README, Peer formats and Relatedness), written beside each metric.
+    against : str or os.PathLike, optional
+        Query mode (the config's `against:`): every vector of the input against every vector of
+        this FILE, the cross pairs only (store/query.py).
 
     Returns
     -------
@@ -123,28 +127,44 @@ def run_all(
     )
     outdir = Path(outdir)
     thresholds, opt_in = config["thresholds"], opt_in or {}
-    peer_formats.check_dataset(str(input_path), {**opt_in, "metrics": list(metrics)}, thresholds.get("king"))
+    peer_formats.check_dataset(
+        str(input_path), {**opt_in, "metrics": list(metrics), "against": against}, thresholds.get("king")
+    )
+    if against is not None:
+        from genotile.store.inputs import check_against
+
+        check_against(input_path, against, metrics, vcf_options)
     summaries = {}
     for metric_name in metrics:
         # its parameters checked before anything is read
         enc = get_metric(metric_name, **(metric_params or {}).get(metric_name, {})).encoding
         store = outdir / "store" / enc
         same_store = [m for m in metrics if get_metric(m).encoding == enc]
-        store_stage.current_store(
-            input_path,
-            enc,
-            outdir,
-            block_size,
-            seed,
-            vcf_options,
-            metrics=same_store,
-            backend=backend,
-            dense_max=dense_max,
-            collapse_duplicates=store_stage.collapse_wanted(collapse_duplicates, gpu_tiles(backend)),
-        )
+        if against is None:
+            store_stage.current_store(
+                input_path,
+                enc,
+                outdir,
+                block_size,
+                seed,
+                vcf_options,
+                metrics=same_store,
+                backend=backend,
+                dense_max=dense_max,
+                collapse_duplicates=store_stage.collapse_wanted(collapse_duplicates, gpu_tiles(backend)),
+            )
+        else:  # a query store: the input's vectors, then the FILE's (store/query.py)
+            from genotile.store import query
+
+            query.current_query_store(
+                input_path, against, enc, outdir, block_size, seed, vcf_options, metrics=same_store, backend=backend
+            )
         p = read_plan(store / "plan.json")
         # the plan's bounds on output, also where the store was planned by an earlier run
-        check_plan(p.input_vectors, same_store, thresholds, pairs_max=pairs_max, where=f"{input_path}: ")
+        if p.n_against:
+            query.check_query_bound(p, same_store, thresholds, pairs_max, where=f"{input_path}: ")
+        else:
+            check_plan(p.input_vectors, same_store, thresholds, pairs_max=pairs_max, where=f"{input_path}: ")
         mdir = outdir / metric_name
         paths = pairs_stage.tile_paths(mdir / "pairs", p)
         tile_kwargs = settings.tile_settings(config, metric_name, p)

@@ -3,6 +3,11 @@
 Vectors are permuted once (so dense and sparse regions spread over all tiles),
 then cut into blocks of `block_size` consecutive permuted rows. Tile (I, J)
 with I <= J compares block I with block J; a diagonal tile counts each pair once.
+
+A query plan (`n_against` > 0: the input against a FILE, issue 27) holds the input's vectors
+then the FILE's, each part permuted and cut into blocks of its own: its tiles are (input block,
+FILE block) only, every one off the diagonal and whole, so the tile code computes the cross
+pairs as it computes any tile with I != J, and none else.
 """
 
 from dataclasses import MISSING, asdict, dataclass, field, fields
@@ -25,6 +30,9 @@ class Plan:
     n_input : int, optional
         Input vectors, where identical ones were collapsed (store/duplicates.py): then
         n_vectors counts the distinct ones. 0 (the default): every input vector is a row.
+    n_against : int, optional
+        A query plan: the last `n_against` vectors are the FILE's, compared with the first
+        n_vectors - n_against (the input's) only. 0 (the default): all pairs.
 
     Examples
     --------
@@ -35,6 +43,11 @@ class Plan:
     [(0, 0), (0, 1), (0, 2), (1, 1), (1, 2), (2, 2)]
     >>> sorted(p.permutation().tolist()) == list(range(10))
     True
+    >>> q = Plan(n_vectors=10, block_size=4, seed=1, n_against=3)
+    >>> q.n_blocks, q.block(1), q.block(2), q.tiles(), q.n_pairs
+    (3, slice(4, 7, None), slice(7, 10, None), [(0, 2), (1, 2)], 21)
+    >>> bool((q.permutation()[:7] < 7).all())
+    True
     """
 
     n_vectors: int
@@ -42,6 +55,17 @@ class Plan:
     seed: int
     # keyword-only, so a subclass's own fields keep their positions (Plan3(n, block_size, seed, stages))
     n_input: int = field(default=0, kw_only=True)
+    n_against: int = field(default=0, kw_only=True)
+
+    @property
+    def n_query(self) -> int:
+        """Vectors of the input part (all of them where this is no query plan)."""
+        return self.n_vectors - self.n_against
+
+    @property
+    def query_blocks(self) -> int:
+        """Blocks of the input part; a query plan's FILE blocks follow them."""
+        return max(1, -(-self.n_query // self.block_size))
 
     @property
     def input_vectors(self) -> int:
@@ -50,36 +74,57 @@ class Plan:
 
     @property
     def n_blocks(self) -> int:
+        if self.n_against:
+            return self.query_blocks + max(1, -(-self.n_against // self.block_size))
         return max(1, -(-self.n_vectors // self.block_size))
 
     def block(self, index: int) -> slice:
-        """Permuted rows of block `index`: [index * block_size, min((index + 1) * block_size, n))."""
-        start = index * self.block_size
-        return slice(start, min(start + self.block_size, self.n_vectors))
+        """Permuted rows of block `index`: [index * block_size, min((index + 1) * block_size, n));
+        in a query plan the FILE's blocks start afresh at row n_query."""
+        start, end = index * self.block_size, self.n_vectors
+        if self.n_against:
+            end = self.n_query
+            if index >= self.query_blocks:
+                start, end = self.n_query + (index - self.query_blocks) * self.block_size, self.n_vectors
+        return slice(start, min(start + self.block_size, end))
 
     def tiles(self) -> list[tuple[int, int]]:
-        """Every tile (I, J) with I <= J, row-major: one tile job each."""
+        """Every tile (I, J) with I <= J, row-major: one tile job each; a query plan's are
+        (input block, FILE block) only."""
+        if self.n_against:
+            return [(i, j) for i in range(self.query_blocks) for j in range(self.query_blocks, self.n_blocks)]
         return [(i, j) for i in range(self.n_blocks) for j in range(i, self.n_blocks)]
 
     def permutation(self) -> np.ndarray:
-        """int64 (n_vectors,): row r of the store holds vector permutation()[r] (numpy's default_rng(seed))."""
-        return np.random.default_rng(self.seed).permutation(self.n_vectors)
+        """int64 (n_vectors,): row r of the store holds vector permutation()[r] (numpy's default_rng(seed));
+        a query plan permutes its input part and its FILE part each within itself."""
+        rng = np.random.default_rng(self.seed)
+        if not self.n_against:
+            return rng.permutation(self.n_vectors)
+        return np.concatenate([rng.permutation(self.n_query), self.n_query + rng.permutation(self.n_against)])
 
     @property
     def n_pairs(self) -> int:
-        """Unique pairs n (n - 1) / 2: each computed by exactly one tile."""
+        """Unique pairs n (n - 1) / 2, or a query's n_query x n_against: each computed by exactly one tile."""
+        if self.n_against:
+            return self.n_query * self.n_against
         return self.n_vectors * (self.n_vectors - 1) // 2
 
     def describe(self) -> str:
         n_tiles = len(self.tiles())
+        if self.n_against:
+            return (
+                f"query: {self.n_query} vectors against {self.n_against} in {self.n_blocks} block(s) of up to "
+                f"{self.block_size}: {n_tiles} tile job(s), {self.n_pairs} cross pairs"
+            )
         return (
             f"{self.n_vectors} vectors in {self.n_blocks} block(s) of up to {self.block_size}: "
             f"{n_tiles} tile job(s) (I <= J), {self.n_pairs} unique pairs"
         )
 
     def to_json(self) -> dict:
-        """plan.json: the fields (n_input only where set) and the derived n_blocks, n_tiles, n_pairs."""
-        d = {k: v for k, v in asdict(self).items() if k != "n_input" or v}
+        """plan.json: the fields (n_input and n_against only where set) and the derived n_blocks, n_tiles, n_pairs."""
+        d = {k: v for k, v in asdict(self).items() if k not in ("n_input", "n_against") or v}
         return {**d, "n_blocks": self.n_blocks, "n_tiles": len(self.tiles()), "n_pairs": self.n_pairs}
 
     @classmethod
@@ -90,6 +135,6 @@ class Plan:
         Examples
         --------
         >>> Plan.from_json(Plan(10, 4, 1).to_json())
-        Plan(n_vectors=10, block_size=4, seed=1, n_input=0)
+        Plan(n_vectors=10, block_size=4, seed=1, n_input=0, n_against=0)
         """
         return cls(**{f.name: int(d[f.name]) for f in fields(cls) if f.name in d or f.default is MISSING})

@@ -203,12 +203,13 @@ def compiled_kernels(matrix: np.ndarray):
     return text_kernels
 
 
-def write_matrix_tsv(out_path, ids: list[str], matrix: np.ndarray) -> None:
+def write_matrix_tsv(out_path, ids: list[str], matrix: np.ndarray, columns: list[str] | None = None) -> None:
     """The square matrix with IDs as header row and first column, an empty top-left cell
-    (snp-dists -b), written atomically."""
+    (snp-dists -b), written atomically; `columns`: a rectangle's column IDs (a query's: rows the
+    input's, columns the FILE's), the header row."""
     kernels = compiled_kernels(matrix)
     texts = cell_texts(matrix, kernels)
     with atomic_path(out_path) as tmp, open(tmp, "wb") as fh:
-        fh.write(("\t".join(["", *ids]) + "\n").encode("utf-8"))
+        fh.write(("\t".join(["", *(ids if columns is None else columns)]) + "\n").encode("utf-8"))
         for block in line_blocks(texts, ids, matrix.shape[1], kernels):
             fh.write(block)  # blocks of ~BLOCK_CELLS cells: large enough writes

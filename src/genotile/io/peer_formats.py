@@ -161,6 +161,9 @@ DEGREES_FILE = "degrees.tsv.gz"
 # Relatedness); in plink2's --king-cutoff format, so `plink2 --keep` reads them
 KING_CUTOFF_FILES = ("king.unrelated.in.id", "king.unrelated.out.id")
 DATASET_KEYS = ("formats", "king_degrees", "king_cutoff")  # a dataset's keys of these outputs
+# PLINK's tables of all pairs of one set (a .kin0 of cross pairs would read as a whole cohort's,
+# an .mdist is square): not written in query mode (issue 27), refused by name
+QUERY_REFUSED = ("kin0", "mdist")
 
 
 def check_dataset(name: str, spec: dict, king_threshold) -> None:
@@ -177,6 +180,15 @@ def check_dataset(name: str, spec: dict, king_threshold) -> None:
     for key in ("king_degrees", "king_cutoff"):
         if spec.get(key) not in (None, False) and "king" not in metrics:
             raise GenotileError(f"dataset {name}: {key} needs metric king in its metrics")
+    if spec.get("against") is not None:  # query mode (issue 27): the cross pairs of two sets
+        one_set = [f"formats: {f}" for f in spec.get("formats") or [] if f in QUERY_REFUSED]
+        one_set += ["king_cutoff"] if spec.get("king_cutoff") is not None else []
+        if one_set:
+            raise GenotileError(
+                f"dataset {name}: {', '.join(one_set)} describe all pairs of one set, not a query's cross "
+                "pairs (against:); pairs.tsv.gz, matrix.tsv, snp-dists-molten, snp-dists-csv and king_degrees "
+                "hold them"
+            )
     cutoff = spec.get("king_cutoff")
     if cutoff is not None and king_threshold is not None and king_threshold > cutoff:
         raise GenotileError(
@@ -333,16 +345,20 @@ def write_mdist(mdist_path, id_path, ids: Sequence[str], matrix: np.ndarray, fid
     _write_lines(id_path, (f"{f}\t{i}\n" for f, i in zip(fids, ids, strict=True)))
 
 
-def write_snp_dists_molten(out_path, ids: Sequence[str], matrix: np.ndarray) -> None:
+def write_snp_dists_molten(
+    out_path, ids: Sequence[str], matrix: np.ndarray, columns: Sequence[str] | None = None
+) -> None:
     """`snp-dists -m`: one line `id_i<TAB>id_j<TAB>distance` for every ordered pair (i, j),
     i = 0..n-1 then j = 0..n-1 (the self pairs included), no header.
 
     Parameters
     ----------
     ids : sequence IDs, length n
-    matrix : (n, n) integer distances
+    matrix : (n, n) integer distances; a query's (n, r) rectangle with `columns`
+    columns : sequence IDs, length r, optional
+        A query's FILE IDs (issue 27): one line for every (input, FILE) pair, input-major.
     """
-    names = np.asarray(ids, dtype=object)
+    names = np.asarray(ids if columns is None else columns, dtype=object)
 
     def lines():
         for name, row in zip(ids, format_rows(matrix), strict=True):
@@ -352,17 +368,19 @@ def write_snp_dists_molten(out_path, ids: Sequence[str], matrix: np.ndarray) -> 
     _write_lines(out_path, lines())
 
 
-def write_snp_dists_csv(out_path, ids: Sequence[str], matrix: np.ndarray) -> None:
+def write_snp_dists_csv(out_path, ids: Sequence[str], matrix: np.ndarray, columns: Sequence[str] | None = None) -> None:
     """`snp-dists -b -c`: the square matrix, comma-separated, an empty top-left cell.
 
     Parameters
     ----------
     ids : sequence IDs, length n (written as they are: snp-dists does not quote either)
-    matrix : (n, n) integer distances
+    matrix : (n, n) integer distances; a query's (n, r) rectangle with `columns`
+    columns : sequence IDs, length r, optional
+        A query's FILE IDs (issue 27), the header row.
     """
 
     def lines():
-        yield ",".join(["", *ids]) + "\n"
+        yield ",".join(["", *(ids if columns is None else columns)]) + "\n"
         for name, row in zip(ids, format_rows(matrix), strict=True):
             yield name + "," + row.replace("\t", ",") + "\n"
 

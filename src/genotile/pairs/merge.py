@@ -179,6 +179,8 @@ def dense_values(
     blocks as every other tile's; with every tile present (read_tiles), the blocks' vectors
     covering each vector once means every cell was written.
     """
+    if plan.n_against:
+        return _query_dense_values(tile_paths, plan, metric, store, perm, where)
     n = plan.n_vectors
     blocks = []
     block_rows: dict[int, np.ndarray] = {}
@@ -228,6 +230,43 @@ def dense_values(
     return matrix
 
 
+def _query_dense_values(tile_paths, plan: Plan, metric: Metric, store, perm, where: str) -> np.ndarray:
+    """dense_values of a query plan: (n_query, n_against), rows the input's vectors and columns
+    the FILE's, each in its file's order (core/plan.py: every tile is an input block x a FILE
+    block, so every cell is in exactly one tile)."""
+    n, r = plan.n_query, plan.n_against
+    block_rows: dict[int, np.ndarray] = {}
+    blockwise = None
+    for path, arrays, meta, _digest in read_tiles(tile_paths, plan, metric, store, perm):
+        if "dense" not in arrays:
+            raise GenotileError(f"tile {path}: has no dense block (was it computed with a larger dense_max?)")
+        bi, bj = meta["tile"]
+        rows, cols = plan.block(bi), plan.block(bj)
+        for block, vectors in ((bi, arrays["dense_rows"]), (bj, arrays["dense_cols"])):
+            span = plan.block(block)
+            known = block_rows.setdefault(block, vectors)
+            if vectors.shape != (span.stop - span.start,) or not np.array_equal(known, vectors):
+                raise GenotileError(f"tile {path}: its dense block is not over the vectors of block {block}")
+        dense = narrowest(arrays["dense"])
+        if dense.shape != (rows.stop - rows.start, cols.stop - cols.start):
+            raise GenotileError(f"tile {path}: its dense block is {dense.shape}, not its blocks' sizes")
+        if blockwise is None:
+            blockwise = np.zeros((n, r), dtype=dense.dtype)
+        elif dense.dtype != blockwise.dtype:
+            blockwise = blockwise.astype(np.result_type(blockwise, dense))
+        blockwise[rows, cols.start - n : cols.stop - n] = dense
+    if blockwise is None:
+        raise GenotileError(f"{where}: {n * r} matrix cells were in no tile")
+    empty = np.zeros(0, np.int64)
+    row_order = np.concatenate([block_rows.get(k, empty) for k in range(plan.query_blocks)])
+    col_order = np.concatenate([block_rows.get(k, empty) for k in range(plan.query_blocks, plan.n_blocks)]) - n
+    if not (np.array_equal(np.sort(row_order), np.arange(n)) and np.array_equal(np.sort(col_order), np.arange(r))):
+        raise GenotileError(f"{where}: some matrix cells were in no tile")
+    position_r, position_c = np.empty(n, np.int64), np.empty(r, np.int64)
+    position_r[row_order], position_c[col_order] = np.arange(n), np.arange(r)
+    return np.take(np.take(blockwise, position_r, axis=0), position_c, axis=1)
+
+
 def merge_matrix(
     tile_paths,
     ids: list[str],
@@ -243,7 +282,10 @@ def merge_matrix(
     from genotile.io.matrix_tsv import write_matrix_tsv  # the matrix job's, not the merge's (job start-up)
 
     matrix = dense_values(tile_paths, plan, metric, store, perm, where=str(out_path), distinct_index=distinct_index)
-    write_matrix_tsv(out_path, ids, matrix)
+    if plan.n_against:  # a query's rectangle: rows the input's vectors, columns the FILE's
+        write_matrix_tsv(out_path, ids[: plan.n_query], matrix, columns=ids[plan.n_query :])
+    else:
+        write_matrix_tsv(out_path, ids, matrix)
 
 
 def write_summary(
@@ -274,6 +316,8 @@ def write_summary(
         "backend": sorted({t["backend"] for t in tiles}),
         "plan": plan.to_json(),
         **input_provenance(manifest),
+        # a query (issue 27): the pairs are the input's vectors against the FILE's, no others
+        **({"query": {**manifest["query"], "pairs": plan.n_pairs}} if "query" in manifest else {}),
         "outputs": output_records(outputs),
         "tiles": [
             {

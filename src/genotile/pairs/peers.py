@@ -112,10 +112,12 @@ def write_outputs(tiles, manifest_path, metric_name: str, paths, *, king_cutoff:
         matrix = dense_values(tiles, plan, metric, store, where=where, distinct_index=distinct)
         if "plink.mdist" in by_name:
             peer_formats.write_mdist(by_name["plink.mdist"], by_name["plink.mdist.id"], iids, matrix, fids)
+        # a query's rectangle (issue 27): rows the input's IDs, columns the FILE's
+        rows, columns = (ids[: plan.n_query], ids[plan.n_query :]) if plan.n_against else (ids, None)
         if "snp-dists.molten.tsv" in by_name:
-            peer_formats.write_snp_dists_molten(by_name["snp-dists.molten.tsv"], ids, matrix)
+            peer_formats.write_snp_dists_molten(by_name["snp-dists.molten.tsv"], rows, matrix, columns)
         if "snp-dists.csv" in by_name:
-            peer_formats.write_snp_dists_csv(by_name["snp-dists.csv"], ids, matrix)
+            peer_formats.write_snp_dists_csv(by_name["snp-dists.csv"], rows, matrix, columns)
 
 
 DENSE_FILES = {name for f in peer_formats.FORMATS.values() if f.dense for name in f.files}

@@ -164,7 +164,8 @@ def matrix(tiles, manifest_path, metric_name, matrix_out) -> None:
         perm,
         distinct_index=manifest.get("distinct_index"),
     )
-    log.info("matrix: %d x %d written to %s", len(manifest["ids"]), len(manifest["ids"]), matrix_out)
+    rows = p.n_query if p.n_against else len(manifest["ids"])  # a query's: input x FILE
+    log.info("matrix: %d x %d written to %s", rows, len(manifest["ids"]) - rows or rows, matrix_out)
 
 
 def merge(

@@ -63,8 +63,31 @@ def check_input(path, metrics, options: dict | None = None, where: str = "") -> 
     return reader.kind_of(path)
 
 
+def check_against(path, against, metrics, options: dict | None = None, where: str = "") -> None:
+    """Query mode (`against:`, issue 27): FILE of the input's kind, read by the same metrics;
+    2-way metrics only (ccc3 compares triples within one set)."""
+    from genotile.core.metrics import METRICS  # the 2-way metrics
+
+    three = [m for m in metrics if m not in METRICS]
+    if three:
+        raise GenotileError(
+            f"{where}against: is for 2-way metrics (a query compares the input's vectors with the FILE's); "
+            f"{', '.join(three)} compares triples within one set: run it on a dataset of its own"
+        )
+    try:
+        kind, other = reader_for(path), reader_for(against)
+    except GenotileError as exc:
+        raise GenotileError(f"{where}against: {exc}") from None
+    if kind is not None and other is not None and kind.source != other.source:
+        raise GenotileError(
+            f"{where}against: {against} is {other.what}, but the input {path} is {kind.what}: a query compares "
+            "vectors of one kind (alignments, or genotypes)"
+        )
+    check_input(against, metrics, options, where=f"{where}against: ")
+
+
 def check_datasets(config: dict) -> None:
-    """check_input over every dataset of a (validated) config."""
+    """check_input over every dataset of a (validated) config, and its `against:` FILE."""
     for name, spec in config["datasets"].items():
         options = {k: spec.get(k) for k in GENOTYPE_OPTIONS}
         if spec.get("multiallelic") == "skip":  # the schema's default, filled in for every dataset
@@ -72,3 +95,5 @@ def check_datasets(config: dict) -> None:
         if spec.get("filter_pass") is False:
             options.pop("filter_pass")
         check_input(spec["input"], spec["metrics"], options, where=f"dataset {name}: ")
+        if spec.get("against") is not None:
+            check_against(spec["input"], spec["against"], spec["metrics"], options, where=f"dataset {name}: ")

@@ -1,0 +1,254 @@
+"""Query mode's store: a dataset's input and a FILE, one store of n + r vectors (issue 27, `against:`).
+
+Both are read (store/query.read_part) and encoded together by the one ingest, as an array in
+memory (io/readers/query.py): the input's vectors are rows 0..n-1, the FILE's n..n+r-1. The plan
+(core/plan.py, `n_against`) permutes and blocks each part within itself, so its tiles are
+(input block, FILE block) only: the r x n cross pairs, each computed once, none wasted. Then the
+same pack as any store (store/stage.pack). Identical vectors are not collapsed in a query store
+(the tiles hold cross pairs only, which the collapse's self pairs and weighing do not model);
+it costs a query nothing it would save often: the FILE is rarely full of copies of the input.
+
+What the workflow's store job runs for a dataset with `against:` (scripts/store.py), what
+`genotile run --against` runs (`current_query_store`) and what the API runs (`ingest_query`).
+"""
+
+import json
+import logging
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+
+from genotile.core.blocks import AUTO
+from genotile.core.encodings import ENCODINGS
+from genotile.core.limits import BYTES_PER_PAIR
+from genotile.core.plan import Plan
+from genotile.errors import GenotileError
+from genotile.io.planfile import write_plan
+from genotile.io.readers.query import Part, QueryAlignment, QueryGenotypes
+from genotile.store import stage
+from genotile.store.sources import content_sha256, differences, sources
+from genotile.util.atomic import write_record
+
+log = logging.getLogger("genotile")
+
+
+def read_part(path, encoding: str, options: dict | None = None) -> tuple[Part, dict]:
+    """One side of a query read into memory: a FASTA's sequences, or a genotype input's codes with
+    its reader's options applied; and the reader's counts ({} for an alignment)."""
+    from genotile.io.readers.base import GenotypeReader, reader_of
+
+    reader = reader_of(path, encoding)
+    sha256 = content_sha256(path)
+    if ENCODINGS[encoding].source == "alignment":
+        from genotile.io.fasta import read_alignment
+
+        ids, rows = [], []
+        for name, row in read_alignment(path):
+            ids.append(name)
+            rows.append(row)
+        return Part(str(path), sha256, ids, np.stack(rows)), {}
+    from genotile.store.ingest_genotypes import check_options
+
+    given = check_options({k: v for k, v in (options or {}).items() if v is not None})
+    assert issubclass(reader, GenotypeReader)
+    with reader(path, **given) as opened:
+        opened.want_ids = True  # the variants are compared between the two inputs by their IDs
+        variant_ids, blocks = [], []
+        for ids, codes in opened.blocks():
+            variant_ids += list(ids)
+            blocks.append(codes)
+        if not blocks:
+            raise GenotileError(f"{path}: no variants left after the VCF rules")
+        codes = np.ascontiguousarray(np.concatenate(blocks).T)  # (samples, variants)
+        samples, stats = list(opened.samples), dict(opened.stats)
+    if ENCODINGS[encoding].transposed:  # variants are the vectors (ccc2), over the same samples
+        return Part(str(path), sha256, variant_ids, codes, samples), stats
+    return Part(str(path), sha256, samples, codes, variant_ids), stats
+
+
+def _sum_counts(a: dict, b: dict) -> dict:
+    """Two readers' counts added key by key (numbers), the others kept as the input's."""
+    out = dict(a)
+    for key, value in b.items():
+        if isinstance(value, (int, float)) and isinstance(out.get(key, 0), (int, float)):
+            out[key] = out.get(key, 0) + value
+        else:
+            out.setdefault(key, value)
+    return out
+
+
+def ingest_query(input_path, against, encoding: str, options: dict | None = None, manifest_out=None):
+    """Read both inputs and ingest them as one (store/ingest.py, held in memory).
+
+    Parameters
+    ----------
+    input_path, against : str or os.PathLike or Part
+        The dataset's input and the FILE it is compared against (of one kind: alignments of one
+        length, or genotypes with the same variants; samples, for ccc2), or parts already read
+        (the API's arrays).
+    encoding : str
+        The store's encoding.
+    options : dict, optional
+        The genotype readers' options, applied to both.
+    manifest_out : str or os.PathLike, optional
+        The ingest manifest, written.
+
+    Returns
+    -------
+    store.ingest.Ingested
+        The manifest (with a `query` record: each side's input, SHA-256 and vectors) and the
+        codes, held.
+    """
+    q, q_counts = (input_path, {}) if isinstance(input_path, Part) else read_part(input_path, encoding, options)
+    a, a_counts = (against, {}) if isinstance(against, Part) else read_part(against, encoding, options)
+    if ENCODINGS[encoding].source == "alignment":
+        reader: QueryAlignment | QueryGenotypes = QueryAlignment(q, a)
+    else:
+        reader = QueryGenotypes(q, a, ENCODINGS[encoding].transposed, _sum_counts(q_counts, a_counts))
+    made = stage.ingest(reader, encoding, None, None, collapse_duplicates=False)
+    m = made.manifest
+    m["query"] = query_record(q, a)
+    if options:
+        m["options"] = {k: v for k, v in options.items() if v is not None}
+    if not isinstance(input_path, Part):  # what the store was made from, for reruns (genotile run)
+        m["sources"] = {
+            "input": sources(input_path, options, input_sha256=q.sha256),
+            "against": sources(against, options, input_sha256=a.sha256),
+        }
+    if manifest_out is not None:
+        write_record(manifest_out, m)
+    return made
+
+
+def query_record(q: Part, a: Part) -> dict:
+    """A query store's record of its two sides (ingest and store manifests, summary.json)."""
+    return {
+        "input": q.name,
+        "input_sha256": q.sha256,
+        "n_input": len(q.ids),
+        "against": a.name,
+        "against_sha256": a.sha256,
+        "n_against": len(a.ids),
+    }
+
+
+def plan_query(manifest: dict, block_size, seed: int, plan_out=None, perm_out=None, **auto) -> Plan:
+    """The query plan of an ingest manifest: its `query` record's n_against vectors last;
+    `block_size` "auto" as stage.plan sizes it (`auto`: metrics, backend, dense_max)."""
+    if block_size == AUTO:
+        block_size = stage.resolve_auto_block_size(manifest, auto.get("metrics", ()), auto.get("backend", "auto"))
+    elif isinstance(block_size, bool) or not isinstance(block_size, int) or block_size < 1:
+        raise GenotileError(f"block_size must be a positive integer or 'auto', not {block_size!r}")
+    p = Plan(int(manifest["n_vectors"]), int(block_size), int(seed), n_against=int(manifest["query"]["n_against"]))
+    if plan_out is not None:
+        write_plan(p, plan_out, perm_out)
+    log.info("tile plan: %s", p.describe())
+    return p
+
+
+def check_query_bound(plan: Plan, metrics, thresholds: dict, pairs_max: int, where: str = "") -> None:
+    """A 2-way metric with a null threshold refused where the query's cross pairs pass pairs_max
+    (limits.check_pairs_bound's rule, over n x r pairs)."""
+    null = [m for m in metrics if thresholds.get(m) is None]
+    if null and plan.n_pairs > pairs_max:
+        raise GenotileError(
+            f"{where}{', '.join(null)} with a null threshold would write every one of the {plan.n_pairs:,} "
+            f"pairs of {plan.n_query:,} x {plan.n_against:,} vectors (about "
+            f"{plan.n_pairs * BYTES_PER_PAIR / 1e9:,.0f} GB of text); pairs_max is {pairs_max:,}: set a "
+            "threshold or raise pairs_max"
+        )
+
+
+def query_store(
+    input_path,
+    against,
+    encoding: str,
+    ingest_manifest_out,
+    store_dir,
+    block_size,
+    seed: int,
+    *,
+    options: dict | None = None,
+    metrics=(),
+    backend="auto",
+    bounds: dict | None = None,
+    after_pack: Callable[[Plan], None] | None = None,
+) -> Plan:
+    """stage.store's query form: ingest both, plan the cross tiles, pack; the same files.
+
+    Parameters
+    ----------
+    input_path, against : str or os.PathLike
+        The dataset's input and the FILE.
+    encoding, ingest_manifest_out, store_dir, block_size, seed, options, metrics, backend, after_pack
+        As stage.store.
+    bounds : dict, optional
+        {thresholds, pairs_max, where}: a null threshold past pairs_max cross pairs is refused
+        before anything is packed.
+
+    Returns
+    -------
+    Plan
+    """
+    store_dir = Path(store_dir)
+    store_dir.mkdir(parents=True, exist_ok=True)
+    t0 = time.perf_counter()
+    made = ingest_query(input_path, against, encoding, options, ingest_manifest_out)
+    t1 = time.perf_counter()
+    p = plan_query(made.manifest, block_size, seed, metrics=metrics, backend=backend)
+    if bounds is not None:
+        check_query_bound(p, metrics, bounds["thresholds"], bounds["pairs_max"], bounds.get("where", ""))
+    write_plan(p, store_dir / "plan.json", store_dir / "perm.npy")
+    t2 = time.perf_counter()
+    pack_query(made, store_dir)
+    log.info("store stages (s): ingest %.3f, plan %.3f, pack %.3f", t1 - t0, t2 - t1, time.perf_counter() - t2)
+    if after_pack is not None:
+        after_pack(p)
+    return p
+
+
+def pack_query(made, store_dir) -> dict:
+    """stage.pack of a query's held codes, the store manifest then given the `query` record
+    (before any tile reads it: a tile's store identity is the manifest's input and plan)."""
+    store_dir = Path(store_dir)
+    m = stage.pack(
+        made.stored,
+        made.manifest,
+        store_dir / "plan.json",
+        store_dir / "perm.npy",
+        store_dir / "planes.npy",
+        store_dir / "manifest.json",
+    )
+    m["query"] = made.manifest["query"]
+    write_record(store_dir / "manifest.json", m)
+    return m
+
+
+def current_query_store(
+    input_path, against, encoding: str, outdir, block_size, seed, options=None, *, metrics=(), backend="auto"
+) -> None:
+    """`genotile run --against`: the query store in `outdir`, made again unless its ingest records
+    the same two inputs (content, options) and its plan the same settings."""
+    outdir = Path(outdir)
+    imani, store = outdir / "ingest" / f"{encoding}.json", outdir / "store" / encoding
+    try:
+        recorded = json.loads(imani.read_text(encoding="utf-8"))
+        built = json.loads((store / "manifest.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        recorded = built = None
+    if isinstance(recorded, dict) and isinstance(built, dict) and isinstance(recorded.get("sources"), dict):
+        changed = differences(recorded["sources"].get("input"), sources(input_path, options))
+        changed += differences(recorded["sources"].get("against"), sources(against, options))
+        have = built.get("plan") or {}
+        if block_size != AUTO and (have.get("block_size"), have.get("seed")) != (block_size, seed):
+            changed.append("block_size or seed")
+        if built.get("input_sha256") != recorded.get("input_sha256"):
+            changed.append("the ingest it was packed from")
+        if not changed and all((store / f).exists() for f in ("plan.json", "perm.npy", "planes.npy")):
+            return
+        log.info("query store (%s): recomputing, changed since the last run: %s", encoding, "; ".join(changed))
+    query_store(
+        input_path, against, encoding, imani, store, block_size, seed, options=options, metrics=metrics, backend=backend
+    )
