@@ -402,10 +402,15 @@ def summary_files():
 def report_files(dataset, metric):
     """The report's plots and tables of one dataset and metric."""
     out = [f"results/{dataset}/{metric}/report/histogram.png"]
-    if _settings.dense_wanted(config, plan_for(dataset, metric)):
+    # a query (against:) has cross pairs only: no square matrix to cluster for a heatmap, and
+    # no pairs within either set to link clusters by
+    query = config["datasets"][dataset].get("against") is not None
+    if not query and _settings.dense_wanted(config, plan_for(dataset, metric)):
         out.append(f"results/{dataset}/{metric}/report/heatmap.png")
     out += [
-        f"results/{dataset}/{metric}/report/{f}" for f in METRICS[metric].report_files
+        f"results/{dataset}/{metric}/report/{f}"
+        for f in METRICS[metric].report_files
+        if not (query and f == "clusters.tsv")
     ]
     return out
 
