@@ -13,11 +13,15 @@ from genodata import random_genotypes, vcf_text, write_vcf
 from snakerun import snakemake, write_fasta
 
 import genotile
+from genotile.backends.cuda import cupy_common
 from genotile.cli import main
 from genotile.core.plan import Plan
 from genotile.pipeline import run_all
 
 ACGT = np.frombuffer(b"ACGT", dtype=np.uint8)
+needs_gpu = pytest.mark.skipif(
+    not cupy_common.has_gpu(), reason="no CUDA GPU / CuPy: the GPU query tests need a device"
+)
 
 
 def brute_snp(x: list[str], y: list[str]) -> np.ndarray:
@@ -254,3 +258,32 @@ def test_workflow_refuses_a_query_config_in_one_line(alignments, tmp_path):
     assert (
         "genotile error: dataset q: against: " in proc.stderr and "a query compares vectors of one kind" in proc.stderr
     )
+
+
+@needs_gpu
+@pytest.mark.parametrize("metric", ["snp", "king", "ibs"])
+def test_gpu_query_same_bytes_as_cpu(alignments, genotypes, tmp_path, metric):
+    """The GPU's tiles (cupy-b1, fused epilogues) give the CPU's bytes, threshold and matrix alike."""
+    root, *_ = alignments
+    groot, _ = genotypes
+    inp, against = (root / "new.fa", root / "db.fa") if metric == "snp" else (groot / "new.vcf", groot / "db.vcf.gz")
+    threshold = {"snp": 8, "king": 0.0, "ibs": None}[metric]
+    out = {}
+    for backend in ("numpy", "cupy-b1"):
+        run_all(inp, tmp_path / backend, [metric], thresholds={metric: threshold}, block_size=64, backend=backend,
+                against=against)  # fmt: skip
+        out[backend] = [
+            (tmp_path / backend / metric / f).read_bytes() for f in ("pairs.tsv.gz", "matrix.tsv", "histogram.tsv")
+        ]
+    assert out["numpy"] == out["cupy-b1"]
+
+
+@needs_gpu
+def test_gpu_ccc2_query_equals_cpu(genotypes):
+    _, g = genotypes
+    ids, against_ids = [f"a{k}" for k in range(90)], [f"b{k}" for k in range(60)]
+    kw = {"against": g[:, 90:], "ids": ids, "against_ids": against_ids, "block_size": 32, "threshold": 0.3}
+    cpu = genotile.pairwise(g[:, :90], "ccc2", backend="numpy", **kw)
+    gpu = genotile.pairwise(g[:, :90], "ccc2", backend="cupy-b1", **kw)
+    assert np.array_equal(cpu.a, gpu.a) and np.array_equal(cpu.b, gpu.b)
+    assert all(np.array_equal(cpu.values[c], gpu.values[c]) for c in cpu.values)
