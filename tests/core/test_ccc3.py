@@ -127,5 +127,8 @@ def test_genotile_plan_for_ccc3(capsys):
     out = capsys.readouterr().out
     assert "20 triple jobs (10 block triples I <= J <= K x 2 stages); 166,616,670,000 unique triples" in out
     assert "27 plane products a triple" in out and "1.67e+05 passing triples" in out
-    assert main(["plan", "--metric", "ccc3", "--vectors", "2001", "--fields", "10"]) == 1
+    # a null threshold (every triple passing) past ccc3's null_threshold_max is refused at the plan;
+    # the workflow's default threshold (0.3) is planned
+    assert main(["plan", "--metric", "ccc3", "--vectors", "2001", "--fields", "10", "--threshold", "null"]) == 1
     assert "allowed up to 2,000 vectors" in capsys.readouterr().err
+    assert main(["plan", "--metric", "ccc3", "--vectors", "2001", "--fields", "10"]) == 0
