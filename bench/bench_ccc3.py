@@ -13,12 +13,21 @@
    store in process (no VCF: Snakemake is not on the device), then run_ccc3 (every job,
    cupy-b1, blocks of --block, triple files, merge to triples.tsv.gz) with a threshold chosen from
    a sample of triples so that about 1e-6 of all triples pass.
+
+`--smoke` (CI, tests/workflow/test_bench_smoke.py): tiny sizes (3 blocks of 48 SNPs x 300
+samples, a whole run of 60 SNPs x 40 samples), no ceiling; each row's triples are checked against
+the numpy path's, the block triple's arrays and the run's triples.tsv.gz byte for byte, and a
+mismatch fails the run. Without CuPy or a GPU the rows run on the CPU (numba, else numpy), so the
+store, job, run and merge code this bench drives is exercised.
 """
 
 import argparse
 import datetime
+import gzip
 import json
 import math
+import os
+import shutil
 import subprocess
 import sys
 import time
@@ -29,16 +38,22 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import cupy as cp  # noqa: E402
-from bench_gpu import b1_ceiling  # noqa: E402
+try:
+    import cupy as cp  # noqa: E402
+except ImportError:  # --smoke runs the CPU rows without it
+    cp = None
+from bench_gpu import b1_ceiling, gpu_present  # noqa: E402
 
+from genotile import backends  # noqa: E402
 from genotile.backends.cuda import cupy_b1, cupy_ccc3, cupy_int8  # noqa: E402
 from genotile.core import ccc3  # noqa: E402
 from genotile.core.genotype import genotype_layout, genotype_planes  # noqa: E402
 from genotile.core.plan import Plan  # noqa: E402
 from genotile.io.planfile import write_plan  # noqa: E402
+from genotile.io.tilefile import arrays_digest  # noqa: E402
 from genotile.pipeline import run_ccc3  # noqa: E402
 from genotile.store.pack import open_store, pack  # noqa: E402
+from genotile.triples.tile import compute_triples  # noqa: E402
 
 ENGINES = {"cupy-b1": cupy_b1.ENGINE, "cupy-int8": cupy_int8.ENGINE}
 
@@ -64,10 +79,11 @@ def block_rows(add, args, ceiling):
         run = lambda thr, plan=plan, backend=backend: cupy_ccc3.triples_device(  # noqa: E731
             ENGINES[backend], blocks, stats, layout, plan, ccc3.Params(), (0, 1, 2), 0, thr
         )
-        run(0.5)  # warm-up (compiles)
+        for _ in run(0.5):  # warm-up (compiles)
+            pass
         cp.cuda.Device().synchronize()
         t0 = time.perf_counter()
-        res = run(0.5)
+        passing = sum(values.shape[0] for *_, values in run(0.5))  # the chunks, one readback each
         seconds = time.perf_counter() - t0
         triples = len(plan.stage_rows(1, 0)) * n * n
         add(
@@ -77,13 +93,13 @@ def block_rows(add, args, ceiling):
             triples * m,
             triples * products * 64 * layout.words,
             ceiling,
-            res.values.shape[0],
+            passing,
         )
 
 
-def e2e(add, args, ceiling, out):
-    work = Path(args.workdir)
-    n, m = args.e2e_snps, args.e2e_samples
+def make_store(work: Path, n: int, m: int, block: int) -> tuple[Path, float]:
+    """A packed genotype_t store of n SNPs x m samples (5% missing, 2-way blocks of `block`) in
+    work/store; the pack's seconds."""
     g = genotypes(n, m, 0.05, 2)
     store = work / "store"
     store.mkdir(parents=True, exist_ok=True)
@@ -97,20 +113,26 @@ def e2e(add, args, ceiling, out):
         "ids": [f"snp{k}" for k in range(n)],
         "counts": {},
     }
-    plan = Plan(n, args.block, 1)
+    plan = Plan(n, block, 1)
     write_plan(plan, store / "plan.json", store / "perm.npy")
     t0 = time.perf_counter()
     pack(work / "codes.npy", ingest, plan, np.load(store / "perm.npy"), store / "planes.npy", store / "manifest.json")
-    t_pack = time.perf_counter() - t0
+    return store, time.perf_counter() - t0
+
+
+def e2e(add, args, ceiling, out):
+    work = Path(args.workdir)
+    n, m = args.e2e_snps, args.e2e_samples
+    store, t_pack = make_store(work, n, m, args.block)
     # threshold: from every triple of a sample block triple, the value 1e-6 of them reach
     planes, _, layout = open_store(store / "planes.npy", store / "manifest.json")
     sample = min(256, n // 3)
     blocks = [np.asarray(planes[b * sample : (b + 1) * sample]) for b in range(3)]
     stats = [ccc3.vector_stats(b, layout) for b in blocks]
-    res = cupy_ccc3.triples_device(
+    chunks = cupy_ccc3.triples_device(
         cupy_b1.ENGINE, blocks, stats, layout, ccc3.Plan3(3 * sample, sample, 1, 1), ccc3.Params(), (0, 1, 2), 0, None
     )
-    best = np.sort(res.values.max(axis=1))[::-1]
+    best = np.sort(np.concatenate([values.max(axis=1) for *_, values in chunks] or [np.zeros(0)]))[::-1]
     threshold = float(best[max(0, int(1e-6 * best.size) - 1)]) if best.size >= 1e6 else float(best[0])
     t0 = time.perf_counter()
     summary = run_ccc3(store, work / "ccc3", block_size=args.block, stages=1, threshold=threshold, backend="cupy-b1")
@@ -131,6 +153,59 @@ def e2e(add, args, ceiling, out):
     )
 
 
+def smoke(args) -> int:
+    """--smoke: the block triple and a whole run at tiny sizes on each backend here (the GPU ones,
+    else the CPU's best), each checked byte for byte against the numpy path; 1 on a mismatch."""
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    if gpu_present():
+        names = list(ENGINES)
+    else:
+        names = [backends.resolve("auto")]
+        why = "CuPy is not installed" if cp is None else "no CUDA device"
+        print(f"bench_ccc3 --smoke: {why}; GPU rows skipped, the rows run on the {names[0]} backend", flush=True)
+    n, m, middle = 48, 300, 8
+    g = genotypes(3 * n, m, 0.02, 1)
+    layout = genotype_layout(g, "genotype_t")
+    planes = genotype_planes(g, layout)
+    perm = np.arange(3 * n)
+    plan = ccc3.Plan3(3 * n, n, 1, n // middle)  # stage 0 of J = its first `middle` rows
+    job = (0, 1, 2, 0)
+    every, _ = compute_triples(planes, layout, perm, plan, ccc3.Params(), *job, None, "numpy")
+    best = np.max([every[c] for c in ccc3.COLUMNS], axis=0)
+    threshold = float(np.quantile(best, 0.9))  # about a tenth of the triples pass
+    want, _ = compute_triples(planes, layout, perm, plan, ccc3.Params(), *job, threshold, "numpy")
+    work = Path(args.workdir) / f"smoke_{os.getpid()}"
+    store, _ = make_store(work, 60, 40, 16)
+    whole = run_ccc3(store, work / "numpy", block_size=16, stages=2, threshold=threshold, backend="numpy")
+    text = gzip.decompress((work / "numpy" / "triples.tsv.gz").read_bytes())
+    rows, failed = [], False
+    for name in names:
+        t0 = time.perf_counter()
+        got, meta = compute_triples(planes, layout, perm, plan, ccc3.Params(), *job, threshold, name)
+        seconds = time.perf_counter() - t0
+        same = arrays_digest(got) == arrays_digest(want) and meta["backend"] == name
+        rows.append(
+            (name, f"block triple {n}x{n}x{n}, {middle} middle rows, {m} samples", seconds, got["a"].size, same)
+        )
+        t0 = time.perf_counter()
+        summary = run_ccc3(store, work / name, block_size=16, stages=2, threshold=threshold, backend=name)
+        seconds = time.perf_counter() - t0
+        same = gzip.decompress((work / name / "triples.tsv.gz").read_bytes()) == text
+        same = same and summary["triples_passing"] == whole["triples_passing"]
+        rows.append(
+            (name, "end to end 60 SNPs x 40 samples, blocks of 16, 2 stages", seconds, summary["triples_passing"], same)
+        )
+    shutil.rmtree(work, ignore_errors=True)
+    lines = [f"threshold {threshold:.6g}", "| backend | what | s | passing | equals numpy |", "|---|---|---|---|---|"]
+    for name, what, seconds, passing, same in rows:
+        lines.append(f"| {name} | {what} | {seconds:.3g} | {passing} | {'yes' if same else 'NO   <<< MISMATCH'} |")
+        failed = failed or not same or passing == 0
+    (out / "bench_ccc3.md").write_text("\n".join(lines) + "\n")
+    print("\n".join(lines), flush=True)
+    return 1 if failed else 0
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--block", type=int, default=4096)
@@ -141,7 +216,10 @@ def main():
     ap.add_argument("--workdir", default="/tmp/bench_ccc3")
     ap.add_argument("--out", default=".")
     ap.add_argument("--skip-e2e", action="store_true")
+    ap.add_argument("--smoke", action="store_true", help="tiny sizes, checked against numpy (CI; CPU without a GPU)")
     args = ap.parse_args()
+    if args.smoke:
+        return smoke(args)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     dev = cp.cuda.runtime.getDeviceProperties(0)
@@ -190,4 +268,4 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -3,18 +3,26 @@
 Skipped where there is no CUDA GPU / CuPy. On a GPU machine: every job of seeded plans whose
 blocks and stages split unevenly (diagonal and off-diagonal block triples), missing and complete
 data, thresholds None / passing about a fifth; small batches of middle rows and a passing-triples
-buffer that overflows, so the batching and the regrow-and-rerun path run.
+buffer that overflows, so the batching and the regrow-and-rerun path run. And in bounded memory
+(issue 30): a buffer held to a few triples, so every batch is cut into ranges read back one chunk
+each, through the whole run (job files in several sorted runs, the merge) to the CPU's
+triples.tsv.gz, byte for byte.
 """
+
+import gzip
 
 import numpy as np
 import pytest
 from ccc3ref import store
-from genodata import random_genotypes
+from genodata import random_genotypes, vcf_text, write_vcf
 
+from genotile import pipeline
 from genotile.backends.cuda import cupy_common
 from genotile.core import ccc3
-from genotile.io.tilefile import arrays_digest
-from genotile.triples.tile import compute_triples
+from genotile.io.tilefile import arrays_digest, read_tile
+from genotile.store.stage import current_store
+from genotile.triples import runs
+from genotile.triples.tile import compute_triples, iter_triples
 
 needs_gpu = pytest.mark.skipif(
     not cupy_common.has_gpu(80), reason="no CUDA GPU (compute capability >= 8.0) / CuPy: ccc3 device path untestable"
@@ -54,3 +62,40 @@ def test_device_triples_equal_numpy(backend, kind, threshold):
         assert arrays_digest(got) == arrays_digest(want), job
         passing += want["a"].size
     assert passing > 0
+
+
+@needs_gpu
+@pytest.mark.parametrize("backend", ["cupy-b1", "cupy-int8"])
+@pytest.mark.parametrize("threshold", [None, 0.2])  # every triple; about half of them
+def test_device_chunks_are_bounded_and_the_run_writes_the_cpus_bytes(tmp_path, monkeypatch, backend, threshold):
+    from genotile.backends.cuda import cupy_ccc3
+
+    path = write_vcf(tmp_path / "g.vcf", vcf_text(random_genotypes(11, 21, seed=9), seed=9))
+    current_store(path, "genotype_t", tmp_path / "out", 64, 1)
+    store_dir = tmp_path / "out" / "store" / "genotype_t"
+    kwargs = {"block_size": 7, "stages": 2, "threshold": threshold}
+    cpu = pipeline.run_ccc3(store_dir, tmp_path / "cpu", backend="numpy", **kwargs)
+    monkeypatch.setattr(cupy_ccc3, "BATCH_ROWS", 9)  # a middle row or two a batch
+    monkeypatch.setattr(cupy_ccc3, "INITIAL_CAPACITY", 1)
+    monkeypatch.setattr(cupy_ccc3, "MAX_CAPACITY", 3)  # grows 1 -> 2 -> 3, then ranges are cut
+    monkeypatch.setattr(runs, "RUN_ROWS", 4)
+    # each chunk is one readback of at most MAX_CAPACITY triples
+    g = np.ascontiguousarray(random_genotypes(30, 21, p_missing=0.1, seed=10).T)
+    planes, layout, perm = store(g, 4)
+    plan = ccc3.Plan3(g.shape[0], 8, 4, 1)
+    for job in plan.jobs():
+        sizes = [
+            ids.shape[0] for ids, _ in iter_triples(planes, layout, perm, plan, ccc3.Params(), *job, threshold, backend)
+        ]
+        want, _ = compute_triples(planes, layout, perm, plan, ccc3.Params(), *job, threshold, "numpy")
+        assert sum(sizes) == want["a"].size and all(1 <= t <= 3 for t in sizes), (job, sizes)
+        assert len(sizes) >= -(-want["a"].size // 3)
+    gpu = pipeline.run_ccc3(store_dir, tmp_path / "gpu", backend=backend, **kwargs)
+    files = [read_tile(f) for f in sorted((tmp_path / "gpu" / "triples").glob("*.npz"))]
+    assert all(meta["backend"] == backend for _, meta, _ in files)
+    assert any(meta.get("runs", 1) > 1 for _, meta, _ in files)  # spilled in sorted runs
+    got = gzip.decompress((tmp_path / "gpu" / "triples.tsv.gz").read_bytes())
+    want = gzip.decompress((tmp_path / "cpu" / "triples.tsv.gz").read_bytes())
+    assert got == want and gpu["triples_passing"] == cpu["triples_passing"] > 0
+    if threshold is None:
+        assert cpu["triples_passing"] == 21 * 20 * 19 // 6

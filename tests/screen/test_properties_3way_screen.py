@@ -86,8 +86,11 @@ def test_property_ccc3_every_triple_equals_brute_force(codes, block_size, stages
     quantile=st.one_of(st.none(), st.floats(0, 1)),
     batch_rows=st.integers(1, 200),
     capacity=st.integers(1, 64),
+    most=st.integers(1, 96),
 )
-def test_property_gpu_ccc3_triples_equal_numpy(codes, block_size, stages, seed, params, quantile, batch_rows, capacity):
+def test_property_gpu_ccc3_triples_equal_numpy(
+    codes, block_size, stages, seed, params, quantile, batch_rows, capacity, most
+):
     from genotile.backends.cuda import cupy_ccc3
 
     g = codes  # genotype_codes' (vectors, fields): SNP vectors (rows) x samples
@@ -103,8 +106,10 @@ def test_property_gpu_ccc3_triples_equal_numpy(codes, block_size, stages, seed, 
         ]
         best = np.concatenate(best)
         threshold = float(np.quantile(best, quantile)) if best.size else None
-    saved = cupy_common.POISON, cupy_ccc3.BATCH_ROWS, cupy_ccc3.INITIAL_CAPACITY
+    saved = cupy_common.POISON, cupy_ccc3.BATCH_ROWS, cupy_ccc3.INITIAL_CAPACITY, cupy_ccc3.MAX_CAPACITY
+    # a buffer that grows to `most` triples at most, then ranges cut to fit it (issue 30)
     cupy_common.POISON, cupy_ccc3.BATCH_ROWS, cupy_ccc3.INITIAL_CAPACITY = True, batch_rows, capacity
+    cupy_ccc3.MAX_CAPACITY = most
     try:
         for job in plan.jobs():
             want, _ = compute_triples(planes, layout, perm, plan, params, *job, threshold, "numpy")
@@ -115,7 +120,7 @@ def test_property_gpu_ccc3_triples_equal_numpy(codes, block_size, stages, seed, 
                     assert got[key].dtype == want[key].dtype and got[key].shape == want[key].shape, (backend, job, key)
                     assert got[key].tobytes() == want[key].tobytes(), (backend, job, key)
     finally:
-        cupy_common.POISON, cupy_ccc3.BATCH_ROWS, cupy_ccc3.INITIAL_CAPACITY = saved
+        cupy_common.POISON, cupy_ccc3.BATCH_ROWS, cupy_ccc3.INITIAL_CAPACITY, cupy_ccc3.MAX_CAPACITY = saved
 
 
 # ---------------------------------------------------------------- screening

@@ -70,8 +70,8 @@ def iter_triples(
 ) -> Iterator[tuple[np.ndarray, np.ndarray]]:
     """The job's passing triples, a chunk at a time: (ids int64 (t, 3), original indices
     a < b < c; values float64 (t, 8), COLUMNS in their order), in no particular order. On the
-    CPU a chunk holds at most numba_ccc3.CAPACITY triples (numba) or BATCH_ELEMENTS (numpy),
-    whatever the threshold lets through; a GPU backend's job comes as one chunk.
+    CPU a chunk holds at most numba_ccc3.CAPACITY triples (numba) or BATCH_ELEMENTS (numpy), on a
+    GPU cupy_ccc3.MAX_CAPACITY (one readback), whatever the threshold lets through.
 
     `info`, when given, gets "backend" at the start and "seconds_counts" once the last chunk is
     out (counting, epilogue and threshold: all but the caller's sorting and writing; on a GPU
@@ -89,11 +89,11 @@ def iter_triples(
     blocks.append(blocks[1] if bk == bj else np.asarray(planes[rows[2]]))
     stats = [ccc3.vector_stats(b, layout) for b in blocks]
     perms = [perm[r] for r in rows]
-    counted = None
-    if hasattr(module, "triples_device"):
-        found = module.triples_device(blocks, stats, layout, plan, params, (bi, bj, bk), stage, threshold)
-        counted = t0 + found.seconds_counts  # the device's counting, as before the chunks
-        chunks: Iterable = [(found.ti, found.tj, found.tk, found.values)]
+    device: dict = {}
+    if hasattr(module, "triples_device"):  # chunks of at most cupy_ccc3.MAX_CAPACITY
+        chunks: Iterable = module.triples_device(
+            blocks, stats, layout, plan, params, (bi, bj, bk), stage, threshold, info=device
+        )
     elif hasattr(module, "ccc3_kernel"):  # numba: counts, epilogue and threshold fused
         from genotile.backends.cpu import numba_ccc3
 
@@ -103,7 +103,8 @@ def iter_triples(
     for ti, tj, tk, values in chunks:
         ids = np.stack([perms[0][ti], perms[1][tj], perms[2][tk]], axis=1).astype(np.int64)
         yield ccc3.to_input_order(ids, values)
-    info["seconds_counts"] = (time.perf_counter() if counted is None else counted) - t0
+    # a GPU job's counting is the device generator's own time, the caller's between chunks left out
+    info["seconds_counts"] = device["seconds_counts"] if device else time.perf_counter() - t0
 
 
 def _numpy_chunks(module, blocks, stats, layout, plan, params, block_ids, stage, threshold):

@@ -309,11 +309,11 @@ def tile_pairs(left, right, metric, layout, threshold=None, diagonal=False, dens
     return cupy_tile.tile_pairs(ENGINE, left, right, metric, layout, threshold, diagonal, dense, **options)
 
 
-def triples_device(*args):
-    """A ccc3 job's triples on the device (see cupy_ccc3)."""
+def triples_device(*args, **kwargs):
+    """A ccc3 job's triples on the device, chunk by chunk (a generator; see cupy_ccc3)."""
     from genotile.backends.cuda import cupy_ccc3
 
-    return cupy_ccc3.triples_device(ENGINE, *args)
+    return cupy_ccc3.triples_device(ENGINE, *args, **kwargs)
 
 
 def _engine():

@@ -1,20 +1,24 @@
 """ccc3 jobs on the GPU (cupy-b1, cupy-int8): masking, counts, epilogue, threshold and compaction
-on the device; only the passing triples come back (n^3 values never leave the GPU).
+on the device; only the passing triples come back (n^3 values never leave the GPU), a chunk of at
+most MAX_CAPACITY at a time, so a job's host memory is bounded whatever the threshold lets through.
 
 For a batch of middle rows j (about BATCH_ROWS masked rows: batch = BATCH_ROWS // n_i rows of J),
 kernels/ccc3_select.cu's `ccc3_mask` writes the masked block (every row i of block I for each j,
 9 segments X_i & Y_j), the backend's Engine.count computes the 8 counts against block K (cupy-b1:
 its 1-bit tensor-core kernel, int32 out), and `ccc3_select` computes every value exactly as
 ccc3.epilogue does, applies the threshold and the triangle masks (i < j when I = J, k > j when
-J = K) and appends the passing triples to a buffer (grown and the batch rerun on overflow).
-The caller (triples/tile.compute_triples) maps rows to original ids and sorts, so the triple files are
-the numpy path's, byte for byte.
+J = K) and appends the passing triples to a buffer. It runs over a range of the batch's
+(masked row, k) places: when more pass than the buffer holds, the buffer grows up to
+MAX_CAPACITY and the range is run again, and past that the range is cut to what the buffer
+holds at the density just seen; each range that fits is read back as one chunk.
+The caller (triples/tile.iter_triples) maps rows to original ids and triples/runs.py sorts, so
+the triple files are the numpy path's, byte for byte.
 """
 
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from collections.abc import Iterator
 
 import numpy as np
 
@@ -22,27 +26,40 @@ from genotile.backends.cuda import cupy_common as cc
 from genotile.core import ccc3
 
 BATCH_ROWS = 32768  # masked rows per count launch (a batch of middle rows j)
-INITIAL_CAPACITY = 1 << 20  # passing triples buffered on the device per batch
+INITIAL_CAPACITY = 1 << 18  # passing triples buffered on the device at first
+MAX_CAPACITY = 1 << 20  # the most one readback brings to the host (a chunk: 92 MB of triples there)
 THREADS = 256
 OPTIONS = ("--fmad=false",)
-
-
-@dataclass
-class Triples:
-    ti: np.ndarray  # rows within block I
-    tj: np.ndarray  # within block J
-    tk: np.ndarray  # within block K
-    values: np.ndarray  # (n, 8) float64, (i, j, k) bit order
-    seconds_counts: float
 
 
 def _grid(total: int) -> int:
     return int(max(1, min(-(-total // THREADS), 65535 * 8)))
 
 
-def triples_device(engine, blocks, stats, layout, plan, params, block_ids, stage, threshold) -> Triples:
+def triples_device(
+    engine, blocks, stats, layout, plan, params, block_ids, stage, threshold, info: dict | None = None
+) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]]:
+    """A ccc3 job's passing triples computed on the device, one readback a chunk.
+
+    Parameters
+    ----------
+    engine : cupy_tile.Engine
+        The backend's count engine (cupy-b1 or cupy-int8).
+    blocks, stats, layout, plan, params, block_ids, stage, threshold
+        As backends/cpu/numba_ccc3.triples_chunks (blocks I, J, K's planes, uint64
+        (rows, layout.total_words) each, and their ccc3.vector_stats).
+    info : dict, optional
+        Gets "seconds_counts" once the last chunk is out: the time spent in here (uploads,
+        device work, readbacks), not the caller's between chunks.
+
+    Yields
+    ------
+    tuple of numpy.ndarray
+        As numba_ccc3.triples_chunks: ti, tj, tk (int64 (t,)) and values (float64 (t, 8));
+        1 <= t <= MAX_CAPACITY, in no particular order.
+    """
     cp = cc.cupy_module()
-    t0 = time.perf_counter()
+    spent, t0 = 0.0, time.perf_counter()
     bi, bj, bk = block_ids
     words = layout.words
     d_i = cc.to_device(blocks[0])
@@ -55,11 +72,11 @@ def triples_device(engine, blocks, stats, layout, plan, params, block_ids, stage
     select_kernel = cc.load_kernel("ccc3_select.cu", "ccc3_select", OPTIONS)
     middle = [j for j in plan.stage_rows(bj, stage) if not (bi == bj and j == 0) and not (bj == bk and j >= n_k - 1)]
     per_batch = max(1, BATCH_ROWS // max(n_i, 1))
-    cap = INITIAL_CAPACITY
+    most = max(1, MAX_CAPACITY)
+    cap = max(1, min(INITIAL_CAPACITY, most))
     out_row, out_k = cp.empty(cap, cp.int32), cp.empty(cap, cp.int32)
     vals = cp.empty((cap, 8), cp.float64)
     counter = cp.zeros(1, cp.uint64)
-    found = []
     thr = 0.0 if threshold is None else float(threshold)
     for b0 in range(0, len(middle), per_batch):
         js_host = np.asarray(middle[b0 : b0 + per_batch], dtype=np.int32)
@@ -76,10 +93,13 @@ def triples_device(engine, blocks, stats, layout, plan, params, block_ids, stage
             c = engine.count(masked, d_k, terms[name], int32=engine.fits_int32(terms[name]))
             counts.append(cp.ascontiguousarray(c.astype(cp.int32, copy=False)))  # every count < 8 * fields
         del masked
-        while True:
+        places = rows * n_k
+        e0, span = 0, places
+        while e0 < places:
+            e1 = min(places, e0 + span)
             counter.fill(0)
             select_kernel(
-                (_grid(rows * n_k),),
+                (_grid(e1 - e0),),
                 (THREADS,),
                 (
                     *counts,
@@ -96,6 +116,8 @@ def triples_device(engine, blocks, stats, layout, plan, params, block_ids, stage
                     np.float64(params.param),
                     np.float64(thr),
                     np.int32(threshold is None),
+                    np.int64(e0),
+                    np.int64(e1),
                     counter,
                     np.int64(cap),
                     out_row,
@@ -104,18 +126,24 @@ def triples_device(engine, blocks, stats, layout, plan, params, block_ids, stage
                 ),
             )
             n = int(counter.get()[0])
-            if n <= cap:
-                break
-            cap = 1 << (n - 1).bit_length()
-            out_row, out_k = cp.empty(cap, cp.int32), cp.empty(cap, cp.int32)
-            vals = cp.empty((cap, 8), cp.float64)
-        if n:
-            r, k = out_row[:n].get().astype(np.int64), out_k[:n].get().astype(np.int64)
-            found.append((r % n_i, js_host[r // n_i].astype(np.int64), k, vals[:n].get()))
+            if n > cap and cap < most:  # a larger buffer, then the same range again
+                cap = min(most, 1 << (n - 1).bit_length())
+                out_row, out_k = cp.empty(cap, cp.int32), cp.empty(cap, cp.int32)
+                vals = cp.empty((cap, 8), cp.float64)
+                continue
+            if n > cap:  # the range at the density just seen, so that it fits (one place passes <= 1)
+                span = max(1, (e1 - e0) * cap // n)
+                continue
+            if n:
+                r, k = out_row[:n].get().astype(np.int64), out_k[:n].get().astype(np.int64)
+                chunk = (r % n_i, js_host[r // n_i].astype(np.int64), k, vals[:n].get())
+                spent += time.perf_counter() - t0
+                yield chunk
+                t0 = time.perf_counter()
+            if n <= cap // 2:
+                span = min(places, 2 * span)  # sparser here: longer ranges again
+            e0 = e1
     cp.cuda.get_current_stream().synchronize()
-    seconds = time.perf_counter() - t0
-    if not found:
-        empty = np.zeros(0, dtype=np.int64)
-        return Triples(empty, empty, empty, np.zeros((0, 8)), seconds)
-    ti, tj, tk, values = (np.concatenate([f[x] for f in found]) for x in range(4))
-    return Triples(ti, tj, tk, values, seconds)
+    spent += time.perf_counter() - t0
+    if info is not None:
+        info["seconds_counts"] = spent

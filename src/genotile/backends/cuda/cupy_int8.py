@@ -194,11 +194,11 @@ def _count_device(dl, dr, terms, int32: bool = False, cache=None, keys=None):
     return count_device(dl, dr, terms)  # always int64; unpacking is cheap next to the GEMM
 
 
-def triples_device(*args):
-    """A ccc3 job's triples on the device (see cupy_ccc3)."""
+def triples_device(*args, **kwargs):
+    """A ccc3 job's triples on the device, chunk by chunk (a generator; see cupy_ccc3)."""
     from genotile.backends.cuda import cupy_ccc3
 
-    return cupy_ccc3.triples_device(ENGINE, *args)
+    return cupy_ccc3.triples_device(ENGINE, *args, **kwargs)
 
 
 def _engine():

@@ -7,7 +7,8 @@
 // words, segment 3 * x + y = plane x of row i AND plane y of row js[t] (x, y in L, H, V),
 // row stride 9 * words.
 //
-// ccc3_select: one thread per (masked row, column k of block K): the 8 counts (int32 matrices,
+// ccc3_select: one thread per (masked row, column k of block K) of the places e = row * n_k + k
+// in [e0, e1) (the host cuts a batch into such ranges so that what passes fits its buffer): the 8 counts (int32 matrices,
 // row-major, ld = n_k) t, s_i, s_j, s_k, s_ij, s_ik, s_jk, s_ijk give the tallies r(a,b,c)
 // (ccc3.tallies: rho(a) = alpha_a V + beta_a G), then every value as ccc3.epilogue computes it
 // in IEEE doubles, in the same order (compiled with --fmad=false: nothing contracted to FMA):
@@ -49,12 +50,14 @@ extern "C" __global__ void ccc3_select(
     const int* __restrict__ s_jk, const int* __restrict__ s_ijk, int rows, int n_i, int n_k,
     const int* __restrict__ js, const long long* __restrict__ stat_i,
     const long long* __restrict__ stat_j, const long long* __restrict__ stat_k, int same_ij,
-    int same_jk, double mult, double param, double thr, int null_thr, unsigned long long* counter,
-    long long cap, int* __restrict__ out_row, int* __restrict__ out_k, double* __restrict__ vals) {
+    int same_jk, double mult, double param, double thr, int null_thr, long long e0, long long e1,
+    unsigned long long* counter, long long cap, int* __restrict__ out_row, int* __restrict__ out_k,
+    double* __restrict__ vals) {
     // stat_x: (c, s1) pairs per row of the block (int64), as ccc3.vector_stats
     const int alpha[2] = {2, 0}, beta[2] = {-1, 1};
     long long total = (long long)rows * n_k;
-    for (long long e = blockIdx.x * (long long)blockDim.x + threadIdx.x; e < total;
+    if (e1 > total) e1 = total;
+    for (long long e = e0 + blockIdx.x * (long long)blockDim.x + threadIdx.x; e < e1;
          e += (long long)gridDim.x * blockDim.x) {
         int row = (int)(e / n_k), k = (int)(e % n_k);
         int i = row % n_i, j = js[row / n_i];
