@@ -28,10 +28,16 @@ Rates: element comparisons/s = unique pairs x variants / s; bit-MAC/s = the metr
 products (Terms with both sides) x n^2 x bits / s (a diagonal tile counted as its square, as
 bench_snp.py does); GEMM MAC/s = float multiply-adds the backend issued / s, next to the
 float32 sgemm MAC/s measured in the same run (2048 x 2048 x 16384).
+
+`--smoke` (CI, tests/workflow/test_bench_smoke.py): tiny sizes (40 x 600 tiles in blocks of 16,
+30 x 500 ingest, random genotypes, one repeat, a small sgemm), seconds on 2 cores; the tiles'
+arrays must be the same on every backend (a mismatch fails the run), and a PLINK not installed
+is skipped with its reason instead of stopping the run.
 """
 
 import argparse
 import datetime
+import hashlib
 import json
 import os
 import platform
@@ -174,7 +180,7 @@ def phase_tiles(a) -> dict:
     from genotile import backends
     from genotile.core.metrics import get_metric
     from genotile.core.plan import Plan
-    from genotile.io.tilefile import write_tile
+    from genotile.io.tilefile import arrays_digest, write_tile
     from genotile.pairs.tile import compute_tile
     from genotile.store.pack import open_store
 
@@ -190,6 +196,7 @@ def phase_tiles(a) -> dict:
     products = [t for ts in counts_terms.values() for t in ts if t.left is not None and t.right is not None]
     bits = sum((t.left[1] - t.left[0]) * 64 for t in products)
     small = Plan(min(64, plan.n_vectors), plan.block_size, plan.seed)  # warm-up (thread pools)
+    digests = []  # --smoke: each tile's arrays, to check the backends agree
     compute_tile(
         planes[: small.n_vectors], layout, perm[: small.n_vectors], small, metric, 0, 0, None, False, a.backend
     )
@@ -202,6 +209,8 @@ def phase_tiles(a) -> dict:
         t1 = time.perf_counter()
         write_tile(out / f"tile_{a.metric}_{bi}_{bj}.npz", arrays, meta)
         write += time.perf_counter() - t1
+        if a.smoke:
+            digests.append(arrays_digest(arrays))
         seconds += t1 - t0
         counts += meta["seconds_counts"]
         pairs += meta["pairs_computed"]
@@ -217,6 +226,7 @@ def phase_tiles(a) -> dict:
         "gemm_macs": getattr(numpy_blas, "MACS", [0])[0] - macs0,
         "tiles": len(plan.tiles()),
         "products": len(products),
+        "digest": hashlib.sha256("".join(digests).encode()).hexdigest() if a.smoke else None,
     }
 
 
@@ -264,7 +274,7 @@ def phase_ceiling(a) -> dict:
     except ImportError:  # no numba here
         pass
     rng = np.random.default_rng(0)
-    m, k = 2048, 16384
+    m, k = (256, 2048) if a.smoke else (2048, 16384)
     x = rng.random((m, k), dtype=np.float32)
     y = rng.random((m, k), dtype=np.float32)
     x @ y.T
@@ -290,6 +300,7 @@ def child(a, phase: str, **extra) -> dict:
     args = [sys.executable, __file__, "--phase", phase, "--seed", str(a.seed), "--block-size", str(a.block_size)]
     for key, value in extra.items():
         args += [f"--{key.replace('_', '-')}", str(value)]
+    args += ["--smoke"] if a.smoke else []
     env = dict(os.environ, PYTHONPATH=str(REPO / "src"))
     t0, c0 = time.perf_counter(), children_cpu()
     proc = subprocess.run(args, capture_output=True, text=True, env=env)
@@ -302,9 +313,13 @@ def child(a, phase: str, **extra) -> dict:
 
 
 CPU: dict = {}  # label -> CPU seconds of each PLINK run
+MISSING: set = set()  # PLINK binaries --smoke goes on without
 
 
 def run_plink(binary: str, args: list[str], out: Path, threads: int, label: str = "") -> float:
+    """Wall seconds of one PLINK run; NaN where --smoke found it not installed (MISSING)."""
+    if binary in MISSING:
+        return float("nan")
     cmd = [binary, *args, "--allow-extra-chr", "--double-id", "--threads", str(threads), "--out", str(out)]
     t0, c0 = time.perf_counter(), children_cpu()
     proc = subprocess.run(cmd, capture_output=True, text=True)
@@ -313,6 +328,15 @@ def run_plink(binary: str, args: list[str], out: Path, threads: int, label: str 
         raise SystemExit(f"{' '.join(cmd)} failed:\n{proc.stdout[-2000:]}")
     CPU.setdefault(label, []).append(children_cpu() - c0)
     return wall
+
+
+def peer_cpu(label: str) -> float:
+    """Median CPU seconds of the PLINK runs of `label` (NaN where --smoke skipped PLINK)."""
+    return med(CPU[label]) if label in CPU else float("nan")
+
+
+def peer_label(tool: str, label: str) -> str:
+    return f"{label} (not installed: skipped)" if tool in MISSING else label
 
 
 # ---------------------------------------------------------------- main
@@ -337,6 +361,7 @@ def main() -> None:
     p.add_argument("--data", default=None, help="folder for the generated VCFs (kept between runs)")
     p.add_argument("--skip", action="append", default=[], choices=["tiles", "ingest"])
     p.add_argument("--out", default=None)
+    p.add_argument("--smoke", action="store_true", help="tiny sizes, backends checked to agree (CI; seconds)")
     p.add_argument(
         "--backends",
         default="numba,numpy",
@@ -360,14 +385,22 @@ def main() -> None:
         print(json.dumps(PHASES[a.phase](a)))
         return
 
+    if a.smoke:
+        a.samples, a.variants, a.ingest_samples, a.ingest_variants = 40, 600, 30, 500
+        a.source, a.repeats, a.block_size = "random", 1, 16  # 3 blocks: diagonal and off-diagonal tiles
+        a.backends = ",".join(b for b in a.backends.split(",") if b and b in available_backends())
     for tool in ("plink1.9", "plink2"):
         if shutil.which(tool) is None:
-            raise SystemExit(f"{tool} is not on PATH (Debian: apt-get install {tool})")
+            if not a.smoke:
+                raise SystemExit(f"{tool} is not on PATH (Debian: apt-get install {tool})")
+            print(f"bench_genotype --smoke: {tool} is not installed: its peer rows skipped", flush=True)
+            MISSING.add(tool)
     tmp = Path(tempfile.mkdtemp(prefix="bench_genotype."))
     a.data = a.data or str(tmp / "data")
     Path(a.data).mkdir(parents=True, exist_ok=True)
     results: dict = {"ceiling": child(a, "ceiling")}
     rows = []
+    failed = False
 
     if "tiles" not in a.skip:
         vcf = dataset(a, "tiles", a.samples, a.variants)
@@ -382,9 +415,13 @@ def main() -> None:
             "ibs": (
                 "plink1.9",
                 ["--bfile", str(plink_dir / "b"), "--distance", "square", "1-ibs", "flat-missing"],
-                "plink1.9 --distance square 1-ibs flat-missing",
+                peer_label("plink1.9", "plink1.9 --distance square 1-ibs flat-missing"),
             ),
-            "king": ("plink2", ["--pfile", str(plink_dir / "p"), "--make-king-table"], "plink2 --make-king-table"),
+            "king": (
+                "plink2",
+                ["--pfile", str(plink_dir / "p"), "--make-king-table"],
+                peer_label("plink2", "plink2 --make-king-table"),
+            ),
         }
         names = [b for b in a.backends.split(",") if b]
         for metric, (tool, args, label) in peers.items():
@@ -395,6 +432,10 @@ def main() -> None:
                 for b in names:
                     ours[b].append(child(a, "tiles", workdir=store, metric=metric, backend=b))
             results[metric] = {"ours": ours[names[0]], "peer": theirs, "by_backend": ours}
+            if a.smoke:  # every backend's tiles the same arrays
+                agree = len({r["digest"] for b in names for r in ours[b]}) == 1
+                print(f"{metric}: the backends' tiles agree: {'yes' if agree else 'NO   <<< MISMATCH'}", flush=True)
+                failed = failed or not agree
             if a.baseline:
                 results[metric]["head"] = child(a, "tiles", workdir=store, metric=metric, impl=a.baseline)
             for b in names:
@@ -422,7 +463,7 @@ def main() -> None:
                         "extra": (
                             f"counts {t_counts:.2f} s; tile file write {med([r['seconds_write'] for r in runs]):.2f}"
                             f" s; child wall {med([r['child_wall'] for r in runs]):.2f} s; CPU s (whole child / "
-                            f"PLINK) {med([r['child_cpu'] for r in runs]):.1f} / {med(CPU[metric]):.1f}; "
+                            f"PLINK) {med([r['child_cpu'] for r in runs]):.1f} / {peer_cpu(metric):.1f}; "
                             f"{rate:.3g} comparisons/s; {kernel}"
                         ),
                         "target": "< 1",
@@ -466,11 +507,11 @@ def main() -> None:
                 "what": f"ingest + plan + pack, VCF -> planes ({a.ingest_samples} x {a.ingest_variants})",
                 "ours": ing + plan_s + pack,
                 "peer": peer,
-                "peer_label": "plink2 --vcf --make-pgen",
+                "peer_label": peer_label("plink2", "plink2 --vcf --make-pgen"),
                 "extra": (
                     f"ingest {ing:.2f} s, plan {plan_s:.2f} s, pack {pack:.2f} s; "
                     f"child wall {med([r['child_wall'] for r in ours]):.2f} s; CPU s (whole child / "
-                    f"PLINK) {med([r['child_cpu'] for r in ours]):.1f} / {med(CPU['ingest']):.1f}"
+                    f"PLINK) {med([r['child_cpu'] for r in ours]):.1f} / {peer_cpu('ingest'):.1f}"
                 ),
                 "target": "<= 2",
             }
@@ -482,7 +523,7 @@ def main() -> None:
                     "what": f"ingest + plan + pack with {a.baseline}'s VCF reading and scan (before)",
                     "ours": h["ingest"] + h["plan"] + h["pack"],
                     "peer": peer,
-                    "peer_label": "plink2 --vcf --make-pgen",
+                    "peer_label": peer_label("plink2", "plink2 --vcf --make-pgen"),
                     "extra": f"1 run; ingest {h['ingest']:.2f} s, pack {h['pack']:.2f} s",
                     "target": "",
                 }
@@ -533,6 +574,14 @@ def main() -> None:
     if a.out:
         Path(a.out).write_text(table)
     shutil.rmtree(tmp, ignore_errors=True)  # the data too, unless --data put it elsewhere
+    if failed:
+        raise SystemExit("bench_genotype --smoke: the backends' tiles differ")
+
+
+def available_backends() -> list[str]:
+    from genotile import backends
+
+    return backends.available()
 
 
 if __name__ == "__main__":

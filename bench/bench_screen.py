@@ -24,6 +24,12 @@ the workload) to host arrays (positions and quality sums of every pair), copies 
 median of 3 after a warm-up, wall clock. Stages from a
 separate run with a synchronisation after each. numpy: a 64 x 20,000 by 32 x 1,024 published
 workload, pairs/s and bases/s against the GPU on the same one.
+
+`--smoke` (CI, tests/workflow/test_bench_smoke.py): tiny workloads (16 samples x 3,000 bases,
+8 signatures x 200: published, all-N, poly-A with N, poly-A against ...C) on numpy, and on the
+GPU too where there is one; each backend's positions and quality sums are checked against a
+brute-force search over every window (numpy's sliding windows, no bit masks) and the cases'
+known answers (every carrier found; every pair matching at 0; none). A mismatch fails the run.
 """
 
 import argparse
@@ -39,8 +45,12 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
-import cupy as cp  # noqa: E402
+try:
+    import cupy as cp  # noqa: E402
+except ImportError:  # --smoke runs numpy without it
+    cp = None
 
+from genotile.backends.cuda import cupy_common  # noqa: E402
 from genotile.screen import backend, cupy_search  # noqa: E402
 from genotile.screen.encode import SequenceSet  # noqa: E402
 
@@ -111,6 +121,71 @@ def gpu_case(name, S, G, repeats=3):
     return row, pos, qs
 
 
+def brute(samples, sigs, qual):
+    """(positions, quality sums) of every pair by comparing every window base by base: the
+    leftmost start where each base equals the signature's or either is N, -1 and 0 for none."""
+    n_g, m = sigs.shape
+    windows = np.lib.stride_tricks.sliding_window_view(samples, m, axis=1)  # (n_s, starts, m)
+    pos = np.full((samples.shape[0], n_g), -1, np.int64)
+    sums = np.zeros(pos.shape, np.int64)
+    for g in range(n_g):
+        ok = ((windows == sigs[g]) | (windows == ord("N")) | (sigs[g] == ord("N"))).all(axis=2)
+        hit = ok.any(axis=1)
+        pos[hit, g] = ok[hit].argmax(axis=1)
+        for s in np.flatnonzero(hit):
+            sums[s, g] = int(qual[s, pos[s, g] : pos[s, g] + m].astype(np.int64).sum()) - 33 * m
+    return pos, sums
+
+
+def smoke(args) -> int:
+    """--smoke: tiny workloads on numpy (and the GPU where there is one), each checked."""
+    families = ["numpy"] + (["cupy"] if cupy_common.has_gpu() else [])
+    if len(families) == 1:
+        why = "CuPy is not installed" if cp is None else "no CUDA device"
+        print(f"bench_screen --smoke: {why}; the GPU rows skipped, the workloads run on numpy", flush=True)
+    rng = np.random.default_rng(2024)
+    n_s, len_s, n_g, len_g = 16, 3000, 8, 200
+    samples, sigs, carry = published(rng, n_s, len_s, n_g, len_g, carriers=0.25)
+    qual = quals(rng, n_s, len_s)
+    poly_a = np.full((n_s, len_s), ord("A"), dtype=np.uint8)
+    poly_a_n = poly_a.copy()
+    poly_a_n[rng.random(poly_a.shape) < 0.1] = ord("N")
+    sig_a = np.full((n_g, len_g), ord("A"), dtype=np.uint8)
+    sig_ac = sig_a.copy()
+    sig_ac[:, -1] = ord("C")
+    everywhere = np.zeros((n_s, n_g), np.int64)
+    cases = [  # name, samples, signatures, the positions known beforehand (None: brute force alone)
+        ("published", samples, sigs, None),
+        ("all-N samples x published signatures", np.full_like(samples, ord("N")), sigs, everywhere),
+        ("poly-A samples (10% N) x poly-A signatures", poly_a_n, sig_a, everywhere),
+        ("poly-A samples x poly-A signatures ending in C", poly_a, sig_ac, everywhere - 1),
+    ]
+    rows, failed = [], False
+    for name, smp, sig, known in cases:
+        want_pos, want_sums = brute(smp, sig, qual)
+        if known is not None and not (want_pos == known).all():
+            raise SystemExit(f"bench_screen --smoke: the brute force is wrong on {name}")
+        for family in families:
+            t = time.perf_counter()
+            pos, sums = backend.first_matches_and_sums(as_set(smp, qual), as_set(sig), family)
+            seconds = time.perf_counter() - t
+            same = bool((pos == want_pos).all() and (sums == want_sums).all())
+            if name == "published":  # every carrier holds a copy of a signature
+                same = same and bool((pos[carry] >= 0).any(axis=1).all())
+            rows.append(
+                {"case": name, "backend": family, "seconds": seconds, "matches": int((pos >= 0).sum()), "equal": same}
+            )
+            failed = failed or not same
+    lines = ["| case | backend | s | matching pairs | equals brute force |", "|---|---|---|---|---|"]
+    for r in rows:
+        same = "yes" if r["equal"] else "NO   <<< MISMATCH"
+        lines.append(f"| {r['case']} | {r['backend']} | {r['seconds']:.3g} | {r['matches']} | {same} |")
+    print("\n".join(lines), flush=True)
+    Path(args.out).mkdir(parents=True, exist_ok=True)
+    (Path(args.out) / "bench_screen.json").write_text(json.dumps({"smoke": True, "rows": rows}, indent=1))
+    return 1 if failed else 0
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--samples", type=int, default=2048)
@@ -119,7 +194,10 @@ def main():
     ap.add_argument("--sig-len", type=int, default=10_240)
     ap.add_argument("--out", default=os.environ.get("OUT", "."))
     ap.add_argument("--skip-periodic", action="store_true")
+    ap.add_argument("--smoke", action="store_true", help="tiny workloads, checked by brute force (CI; no GPU needed)")
     args = ap.parse_args()
+    if args.smoke:
+        return smoke(args)
     rng = np.random.default_rng(2024)
     n_s, len_s, n_g, len_g = args.samples, args.sample_len, args.sigs, args.sig_len
     dev = cp.cuda.Device()
@@ -213,4 +291,4 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

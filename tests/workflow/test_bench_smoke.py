@@ -1,9 +1,12 @@
-"""The end-to-end and GPU benchmarks' --smoke modes, so that neither can rot unnoticed.
+"""Every benchmark's --smoke mode, so that none can rot unnoticed (tiny sizes, seconds; the GPU
+ones run their CPU path where there is no GPU, and a peer not installed is skipped, said so).
 
 bench_gpu.py's tile-job rows once failed for months on a store manifest the pipeline had
 outgrown; its smoke mode runs that path (on the numpy backend where there is no GPU).
 """
 
+import json
+import re
 import shutil
 import subprocess
 import sys
@@ -49,3 +52,44 @@ def test_bench_output_smoke(tmp_path):
     table = (tmp_path / "out.md").read_text()
     for stage in ("read", "pairs", "matrix"):
         assert f"| {stage} |" in table, out
+
+
+def test_bench_ccc3_smoke(tmp_path):
+    out = run_bench("bench_ccc3.py", "--out", str(tmp_path), "--workdir", str(tmp_path / "work")).stdout
+    table = (tmp_path / "bench_ccc3.md").read_text()
+    rows = [line for line in table.splitlines() if line.startswith("| ") and "| backend |" not in line]
+    # the block triple and the whole run (store, jobs, merge), each the numpy path's bytes
+    assert any("| block triple 48x48x48" in r for r in rows) and any("| end to end 60 SNPs" in r for r in rows), out
+    assert rows and all(r.endswith("| yes |") for r in rows), table
+    assert "GPU rows skipped" in out or "cupy-b1" in table
+
+
+def test_bench_genotype_smoke(tmp_path):
+    out = run_bench("bench_genotype.py", "--out", str(tmp_path / "genotype.md")).stdout
+    table = (tmp_path / "genotype.md").read_text()
+    for metric in ("ibs", "king"):
+        assert f"| {metric}: compute_tile, all tiles (40 x 600), `numba` backend |" in table, out
+        assert f"{metric}: the backends' tiles agree: yes" in out
+    assert "| ingest + plan + pack, VCF -> planes (30 x 500) |" in table
+    for tool in ("plink1.9", "plink2"):
+        if shutil.which(tool):  # the peer ran: a time, not NaN
+            assert f"{tool} is not installed" not in out and f"`{tool} --" in table
+        else:
+            assert f"{tool} is not installed: its peer rows skipped" in out
+
+
+def test_bench_screen_smoke(tmp_path):
+    out = run_bench("bench_screen.py", "--out", str(tmp_path)).stdout
+    rows = json.loads((tmp_path / "bench_screen.json").read_text())["rows"]
+    numpy_rows = {r["case"]: r for r in rows if r["backend"] == "numpy"}
+    # every backend's positions and quality sums are the brute force's; the known answers
+    assert all(r["equal"] for r in rows) and len(numpy_rows) == 4, out
+    assert numpy_rows["published"]["matches"] >= 4  # the 4 carriers at least
+    assert numpy_rows["all-N samples x published signatures"]["matches"] == 16 * 8
+    assert numpy_rows["poly-A samples x poly-A signatures ending in C"]["matches"] == 0
+
+
+def test_ceilings_smoke():
+    out = run_bench("ceilings.py").stdout
+    assert re.search(r"numba AND \+ popcount ceiling: \S+ word pairs/s on \d+ threads", out), out
+    assert "the micro tile's counts equal numpy's popcounts: yes" in out
