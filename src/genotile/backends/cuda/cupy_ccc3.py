@@ -78,6 +78,7 @@ def triples_device(
     vals = cp.empty((cap, 8), cp.float64)
     counter = cp.zeros(1, cp.uint64)
     thr = 0.0 if threshold is None else float(threshold)
+    span = per_batch * max(n_i, 1) * n_k  # (masked row, k) places a launch covers
     for b0 in range(0, len(middle), per_batch):
         js_host = np.asarray(middle[b0 : b0 + per_batch], dtype=np.int32)
         js = cp.asarray(js_host)
@@ -94,7 +95,7 @@ def triples_device(
             counts.append(cp.ascontiguousarray(c.astype(cp.int32, copy=False)))  # every count < 8 * fields
         del masked
         places = rows * n_k
-        e0, span = 0, places
+        e0, span = 0, min(span, places)  # the last batch's range length: its density is this one's
         while e0 < places:
             e1 = min(places, e0 + span)
             counter.fill(0)
@@ -126,13 +127,13 @@ def triples_device(
                 ),
             )
             n = int(counter.get()[0])
-            if n > cap and cap < most:  # a larger buffer, then the same range again
-                cap = min(most, 1 << (n - 1).bit_length())
-                out_row, out_k = cp.empty(cap, cp.int32), cp.empty(cap, cp.int32)
-                vals = cp.empty((cap, 8), cp.float64)
-                continue
-            if n > cap:  # the range at the density just seen, so that it fits (one place passes <= 1)
-                span = max(1, (e1 - e0) * cap // n)
+            if n > cap:  # run again: a larger buffer, and past MAX_CAPACITY a shorter range
+                if cap < most:
+                    cap = min(most, 1 << (n - 1).bit_length())
+                    out_row, out_k = cp.empty(cap, cp.int32), cp.empty(cap, cp.int32)
+                    vals = cp.empty((cap, 8), cp.float64)
+                if n > cap:  # the range at the density just seen, so that it fits (a place passes <= 1)
+                    span = max(1, (e1 - e0) * cap // n)
                 continue
             if n:
                 r, k = out_row[:n].get().astype(np.int64), out_k[:n].get().astype(np.int64)
