@@ -60,15 +60,15 @@ def vcf_text(g: np.ndarray, samples=None, ids=None, *, seed: int = 0) -> str:
 
 
 def write_vcf(path, text: str, *, index: bool = False) -> Path:
-    """Write VCF text as .vcf, .vcf.gz (bgzip) or .bcf, chosen by the name; optionally indexed."""
-    import pysam
-
+    """Write VCF text as .vcf, .vcf.gz (bgzip) or .bcf, chosen by the name; optionally indexed.
+    A plain .vcf needs no pysam (the GPU machine has none)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     name = str(path)
     if name.endswith(".vcf"):
         path.write_text(text)
         return path
+    import pysam
     plain = path.with_name(path.name + ".src.vcf")
     plain.write_text(text)
     if name.endswith(".vcf.gz"):
