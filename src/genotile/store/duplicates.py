@@ -32,11 +32,15 @@ ROW_CHUNK = 4096
 # Fixed multipliers of the row hash (any odd 64-bit values do; fixed, so that runs repeat).
 _HASH_SEED = 0x5EED_D15_7C7
 THREADS = 8  # threads of the row hash, the check and the weighing, at most
+_MIX, _MIX_SHIFT = np.uint64(0xBF58476D1CE4E5B9), np.uint64(29)  # splitmix64's multiplier
 
 
 def row_hashes(codes, threads: int | None = None) -> np.ndarray:
-    """(n, 2) uint64: two hashes of each row's bytes, sum_i word_i * K_i mod 2**64 over the row
-    as little-endian 64-bit words (zero-padded) with random odd multipliers K. Vectorised and
+    """(n, 2) uint64: two hashes of each row's bytes, sum_i mix(word_i * K_i) mod 2**64 over the
+    row as little-endian 64-bit words (zero-padded) with random odd multipliers K, mix(x) =
+    (x ^ x >> 29) * C. The mix matters: without it a difference in a word's top byte reaches
+    only the hash's top 8 bits, and two such differences cancel about once in 2^16 pairs (16,000
+    sequences of 2,000 ACGT columns, 200 clusters, held one collision). Vectorised and
     on several threads (numpy releases the GIL): a single pass at memory speed, where a
     cryptographic hash a row would be a Python call a row. Only groups rows: `distinct_rows`
     then compares every row with its group's first."""
@@ -58,9 +62,12 @@ def row_hashes(codes, threads: int | None = None) -> np.ndarray:
             padded = np.zeros((rows.shape[0], words * 8), dtype=np.uint8)
             padded[:, :m] = rows
             w = padded.view("<u8")
-        prod = np.empty_like(w)
+        prod, shifted = np.empty_like(w), np.empty_like(w)
         for k in range(2):
             np.multiply(w, mult[k], out=prod)  # wraps mod 2**64
+            np.right_shift(prod, _MIX_SHIFT, out=shifted)
+            np.bitwise_xor(prod, shifted, out=prod)
+            np.multiply(prod, _MIX, out=prod)
             np.sum(prod, axis=1, dtype=np.uint64, out=out[r0 : r0 + rows.shape[0], k])
 
     with ThreadPoolExecutor(threads or usable_cpus(THREADS), thread_name_prefix="genotile-hash") as pool:
@@ -75,7 +82,8 @@ def distinct_rows(codes, threads: int | None = None) -> tuple[np.ndarray, np.nda
     """(first, index): `first` (k,) int64, the input row of each distinct row in order of first
     occurrence; `index` (n,) int64, each input row's distinct row. Rows are equal when their
     bytes are (a 128-bit hash groups them, `row_hashes`, then every row is compared with its
-    group's first).
+    group's first; where two different rows share a hash, the rows themselves are sorted,
+    `_distinct_exact`).
 
     >>> first, index = distinct_rows(np.array([[1, 2], [3, 4], [1, 2], [3, 4], [0, 0]], np.uint8))
     >>> first.tolist(), index.tolist()
@@ -111,8 +119,19 @@ def distinct_rows(codes, threads: int | None = None) -> tuple[np.ndarray, np.nda
 
     with ThreadPoolExecutor(threads or usable_cpus(THREADS), thread_name_prefix="genotile-hash") as pool:
         if not all(pool.map(check, range(0, copies.size, step))):
-            raise RuntimeError("distinct_rows: two different rows share a 128-bit hash")
+            return _distinct_exact(codes)
     return first, index
+
+
+def _distinct_exact(codes) -> tuple[np.ndarray, np.ndarray]:
+    """distinct_rows by sorting the rows' bytes (numpy.unique): slower, needs no hash."""
+    rows = np.ascontiguousarray(codes)
+    keys = rows.view(np.dtype((np.void, rows.shape[1] * rows.itemsize))).ravel()
+    _, first_sorted, inverse = np.unique(keys, return_index=True, return_inverse=True)
+    rank = np.empty(first_sorted.size, dtype=np.int64)
+    by_first = np.argsort(first_sorted, kind="stable")
+    rank[by_first] = np.arange(first_sorted.size)  # numbered by first occurrence
+    return first_sorted[by_first].astype(np.int64), rank[inverse.ravel()]
 
 
 def groups(index: np.ndarray, n_distinct: int) -> tuple[np.ndarray, np.ndarray]:
