@@ -1,35 +1,46 @@
 #!/usr/bin/env python3
-"""PLINK input benchmark (issue 17): genotile's .bed -> store against `plink2 --bfile B --make-pgen`.
+"""PLINK input benchmark (issues 17, 26): genotile's .bed -> store against `plink2 --bfile B --make-pgen`.
 
     PYTHONPATH=src python3 bench/bench_plink.py [--samples 2000] [--variants 100000]
         [--p-missing 0.02] [--seed 1] [--repeats 5] [--threads 2] [--out TABLE.md]
-        [--before codes] [--before pgenlib] [--smoke]
+        [--before codes] [--before pgenlib] [--before digest] [--smoke]
+    PYTHONPATH=src python3 bench/bench_plink.py --bfile DIR/x [--repeats 5] [--threads 2] ...
 
 Makes a PLINK 1 fileset of random genotypes (allele frequencies ~ Beta(0.5, 0.5), calls missing
-with probability p_missing), written straight as .bed/.bim/.fam. Then, in this one run, `repeats`
-times interleaved (medians reported; the machine is shared, so ratios are taken in one run):
+with probability p_missing), written straight as .bed/.bim/.fam; or, with --bfile, takes an
+existing one as it is (e.g. `bench/bench_biobank.py --generate-only DIR/x --samples 480000
+--variants 10000`: biobank sizes, whose genotypes this script would hold in memory). Then, in this
+one run, `repeats` times interleaved (medians reported; the machine is shared, so ratios are taken
+in one run):
 
   ours:  the workflow's fused "store" job for ibs / king (store/stage.store, no `samples` or
-         `regions`, its codes temporary): a whole .bed is read once into memory as bits
-         (io/readers/bed.py held_bits; no codes matrix), plan, pack (bits -> bit planes, planes.npy):
-         the .bed turned into a store ready for tiling, in one child process (this script,
-         calling store_stage.store with its stages wrapped in timers). Its wall time from the parent
+         `regions`, its codes temporary): the .bed read in one pass straight into the store's
+         bits (io/readers/bed.py write_streamed; no codes matrix, memory bounded by the slab of
+         samples held, not by the .bed), its calls counted in the same pass, the plan made first:
+         the .bed turned into a store ready for tiling, in one child process (this script, calling
+         store_stage.store with its stages wrapped in timers). As in the workflow, the input's
+         content digest is recorded beforehand (the fingerprint the workflow writes as it parses,
+         store/sources.write_fingerprint, untimed: the store job takes it from there); the job
+         still hashes the .bed's SHA-256, alongside the pass. Its wall time from the parent
          (interpreter start, imports included) is the measure; the child also reports each
-         stage's wall and CPU.
+         stage's wall and CPU and its peak RSS.
   peer:  `plink2 --bfile B --make-pgen --threads T` (wall time of the process): PLINK 2's own
          conversion of the same fileset into its native format.
-  before: with --before codes, ours again through the codes (session 5's store job: the numpy .bed reader
-         writes the codes matrix, the planes are packed from the .bed); with --before pgenlib,
-         the path before the numpy .bed reader (pgenlib reads the .bed, the planes are packed from the
-         codes); interleaved too.
+  before: with --before codes, ours again through the codes (session 5's store job: the numpy
+         .bed reader writes the codes matrix, the 5 planes are packed from the .bed); with
+         --before pgenlib, the path before the numpy .bed reader (pgenlib reads the .bed, the
+         planes are packed from the codes); with --before digest, ours without the fingerprint
+         (the job computes the .bed's content digest too, as a store job outside the workflow
+         does); interleaved too.
   All also in CPU seconds (all threads, whole processes), which a loaded shared machine
   disturbs less than wall time. Where the machine has more CPUs than --threads, both
   processes run under `taskset` on the first --threads of them.
 
-The child's bytecode is cached in the bench's temporary folder (PYTHONPYCACHEPREFIX, one
-untimed import first), as an installed package has it.
-Every run's planes and ingest counts are checked against the genotypes written, after the
-timing (a wrong read stops the bench). `--smoke` runs a tiny size once (what CI runs,
+The child's bytecode (and numba's cache of the compiled transposer) is in place before the timing
+(one untimed import and call first), as an installed package has it.
+Every run's store and ingest counts are checked after the timing (a wrong read stops the bench):
+against the genotypes written, or, with --bfile, the counts of missing calls and a spot check of
+2,000 samples' bits against the .bed's own bytes. `--smoke` runs a tiny size once (what CI runs,
 tests/io/test_plink.py); without plink2 on PATH it times genotile alone.
 """
 
@@ -83,11 +94,12 @@ def write_bed(prefix: Path, n: int, m: int, p_missing: float, seed: int, chunk: 
 
 def phase_store(a) -> dict:
     """The fused store job (store_stage.store, its codes temporary), timed stage by stage (wall, and
-    CPU of all threads) by wrapping the stages it calls."""
+    CPU of all threads) by wrapping the stages it calls; run in `a.workdir` (the fingerprints'
+    folder, store/sources.FINGERPRINTS, is relative to it)."""
     t0, c0 = time.perf_counter(), time.process_time()
     from genotile.store import stage as store_stage
 
-    if a.path != "held":  # through the codes (session 5's store job), or before the numpy .bed reader too
+    if a.path in ("codes", "pgenlib"):  # through the codes (session 5's store job); pgenlib: not numpy either
         from genotile.io.readers.bed import BedReader
 
         BedReader.held_bits = lambda self, threads=2: None
@@ -101,10 +113,34 @@ def phase_store(a) -> dict:
     for stage, name in (("ingest", "ingest"), ("plan", "plan"), ("pack", "pack")):
         setattr(store_stage, name, _timed(getattr(store_stage, name), stage, times))
     out = Path(a.workdir)
+    os.chdir(out)
     store_stage.store(a.bed, "genotype", out / "ingest.json", out, 4096, 1)
     times = {stage: times.get(stage, (0.0, 0.0)) for stage in STAGES}
     m = json.loads((out / "ingest.json").read_text())
-    return {"stages": times, "samples": m["n_vectors"], "variants": m["n_fields"]}
+    return {"stages": times, "samples": m["n_vectors"], "variants": m["n_fields"], "peak_rss": peak_rss()}
+
+
+def peak_rss() -> int:
+    """This process's peak resident memory, bytes: /proc's VmHWM, this program's own (ru_maxrss
+    would carry the high-water mark of the process it was forked from, the benchmark's, on Linux)."""
+    try:
+        with open("/proc/self/status") as fh:
+            return next(int(line.split()[1]) * 1024 for line in fh if line.startswith("VmHWM:"))
+    except (OSError, StopIteration):
+        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024  # KiB on Linux
+
+
+def fingerprint(workdir: Path, bed: Path) -> None:
+    """The input's fingerprint as the workflow writes it while it parses (store/sources.py): the
+    store job run in `workdir` takes the .bed's content digest from it."""
+    from genotile.store import sources
+
+    here = Path.cwd()
+    os.chdir(workdir)
+    try:
+        sources.write_fingerprint(sources.FINGERPRINTS / "bench.json", bed)
+    finally:
+        os.chdir(here)
 
 
 def _timed(fn, stage: str, times: dict):
@@ -128,7 +164,7 @@ def check(workdir: Path, truth_path: Path) -> None:
     from genotile.store.pack import open_store
 
     truth = np.load(truth_path, mmap_mode="r")
-    if list(workdir.glob("*codes*")):
+    if list(workdir.glob("*codes*")) or list(workdir.glob(".genotile-bits.*")):
         raise SystemExit("the store job left a codes file: the benchmark stops")
     counts = json.loads((workdir / "ingest.json").read_text())["counts"]
     missing = sum(int(np.count_nonzero(truth[r0 : r0 + 256] == MISSING)) for r0 in range(0, truth.shape[0], 256))
@@ -139,6 +175,39 @@ def check(workdir: Path, truth_path: Path) -> None:
     for r0 in range(0, perm.size, 256):
         if not np.array_equal(planes[r0 : r0 + 256], genotype_planes(truth[perm[r0 : r0 + 256]], layout)):
             raise SystemExit("genotile's planes differ from the genotypes written: the benchmark stops")
+
+
+SPOT_SAMPLES = 2000  # samples of an existing fileset whose bits are checked against its .bed
+
+
+def check_bed(workdir: Path, bed: Path, n: int, m: int, seed: int) -> None:
+    """The store of an existing fileset (--bfile) against its .bed, after the timing: the missing
+    calls counted from the .bed's bytes, and the bits of SPOT_SAMPLES samples (a store row
+    each: its lo words, then its hi words) as the .bed's records hold them."""
+    if list(workdir.glob("*codes*")) or list(workdir.glob(".genotile-bits.*")):
+        raise SystemExit("the store job left a codes file: the benchmark stops")
+    width = -(-n // 4)
+    records = np.memmap(bed, dtype=np.uint8, mode="r", offset=3, shape=(m, width))
+    counts = json.loads((workdir / "ingest.json").read_text())["counts"]
+    missing = 0
+    for v0 in range(0, m, 256):  # fields 01 (missing) of the samples, not the last byte's padding
+        block = np.asarray(records[v0 : v0 + 256])
+        fields = np.stack([(block >> (2 * k)) & 3 for k in range(4)], axis=2).reshape(block.shape[0], -1)[:, :n]
+        missing += int(np.count_nonzero(fields == 1))
+    if counts["missing_calls"] != missing or counts["variants"] != m:
+        raise SystemExit(f"genotile's ingest counts {counts} differ from the .bed's: the benchmark stops")
+    stored = np.load(workdir / "planes.npy", mmap_mode="r")
+    perm = np.load(workdir / "perm.npy")
+    rows = np.sort(np.random.default_rng(seed).choice(n, size=min(n, SPOT_SAMPLES), replace=False))
+    samples = perm[rows]
+    fields = (np.asarray(records[:, samples // 4]) >> (2 * (samples % 4)).astype(np.uint8)) & 3  # (m, spot)
+    words = -(-m // 64)
+    for h in range(2):  # lo, hi
+        bits = np.zeros((samples.size, 64 * words), dtype=np.uint8)
+        bits[:, :m] = ((fields >> h) & 1).T
+        want = np.packbits(bits, axis=1, bitorder="little").view("<u8")
+        if not np.array_equal(np.asarray(stored[rows, h * words : (h + 1) * words]), want):
+            raise SystemExit("genotile's bits differ from the .bed's: the benchmark stops")
 
 
 def children_cpu() -> float:
@@ -153,14 +222,19 @@ def timed(cmd: list[str], env=None) -> tuple[float, float, subprocess.CompletedP
     return time.perf_counter() - t0, children_cpu() - c0, proc
 
 
-def ours(a, bed: Path, truth: Path, workdir: Path, path: str = "held") -> dict:
+def ours(a, bed: Path, truth: Path | None, workdir: Path, path: str = "streamed") -> dict:
+    if path != "digest":  # the workflow's fingerprint, written as the workflow parses: untimed
+        fingerprint(workdir, bed)
     args = [sys.executable, __file__, "--phase", "store", "--bed", str(bed), "--workdir", str(workdir)]
     args += ["--path", path]
     wall, cpu, proc = timed(pinned(a.threads) + args, child_env(a))
     if proc.returncode != 0:
         raise SystemExit(f"store phase failed:\n{proc.stderr[-3000:]}")
     result = json.loads(proc.stdout.strip().splitlines()[-1])
-    check(workdir, truth)
+    if truth is not None:
+        check(workdir, truth)
+    else:
+        check_bed(workdir, bed, result["samples"], result["variants"], a.seed)
     return {**result, "wall": wall, "cpu": cpu}
 
 
@@ -173,10 +247,20 @@ def child_env(a) -> dict:
     return env
 
 
-def warm_up(a) -> None:
-    """Import the store job's modules once, untimed: their bytecode is then cached."""
-    modules = "genotile.store.stage, genotile.io.readers.bed, genotile.store.ingest, genotile.store.pack"
-    subprocess.run([sys.executable, "-c", f"import {modules}"], env=child_env(a), check=True)
+def warm_up(a, bed: Path, tmp: Path) -> None:
+    """One untimed store job of a tiny fileset: the child's bytecode and numba's cache of the
+    compiled transposer are then in place (as an installed package has them after its first run)."""
+    from genotile.io.readers.bed_words import MAGIC
+
+    prefix = tmp / "warm"
+    Path(f"{prefix}.bed").write_bytes(MAGIC + bytes(64 * 16))
+    Path(f"{prefix}.bim").write_text("".join(f"1\tw{v}\t0\t{v + 1}\tT\tA\n" for v in range(64)))
+    Path(f"{prefix}.fam").write_text("".join(f"0\tw{i}\t0\t0\t0\t-9\n" for i in range(64)))
+    work = tmp / "warm_store"
+    work.mkdir()
+    args = [sys.executable, __file__, "--phase", "store", "--bed", f"{prefix}.bed", "--workdir", str(work)]
+    subprocess.run(args, env=child_env(a), check=True, capture_output=True)
+    shutil.rmtree(work)
 
 
 def pinned(threads: int) -> list[str]:
@@ -199,6 +283,7 @@ def plink2(bfile: Path, out: Path, threads: int) -> dict:
 BEFORE = {
     "codes": "through the codes (session 5: the numpy .bed reader writes them, planes packed from the .bed)",
     "pgenlib": "before the numpy .bed reader (pgenlib reads the .bed, planes packed from the codes)",
+    "digest": "no fingerprint: the job computes the .bed's content digest too",
 }
 
 
@@ -240,21 +325,26 @@ def table(a, mine: list[dict], peer: list[dict], before: dict[str, list[dict]]) 
     wall, cpu = med(r["wall"] for r in mine), med(r["cpu"] for r in mine)
     p_wall = med(r["wall"] for r in peer) if peer else nan
     p_cpu = med(r["cpu"] for r in peer) if peer else nan
+    what = f"{a.bfile}.bed as it is" if a.bfile else f"{a.p_missing:.0%} missing"
+    rss = {name: max(r["peak_rss"] for r in runs) / 2**30 for name, runs in {"streamed": mine, **before}.items()}
     lines = [
-        f"PLINK input: {a.samples} samples x {a.variants} variants, {a.p_missing:.0%} missing, "
+        f"PLINK input: {a.samples} samples x {a.variants} variants ({what}), "
         f"{os.cpu_count()} CPUs, --threads {a.threads} (both sides), medians of {a.repeats} interleaved runs",
         "",
         "| measurement | genotile (s) | `plink2 --bfile --make-pgen` (s) | genotile / plink2 | notes |",
         "|---|---|---|---|---|",
         f"| .bed -> store, wall | {wall:.3f} | {p_wall:.3f} | {wall / p_wall:.2f} | whole processes; ours "
-        "the store job in one child, the .bed held as bits (no codes); planes and counts checked |",
+        "the store job in one child, the .bed in one pass straight to its bits (no codes); planes and counts checked |",
         f"| .bed -> store, CPU seconds | {cpu:.3f} | {p_cpu:.3f} | {cpu / p_cpu:.2f} | all threads, whole processes |",
         *before_rows(before, p_wall, p_cpu),
         "",
-        *stage_rows({"held": mine, **before}),
+        *stage_rows({"streamed": mine, **before}),
+        "",
+        "peak RSS of the store job (GiB, its most): " + ", ".join(f"{name} {v:.2f}" for name, v in rss.items()),
         "",
         f"runs, wall (s): genotile {[round(r['wall'], 3) for r in mine]}, plink2 {[round(r['wall'], 3) for r in peer]}"
         + "".join(f", {path} {[round(r['wall'], 3) for r in runs]}" for path, runs in before.items()),
+        f"runs, peak RSS (GiB): genotile {[round(r['peak_rss'] / 2**30, 2) for r in mine]}",
     ]
     return "\n".join(lines) + "\n"
 
@@ -270,7 +360,8 @@ def main() -> None:
     p.add_argument("--out", default=None)
     p.add_argument("--smoke", action="store_true", help="a tiny size once (CI)")
     p.add_argument("--before", action="append", choices=sorted(BEFORE), default=[], help="also time an earlier path")
-    p.add_argument("--path", default="held", help=argparse.SUPPRESS)
+    p.add_argument("--bfile", default=None, help="time an existing PLINK 1 fileset PREFIX (.bed/.bim/.fam) as it is")
+    p.add_argument("--path", default="streamed", help=argparse.SUPPRESS)
     p.add_argument("--phase", help=argparse.SUPPRESS)
     p.add_argument("--bed", help=argparse.SUPPRESS)
     p.add_argument("--workdir", help=argparse.SUPPRESS)
@@ -283,28 +374,33 @@ def main() -> None:
     a.threads = max(1, min(a.threads, len(os.sched_getaffinity(0))))
     tmp = Path(tempfile.mkdtemp(prefix="bench_plink."))
     try:
-        prefix = tmp / "data"
-        t0 = time.perf_counter()
-        np.save(tmp / "truth.npy", write_bed(prefix, a.samples, a.variants, a.p_missing, a.seed))
-        print(f"# made {a.samples} x {a.variants} .bed in {time.perf_counter() - t0:.1f} s", file=sys.stderr)
+        if a.bfile:  # as it is: its sizes from its .fam and .bim, its store checked against the .bed
+            prefix, truth = Path(a.bfile), None
+            a.samples = sum(1 for _ in open(f"{prefix}.fam", "rb"))
+            a.variants = sum(1 for _ in open(f"{prefix}.bim", "rb"))
+        else:
+            prefix, truth = tmp / "data", tmp / "truth.npy"
+            t0 = time.perf_counter()
+            np.save(truth, write_bed(prefix, a.samples, a.variants, a.p_missing, a.seed))
+            print(f"# made {a.samples} x {a.variants} .bed in {time.perf_counter() - t0:.1f} s", file=sys.stderr)
         a.pycache = tmp / "pycache"
-        warm_up(a)
+        warm_up(a, Path(f"{prefix}.bed"), tmp)
         has_peer = shutil.which("plink2") is not None
         mine, peer = [], []
         before: dict[str, list[dict]] = {path: [] for path in a.before}
         for k in range(a.repeats):
             if has_peer:
                 peer.append(plink2(prefix, tmp / f"pgen{k}", a.threads))
+                for f in tmp.glob(f"pgen{k}.*"):
+                    f.unlink()
             work = tmp / f"store{k}"
             work.mkdir()
-            mine.append(ours(a, Path(f"{prefix}.bed"), tmp / "truth.npy", work))
+            mine.append(ours(a, Path(f"{prefix}.bed"), truth, work))
             shutil.rmtree(work)
             for path, runs in before.items():
                 work.mkdir()
-                runs.append(ours(a, Path(f"{prefix}.bed"), tmp / "truth.npy", work, path))
+                runs.append(ours(a, Path(f"{prefix}.bed"), truth, work, path))
                 shutil.rmtree(work)
-            for f in tmp.glob(f"pgen{k}.*"):
-                f.unlink()
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     text = table(a, mine, peer, before)

@@ -3,13 +3,16 @@
 Random filesets are written byte by byte here (any padding bits, missing calls, sample
 counts that are not a multiple of 4), then ingested and packed twice: by the numpy reader and
 by pgenlib (BedReader.plain off). Codes, planes and both manifests must be the same bytes.
-The store job's path without codes (BedReader.held_bits: the calls held as bits) must write
-the same files as the pgenlib path through the codes, and planes and counts as a brute-force
-reference makes them from the genotypes.
+The store job's path without codes (one pass over the .bed straight to its store of bits,
+bed.write_streamed; bed.read_held where identical samples are collapsed) must write the bits a
+brute-force reference makes from the genotypes, byte for byte, and every other file as the
+pgenlib path through the codes does, whatever its memory bound (slabs of samples), strips,
+blocks and threads.
 Options that need pgenlib (samples, regions) must take it; broken .bed files must stop with one
 line naming the file.
 """
 
+import io
 import json
 import shutil
 
@@ -58,13 +61,29 @@ def write_fileset(prefix, g: np.ndarray, seed: int = 0, padding: str = "zero") -
 @pytest.fixture
 def small_blocks(monkeypatch):
     """Slabs of a few quads and blocks of a few words: every path (slabs, blocks, threads) is taken;
-    read_bits reads a word of variants at a time, transposes runs of 3 quads, counts rows one
-    at a time."""
+    the store job's pass holds 32 samples at a time (several slabs), reads strips of 8 record
+    bytes (a record with one pread each) a word of variants at a time and writes a row a pwrite."""
     monkeypatch.setattr(bed_words, "QUADS", 3)
     monkeypatch.setattr(bed_words, "BLOCK_BYTES", 64 * 3)
-    monkeypatch.setattr(bed, "READ_BYTES", 1)
-    monkeypatch.setattr(bed, "RUN_BYTES", 64 * 3)
-    monkeypatch.setattr(bed, "COUNT_ROWS", 1)
+    tiny_pass(monkeypatch)
+
+
+def tiny_pass(monkeypatch) -> None:
+    """The store job's pass at its smallest: a row held at a time (a pass over the .bed each; 32
+    samples a slab in sample order), blocks of one word of records read a record a preadv into 2
+    buffers, strips of one word of record bytes, one row a pwrite."""
+    for name, value in [
+        ("STREAM_BYTES", 1),
+        ("BLOCK_BYTES", 1),
+        ("TASK_WORDS", 1),
+        ("DEPTH", 2),
+        ("READ_BYTES", 1),
+        ("STRIP_GROUPS", 1),
+        ("STRIP_UNIT", 1),
+        ("WRITE_BYTES", 1),
+        ("HASH_ROWS", 3),
+    ]:
+        monkeypatch.setattr(bed, name, value)
 
 
 def no_numpy_bed(monkeypatch) -> None:
@@ -277,33 +296,56 @@ def reference_counts(g: np.ndarray) -> dict:
     }
 
 
-@pytest.mark.parametrize("n, m, p_missing, padding", CASES)
+def reference_bits(g: np.ndarray) -> np.ndarray:
+    """uint64 (samples, 2, words): each call's lo and hi bit as the .bed holds them, 64 variants a
+    word, bits past the last variant 0; brute force."""
+    n, m = g.shape
+    two_bit = np.zeros((n, 64 * -(-m // 64)), dtype=np.uint8)
+    two_bit[:, :m] = np.where(g == MISSING, 1, TWO_BIT[np.minimum(g, 2)])  # hi lo as the .bed holds them
+    lo, hi = (np.packbits(b, axis=1, bitorder="little").view("<u8") for b in (two_bit & 1, two_bit >> 1))
+    return np.stack([lo, hi], axis=1) & bed_words.valid_bits(m)
+
+
+def npy_bytes(array: np.ndarray) -> bytes:
+    """The bytes of an .npy of `array` (numpy's own writer)."""
+    buf = io.BytesIO()
+    np.save(buf, array)
+    return buf.getvalue()
+
+
+EXTRA_CASES = [(70, 700, 0.05, "random"), (203, 1000, 0.02, "random"), (130, 64, 0.0, "zero")]
+
+
+@pytest.mark.parametrize("n, m, p_missing, padding", CASES + EXTRA_CASES)
 @pytest.mark.parametrize("collapse", [False, True])
-def test_store_job_holds_the_bed_as_bits_and_writes_the_same_files(
-    tmp_path, monkeypatch, small_blocks, n, m, p_missing, padding, collapse
+@pytest.mark.parametrize("bound", ["tiny", "default"])
+@pytest.mark.parametrize("compiled", [True, False])
+def test_store_job_writes_the_bed_in_one_pass_and_the_same_files(
+    tmp_path, monkeypatch, n, m, p_missing, padding, collapse, bound, compiled
 ):
     g = random_genotypes(n, m, p_missing=p_missing, seed=n + 3 * m)
     if n >= 3:
         g[n - 1] = g[0]  # a duplicate sample besides random_genotypes' own
+    if m >= 70:
+        g[:, 66], g[:, 67], g[:, 68] = MISSING, 1, 0  # all missing; monomorphic (all het, all ref)
     path = write_fileset(tmp_path / "x", g, seed=n, padding=padding)
-    called = spy(monkeypatch, ["read_bits", "write_bits", "write_sample_rows", "pack_planes"])
-    held = store_job(path, tmp_path / "held", collapse, filter_pass=True)
-    assert called == ["read_bits", "write_bits"]  # no codes, no second reading of the .bed
+    with monkeypatch.context() as patch:
+        patch.setattr(bed, "COMPILED_BYTES", 0 if compiled else 1 << 40)  # numba's transposer, or numpy's
+        if bound == "tiny":  # slabs of 32 samples (spilled to a file where duplicates are collapsed)
+            patch.setattr(bed_words, "QUADS", 3)
+            patch.setattr(bed_words, "BLOCK_BYTES", 64 * 3)
+            tiny_pass(patch)
+        called = spy(patch, ["write_streamed", "read_held", "write_bits", "write_sample_rows", "pack_planes"])
+        held = store_job(path, tmp_path / "held", collapse, filter_pass=True)
+    # no codes; one reading of the .bed, straight into the store where the plan needs no count of it
+    assert called == (["read_held", "write_bits"] if collapse else ["write_streamed"])
     with monkeypatch.context() as patch:
         no_numpy_bed(patch)
         slow = store_job(path, tmp_path / "pgenlib", collapse, filter_pass=True)
     assert list(held) == ["ingest.json", "store/manifest.json", "store/perm.npy", "store/plan.json", "store/planes.npy"]
-    assert list(held) == list(slow)
-    # 2 bits a call on disk, the .bed's size: the planes read from it are the codes path's, and so
-    # is every other file
-    assert json.loads(held["store/manifest.json"])["stored"] == bits_module.STORED_BITS
-    rows = np.load(tmp_path / "held" / "store" / "perm.npy").size
-    assert np.load(tmp_path / "held" / "store" / "planes.npy").shape == (rows, 2 * -(-m // 64))
-    assert as_read(tmp_path / "held") == as_read(tmp_path / "pgenlib")
-    ingest_manifest = json.loads(held["ingest.json"])
-    assert {k: ingest_manifest["counts"][k] for k in ("missing_calls", "monomorphic", "all_missing")} == (
-        reference_counts(g)
-    )
+    assert list(held) == list(slow) and not list((tmp_path / "held" / "store").glob(".*"))  # nothing left over
+    # 2 bits a call on disk, the .bed's size, byte for byte as the reference makes them; every
+    # other file the codes path's, its store manifest but `stored`
     manifest = json.loads(held["store/manifest.json"])
     rows_of = np.load(tmp_path / "held" / "store" / "perm.npy")
     if "distinct_index" in manifest:
@@ -312,46 +354,131 @@ def test_store_job_holds_the_bed_as_bits_and_writes_the_same_files(
         rows_of = first[rows_of]
     else:
         assert not collapse or len(np.unique(g, axis=0)) == n
+    assert held["store/planes.npy"] == npy_bytes(reference_bits(g)[rows_of].reshape(len(rows_of), -1))
+    for name in ("ingest.json", "store/perm.npy", "store/plan.json"):
+        assert held[name] == slow[name], name
+    want = json.loads(slow["store/manifest.json"])
+    keys = list(want)
+    keys.insert(keys.index("ingest_counts") + 1, "stored")
+    assert list(manifest) == keys and manifest == {**want, "stored": bits_module.STORED_BITS}
+    assert as_read(tmp_path / "held") == as_read(tmp_path / "pgenlib")
+    ingest_manifest = json.loads(held["ingest.json"])
+    assert {k: ingest_manifest["counts"][k] for k in ("missing_calls", "monomorphic", "all_missing")} == (
+        reference_counts(g)
+    )
     layout = genotype_layout(g, "genotype")
     planes, _, _ = pack_module.open_store(
         tmp_path / "held" / "store" / "planes.npy", tmp_path / "held" / "store" / "manifest.json"
     )
     assert np.array_equal(np.asarray(planes), genotype_planes(g[rows_of], layout))
     if len(planes):  # rows read alone, as a slice, as a list, from the end: the same planes
-        want = genotype_planes(g[rows_of], layout)
-        assert np.array_equal(planes[len(planes) - 1], want[-1]) and np.array_equal(planes[-1], want[-1])
-        assert np.array_equal(planes[1:3], want[1:3]) and np.array_equal(planes[[0, 0]], want[[0, 0]])
+        want_planes = genotype_planes(g[rows_of], layout)
+        assert np.array_equal(planes[len(planes) - 1], want_planes[-1]) and np.array_equal(planes[-1], want_planes[-1])
+        assert np.array_equal(planes[1:3], want_planes[1:3]) and np.array_equal(planes[[0, 0]], want_planes[[0, 0]])
 
 
-@pytest.mark.parametrize("n, m", [(37, 301), (101, 64), (70, 700)])
+@pytest.mark.parametrize("n, m", [(37, 301), (101, 64), (70, 700), (2100, 130)])
 @pytest.mark.parametrize("threads", [1, 2, 3])
-def test_bits_and_their_counts_against_brute_force(tmp_path, small_blocks, n, m, threads):
+@pytest.mark.parametrize("tiny", [False, True])
+@pytest.mark.parametrize("compiled", [True, False])
+@pytest.mark.parametrize("mapped", [0, 1, 2])
+def test_bits_and_their_counts_against_brute_force(tmp_path, monkeypatch, n, m, threads, tiny, compiled, mapped):
+    monkeypatch.setattr(bed, "COMPILED_BYTES", 0 if compiled else 1 << 40)
+    monkeypatch.setattr(bed, "MAP_OUTPUT", mapped)  # held rows written with pwrite; the store mapped (populated)
+    if tiny:
+        tiny_pass(monkeypatch)
+        monkeypatch.setattr(bed_words, "RECORD_RUN", 3)
     g = random_genotypes(n, m, p_missing=0.1, seed=threads)
     g[:, 7] = MISSING  # all missing
     g[:, 8] = 1  # monomorphic, all het
     path = write_fileset(tmp_path / "x", g, padding="random")
-    bits, counts = bed.read_bits(path, n, m, threads=threads)
-    assert bits.shape == (n, 2, -(-m // 64))
-    lo = np.unpackbits(bits[:, 0].view(np.uint8), axis=1, bitorder="little")
-    hi = np.unpackbits(bits[:, 1].view(np.uint8), axis=1, bitorder="little")
-    assert not lo[:, m:].any() and not hi[:, m:].any()  # past the last variant: 0
-    two_bit = np.where(g == MISSING, 1, TWO_BIT[np.minimum(g, 2)])  # hi lo as the .bed holds them
-    assert np.array_equal(lo[:, :m], two_bit & 1) and np.array_equal(hi[:, :m], two_bit >> 1)
-    assert counts == {"variants": m, **reference_counts(g)}
+    want = reference_bits(g)
+    counts = {"variants": m, **reference_counts(g)}
+    rows_of = np.random.default_rng(n).permutation(n)
+    for rows in (rows_of, rows_of[: n // 2]):  # every sample, or some (collapsed duplicates)
+        got = bed.write_streamed(path, n, m, rows, tmp_path / "s.npy", threads=threads)
+        assert (tmp_path / "s.npy").read_bytes() == npy_bytes(want[rows].reshape(rows.size, -1)) and got == counts
+    hash_rows = lambda rows: duplicates.row_hashes(rows.reshape(len(rows), -1).view(np.uint8), threads=1)  # noqa: E731
+    held, got = bed.read_held(bed.BedFile(path, n, m), threads, bed.STREAM_BYTES, tmp_path, hash_rows)
+    assert got == counts and (held.bits is None) == tiny
+    out = np.empty((n, 2, -(-m // 64)), dtype=np.uint64)
+    assert np.array_equal(held.take_rows(rows_of, out), want[rows_of])
+    if tiny:  # spilled to an unnamed file, hashed as they were held
+        assert not list(tmp_path.glob(".genotile-bits.*"))
+        assert np.array_equal(held.hashes, hash_rows(want))
+    held.close()
+
+
+@pytest.mark.parametrize("mapped", [True, False])
+def test_the_pass_holds_at_most_its_bound(tmp_path, monkeypatch, mapped):
+    """The store job's memory does not grow with the .bed: the rows each pass holds (held, or
+    mapped from the store) are at most the bound (STREAM_BYTES, within
+    ingest_genotypes.memory_bytes()), however many samples."""
+    from genotile.store import ingest_genotypes
+
+    monkeypatch.setattr(bed, "MAP_OUTPUT", mapped)
+    g = random_genotypes(500, 200, p_missing=0.05, seed=8)
+    path = write_fileset(tmp_path / "x", g)
+    row_bytes = 16 * 4  # 4 words of variants, lo and hi
+    held: list[int] = []
+    real = bed._Pass.run
+    monkeypatch.setattr(bed._Pass, "run", lambda self: held.append(self.part.held.nbytes) or real(self))
+    monkeypatch.setattr(bed, "STREAM_BYTES", 64 * row_bytes)  # 64 rows a pass at most: 8 passes of 63
+    whole = store_job(path, tmp_path / "a")
+    assert held == [63 * row_bytes] * 7 + [59 * row_bytes]
+    held.clear()
+    monkeypatch.setattr(bed, "STREAM_BYTES", 1 << 40)  # within memory_bytes(), here made 96 rows
+    monkeypatch.setattr(ingest_genotypes, "MEMORY_BYTES", 96 * row_bytes)
+    assert ingest_genotypes.stream_bytes() == 96 * row_bytes
+    assert store_job(path, tmp_path / "b") == whole and held == [84 * row_bytes] * 5 + [80 * row_bytes]
+    held.clear()
+    store_job(path, tmp_path / "c", collapse=True)  # held in sample order: slabs of 96 spilled to a file
+    assert held == [96 * row_bytes] * 5 + [20 * row_bytes]
+    monkeypatch.setattr(ingest_genotypes, "MEMORY_BYTES", None)
+    held.clear()
+    assert store_job(path, tmp_path / "d") == whole and held == [500 * row_bytes]  # one pass: every sample
+
+
+def test_a_store_on_a_file_system_without_fallocate_is_written_from_held_rows(tmp_path, monkeypatch):
+    g = random_genotypes(40, 130, seed=9)
+    path = write_fileset(tmp_path / "x", g)
+    mapped = store_job(path, tmp_path / "a")
+    monkeypatch.setattr(bed, "reserve", lambda fd, size: False)  # no fallocate there: not mapped
+    called = spy(monkeypatch, ["_write_rows"])
+    assert store_job(path, tmp_path / "b") == mapped and called == ["_write_rows"]
+
+
+def test_a_full_disk_stops_the_store_job_with_one_line(tmp_path, monkeypatch):
+    """A store that the disk has no room for is refused as fallocate finds it (a write to a memory
+    map would end the process with SIGBUS): one line naming the file, nothing left over."""
+    import errno
+    import os
+
+    path = write_fileset(tmp_path / "x", random_genotypes(40, 130, seed=9))
+
+    def full(fd, size):
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(bed, "reserve", full)
+    planes = tmp_path / "s" / "store" / "planes.npy"
+    with pytest.raises(GenotileError, match=rf"^{planes}: could not be written: No space left on device$"):
+        store_job(path, tmp_path / "s")
+    assert not [p for p in (tmp_path / "s" / "store").iterdir() if p.name.startswith(".")]
+    assert not (tmp_path / "s" / "ingest.json").exists()
 
 
 def test_what_the_codes_path_keeps(tmp_path, monkeypatch):
-    """Selections, `genotile run`'s kept codes, GPU packing insisted on, a .bed past HOLD_BYTES and
-    another encoding go through the codes; their stores are the held path's all the same."""
+    """Selections, `genotile run`'s kept codes, GPU packing insisted on and another encoding go
+    through the codes; their stores are the streamed path's all the same."""
     g = random_genotypes(11, 120, seed=2)
     path = write_fileset(tmp_path / "x", g)
     (tmp_path / "keep.txt").write_text("s7\ns2\ns9\n")
-    assert BedReader(path, filter_pass=True).held_bits() is not None
+    assert BedReader(path, filter_pass=True).held_bits() == bed.BedFile(path, 11, 120, ("x.bim", "x.fam"))
     assert BedReader(path, samples=tmp_path / "keep.txt").held_bits() is None
     assert BedReader(path, regions="1:1-10").held_bits() is None
     with pytest.raises(GenotileError, match="unknown VCF option"):
         store_job(path, tmp_path / "bogus", bogus=1)
-    called = spy(monkeypatch, ["read_bits", "write_sample_rows", "pack_planes"])
+    called = spy(monkeypatch, ["write_streamed", "read_held", "write_sample_rows", "pack_planes"])
     monkeypatch.setenv("GENOTILE_GPU_PACK", "1")  # GPU packing insisted on: the codes (packed from the .bed here)
     monkeypatch.setattr(pack_module, "use_gpu_packing", lambda gpu=None: False)
     store_job(path, tmp_path / "gpu")
@@ -360,13 +487,7 @@ def test_what_the_codes_path_keeps(tmp_path, monkeypatch):
     monkeypatch.undo()
     store_job(path, tmp_path / "held")
     held = as_read(tmp_path / "held")
-    called = spy(monkeypatch, ["read_bits", "write_sample_rows", "pack_planes"])
-    with monkeypatch.context() as patch:
-        patch.setattr(bed, "HOLD_BYTES", 10)
-        store_job(path, tmp_path / "big")
-        assert as_read(tmp_path / "big") == held
-    assert called == ["write_sample_rows", "pack_planes"]
-    called.clear()
+    called = spy(monkeypatch, ["write_streamed", "read_held", "write_sample_rows", "pack_planes"])
     (tmp_path / "run").mkdir()
     store_stage.current_store(path, "genotype", tmp_path / "run", 5, 3)
     assert called == ["write_sample_rows", "pack_planes"]  # the codes are kept: reused to replan
@@ -417,19 +538,10 @@ def test_held_planes_equal_planes(m):
     assert np.array_equal(got, want)
 
 
-def test_bits_in_populated_memory_are_the_same(tmp_path, monkeypatch):
-    g = random_genotypes(21, 200, p_missing=0.1, seed=6)
-    path = write_fileset(tmp_path / "x", g, padding="random")
-    want = bed.read_bits(path, 21, 200, threads=2)
-    monkeypatch.setattr(bed, "POPULATE_BYTES", 0)  # mapped with MAP_POPULATE, where the system has it
-    bits, counts = bed.read_bits(path, 21, 200, threads=2)
-    assert np.array_equal(bits, want[0]) and counts == want[1] and bits.flags.writeable
-    assert not bed.zeros_populated((3, 2, 5)).any()
-
-
 def test_the_store_job_of_a_bed_imports_no_codes_path(tmp_path):
-    """A job's imports are part of its fixed cost: the held path imports neither the VCF reader's
-    text path and compiled decoders, cyvcf2, pgenlib nor zarr, nor the tile and merge stages' code."""
+    """A job's imports are part of its fixed cost: the streamed path imports neither the VCF
+    reader's text path and compiled decoders, cyvcf2, pgenlib nor zarr, nor the tile and merge
+    stages' code; nor numba for a .bed below bed.COMPILED_BYTES (its transposer is numpy's there)."""
     import subprocess
     import sys
 
@@ -537,4 +649,29 @@ def test_a_bed_shorter_than_when_checked_stops_naming_it(tmp_path, monkeypatch, 
 
     monkeypatch.setattr(bed, "open_bed", check_then_cut)
     with pytest.raises(GenotileError, match=r"x\.bed: cannot read its records"):
-        bed.read_bits(path, 10, 300, threads=2)
+        bed.write_streamed(path, 10, 300, np.arange(10), tmp_path / "s.npy", threads=2)
+    write_fileset(tmp_path / "x", g)
+    monkeypatch.setattr(bed, "READ_BYTES", 1 << 24)  # a block's records with one preadv
+    with pytest.raises(GenotileError, match=r"x\.bed: cannot read its records"):
+        bed.read_held(bed.BedFile(path, 10, 300), threads=2)
+
+
+def test_a_bed_cut_after_ingest_stops_the_store_job_with_one_line(tmp_path, monkeypatch):
+    """The store job reads a plain .bed after the plan: cut in between, it stops with one line
+    naming it, and neither its store nor its ingest manifest is left."""
+    g = random_genotypes(10, 300, seed=1)
+    path = write_fileset(tmp_path / "x", g)
+    real = store_stage.plan
+
+    def plan_then_cut(*args, **kwargs):
+        out = real(*args, **kwargs)
+        (tmp_path / "x.bed").write_bytes((tmp_path / "x.bed").read_bytes()[:-1])
+        return out
+
+    monkeypatch.setattr(store_stage, "plan", plan_then_cut)
+    message = r"x\.bed: 902 bytes, but 300 variants \(x\.bim\) x 10 samples \(x\.fam\) need 903$"
+    with pytest.raises(GenotileError, match=message) as info:
+        store_job(path, tmp_path / "s")
+    assert "\n" not in str(info.value)
+    assert not (tmp_path / "s" / "ingest.json").exists() and not (tmp_path / "s" / "store" / "planes.npy").exists()
+    assert not list((tmp_path / "s" / "store").glob(".*"))

@@ -1,10 +1,12 @@
 """A store of a whole .bed's calls as bits: written in the store's row order (`write_bits`),
 read back as the five genotype planes of the rows a tile reads (`BitsPlanes`).
 
-The store job holds a plain .bed's calls as bits (io/readers/bed.py `read_bits`: uint64
-(samples, 2, words), a sample's lo bits then its hi bits, 64 variants a word) and writes them,
-2 bits a call (the .bed's size), where the five planes would take 5; the store manifest says so
-(`stored`: STORED_BITS), and store/pack.open_store then gives a BitsPlanes in place of the planes.
+The store job writes a plain .bed's calls as bits, 2 a call (the .bed's size), where the five
+planes would take 5: uint64 (2, words) a row, a sample's lo bits then its hi bits, 64 variants a
+word; straight from the .bed in one pass (io/readers/bed.py `write_streamed`), or, where
+identical samples were collapsed, from the bits held in sample order (`read_held`) by
+`write_bits`. The store manifest says so (`stored`: STORED_BITS), and store/pack.open_store
+then gives a BitsPlanes in place of the planes.
 """
 
 from concurrent.futures import ThreadPoolExecutor
@@ -21,8 +23,8 @@ STORED_BITS = "bed_bits"
 BITS_CHUNK_BYTES = 1 << 21  # bits rows gathered (then written, one pwrite) at a time
 
 
-def write_bits(bits: np.ndarray, rows_of: np.ndarray, out_path, threads: int = 2) -> None:
-    """Write held bits (`read_bits`) in the store's row order as an .npy: row r holds sample
+def write_bits(bits, rows_of: np.ndarray, out_path, threads: int = 2) -> None:
+    """Write bits in sample order in the store's row order as an .npy: row r holds sample
     rows_of[r], its lo words then its hi words. The store's planes are made from them as they are
     read (`BitsPlanes`): 2 bits a call on disk, the .bed's size, where the five planes take 5.
 
@@ -31,8 +33,9 @@ def write_bits(bits: np.ndarray, rows_of: np.ndarray, out_path, threads: int = 2
 
     Parameters
     ----------
-    bits : numpy.ndarray
-        uint64 (samples, 2, words), `read_bits` (bits past the last variant 0).
+    bits : numpy.ndarray or io.readers.bed.HeldBits
+        uint64 (samples, 2, words) (bits past the last variant 0), or the bits a .bed's pass held
+        (`take_rows`: in memory, or spilled to a file).
     rows_of : numpy.ndarray of int
         The sample of each row (a permutation of the samples, or of distinct ones).
     out_path : str or os.PathLike
@@ -40,7 +43,11 @@ def write_bits(bits: np.ndarray, rows_of: np.ndarray, out_path, threads: int = 2
     threads : int
         Threads taking the chunks.
     """
-    n_words = bits.shape[2]
+    if isinstance(bits, np.ndarray):
+        n_words = bits.shape[2]
+        take = lambda rows, out: np.take(bits, rows, axis=0, out=out[: rows.size])  # noqa: E731
+    else:
+        n_words, take = bits.n_words, bits.take_rows
     row_bytes = 2 * n_words * 8
     step = max(1, BITS_CHUNK_BYTES // max(1, row_bytes))
     starts = list(range(0, int(rows_of.size), step))
@@ -51,9 +58,7 @@ def write_bits(bits: np.ndarray, rows_of: np.ndarray, out_path, threads: int = 2
         def share(first: int) -> None:
             held = np.empty((step, 2, n_words), dtype=np.uint64)
             for r0 in starts[first::threads]:
-                rows = rows_of[r0 : r0 + step]
-                got = held[: rows.size]
-                np.take(bits, rows, axis=0, out=got)
+                got = take(rows_of[r0 : r0 + step], held)
                 npy_rows.pwrite_rows(fd, got, start + r0 * row_bytes, out_path)
 
         threads = max(1, min(threads, len(starts)))

@@ -7,14 +7,21 @@ encoding and the options, and takes the form its reader offers:
 - an alignment (io/readers/fasta.py): the informative columns' codes, written; or, where the
   codes would be temporary (`hold`: the store job), a regular alignment that fits held in
   memory (HeldAlignment);
-- genotypes (VCF/BCF, PLINK, VCF-Zarr): the codes, written (store/ingest_genotypes.py); or, held,
-  a whole .bed's calls as bits (io/readers/bed.py HeldBits).
+- genotypes (VCF/BCF, PLINK, VCF-Zarr): the codes, written (store/ingest_genotypes.py); or,
+  where they would be temporary, a whole .bed as it is (io/readers/bed.py BedFile), read by the
+  pass that writes its store (store/pack.py), which counts its calls: the manifest is then
+  `pending` (its counts and checksum filled in, and written, by that pass); where identical
+  samples are collapsed, the plan needs their number first: the .bed is then read here, into
+  bits in sample order (bed.read_held: HeldBits).
 
 It writes the ingest manifest (IDs, sizes, counts, options, what the store was computed from:
 store/sources.py; identical vectors, store/duplicates.py) and returns it with what store/pack.py
 packs: the files are the same, byte for byte, whichever form was taken.
 """
 
+import dataclasses
+import hashlib
+import os
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,12 +31,13 @@ import numpy as np
 from genotile.core.encodings import ENCODINGS
 from genotile.core.registry import REGISTRY
 from genotile.errors import GenotileError
+from genotile.io.readers import bed as bed_module
 from genotile.io.readers.array import AlignmentArray, GenotypeArray
 from genotile.io.readers.base import AlignmentReader, GenotypeReader, Reader, reader_of
-from genotile.io.readers.bed import HeldBits
+from genotile.io.readers.bed import BedFile, HeldBits
 from genotile.io.readers.fasta import HeldAlignment
-from genotile.store.duplicates import COLLAPSIBLE, distinct_rows, distinct_samples
-from genotile.store.ingest_genotypes import check_options, genotype_manifest, read_genotypes
+from genotile.store.duplicates import COLLAPSIBLE, distinct_rows, distinct_samples, row_hashes
+from genotile.store.ingest_genotypes import check_options, genotype_manifest, read_genotypes, stream_bytes
 from genotile.store.inputs import inputs_of
 from genotile.store.pack import gpu_insisted
 from genotile.store.sources import content_digest, content_sha256, recorded_digest, sources
@@ -48,14 +56,19 @@ class Ingested:
     ----------
     manifest : dict
         The ingest manifest.
-    stored : pathlib.Path or HeldAlignment or HeldBits or numpy.ndarray
+    stored : pathlib.Path or HeldAlignment or HeldBits or BedFile or numpy.ndarray
         The codes matrix written (.npy, uint8 (vectors, kept fields)), or the input held in
         memory: an alignment's folded bytes (io/readers/fasta.py), a .bed's calls as bits
-        (io/readers/bed.py), or (no codes file named) the codes matrix itself.
+        (io/readers/bed.py), or (no codes file named) the codes matrix itself; or a plain .bed
+        not read yet (BedFile: its pass, in store/pack.py, completes the manifest).
+    pending : bool
+        The manifest lacks the .bed's counts and checksum and is not written yet: `stored.finish`
+        does both with the counts of the pass that packs it.
     """
 
     manifest: dict
-    stored: Path | HeldAlignment | HeldBits | np.ndarray
+    stored: Path | HeldAlignment | HeldBits | BedFile | np.ndarray
+    pending: bool = False
 
 
 def ingest(
@@ -109,11 +122,12 @@ def ingest(
     # hashlib releases the GIL: the SHA-256, and (where the codes are not kept) the digest the
     # workflow's fingerprint did not record (store/sources.py), alongside the reading
     hashing = ThreadPoolExecutor(2, thread_name_prefix="genotile-sha256")
-    sha256 = hashing.submit(path.sha256) if in_memory else hashing.submit(content_sha256, path)
+    sha256 = hashing.submit(path.sha256) if in_memory else hashing.submit(_sha256, path)
     recorded = None if in_memory else recorded_digest(path)
     digest = hashing.submit(content_digest, path) if hold and not recorded and not in_memory else None
     hashing.shutdown(wait=False)
     manifest: dict
+    collapse = collapse_duplicates and encoding in COLLAPSIBLE
     if reader.source == "alignment":
         assert issubclass(reader, AlignmentReader)
         aligned = path if in_memory else reader(path)
@@ -134,19 +148,69 @@ def ingest(
         assert issubclass(reader, GenotypeReader)
         with path if isinstance(path, GenotypeArray) else reader(path, **given) as opened:
             ids_variants, stored = read_genotypes(opened, path, encoding, codes_out, hold)
-            manifest = genotype_manifest(opened, path, encoding, ids_variants, given, sha256)
-    if not in_memory:  # what the store was computed from (input, options, option files, index), for reruns
-        known = recorded or (None if digest is None else digest.result())
-        manifest["sources"] = sources(path, options, input_sha256=manifest["input_sha256"], input_digest=known)
-    if collapse_duplicates and encoding in COLLAPSIBLE:  # identical vectors computed once (duplicates.py)
-        first, index = _distinct(stored)
-        manifest["collapse_duplicates"] = True
-        if first.size < index.size:
-            manifest["n_distinct"] = int(first.size)
-            manifest["distinct_index"] = index.tolist()
-    if manifest_out is not None:
-        write_record(manifest_out, manifest)
-    return Ingested(manifest, stored)
+            # a plain .bed is read later, in one pass that counts its calls: its checksum is
+            # filled in with them (`finish`), the hashing meanwhile alongside
+            later = isinstance(stored, BedFile)
+            manifest = genotype_manifest(opened, path, encoding, ids_variants, given, None if later else sha256)
+        if later and collapse:  # the plan is of the distinct samples: the pass comes first
+            stored, counts = _read_held(stored, None if codes_out is None else Path(codes_out).parent)
+            _add_counts(manifest, counts)
+
+    def finish(counts: dict | None = None) -> dict:
+        """The manifest completed (the pass's counts, the checksum, the sources, the identical
+        vectors) and written."""
+        if counts is not None:
+            _add_counts(manifest, counts)
+        if manifest["input_sha256"] is None:
+            manifest["input_sha256"] = sha256.result()
+        if not in_memory:  # what the store was computed from (input, options, option files, index), for reruns
+            known = recorded or (None if digest is None else digest.result())
+            manifest["sources"] = sources(path, options, input_sha256=manifest["input_sha256"], input_digest=known)
+        if collapse:  # identical vectors computed once (duplicates.py)
+            first, index = _distinct(stored)
+            manifest["collapse_duplicates"] = True
+            if first.size < index.size:
+                manifest["n_distinct"] = int(first.size)
+                manifest["distinct_index"] = index.tolist()
+        if manifest_out is not None:
+            write_record(manifest_out, manifest)
+        return manifest
+
+    if isinstance(stored, BedFile):  # counted by the pass that writes the store (store/pack.py)
+        return Ingested(manifest, dataclasses.replace(stored, finish=finish), pending=True)
+    return Ingested(finish(), stored)
+
+
+SHA_READ = 1 << 26  # bytes of a file read for its SHA-256 at a time (`_sha256`)
+
+
+def _sha256(path) -> str:
+    """sources.content_sha256 (what `sha256sum` prints, for a file), the file read SHA_READ at a
+    time into one buffer: the hashing thread takes the GIL back once a read and once a hash, and
+    beside a pass over a .bed on 16 threads each take can wait its turn (a 5 GB .bed hashed in
+    ~7 s in 4 MiB reads, there)."""
+    if os.path.isdir(path):
+        return content_sha256(path)
+    digest = hashlib.sha256()
+    buffer = bytearray(SHA_READ)
+    view = memoryview(buffer)
+    with open(path, "rb", buffering=0) as fh:
+        while got := fh.readinto(buffer):
+            digest.update(view[:got])
+    return digest.hexdigest()
+
+
+def _add_counts(manifest: dict, counts: dict) -> None:
+    """The pass's counts of a .bed's calls added to the ingest manifest's (the reader's stats)."""
+    for key, value in counts.items():
+        manifest["counts"][key] += value
+
+
+def _read_held(bed: BedFile, spill_dir) -> tuple[HeldBits, dict]:
+    """A plain .bed's bits in sample order and its counts (bed.read_held), on the usable CPUs,
+    within the pass's memory bound (ingest_genotypes.stream_bytes)."""
+    hash_rows = lambda rows: row_hashes(rows.reshape(len(rows), -1).view(np.uint8), threads=1)  # noqa: E731
+    return bed_module.read_held(bed, usable_cpus(bed_module.STREAM_THREADS), stream_bytes(), spill_dir, hash_rows)
 
 
 def _check_kind(reader: type[Reader], path, encoding: str) -> None:
@@ -161,11 +225,35 @@ def _check_kind(reader: type[Reader], path, encoding: str) -> None:
 
 def _distinct(stored: Path | HeldAlignment | HeldBits | np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """store/duplicates.distinct_rows of what ingest made: the codes (written or held), rows alike
-    to them (an alignment held, HeldAlignment.codes_alike) or a .bed's bit rows (distinct_samples)."""
+    to them (an alignment held, HeldAlignment.codes_alike) or a .bed's bit rows (distinct_samples;
+    `_distinct_spilled` where they were spilled to a file)."""
     if isinstance(stored, np.ndarray):
         return distinct_rows(stored)
     if isinstance(stored, Path):
         return distinct_rows(np.load(stored, mmap_mode="r"))
     if isinstance(stored, HeldAlignment):
         return distinct_rows(stored.codes_alike())
+    if stored.bits is None:
+        return _distinct_spilled(stored)
     return distinct_samples(stored.bits.reshape(stored.bits.shape[0], -1), usable_cpus(HASH_THREADS))
+
+
+SPILL_ROWS = 1024  # copies compared with their group's first at a time (`_distinct_spilled`)
+
+
+def _distinct_spilled(held: HeldBits) -> tuple[np.ndarray, np.ndarray]:
+    """duplicates.distinct_samples of a .bed's bits spilled to a file (bed.read_held): the rows
+    grouped by the hashes made as they were read, then the copies compared with their group's
+    first, read back SPILL_ROWS at a time; a hash shared by two different rows (never seen) falls
+    back to distinct_rows over the rows themselves."""
+    assert held.hashes is not None and held.spill is not None
+    n = held.n_samples
+    first, index = distinct_rows(held.hashes.view(np.uint8))
+    copies = np.flatnonzero(first[index] != np.arange(n))
+    mine, theirs = (np.empty((min(SPILL_ROWS, max(1, copies.size)), 2, held.n_words), np.uint64) for _ in range(2))
+    for c0 in range(0, copies.size, SPILL_ROWS):
+        rows = copies[c0 : c0 + SPILL_ROWS]
+        if not np.array_equal(held.take_rows(rows, mine), held.take_rows(first[index[rows]], theirs)):
+            words = np.memmap(held.spill, dtype=np.uint64, mode="r", shape=(n, 2 * held.n_words))
+            return distinct_rows(words.view(np.uint8))
+    return first, index

@@ -4,14 +4,14 @@
 order: blocks of variant rows are appended to an .npy whose row count grows.
 `genotype` (vectors = samples, fields = variants; ibs, king) is its transpose:
 written straight by a reader that can (PLINK, io/readers/plink.py and bed.py:
-`write_sample_rows`), or held as bits where the codes would be temporary (a whole .bed,
-`held_bits`); otherwise the variant rows are held in memory up to `memory_bytes()` (a quarter of the memory
-the process may use, at least 1 GiB) and written transposed: blocks of samples are
-transposed on up to TRANSPOSE_THREADS threads and written in order by one, in one
-sequential write; past that they go to a temporary .npy first, then blocks of variants are written transposed into the
-columns of the final memmap, so memory stays bounded by one block of variants x
-samples bytes. Every variant is kept (monomorphic ones change n for ibs):
-n_kept = n_fields.
+`write_sample_rows`), or, where the codes would be temporary, left to the reader's own pass (a
+whole .bed, `held_bits`: read by the pass that writes its store); otherwise the variant rows are
+held in memory up to `memory_bytes()` (a quarter of the memory the process may use, at least
+1 GiB) and written transposed: blocks of samples are transposed on up to TRANSPOSE_THREADS
+threads and written in order by one, in one sequential write; past that they go to a temporary
+.npy first, then blocks of variants are written transposed into the columns of the final
+memmap, so memory stays bounded by one block of variants x samples bytes. Every variant is kept
+(monomorphic ones change n for ibs): n_kept = n_fields.
 """
 
 import contextlib
@@ -81,6 +81,14 @@ def check_options(options: dict) -> dict:
     if unknown:
         raise GenotileError(f"unknown VCF option(s) {', '.join(unknown)}; known: {', '.join(GENOTYPE_OPTIONS)}")
     return {k: v for k, v in options.items() if v is not None}
+
+
+def stream_bytes() -> int:
+    """Bytes of rows of bits the store job's pass over a plain .bed holds at a time at most
+    (io/readers/bed.py): bed.STREAM_BYTES, within `memory_bytes()`."""
+    from genotile.io.readers import bed
+
+    return min(bed.STREAM_BYTES, memory_bytes())
 
 
 def memory_bytes() -> int:
@@ -249,19 +257,20 @@ def read_genotypes(reader: GenotypeReader, path, encoding: str, codes_out, hold:
     codes_out : str or os.PathLike or None
         The codes (.npy, uint8 (vectors, fields)); None: held in memory (the Python API), nothing written.
     hold : bool
-        Take the reader's `held_bits` where it has them (nothing written).
+        Take the reader's `held_bits` where it has them (a whole .bed, read later by its own
+        pass; nothing written).
 
     Returns
     -------
     ids_variants : list
         The variant IDs (None each where the vectors are samples).
-    stored : pathlib.Path or HeldBits or numpy.ndarray
-        `codes_out`, written, or the calls held as bits, or (no `codes_out`) the codes.
+    stored : pathlib.Path or BedFile or numpy.ndarray
+        `codes_out`, written, or the .bed to read (io/readers/bed.py), or (no `codes_out`) the codes.
     """
     transposed = ENCODINGS[encoding].transposed
     held = reader.held_bits() if hold and not transposed else None
-    if held is not None:
-        return [None] * reader.stats["variants"], held
+    if held is not None:  # a plain .bed, read by the pass that writes its store
+        return [None] * held.n_variants, held
     if codes_out is None:  # the blocks of variant rows held, transposed where the vectors are samples
         reader.want_ids = transposed
         rows = _Rows(None, len(reader.samples))
@@ -318,14 +327,15 @@ def _transposed_rows(reader: GenotypeReader, codes_out, tmp) -> list:
 
 
 def genotype_manifest(reader: GenotypeReader, path, encoding: str, ids_variants: list, options: dict, sha256) -> dict:
-    """The ingest manifest of a genotype input (`sha256`: a future of the input's SHA-256)."""
+    """The ingest manifest of a genotype input (`sha256`: a future of the input's SHA-256, or None
+    where it is filled in later)."""
     samples, stats = list(reader.samples), dict(reader.stats)
     transposed = ENCODINGS[encoding].transposed
     ids, n_fields = (ids_variants, len(samples)) if transposed else (samples, len(ids_variants))
     return {
         "genotile": __version__,
         "input": str(path),
-        "input_sha256": sha256.result(),
+        "input_sha256": None if sha256 is None else sha256.result(),  # None: filled in by the pass (store/ingest.py)
         "format": reader.format,
         "encoding": encoding,
         "n_vectors": len(ids),

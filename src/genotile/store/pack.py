@@ -5,8 +5,10 @@ laid out as the manifest's `layout` says. `manifest.json` carries the IDs (in
 input order), the permutation's seed, the layout and the input's checksum.
 
 `pack` packs what ingest made (store/ingest.py): the codes matrix, or the input held in memory
-in its reader's form, an alignment's folded bytes or a whole .bed's calls as bits; a plain .bed's
-codes are packed from the .bed's own 2-bit calls (`pack_from_bed`). A whole .bed's store holds
+in its reader's form, an alignment's folded bytes or a whole .bed's calls as bits; or a whole
+.bed not read yet, read here in one pass straight into its store (`_pack_streamed`), its calls
+counted for the ingest manifest; a plain .bed's kept codes (`genotile run`) are packed from the
+.bed's own 2-bit calls (`pack_from_bed`). A whole .bed's store in the store job holds
 its calls as bits, 2 each (store/bits.py; manifest `stored`: STORED_BITS; row r: vector
 perm[r]'s lo words, then its hi words): its five genotype planes are made from them as rows are
 read (`open_store`), so the store job writes the .bed's size, not 2.5 times it. The same planes,
@@ -129,9 +131,10 @@ def pack(
 
     Parameters
     ----------
-    stored : str or os.PathLike or HeldAlignment or HeldBits or numpy.ndarray
+    stored : str or os.PathLike or HeldAlignment or HeldBits or BedFile or numpy.ndarray
         The codes matrix (.npy, uint8 (vectors, kept fields)), or the input held in memory
-        (store/ingest.py `Ingested.stored`): the codes themselves among them.
+        (store/ingest.py `Ingested.stored`): the codes themselves among them; or a whole .bed not
+        read yet (its pass writes the store, then `stored.finish` the ingest manifest).
     ingest_manifest : dict
         The ingest manifest.
     plan, perm
@@ -151,15 +154,20 @@ def pack(
     planes : numpy.ndarray or None
         uint64 (vectors, words), as planes.npy would hold them, where `planes_out` is None.
     """
-    from genotile.io.readers.bed import HeldBits
+    from genotile.io.readers.bed import BedFile, HeldBits
     from genotile.io.readers.fasta import HeldAlignment
 
     if isinstance(stored, HeldAlignment):
         return _pack_held(stored, ingest_manifest, plan, perm, planes_out, manifest_out)
-    if isinstance(stored, HeldBits):
+    if isinstance(stored, (HeldBits, BedFile)):
         if planes_out is None:
-            raise ValueError("a .bed's calls held as bits are stored in a file: name planes_out")
-        return _pack_bits(stored.bits, ingest_manifest, plan, perm, planes_out, manifest_out), None
+            raise ValueError("a .bed's calls as bits are stored in a file: name planes_out")
+        if isinstance(stored, BedFile):
+            return _pack_streamed(stored, ingest_manifest, plan, perm, planes_out, manifest_out), None
+        try:
+            return _pack_bits(stored, ingest_manifest, plan, perm, planes_out, manifest_out), None
+        finally:
+            stored.close()  # a spilled file's space back
     return _pack_codes(stored, ingest_manifest, plan, perm, planes_out, manifest_out, gpu)
 
 
@@ -337,16 +345,17 @@ def _bed_manifest(
     return _write_manifest(extra, layout, ingest_manifest, plan, n_input, manifest_out)
 
 
-def _pack_bits(bits: np.ndarray, ingest_manifest: dict, plan: Plan, perm: np.ndarray, planes_out, manifest_out) -> dict:
-    """The store of a plain .bed's `genotype` store from its calls held as bits
-    (io/readers/bed.py `read_bits`), no codes matrix: the bits in the store's row order
-    (store/bits.py), the planes made from them as they are read (`open_store`); the store
-    manifest is `_pack_codes`' but `stored`. Returns the store manifest.
+def _pack_bits(held, ingest_manifest: dict, plan: Plan, perm: np.ndarray, planes_out, manifest_out) -> dict:
+    """The store of a plain .bed's `genotype` store from its calls held as bits in sample order
+    (io/readers/bed.py `read_held`, where identical samples were collapsed before the plan), no
+    codes matrix: the bits in the store's row order (store/bits.py), the planes made from them as
+    they are read (`open_store`); the store manifest is `_pack_codes`' but `stored`. Returns the
+    store manifest.
 
     Parameters
     ----------
-    bits : numpy.ndarray
-        uint64 (samples, 2, words): io/readers/bed.py `read_bits`.
+    held : io.readers.bed.HeldBits
+        The bits, in memory or spilled to a file.
     ingest_manifest : dict
         The ingest manifest.
     plan, perm
@@ -356,15 +365,51 @@ def _pack_bits(bits: np.ndarray, ingest_manifest: dict, plan: Plan, perm: np.nda
     """
     from genotile.store.bits import write_bits
 
-    n_input, n_fields = bits.shape[0], int(ingest_manifest["n_fields"])
+    n_input, n_fields = held.n_samples, int(ingest_manifest["n_fields"])
     rows_of = store_rows(ingest_manifest, n_input, plan, perm, ingest_manifest["input"])
     n = rows_of.size
     progress = Progress("pack (the .bed's bits)", total=n)
     with atomic_path(planes_out) as tmp:
-        write_bits(bits, rows_of, tmp, threads=usable_cpus(PACK_THREADS))
+        write_bits(held, rows_of, tmp, threads=usable_cpus(PACK_THREADS))
     progress.finish(n)
     # complete: no missing call (the planes rows are every sample, or one of each set of copies)
     complete = ingest_manifest["counts"]["missing_calls"] == 0
+    return _bed_manifest(complete, ingest_manifest, plan, n_input, n_fields, manifest_out, stored=STORED_BITS)
+
+
+def _pack_streamed(bed, ingest_manifest: dict, plan: Plan, perm: np.ndarray, planes_out, manifest_out) -> dict:
+    """The store of a plain .bed's `genotype` store written in one pass over the .bed
+    (io/readers/bed.py `write_streamed`: its calls transposed to bits straight into the store's
+    row order, and counted), the ingest manifest then completed with the counts and written
+    (`bed.finish`, store/ingest.py); the same files as `_pack_bits` writes from the bits held.
+    Returns the store manifest.
+
+    Parameters
+    ----------
+    bed : io.readers.bed.BedFile
+        The .bed, not read yet.
+    ingest_manifest : dict
+        The ingest manifest, but the counts and the checksum.
+    plan, perm
+        The plan and its permutation.
+    planes_out, manifest_out : str or os.PathLike
+        planes.npy and the store manifest.
+    """
+    from genotile.io.readers import bed as bed_reader
+    from genotile.store.ingest_genotypes import stream_bytes
+
+    n_input, n_fields = bed.n_samples, bed.n_variants
+    rows_of = store_rows(ingest_manifest, n_input, plan, perm, ingest_manifest["input"])
+    progress = Progress("pack (the .bed, in one pass)", total=rows_of.size)
+    threads = usable_cpus(bed_reader.STREAM_THREADS)
+    with atomic_path(planes_out) as tmp:
+        counts = bed_reader.write_streamed(
+            bed.path, n_input, n_fields, rows_of, tmp, threads=threads, what=bed.what, held_bytes=stream_bytes()
+        )
+    progress.finish(rows_of.size)
+    if bed.finish is not None:
+        ingest_manifest = bed.finish(counts)
+    complete = counts["missing_calls"] == 0
     return _bed_manifest(complete, ingest_manifest, plan, n_input, n_fields, manifest_out, stored=STORED_BITS)
 
 

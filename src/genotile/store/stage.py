@@ -46,8 +46,8 @@ def ingest(input_path, encoding, codes_out, manifest_out, *, collapse_duplicates
         Record which vectors are identical (store/duplicates.py).
     hold : bool
         The codes would be temporary (the store job): the input is held in memory in its
-        reader's form where it can be (a regular alignment that fits, a whole .bed's calls as
-        bits), and no codes are written.
+        reader's form where it can be (a regular alignment that fits), or left to the pack (a
+        whole .bed: the returned manifest is then `pending`), and no codes are written.
     **options
         The genotype readers' options (multiallelic, filter_pass, samples, regions).
 
@@ -149,10 +149,12 @@ def pack(stored, ingest_manifest, plan_path, perm_path, planes_out, manifest_out
 
     Parameters
     ----------
-    stored : str or os.PathLike or HeldAlignment or HeldBits
-        What ingest made: the codes (.npy), or the input held in memory (`ingest`'s `hold`).
-    ingest_manifest : str or os.PathLike
-        The ingest manifest.
+    stored : str or os.PathLike or HeldAlignment or HeldBits or BedFile
+        What ingest made: the codes (.npy), or the input held in memory (`ingest`'s `hold`), or
+        a whole .bed to read.
+    ingest_manifest : str or os.PathLike or dict
+        The ingest manifest (a plain .bed's, `ingest`'s `pending`: the manifest itself, which
+        the pack completes and writes).
     plan_path, perm_path : str or os.PathLike
         The plan's outputs.
     planes_out, manifest_out : str or os.PathLike
@@ -169,7 +171,8 @@ def pack(stored, ingest_manifest, plan_path, perm_path, planes_out, manifest_out
     from genotile.store.pack import layout_from_json
     from genotile.store.pack import pack as pack_stored
 
-    m, _ = pack_stored(stored, _load_json(ingest_manifest), p, perm, planes_out, manifest_out)
+    manifest = ingest_manifest if isinstance(ingest_manifest, dict) else _load_json(ingest_manifest)
+    m, _ = pack_stored(stored, manifest, p, perm, planes_out, manifest_out)
     words = layout_from_json(m["layout"]).total_words
     log.info("pack: %d vectors x %d words of planes per vector", m["n_vectors"], words)
     return m
@@ -198,9 +201,10 @@ def store(
     scheduler (a checkpoint in between), and the codes would be written for another process to
     read back. The codes go to `codes_out` when given (`genotile run` keeps them, to replan
     without reading the input again), else to a temporary file in `store_dir`, removed once the
-    planes are packed; a whole .bed's calls are then held in memory as bits instead, and a
-    regular alignment that fits its folded bytes, and no codes are written (`ingest`'s `hold`: the
-    same files).
+    planes are packed; a regular alignment that fits is then held in memory instead (its folded
+    bytes), and a whole .bed is read by the pack, in one pass straight into its store that also
+    counts its calls (the ingest manifest written then; the plan made from its sizes first), and
+    no codes are written (`ingest`'s `hold`: the same files).
 
     Parameters
     ----------
@@ -234,7 +238,7 @@ def store(
     try:
         t0 = time.perf_counter()
         # codes that would be temporary: the input held in memory instead where its reader can
-        stored = ingest(
+        made = ingest(
             input_path,
             encoding,
             codes,
@@ -242,10 +246,13 @@ def store(
             collapse_duplicates=collapse_duplicates,
             hold=codes_out is None,
             **(options or {}),
-        ).stored
+        )
+        # a plain .bed is read by the pack, in one pass that also counts its calls: the ingest
+        # manifest is written then, the plan made from it as it is so far
+        ingested = made.manifest if made.pending else ingest_manifest_out
         t1 = time.perf_counter()
         p = plan(
-            ingest_manifest_out,
+            ingested,
             block_size,
             seed,
             store_dir / "plan.json",
@@ -257,8 +264,8 @@ def store(
         )
         t2 = time.perf_counter()
         pack(
-            stored,
-            ingest_manifest_out,
+            made.stored,
+            ingested,
             store_dir / "plan.json",
             store_dir / "perm.npy",
             store_dir / "planes.npy",

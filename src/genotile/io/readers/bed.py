@@ -1,27 +1,46 @@
-"""A PLINK 1 .bed: `BedReader`, and the numpy readers of a whole .bed's 2-bit calls, straight to
-codes, to bit planes or to bits held in memory (the layout and word operations: bed_words.py).
+"""A PLINK 1 .bed: `BedReader`, and the readers of a whole .bed's 2-bit calls, straight to
+codes, to bit planes (numpy) or to bits in the store's rows (numba: bed_kernels.py); the layout
+and word operations: bed_words.py.
 
 - codes (`write_sample_rows`, the `genotype` store's samples x variants matrix, MISSING for a
-  missing call): per sample k of a quad, code = f - 1 (mod 256) where f is the 2-bit field
-  (not lo) << 1 | not (lo xor hi) (2 -> 2, missing -> 255, 1 -> 1, 0 -> 0);
-- planes (`pack_planes`): lo and hi of each sample packed 64 variants a word (np.packbits of
-  the quad bytes masked to one bit), then the five planes as word operations on them;
-- bits (`read_bits`, the store job's form of a whole .bed, `BedReader.held_bits`): lo and hi of
-  each sample packed as for the planes, straight into rows of an array held in memory, uint64
-  (samples, 2, words): [s, 0] the lo bits of sample s, [s, 1] its hi bits, variant v at bit
-  v % 64 of word v // 64, bits past the last variant 0; with the ingest counts. Blocks of whole
-  records go to the threads, READ_BYTES read at a time and RUN_BYTES of them transposed at a
-  time. store/bits.py writes them in the store's row order and makes the planes of the rows
-  read from that file.
+  missing call; `genotile run` keeps them to replan): per sample k of a quad, code = f - 1
+  (mod 256) where f is the 2-bit field (not lo) << 1 | not (lo xor hi) (2 -> 2, missing -> 255,
+  1 -> 1, 0 -> 0);
+- planes (`pack_planes`, packed from the .bed where the codes were kept): lo and hi of each
+  sample packed 64 variants a word (np.packbits of the quad bytes masked to one bit), then the
+  five planes as word operations on them;
+- bits (the store job's form of a whole .bed, `BedReader.held_bits`: a `BedFile`, not read
+  yet): lo and hi of each sample packed 64 variants a word, uint64 (2, words) a sample, its lo
+  bits then its hi bits, variant v at bit v % 64 of word v // 64, bits past the last variant 0
+  (store/bits.py's layout, which makes the planes of the rows read). One pass over the .bed
+  writes them straight into the store's row order (`write_streamed`) and counts the calls;
+  where identical samples are collapsed (the plan needs their number first) the pass holds them
+  in sample order instead (`read_held`: HeldBits, in memory, or spilled to a temporary file past
+  the bound), and store/bits.write_bits puts them in the store's order.
+
+The pass (`_stream`) takes the samples a slab at a time, a slab's rows held in memory (at most
+STREAM_BYTES, or the store's bound: store/ingest_genotypes.stream_bytes), so its memory does not
+grow with the .bed. A slab's tasks, a block of TASK_WORDS words of records (512 variants) by a
+strip of at most STRIP_BYTES of their bytes, go to the threads in file order: each reads its
+records with pread (whole records with one preadv), then transposes them into the rows of their
+samples and counts their calls (bed_kernels.records_to_bits, compiled, no GIL). Then the slab's
+rows are written: runs of consecutive rows of the store, a pwrite each (one slab: the file in
+order, in pieces of WRITE_BYTES).
 
 These are used where BedReader reads a whole fileset as it is (no `samples`, no `regions`:
 `plain`); pgenlib (plink.PlinkReader) reads the rest, with the same results (tests/io/test_bed.py).
 """
 
+import contextlib
+import errno
 import mmap
 import os
+import tempfile
+import threading
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from typing import BinaryIO
 
 import numpy as np
 
@@ -45,9 +64,8 @@ from genotile.io.readers.bed_words import (
     variant_blocks,
     word_counts,
 )
+from genotile.io.readers.bed_words import records_to_bits as numpy_records_to_bits
 from genotile.io.readers.plink import PlinkReader
-
-HOLD_BYTES = 1 << 30  # .bed bytes held as bits in memory at most (`held_bits`; then the codes)
 
 
 def write_sample_rows(path, n_samples: int, n_variants: int, out_path, threads: int = 2, what=None) -> dict:
@@ -191,22 +209,319 @@ def _planes(lo: np.ndarray, hi: np.ndarray, valid: np.ndarray, out: list[np.ndar
     return missing
 
 
-READ_BYTES = 1 << 22  # .bed bytes a thread reads (one pread) at a time: whole records, in file order
-# .bed bytes of a read transposed and packed at a time: as fast a byte as BLOCK_BYTES' on one thread
-# (the transposed copy's source is then in the read buffer), in 4x fewer numpy calls for the GIL
-RUN_BYTES = 1 << 20
+# --- the store job's reading of a plain .bed: any size, bounded memory ---
+
+# bytes of rows of bits held at a time at most (a pass's): the pass's working memory, with its
+# DEPTH buffers of records (BLOCK_BYTES each); the store caps it further by the memory the
+# process may use (store/ingest_genotypes.stream_bytes). 6.5 GiB: a .bed of up to ~6.5 GB is
+# read once, 1,000,000 x 50,000 (12.5 GB) twice, the store job's peak memory 6.8 GiB all told
+STREAM_BYTES = 13 << 29
+BLOCK_BYTES = 1 << 27  # bytes of a block of whole records (read, then transposed strip by strip) at most
+# words of variants (64 records each) of a block at most: a cache line of a row's lo bits, and of its hi bits
+TASK_WORDS = 8
+DEPTH = 4  # blocks in flight (read, or being transposed)
+READ_BYTES = 1 << 24  # bytes of records one preadv reads at most (a block's are read on several threads)
+STRIP_GROUPS = 256  # words of record bytes (32 samples each) of a strip at least, where a block has several
+STRIP_UNIT = 64  # strips are whole tiles of the compiled transposer (bed_kernels.LANES words) but the last
+STREAM_THREADS = 32  # threads of the pass at most
+WRITE_BYTES = 1 << 25  # bytes of held rows written with one pwrite at most
+# write_streamed transposes straight into a shared memory map of the store (its pages made in one
+# call, MAP_POPULATE), where the file system reserves its blocks (`reserve`) and a run of rows is at
+# most MAP_BYTES: no held copy of the rows to allocate and copy (1.2 GB: 3.7-4.5 s against 5.4-6.6
+# s, the whole store job on the 2-core VM). Larger runs are held and written with pwrite: under
+# gVisor (the GPU machines) a 5 GB map took 10-12 s against 7.7-8.9 (16 cores). 0: never mapped;
+# 1: mapped, its pages made as they are written
+MAP_OUTPUT = 2
+MAP_BYTES = 1 << 31
+# .bed bytes from which the pass transposes with numba (bed_kernels.py), not numpy
+# (bed_words.records_to_bits): its start-up, ~0.6-1 s on the 2-core VM, costs more below
+COMPILED_BYTES = 1 << 27
+HASH_ROWS = 4096  # rows hashed at a time for identical samples (a spilled slab's)
 
 
-def read_bits(path, n_samples: int, n_variants: int, threads: int = 2, what=None) -> tuple[np.ndarray, dict]:
-    """The lo and hi bits of every call of a whole .bed, sample-major, held in memory; and the
-    VCF reader's counts of its calls.
+@dataclass(frozen=True)
+class BedFile:
+    """A plain .bed that the store job reads in the pass that writes its store
+    (`write_streamed`, store/pack.py), or, where identical samples are collapsed, reads before
+    the plan into HeldBits (`read_held`): not read yet. `finish(counts)` completes the ingest
+    manifest with the pass's counts (store/ingest.py) and returns it."""
 
-    Blocks of whole records (about READ_BYTES, a whole number of plane words of variants) go to
-    `threads` threads. Each reads its block with pread into a buffer it reuses (the file in
-    order, in large pieces: no page faults on a map of it, which threads take in turn), then
-    transposes and packs it a run of record bytes at a time straight into the samples' rows
-    (`pack_block`). Then the threads count the calls of runs of samples' rows (`bit_counts`:
-    word operations on the packed bits cost less than on the records' bytes).
+    path: str
+    n_samples: int
+    n_variants: int
+    what: tuple[str, str] | None = None
+    finish: Callable[[dict], dict] | None = None
+
+
+@dataclass(frozen=True)
+class HeldBits:
+    """A whole .bed's calls as bits in sample order (`read_held`): uint64 (samples, 2, words)
+    rows, a sample's lo bits, then its hi bits (variant v at bit v % 64 of word v // 64, bits
+    past the last variant 0). Held in memory (`bits`) where they fit the pass's bound, else in an
+    unnamed temporary file (`spill`, rows in sample order; `hashes`: duplicates.row_hashes of
+    each row, made as the rows were held). store/pack.py writes them in the store's row order."""
+
+    bits: np.ndarray | None
+    n_samples: int = 0
+    n_words: int = 0
+    spill: BinaryIO | None = None
+    hashes: np.ndarray | None = None
+
+    @property
+    def row_bytes(self) -> int:
+        return 16 * self.n_words
+
+    def take_rows(self, rows: np.ndarray, out: np.ndarray) -> np.ndarray:
+        """out[: rows.size] = the rows of samples `rows`, uint64 (rows, 2, words)."""
+        got = out[: rows.size]
+        if self.bits is not None:
+            return np.take(self.bits, rows, axis=0, out=got)
+        assert self.spill is not None
+        fd, size = self.spill.fileno(), self.row_bytes
+        for k, r in enumerate(rows.tolist()):
+            npy_rows.pread_rows(fd, got[k], r * size, "the spilled bits")
+        return got
+
+    def close(self) -> None:
+        if self.spill is not None:
+            self.spill.close()
+
+
+def held_rows(rows: int, n_words: int) -> np.ndarray:
+    """Room for `rows` rows of bits, uint64 (rows, 2, words): the pass's working memory (numpy asks
+    Linux for transparent huge pages for it, so its first writes, by the pass's threads, take a
+    page fault per 2 MiB)."""
+    return np.empty((rows, 2, n_words), dtype=np.uint64)
+
+
+def equal_parts(n: int, most: int, unit: int = 1) -> list[tuple[int, int]]:
+    """(first, end) of the fewest equal parts of range(n) of at most `most` each (a whole
+    number of `unit`, but the last)."""
+    most = max(unit, most // unit * unit)
+    parts = max(1, -(-n // most))
+    step = -(-n // parts // unit) * unit
+    return [(k, min(n, k + step)) for k in range(0, n, step)]
+
+
+@dataclass
+class _Part:
+    """What a pass makes: the strip of samples it transposes (words g_first:g_stop of each
+    record), the held row of each of them (rows[s - 32 g_first], -1: none) and the held rows;
+    whether its counts are the pass's result (every sample counted once)."""
+
+    g_first: int
+    g_stop: int
+    rows: np.ndarray
+    held: np.ndarray
+    counted: bool
+
+
+class _Pass:
+    """One pass over the .bed's records for a _Part: blocks of whole records (TASK_WORDS words of
+    records, BLOCK_BYTES at most) read with preadv (READ_BYTES a task) into DEPTH buffers taken in
+    turn, each block then transposed a strip of samples a task (`kernel`), the next block read
+    into a buffer as soon as its last strip is done: the threads read and transpose side by
+    side, the file in order."""
+
+    def __init__(self, pool, bed: BedFile, fd: int, part: _Part, kernel, threads: int):
+        self.pool, self.bed, self.fd, self.part, self.kernel = pool, bed, fd, part, kernel
+        self.width = record_bytes(bed.n_samples)
+        self.span = -(-self.width // 8) * 8  # a record's row in a buffer: whole words
+        records = max(WORD, min(WORD * TASK_WORDS, BLOCK_BYTES // self.span // WORD * WORD))
+        self.blocks = [(v0, min(bed.n_variants, v0 + records)) for v0 in range(0, bed.n_variants, records)]
+        self.buffers = [np.empty(records * self.span, dtype=np.uint8) for _ in range(min(DEPTH, len(self.blocks)))]
+        groups = part.g_stop - part.g_first
+        strips = equal_parts(groups, max(STRIP_GROUPS, -(-groups // threads)), STRIP_UNIT)  # a strip a thread, or fewer
+        self.strips = [(part.g_first + a, part.g_first + b) for a, b in strips]
+        self.reads = equal_parts(records, max(1, READ_BYTES // self.span))  # a block's reads, by records
+        self.counts: dict[int, tuple[np.ndarray, list[int]]] = {}
+        self.lock = threading.Lock()
+        self.finished = threading.Event()
+        self.error: BaseException | None = None
+        self.left: dict[int, int] = {}
+        self.blocks_left = len(self.blocks)
+
+    def run(self) -> list[tuple[np.ndarray, int]]:
+        """Read and transpose every block; the counts of each thread (flags, missing calls)."""
+        if self.blocks:
+            for i in range(len(self.buffers)):
+                self._read(i)
+            self.finished.wait()
+        if self.error is not None:
+            raise self.error
+        return [(flags, missing[0]) for flags, missing in self.counts.values()]
+
+    def _read(self, i: int) -> None:
+        v0, v1 = self.blocks[i]
+        parts = [(v0 + a, v0 + b) for a, b in self.reads if v0 + a < v1]
+        with self.lock:
+            self.left[i] = len(parts)
+        for r0, r1 in parts:
+            self._then(self.pool.submit(self._records, i, r0, min(v1, r1)), i, self._transpose)
+
+    def _records(self, i: int, r0: int, r1: int) -> None:
+        """Records r0:r1 of block i into their rows of the block's buffer (one preadv)."""
+        v0 = self.blocks[i][0]
+        rows = self.buffers[i % len(self.buffers)][(r0 - v0) * self.span : (r1 - v0) * self.span]
+        offset = len(MAGIC) + r0 * self.width
+        if self.span == self.width:  # the rows are the file's bytes as they lie
+            pieces = [rows.data]
+        else:
+            pieces = [rows[k * self.span : k * self.span + self.width].data for k in range(r1 - r0)]
+        try:
+            if os.preadv(self.fd, pieces, offset) != (r1 - r0) * self.width:  # short: again, a record at a time
+                for k in range(r1 - r0):
+                    row = rows[k * self.span : k * self.span + self.width]
+                    npy_rows.pread_rows(self.fd, row, offset + k * self.width, self.bed.path)
+        except OSError as exc:  # shorter than open_bed found it: changed while read
+            raise GenotileError(f"{self.bed.path}: cannot read its records ({exc}); was it changed?") from None
+
+    def _transpose(self, i: int) -> None:
+        """Block i read: its strips to the threads."""
+        with self.lock:
+            self.left[i] = len(self.strips)
+        for g0, g1 in self.strips:
+            self._then(self.pool.submit(self._strip, i, g0, g1), i, self._block_done)
+
+    def _strip(self, i: int, g0: int, g1: int) -> None:
+        v0, v1 = self.blocks[i]
+        words = self.buffers[i % len(self.buffers)][: (v1 - v0) * self.span].reshape(v1 - v0, -1).view(np.uint64)
+        part = self.part
+        flags, missing = self._counts()
+        rows = part.rows[32 * (g0 - part.g_first) :]
+        missing[0] += int(self.kernel(words, v1 - v0, g0, g1, self.bed.n_samples, rows, part.held, v0 // WORD, flags))
+
+    def _counts(self) -> tuple[np.ndarray, list[int]]:
+        """This thread's counts."""
+        me = threading.get_ident()
+        got = self.counts.get(me)
+        if got is None:
+            got = (np.zeros((3, -(-self.bed.n_variants // WORD)), dtype=np.uint64), [0])
+            with self.lock:
+                self.counts[me] = got
+        return got
+
+    def _block_done(self, i: int) -> None:
+        """Block i transposed: its buffer takes the block DEPTH on."""
+        with self.lock:
+            self.blocks_left -= 1
+            last = self.blocks_left == 0
+        if i + len(self.buffers) < len(self.blocks):
+            self._read(i + len(self.buffers))
+        if last:
+            self.finished.set()
+
+    def _then(self, future, i: int, step) -> None:
+        """step(i) once the last of block i's tasks (`left[i]`) is done; the first error stops the pass."""
+
+        def done(f) -> None:
+            error = f.exception()
+            with self.lock:
+                if error is not None and self.error is None:
+                    self.error = error
+                self.left[i] -= 1
+                ready = self.left[i] == 0 and self.error is None
+                stop = self.error is not None
+            if stop:
+                self.finished.set()
+            elif ready:
+                try:
+                    step(i)
+                except BaseException as exc:  # noqa: BLE001 -- handed to run(), in the caller's thread
+                    with self.lock:
+                        self.error = self.error or exc
+                    self.finished.set()
+
+        future.add_done_callback(done)
+
+
+def compiled(bed: BedFile) -> bool:
+    """Whether the pass over this .bed transposes with numba (bed_kernels.py): from COMPILED_BYTES."""
+    return len(MAGIC) + bed.n_variants * record_bytes(bed.n_samples) >= COMPILED_BYTES
+
+
+def warm_kernel(path) -> None:
+    """Import numba and load the compiled transposer (cached beside the package) on a thread, once,
+    for the pass over a .bed that will take it (from COMPILED_BYTES): ~0.6 s of start-up, on the
+    2-core VM, while the store job reads the .fam and .bim and makes the plan (the .bed's SHA-256
+    is hashed meanwhile too, without the GIL)."""
+    global _warming
+    try:
+        big = os.path.getsize(path) >= COMPILED_BYTES
+    except OSError:
+        return
+    if not big or _warming is not None:
+        return
+
+    def load() -> None:
+        with contextlib.suppress(Exception):  # the pass imports it again, and says what failed
+            from genotile.io.readers.bed_kernels import records_to_bits
+
+            out, flags = np.zeros((1, 2, 1), dtype=np.uint64), np.zeros((3, 1), dtype=np.uint64)
+            records_to_bits(np.zeros((1, 1), dtype=np.uint64), 1, 0, 1, 1, np.zeros(32, np.int64), out, 0, flags)
+
+    _warming = threading.Thread(target=load, name="genotile-numba", daemon=True)
+    _warming.start()
+
+
+_warming: threading.Thread | None = None
+
+
+def _stream(bed: BedFile, parts, done, threads: int) -> dict:
+    """Passes over a .bed (`_Pass`), one a _Part made by `parts` (an iterable: each is made when
+    its pass starts); `done(part, pool)` after each. Returns the VCF reader's counts of its
+    calls (of the parts counted)."""
+    n, m = bed.n_samples, bed.n_variants
+    open_bed(bed.path, n, m, bed.what)  # magic and size
+    kernel = numpy_records_to_bits
+    if compiled(bed):  # worth numba's start-up (import, its cached kernel loaded: `warm_kernel`)
+        from genotile.io.readers.bed_kernels import records_to_bits as kernel
+    counted: list[tuple[np.ndarray, int]] = []
+    fd = os.open(bed.path, os.O_RDONLY)
+    try:
+        with ThreadPoolExecutor(max(1, threads), thread_name_prefix="genotile-bed") as pool:
+            for part in parts:
+                got = _Pass(pool, bed, fd, part, kernel, max(1, threads)).run()
+                if part.counted:
+                    counted += got
+                done(part, pool)
+    finally:
+        os.close(fd)
+    return word_counts(counted or [(np.zeros((3, -(-m // WORD)), dtype=np.uint64), 0)], m)
+
+
+def _write_rows(fd: int, offset: int, held: np.ndarray, path, pool) -> None:
+    """Write held rows, contiguous in the file from `offset`: WRITE_BYTES a pwrite at most, on
+    the pool's threads."""
+    if not len(held):
+        return
+    row_bytes = held[0].nbytes
+    step = max(1, WRITE_BYTES // max(1, row_bytes))
+    write = lambda r0: npy_rows.pwrite_rows(fd, held[r0 : r0 + step], offset + r0 * row_bytes, path)  # noqa: E731
+    list(pool.map(write, range(0, len(held), step)))
+
+
+def write_streamed(
+    path,
+    n_samples: int,
+    n_variants: int,
+    rows_of: np.ndarray,
+    out_path,
+    threads: int = 2,
+    what=None,
+    held_bytes: int = STREAM_BYTES,
+) -> dict:
+    """Write the bits of a whole .bed (the store/bits.py layout) in a pass over it: row r of the
+    .npy `out_path` holds sample rows_of[r]'s lo words, then its hi words; return the VCF reader's
+    counts of its calls, counted in the same pass.
+
+    The rows are made in the file's order, in one pass where they fit `held_bytes`, else in the
+    fewest equal runs of rows that do, a pass over the .bed each (the .bed read again, in order,
+    rather than each row written by a pwrite of its own at its place: the rows of a slab of samples
+    lie all over the store; 250,000 pwrites took 12 s on a GPU machine's gVisor). A run is
+    transposed straight into a memory map of the store's file (MAP_OUTPUT, MAP_BYTES), or into
+    rows held in memory, then written in order, in large pieces. The calls are counted in the
+    first pass, which transposes every sample.
 
     Parameters
     ----------
@@ -214,114 +529,138 @@ def read_bits(path, n_samples: int, n_variants: int, threads: int = 2, what=None
         The .bed (checked by `open_bed`).
     n_samples, n_variants : int
         From the .fam and the .bim.
+    rows_of : numpy.ndarray of int
+        The sample of each row (a permutation of the samples, or of distinct ones).
+    out_path : str or os.PathLike
+        The .npy to write: uint64 (rows_of.size, 2 * ceil(variants / 64)).
     threads : int
-        Threads taking the blocks.
+        Threads of the pass.
     what : (str, str), optional
         Names of the .bim and the .fam, for errors.
+    held_bytes : int
+        Bytes of rows held at a time at most.
 
     Returns
     -------
-    bits : numpy.ndarray
-        uint64 (samples, 2, ceil(variants / 64)): [s, 0] the lo bits of sample s, [s, 1] its hi
-        bits, variant v at bit v % 64 of word v // 64; bits past the last variant 0. Two rows
-        are equal exactly where the two samples' calls are.
-    counts : dict
+    dict
         variants, missing_calls, monomorphic, all_missing (as `write_sample_rows`).
     """
-    open_bed(path, n_samples, n_variants, what)  # magic and size
-    n_words = -(-n_variants // WORD)
-    width = record_bytes(n_samples)
-    # rows of the padding samples of the last quad too: every quad's 4 rows are there to pack into
-    bits = zeros_populated((4 * width, 2, n_words))
-    packed = bits.view(np.uint8)  # (rows, 2, bytes): 8 variants a byte
-    step = max(WORD, READ_BYTES // max(1, width) // WORD * WORD)  # variants a read
-    quads = max(1, RUN_BYTES // step)  # record bytes transposed at a time
-    runs = [(q0, min(width, q0 + quads)) for q0 in range(0, width, quads)]
+    bed = BedFile(str(path), int(n_samples), int(n_variants), what)
+    n_words = -(-bed.n_variants // WORD)
+    row_bytes = 16 * n_words
+    place = np.full(bed.n_samples, -1, dtype=np.int64)  # the file row of each sample (-1: none)
+    place[rows_of] = np.arange(rows_of.size)
+    runs = equal_parts(int(rows_of.size), held_bytes // max(1, row_bytes)) or [(0, 0)]
+    groups = -(-record_bytes(bed.n_samples) // 8)
+    with open(out_path, "w+b") as fh:
+        start = npy_rows.write_header(fh, (int(rows_of.size), 2 * n_words), np.dtype("<u8"))
+        small = max(r1 - r0 for r0, r1 in runs) * row_bytes <= MAP_BYTES
+        mapped = bool(MAP_OUTPUT) and small and reserve(fh.fileno(), start + int(rows_of.size) * row_bytes)
+        memory = None if mapped else held_rows(max(r1 - r0 for r0, r1 in runs), n_words)
+        maps: list[mmap.mmap] = []  # the run's map, while it is written
 
-    def share(starts: list[int]) -> None:
-        buffer = np.empty(step * width, dtype=np.uint8)
-        scratch = Scratch(quads * step)
-        with open(path, "rb") as fh:
-            for v0 in starts:
-                v1 = min(n_variants, v0 + step)
-                records = buffer[: (v1 - v0) * width].reshape(v1 - v0, width)
-                try:
-                    npy_rows.pread_rows(fh.fileno(), records, len(MAGIC) + v0 * width, path)
-                except OSError as exc:  # shorter than open_bed found it: changed while read
-                    raise GenotileError(f"{path}: cannot read its records ({exc}); was it changed?") from None
-                b0, b1 = v0 // 8, -(-v1 // 8)
-                for q0, q1 in runs:
-                    scratch.load(records, q0, q1, 0, v1 - v0, n_samples)
-                    rows = [packed[4 * q0 + k : 4 * q1 : 4, :, b0:b1] for k in range(4)]
-                    pack_block(scratch, [(r[:, 0], r[:, 1]) for r in rows])
+        def parts():
+            for k, (r0, r1) in enumerate(runs):
+                rows = np.where((place >= r0) & (place < r1), place - r0, -1) if len(runs) > 1 else place
+                if mapped:  # the store's own pages, run by run: nothing to copy, no memory but the pages
+                    held = map_rows(fh.fileno(), start + r0 * row_bytes, r1 - r0, n_words, maps)
+                else:
+                    held = memory[: r1 - r0]
+                yield _Part(0, groups, rows, held, counted=k == 0)
+                del held  # (a run's map is unmapped once its part lets it go too: `done`)
 
-    def count(r0: int) -> tuple[np.ndarray, int]:
-        any_of = np.zeros((3, n_words), dtype=np.uint64)
-        return any_of, bit_counts(bits[r0 : min(n_samples, r0 + count_rows)], any_of)
+        def done(part: _Part, pool) -> None:
+            if mapped:
+                for memory in maps:
+                    memory.flush()  # msync: the pages written to the file (another node reads it over NFS)
+                maps.clear()
+                part.held = part.held[:0].copy()  # unmapped once let go: the process holds the next run's pages alone
+            else:
+                r0 = runs[0][0] if len(runs) == 1 else next(first)
+                _write_rows(fh.fileno(), start + r0 * row_bytes, part.held, out_path, pool)
 
-    if not (n_words and width):
-        return bits[:n_samples], word_counts([(np.zeros((3, n_words), dtype=np.uint64), 0)], n_variants)
-    shares = thread_shares(list(range(0, n_variants, step)), threads)
-    count_rows = max(COUNT_ROWS, -(-n_samples // max(1, len(shares))))
-    with ThreadPoolExecutor(len(shares), thread_name_prefix="genotile-bed") as pool:
-        list(pool.map(share, shares))
-        parts = list(pool.map(count, range(0, n_samples, count_rows)))
-    return bits[:n_samples], word_counts(parts, n_variants)
+        first = iter([r0 for r0, _ in runs])
+        return _stream(bed, parts(), done, threads)
 
 
-POPULATE_BYTES = 1 << 27  # arrays from this size on are mapped with their pages made at once
+def map_rows(fd: int, offset: int, rows: int, n_words: int, maps: list) -> np.ndarray:
+    """Rows of a file of bits (uint64 (rows, 2, words) from `offset`), mapped shared for writing
+    (MAP_POPULATE where MAP_OUTPUT is 2: the pages made in one call); the map appended to `maps`."""
+    size = rows * 16 * n_words
+    skip = offset % mmap.ALLOCATIONGRANULARITY
+    flags = mmap.MAP_SHARED | (getattr(mmap, "MAP_POPULATE", 0) if MAP_OUTPUT == 2 else 0)
+    if not size:
+        return np.zeros((0, 2, n_words), dtype=np.uint64)
+    memory = mmap.mmap(fd, size + skip, flags=flags, prot=mmap.PROT_READ | mmap.PROT_WRITE, offset=offset - skip)
+    maps.append(memory)
+    return np.frombuffer(memory, dtype=np.uint64, count=size // 8, offset=skip).reshape(rows, 2, n_words)
 
 
-def zeros_populated(shape: tuple[int, ...]) -> np.ndarray:
-    """A uint64 array of zeros; from POPULATE_BYTES on, anonymous memory mapped with MAP_POPULATE
-    (Linux): the kernel makes its pages in one call, where a page fault each, taken by the
-    threads writing them, costs several times more (250 MB: ~0.25 s against ~0.6 s here)."""
-    size = int(np.prod(shape)) * 8
-    populate = getattr(mmap, "MAP_POPULATE", None)
-    if size < POPULATE_BYTES or populate is None:
-        return np.zeros(shape, dtype=np.uint64)
-    memory = mmap.mmap(-1, size, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS | populate)
-    return np.frombuffer(memory, dtype=np.uint64).reshape(shape)  # the array keeps the mapping
+def reserve(fd: int, size: int) -> bool:
+    """Reserve the blocks of a file's first `size` bytes (Linux fallocate(2), FALLOC_FL_KEEP_SIZE
+    off): True where the file system did; False where it cannot (no fallocate there, another
+    system). A full disk or a quota is an OSError here, not a SIGBUS of a write to a memory map."""
+    try:
+        import ctypes
+        import ctypes.util
+
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or None, use_errno=True)
+        fallocate = libc.fallocate
+    except (OSError, AttributeError):
+        return False
+    fallocate.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_int64, ctypes.c_int64]
+    if fallocate(fd, 0, 0, size) == 0:
+        return True
+    code = ctypes.get_errno()
+    if code in (errno.EOPNOTSUPP, errno.ENOSYS, errno.EINVAL):
+        return False
+    raise OSError(code, os.strerror(code))
 
 
-COUNT_ROWS = 64  # sample rows counted at a time (their temporaries stay in cache)
+def read_held(
+    bed: BedFile, threads: int = 2, held_bytes: int = STREAM_BYTES, spill_dir=None, hash_rows=None
+) -> tuple[HeldBits, dict]:
+    """A whole .bed's bits in sample order (`_stream`), and the counts of its calls: held in memory
+    where they fit `held_bytes`, in one pass; else a slab of samples a pass (its strip of each
+    record transposed), each slab's rows written to an unnamed temporary file in `spill_dir` and
+    hashed by `hash_rows` (rows -> uint64 (rows, 2); the store's duplicates.row_hashes) while
+    held (HeldBits.hashes)."""
+    n, n_words = bed.n_samples, -(-bed.n_variants // WORD)
+    slabs = equal_parts(n, held_bytes // (16 * max(1, n_words)), 32)  # slabs start on a word of record bytes
+    groups = -(-record_bytes(n) // 8)
+    if len(slabs) <= 1:
+        bits = held_rows(max(1, n), n_words)[:n]
+        counts = _stream(bed, [_Part(0, groups, np.arange(n), bits, True)], lambda *a: None, threads)
+        return HeldBits(bits, n, n_words), counts
+    memory = held_rows(slabs[0][1] - slabs[0][0], n_words)
+    spill = tempfile.TemporaryFile(dir=spill_dir, prefix=".genotile-bits.")
+    hashes = np.zeros((n, 2), dtype=np.uint64)
+    try:
+        spill.truncate(n * 16 * n_words)
+        parts = (_Part(s0 // 32, -(-s1 // 32), np.arange(s1 - s0), memory[: s1 - s0], True) for s0, s1 in slabs)
 
+        def done(part: _Part, pool) -> None:
+            s0, held = 32 * part.g_first, part.held
+            _write_rows(spill.fileno(), s0 * 16 * n_words, held, spill.name, pool)
+            if hash_rows is not None:
 
-def bit_counts(bits: np.ndarray, any_of: np.ndarray) -> int:
-    """OR into any_of (uint64 (3, words)) which variants have a call 0, 1, 2 among the samples
-    of `bits` (uint64 (samples, 2, words), `read_bits`); return their missing calls (01)."""
-    missing = 0
-    for r0 in range(0, bits.shape[0], COUNT_ROWS):
-        lo, hi = bits[r0 : r0 + COUNT_ROWS, 0], bits[r0 : r0 + COUNT_ROWS, 1]
-        x = np.bitwise_and(lo, hi)  # 11: 0
-        any_of[0] |= np.bitwise_or.reduce(x, axis=0)
-        np.invert(lo, out=x)  # 10: 1
-        np.bitwise_and(x, hi, out=x)
-        any_of[1] |= np.bitwise_or.reduce(x, axis=0)
-        np.bitwise_or(lo, hi, out=x)  # 00: 2 (past the last variant too: `_counts` masks it)
-        np.invert(x, out=x)
-        any_of[2] |= np.bitwise_or.reduce(x, axis=0)
-        np.invert(hi, out=x)  # 01: missing
-        np.bitwise_and(x, lo, out=x)
-        missing += int(np.bitwise_count(x).sum(dtype=np.int64))
-    return missing
+                def hashed(r0: int) -> None:
+                    hashes[s0 + r0 : s0 + min(len(held), r0 + HASH_ROWS)] = hash_rows(held[r0 : r0 + HASH_ROWS])
 
+                list(pool.map(hashed, range(0, len(held), HASH_ROWS)))
 
-READ_THREADS = 4  # threads of read_bits at most (more were no faster on the 16-core H100 machine: the GIL)
-
-
-@dataclass(frozen=True)
-class HeldBits:
-    """A whole .bed's calls held in memory as bits (`read_bits`): the form the store job packs a
-    plain .bed from (store/pack.py), in place of a codes matrix 4x the .bed's bytes."""
-
-    bits: np.ndarray  # uint64 (samples, 2, words): a sample's lo bits, then its hi bits
+        counts = _stream(bed, parts, done, threads)
+    except BaseException:
+        spill.close()
+        raise
+    return HeldBits(None, n, n_words, spill, None if hash_rows is None else hashes), counts
 
 
 class BedReader(PlinkReader):
     """A PLINK 1 fileset named by its .bed: a selection is read by pgenlib (plink.PlinkReader);
-    a whole .bed as it is (`plain`) with numpy, as codes (`write_sample_rows`) or as bits held in
-    memory (`held_bits`). The same codes and counts either way (tests/io/test_bed.py)."""
+    a whole .bed as it is (`plain`) with numpy, as codes (`write_sample_rows`), or, by the store
+    job, in one pass straight to its store (`held_bits`: the .bed to read). The same codes,
+    stores and counts either way (tests/io/test_bed.py)."""
 
     kind = "plink1"
     suffixes = (".bed",)
@@ -354,13 +693,12 @@ class BedReader(PlinkReader):
             self.stats[key] += value
         return n_var
 
-    def held_bits(self, threads: int = READ_THREADS) -> HeldBits | None:
-        """A `plain` .bed of at most HOLD_BYTES read whole into memory as bits (`read_bits`, on
-        `threads` threads), its calls counted; None where it is not one."""
-        if not self.plain or os.path.getsize(self.path) > HOLD_BYTES:
-            return None
+    def held_bits(self, threads: int = 2) -> BedFile | None:
+        """A `plain` .bed with variants as the store job reads it: not yet, but in the one pass
+        that writes its store (`write_streamed`; `read_held` where identical samples are
+        collapsed), which counts its calls; None where it is not one (its codes are read)."""
         n_variants = int(self.plan[0].size)
-        bits, counts = read_bits(self.path, len(self.samples), n_variants, threads=threads, what=self._what())
-        for key, value in counts.items():
-            self.stats[key] += value
-        return HeldBits(bits)
+        if not (self.plain and n_variants):
+            return None
+        warm_kernel(self.path)  # its pass's compiled transposer loaded meanwhile
+        return BedFile(self.path, len(self.samples), n_variants, self._what())

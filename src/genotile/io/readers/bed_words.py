@@ -233,3 +233,40 @@ def word_counts(parts: list[tuple[np.ndarray, int]], n_variants: int) -> dict:
     words = np.bitwise_or.reduce(np.stack([a for a, _ in parts]), axis=0)
     flags = np.unpackbits(words.view(np.uint8), axis=1, count=n_variants, bitorder="little")
     return flag_counts([(flags, sum(missing for _, missing in parts))], n_variants)
+
+
+def records_to_bits(words, n_records, g_first, g_stop, stop_sample, rows, out, first_word, flags) -> int:
+    """bed_kernels.records_to_bits in numpy: the same rows of bits, flags and missing calls (the
+    store job's pass over a .bed too small to repay numba's start-up, bed.COMPILED_BYTES).
+
+    A run of RECORD_RUN record bytes at a time: transposed (numpy's copy), each sample's fields
+    shifted down (4 a byte), then its lo and hi bits packed 8 variants a byte (np.packbits) and
+    counted as words."""
+    n_words = -(-n_records // WORD)
+    records = words.view(np.uint8)
+    shifts = (2 * np.arange(4, dtype=np.uint8))[None, :, None]
+    first = 32 * g_first
+    stop = min(stop_sample, 32 * g_stop)
+    cut = slice(first_word, first_word + n_words)
+    missing = 0
+    for b0 in range(first // 4, -(-stop // 4), RECORD_RUN):
+        b1 = min(-(-stop // 4), b0 + RECORD_RUN)
+        quads = np.zeros((b1 - b0, WORD * n_words), dtype=np.uint8)
+        quads[:, :n_records] = records[:n_records, b0:b1].T
+        k = min(stop, 4 * b1) - 4 * b0  # the samples of these bytes (not the padding)
+        fields = (quads[:, None, :] >> shifts).reshape(-1, WORD * n_words)[:k]
+        lo = np.packbits(fields & 1, axis=1, bitorder="little").view("<u8")
+        hi = np.packbits((fields >> 1) & 1, axis=1, bitorder="little").view("<u8")
+        both = lo & hi
+        flags[0, cut] |= np.bitwise_or.reduce(both, axis=0)  # 11: 0
+        flags[1, cut] |= np.bitwise_or.reduce(hi ^ both, axis=0)  # 10: 1
+        flags[2, cut] |= np.bitwise_or.reduce(~(lo | hi), axis=0)  # 00: 2
+        missing += int(np.bitwise_count(lo ^ both).sum(dtype=np.int64))  # 01: missing
+        row = rows[4 * b0 - first : 4 * b0 - first + k]
+        kept = row >= 0
+        out[row[kept], 0, cut] = lo[kept]
+        out[row[kept], 1, cut] = hi[kept]
+    return missing
+
+
+RECORD_RUN = 256  # record bytes (1,024 samples) transposed at a time by the numpy records_to_bits
