@@ -563,18 +563,21 @@ def write_streamed(
             for k, (r0, r1) in enumerate(runs):
                 rows = np.where((place >= r0) & (place < r1), place - r0, -1) if len(runs) > 1 else place
                 if mapped:  # the store's own pages, run by run: nothing to copy, no memory but the pages
-                    held = map_rows(fh.fileno(), start + r0 * row_bytes, r1 - r0, n_words, maps)
+                    yield _Part(
+                        0, groups, rows, map_rows(fh.fileno(), start + r0 * row_bytes, r1 - r0, n_words, maps), k == 0
+                    )
                 else:
-                    held = memory[: r1 - r0]
-                yield _Part(0, groups, rows, held, counted=k == 0)
-                del held  # (a run's map is unmapped once its part lets it go too: `done`)
+                    yield _Part(0, groups, rows, memory[: r1 - r0], counted=k == 0)
 
         def done(part: _Part, pool) -> None:
-            if mapped:
-                for memory in maps:
-                    memory.flush()  # msync: the pages written to the file (another node reads it over NFS)
+            if mapped:  # unmapped before the next run's map (the process holds one run's pages) and the close
+                part.held = part.held[:0].copy()  # (which writes the pages back to an NFS server)
+                for mapping in maps:
+                    try:
+                        mapping.close()
+                    except BufferError:  # still seen by an array: written back now, unmapped when let go
+                        mapping.flush()
                 maps.clear()
-                part.held = part.held[:0].copy()  # unmapped once let go: the process holds the next run's pages alone
             else:
                 r0 = runs[0][0] if len(runs) == 1 else next(first)
                 _write_rows(fh.fileno(), start + r0 * row_bytes, part.held, out_path, pool)
