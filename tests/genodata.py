@@ -69,6 +69,7 @@ def write_vcf(path, text: str, *, index: bool = False) -> Path:
         path.write_text(text)
         return path
     import pysam
+
     plain = path.with_name(path.name + ".src.vcf")
     plain.write_text(text)
     if name.endswith(".vcf.gz"):
