@@ -25,6 +25,7 @@ from genotile.runtime import gpu_request as _gpu_request  # noqa: E402
 from genotile.runtime import gpu_slots as _gpu_slots  # noqa: E402
 from genotile.store import sources as _sources  # noqa: E402
 from genotile.store import inputs as _inputs  # noqa: E402
+from genotile.store import manifest as _store_manifest  # noqa: E402
 from genotile.core import limits as _limits  # noqa: E402
 from genotile.runtime.rule import (
     cancel_scheduler_timers,
@@ -105,6 +106,31 @@ def plan_for(dataset, metric) -> Plan:
     if key not in _PLANS:
         _PLANS[key] = read_plan(path)
     return _PLANS[key]
+
+
+_MANIFESTS = {}
+
+
+def store_part_keys(dataset, metric) -> list:
+    """The key of each part of the store (store/manifest.py part_keys: one, or one per append),
+    once the store checkpoint has run; read once per version of manifest.json."""
+    encoding = METRICS[metric].encoding
+    path = checkpoints.store.get(dataset=dataset, encoding=encoding).output.manifest
+    st = Path(path).stat()
+    key = (path, st.st_ino, st.st_mtime_ns, st.st_size)
+    if key not in _MANIFESTS:
+        _MANIFESTS[key] = _store_manifest.part_keys(json.loads(Path(path).read_text()))
+    return _MANIFESTS[key]
+
+
+@one_line
+def tile_store(wildcards) -> str:
+    """The tile rule's `store` param: the key of the store part the tile is computed from. The
+    tile's store files are `ancient` inputs (rules/tiles.smk): a store made again reruns the
+    tiles whose part changed (this param), not those of the earlier parts of a store appended to
+    (store/append.py), which keep their key."""
+    keys = store_part_keys(wildcards.dataset, wildcards.metric)
+    return keys[plan_of(wildcards).part_of_block(int(wildcards.j))]
 
 
 def tile_env() -> str:

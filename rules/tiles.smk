@@ -1,11 +1,14 @@
+# The store's files are `ancient`: a store made again reruns a tile through its `store` param (the
+# key of the store part the tile is computed from), so that a store appended to (store/append.py)
+# reruns only the tiles of the new part, not the earlier ones, whose key it keeps.
 rule tile:
     input:
-        planes=store_file("planes.npy"),
-        manifest=store_file("manifest.json"),
-        perm=store_file("perm.npy"),
+        planes=ancient(store_file("planes.npy")),
+        manifest=ancient(store_file("manifest.json")),
+        perm=ancient(store_file("perm.npy")),
         # params.dense reads the plan; a job run elsewhere (SLURM) evaluates params again, which
         # Snakemake allows only when the checkpoint's output is an input of the rule
-        plan=store_file("plan.json"),
+        plan=ancient(store_file("plan.json")),
     output:
         "results/{dataset}/{metric}/pairs/tile_{i}_{j}.npz",
     log:
@@ -23,6 +26,7 @@ rule tile:
         gpu=tile_gpus,
     # the tile stage's keyword arguments (genotile.settings.tile_settings), each its own param
     params:
+        store=tile_store,
         threshold=tile_setting("threshold"),
         dense=tile_setting("dense"),
         backend=tile_setting("backend"),

@@ -10,7 +10,6 @@ from genotile.pairs import early
 from genotile.runtime.gpu_slots import slot_for_backend, visible_gpus
 from genotile.runtime.rule import run_rule
 from genotile.settings import ccc3_null_max, tile_settings
-from genotile.store import stage
 
 log = logging.getLogger("genotile")
 
@@ -49,7 +48,8 @@ def store(sm):
             log.info("ingest: %s", skipped)
             print(f"genotile ingest for {what}: {skipped}", file=sys.stderr)
         print(f"genotile plan for {what}: {p.describe()}", file=sys.stderr)
-        if may and early.wanted(mode, granted, len(p.tiles())):
+        # an appended plan's earlier tiles are kept: its tile jobs compute the new ones
+        if may and not p.segments and early.wanted(mode, granted, len(p.tiles())):
             # the tile rule's params (rules/tiles.smk takes them from the same function): a tile
             # job adopts a tile recorded with all of its params, with these values (pairs/early.py)
             settings = {m: tile_settings(sm.config, m, p) for m in pairs}
@@ -70,8 +70,23 @@ def store(sm):
                 query.query_store(
                     sm.input.data, sm.input.against[0], *common, metrics=of_store, backend=backend, **kwargs
                 )
-            else:
-                stage.store(sm.input.data, *common, collapse_duplicates=sm.params.collapse, **sm.params.auto, **kwargs)
+            else:  # records appended to a FASTA: only their pairs computed (store/append.py)
+                from genotile.store import append
+
+                def say(line):
+                    print(
+                        f"genotile store for {sm.wildcards.dataset} ({sm.wildcards.encoding}): {line}", file=sys.stderr
+                    )
+                    log.info("%s", line)
+
+                append.store(
+                    sm.input.data,
+                    *common,
+                    collapse_duplicates=sm.params.collapse,
+                    **sm.params.auto,
+                    **kwargs,
+                    say=say,
+                )
         finally:
             if warming is not None:  # not left importing CuPy as the interpreter shuts down
                 warming.join()

@@ -4,10 +4,13 @@ from genotile.runtime.rule import run_rule
 
 def tile(sm):
     i, j = int(sm.wildcards.i), int(sm.wildcards.j)
-    # every param of the tile rule (rules/tiles.smk) is a keyword of pairs/stage.tile, and a tile the
+    # every other param of the tile rule (rules/tiles.smk) is a keyword of pairs/stage.tile, and a tile the
     # store job computed (config tiles_in_store) is adopted only where its record holds them all,
     # with these values (pairs/early.py): then nothing more is imported
     settings = dict(sm.params.items())
+    # the key of the store part the tile is computed from: what reruns it (rules/tiles.smk), no
+    # setting of the tile; the store a tile was computed from is in its file (meta `store`)
+    settings.pop("store")
     if early.adopt(sm.input.manifest, sm.wildcards.metric, i, j, settings, sm.output[0]):
         return
     from genotile import backends

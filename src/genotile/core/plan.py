@@ -8,6 +8,12 @@ A query plan (`n_against` > 0: the input against a FILE, issue 27) holds the inp
 then the FILE's, each part permuted and cut into blocks of its own: its tiles are (input block,
 FILE block) only, every one off the diagonal and whole, so the tile code computes the cross
 pairs as it computes any tile with I != J, and none else.
+
+An appended plan (`segments`: vectors appended at the end of the input, issue 27) keeps the
+earlier plan's permutation and blocks for the earlier vectors and permutes and blocks each
+appended part within itself after them: the earlier tiles are the earlier plan's, with the same
+blocks of the same vectors, and `appended_tiles` are the ones with a block of the last part (new
+x old, new x new), the only ones an append computes.
 """
 
 from dataclasses import MISSING, asdict, dataclass, field, fields
@@ -48,6 +54,11 @@ class Plan:
     (3, slice(4, 7, None), slice(7, 10, None), [(0, 2), (1, 2)], 21)
     >>> bool((q.permutation()[:7] < 7).all())
     True
+    >>> a = Plan(n_vectors=12, block_size=4, seed=1, segments=(2,))
+    >>> a.n_blocks, a.block(3), a.appended_tiles(), a.n_pairs
+    (4, slice(10, 12, None), [(0, 3), (1, 3), (2, 3), (3, 3)], 66)
+    >>> a.permutation()[:10].tolist() == Plan(10, 4, 1).permutation().tolist()
+    True
     """
 
     n_vectors: int
@@ -56,6 +67,32 @@ class Plan:
     # keyword-only, so a subclass's own fields keep their positions (Plan3(n, block_size, seed, stages))
     n_input: int = field(default=0, kw_only=True)
     n_against: int = field(default=0, kw_only=True)
+    # rows appended after the first part, one entry an append (each part permuted and blocked
+    # within itself); () for a plan of one part
+    segments: tuple[int, ...] = field(default=(), kw_only=True)
+
+    def __post_init__(self):
+        if self.segments and (self.n_against or min(self.segments) < 1 or sum(self.segments) >= self.n_vectors):
+            raise ValueError(f"segments {self.segments} do not fit {self.n_vectors} vectors (or a query plan)")
+
+    def parts(self) -> list[int]:
+        """Rows of each part: the first (the vectors before any append), then each appended one."""
+        return [self.n_vectors - sum(self.segments), *self.segments]
+
+    def _part_blocks(self) -> list[int]:
+        return [max(1, -(-n // self.block_size)) for n in self.parts()]
+
+    def part_of_block(self, index: int) -> int:
+        """The part (0: the first; k: the k-th append) whose rows block `index` holds."""
+        ends = np.cumsum(self._part_blocks())
+        return int(np.searchsorted(ends, index, side="right"))
+
+    def appended_tiles(self) -> list[tuple[int, int]]:
+        """The tiles with a block of the last appended part (every tile where nothing was appended)."""
+        if not self.segments:
+            return self.tiles()
+        first = self.n_blocks - self._part_blocks()[-1]
+        return [(i, j) for i, j in self.tiles() if j >= first]
 
     @property
     def n_query(self) -> int:
@@ -76,12 +113,20 @@ class Plan:
     def n_blocks(self) -> int:
         if self.n_against:
             return self.query_blocks + max(1, -(-self.n_against // self.block_size))
+        if self.segments:
+            return sum(self._part_blocks())
         return max(1, -(-self.n_vectors // self.block_size))
 
     def block(self, index: int) -> slice:
         """Permuted rows of block `index`: [index * block_size, min((index + 1) * block_size, n));
         in a query plan the FILE's blocks start afresh at row n_query."""
         start, end = index * self.block_size, self.n_vectors
+        if self.segments:  # the part's own blocks, from its first row on
+            part = self.part_of_block(index)
+            sizes, blocks = self.parts(), self._part_blocks()
+            first_row = sum(sizes[:part])
+            start = first_row + (index - sum(blocks[:part])) * self.block_size
+            end = first_row + sizes[part]
         if self.n_against:
             end = self.n_query
             if index >= self.query_blocks:
@@ -99,6 +144,11 @@ class Plan:
         """int64 (n_vectors,): row r of the store holds vector permutation()[r] (numpy's default_rng(seed));
         a query plan permutes its input part and its FILE part each within itself."""
         rng = np.random.default_rng(self.seed)
+        if self.segments:  # the first part as a plan of it alone; each appended one its own
+            sizes, out = self.parts(), [rng.permutation(self.parts()[0])]
+            for k, n in enumerate(sizes[1:], start=1):
+                out.append(sum(sizes[:k]) + np.random.default_rng([self.seed, k]).permutation(n))
+            return np.concatenate(out)
         if not self.n_against:
             return rng.permutation(self.n_vectors)
         return np.concatenate([rng.permutation(self.n_query), self.n_query + rng.permutation(self.n_against)])
@@ -117,14 +167,17 @@ class Plan:
                 f"query: {self.n_query} vectors against {self.n_against} in {self.n_blocks} block(s) of up to "
                 f"{self.block_size}: {n_tiles} tile job(s), {self.n_pairs} cross pairs"
             )
+        appended = f" (the last {self.segments[-1]} appended)" if self.segments else ""
         return (
-            f"{self.n_vectors} vectors in {self.n_blocks} block(s) of up to {self.block_size}: "
+            f"{self.n_vectors} vectors{appended} in {self.n_blocks} block(s) of up to {self.block_size}: "
             f"{n_tiles} tile job(s) (I <= J), {self.n_pairs} unique pairs"
         )
 
     def to_json(self) -> dict:
         """plan.json: the fields (n_input and n_against only where set) and the derived n_blocks, n_tiles, n_pairs."""
-        d = {k: v for k, v in asdict(self).items() if k not in ("n_input", "n_against") or v}
+        d = {k: v for k, v in asdict(self).items() if k not in ("n_input", "n_against", "segments") or v}
+        if self.segments:
+            d["segments"] = list(self.segments)
         return {**d, "n_blocks": self.n_blocks, "n_tiles": len(self.tiles()), "n_pairs": self.n_pairs}
 
     @classmethod
@@ -135,6 +188,10 @@ class Plan:
         Examples
         --------
         >>> Plan.from_json(Plan(10, 4, 1).to_json())
-        Plan(n_vectors=10, block_size=4, seed=1, n_input=0, n_against=0)
+        Plan(n_vectors=10, block_size=4, seed=1, n_input=0, n_against=0, segments=())
         """
-        return cls(**{f.name: int(d[f.name]) for f in fields(cls) if f.name in d or f.default is MISSING})
+
+        def value(name):
+            return tuple(int(v) for v in d[name]) if name == "segments" else int(d[name])
+
+        return cls(**{f.name: value(f.name) for f in fields(cls) if f.name in d or f.default is MISSING})

@@ -28,9 +28,7 @@ GATHER_CELLS = 1 << 20  # cells gathered into input order at a time (dense_value
 GATHER_THREADS = 16  # threads gathering them, at most
 
 
-def read_tiles(
-    tile_paths, plan: Plan, metric: Metric, store: dict | None = None, perm=None, expect=None, skip=(), repeats=True
-):
+def read_tiles(tile_paths, plan: Plan, metric: Metric, store=None, perm=None, expect=None, skip=(), repeats=True):
     """Yield (path, arrays, meta, sha256) for every tile, without its arrays named in `skip`
     (tilefile.read_tile); refuse a missing, foreign or repeated one, one of other settings
     (`expect`: threshold, params) and, given the permutation, one whose indices or dense block
@@ -45,7 +43,9 @@ def read_tiles(
         tile = tuple(meta["tile"])
         if meta["metric"] != metric.name or tile not in expected:
             raise GenotileError(f"tile {path}: holds {meta['metric']} tile {tile}, not one of this plan's")
-        if store is not None and meta.get("store") != store:
+        # `store`: the identity tiles record, or tile -> those accepted (an appended store's
+        # earlier tiles were computed from the store as it was: manifest.tile_identities)
+        if store is not None and meta.get("store") not in (store(tile) if callable(store) else [store]):
             raise GenotileError(
                 f"tile {path}: computed from another input or plan than this store; delete it and rerun"
             )
@@ -94,7 +94,7 @@ def merge_pairs(
     plan: Plan,
     metric: Metric,
     out_path,
-    store: dict | None = None,
+    store=None,
     perm=None,
     expect=None,
     distinct_index=None,
@@ -165,7 +165,7 @@ def write_histograms(out_path, metric: Metric, histograms: dict, pairs_computed:
 
 
 def dense_values(
-    tile_paths, plan: Plan, metric: Metric, store: dict | None = None, perm=None, where="", distinct_index=None
+    tile_paths, plan: Plan, metric: Metric, store=None, perm=None, where="", distinct_index=None
 ) -> np.ndarray:
     """(n, n) the metric's dense column for every pair (matrix.tsv's values), from the tiles'
     dense blocks; the diagonal is what the diagonal tiles hold. `distinct_index`: a collapsed
@@ -273,7 +273,7 @@ def merge_matrix(
     plan: Plan,
     metric: Metric,
     out_path,
-    store: dict | None = None,
+    store=None,
     perm=None,
     distinct_index=None,
 ) -> None:

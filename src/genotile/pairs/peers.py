@@ -19,15 +19,13 @@ from genotile.io.tsvgz import format_column, write_tsv_gz
 from genotile.pairs import relatedness
 from genotile.pairs.merge import dense_values, read_tiles
 from genotile.store import duplicates
-from genotile.store.manifest import STORE_KEYS, store_identity
+from genotile.store.manifest import STORE_KEYS, tile_identities
 from genotile.util.readback import load_json
 
 log = logging.getLogger("genotile")
 
 
-def passing_pairs(
-    tile_paths, plan: Plan, metric: Metric, store: dict | None = None, distinct_index=None
-) -> dict[str, np.ndarray]:
+def passing_pairs(tile_paths, plan: Plan, metric: Metric, store=None, distinct_index=None) -> dict[str, np.ndarray]:
     """{"a", "b", *metric.columns}: every pair passing the threshold, a < b, sorted by a then b
     (the rows of pairs.tsv.gz); `distinct_index`: a collapsed store's (store/duplicates.py)."""
     parts, selves = [], []
@@ -94,7 +92,7 @@ def write_outputs(tiles, manifest_path, metric_name: str, paths, *, king_cutoff:
     unknown = set(by_name) - KNOWN_FILES
     if unknown:
         raise GenotileError(f"no writer for {', '.join(sorted(unknown))}; known: {', '.join(sorted(KNOWN_FILES))}")
-    store = store_identity(manifest)
+    store = tile_identities(manifest)  # an appended store's earlier tiles: their own (store/manifest.py)
     if by_name.keys() & PAIR_FILES:
         pairs = passing_pairs(tiles, plan, metric, store, distinct)
         if "plink2.kin0" in by_name:

@@ -9,7 +9,7 @@ from pathlib import Path
 from genotile.core.limits import check_threshold
 from genotile.core.metrics import get_metric
 from genotile.core.plan import Plan
-from genotile.store.manifest import STORE_KEYS, store_identity
+from genotile.store.manifest import STORE_KEYS, store_identity, tile_identities
 from genotile.util.readback import load_json, load_permutation
 
 log = logging.getLogger("genotile")
@@ -160,7 +160,7 @@ def matrix(tiles, manifest_path, metric_name, matrix_out) -> None:
         p,
         get_metric(metric_name),
         matrix_out,
-        store_identity(manifest),
+        tile_identities(manifest),
         perm,
         distinct_index=manifest.get("distinct_index"),
     )
@@ -211,7 +211,7 @@ def merge(
         p,
         metric,
         pairs_out,
-        store_identity(manifest),
+        tile_identities(manifest),
         perm,
         expect,
         distinct_index=manifest.get("distinct_index"),

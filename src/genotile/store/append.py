@@ -1,0 +1,327 @@
+"""A growing alignment: records added at the end of a dataset's FASTA compute only their own pairs
+(issue 27, points 1, 2 and 4).
+
+The store job keeps, beside its store and out of Snakemake's outputs (which Snakemake deletes
+before the job runs again), a record of what it made (`append.json`): the input's size and
+SHA-256, its IDs' digest, the settings, the identical vectors and the plan with the key and
+identity of each part. When the input is that file with records added after its last byte (the
+SHA-256 of its first `size` bytes is the recorded one, and a record starts there), the store is
+made again over the grown input, with the earlier plan's permutation and blocks for the earlier
+vectors and the new ones permuted and blocked after them (core/plan.py `segments`): the earlier
+tiles hold the same pairs of the same vectors, and stay valid, since a pair's value depends on its
+two vectors alone; only the tiles with a new block are computed (new x old, new x new). The grown
+store is encoded over the grown input, so a new tile's pairs are those of a fresh run; the merge
+then reads every tile, old and new, and writes what a fresh run on the grown input writes.
+
+Why the store is made again rather than extended: a categorical store's kept columns and
+symbol planes depend on every vector (a new sequence may add an allele, or make a constant
+column variable), so the old rows' planes may change; the store is the cheap part of a run
+(16,000 x 20 kb: 1.7 s of 17). The old store's files are replaced whole (util/atomic.py), never
+rewritten in place; the record is written last, so a job killed before it leaves the earlier
+record, and the rerun appends to the earlier store again.
+
+Identical vectors (store/duplicates.py): an appended vector identical to an earlier one is a row
+of its own (tiled against the earlier rows, where its pairs are), so that the earlier tiles'
+histograms, weighed by the earlier copies, stay those of the earlier pairs. Earlier vectors
+identical over the earlier columns but not over the grown ones (one holds an N where the other
+holds the base, at a column the new vectors made variable) would make the earlier tiles'
+collapse wrong: then the store is made in full.
+
+Anything else is made in full, and the console says why in one line: an edit before the end, a
+removed or reordered record, other options or settings, an input other than an uncompressed
+FASTA. What `genotile run` and the workflow's store job run (`store`).
+"""
+
+import hashlib
+import json
+import logging
+import os
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import numpy as np
+
+from genotile.core.blocks import AUTO
+from genotile.core.encodings import ENCODINGS
+from genotile.core.limits import check_plan
+from genotile.core.plan import Plan
+from genotile.io.planfile import write_plan
+from genotile.store import stage
+from genotile.store.manifest import part_key, store_identity
+from genotile.util.atomic import write_record
+from genotile.util.checksums import READ
+from genotile.version import __version__
+
+log = logging.getLogger("genotile")
+
+RECORD = "append.json"  # beside the store's files, not one of the store job's outputs
+
+
+def read_record(store_dir) -> dict | None:
+    """The record of the last store made in `store_dir`, or None (missing or damaged)."""
+    try:
+        d = json.loads((Path(store_dir) / RECORD).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return d if isinstance(d, dict) and d.get("genotile") == __version__ else None
+
+
+def ids_digest(ids: list[str]) -> str:
+    return hashlib.sha256("\n".join(ids).encode()).hexdigest()
+
+
+def settings_of(encoding: str, options: dict | None, collapse: bool, block_size, seed: int) -> dict:
+    """What, besides its input, a store is made with (all of it must match for an append)."""
+    return {
+        "encoding": encoding,
+        "options": {k: v for k, v in sorted((options or {}).items()) if v is not None},
+        "collapse": bool(collapse),
+        "block_size": block_size,
+        "seed": int(seed),
+    }
+
+
+def _record(path: Path, manifest: dict, ingest_manifest: dict, settings: dict, size: int) -> None:
+    """append.json for the store just made: written last, atomically."""
+    write_record(
+        path,
+        {
+            "genotile": __version__,
+            "input": {"path": ingest_manifest["input"], "size": size, "sha256": ingest_manifest["input_sha256"]},
+            "settings": settings,
+            "n_input": int(ingest_manifest["n_vectors"]),
+            "ids_sha256": ids_digest(manifest["ids"]),
+            "distinct_index": manifest.get("distinct_index"),
+            "n_distinct": manifest.get("n_distinct"),
+            "plan": manifest["plan"],
+            "parts": [*(manifest.get("appended") or {}).get("parts", []), _part(manifest)],
+        },
+    )
+
+
+def _part(manifest: dict) -> dict:
+    return {"store": store_identity(manifest), "key": part_key(manifest)}
+
+
+def prefix_sha256(path, sizes: list[int]) -> dict[int, str]:
+    """{size: SHA-256 of the file's first `size` bytes} for each size, in one pass."""
+    digest, done = hashlib.sha256(), 0
+    out: dict[int, str] = {}
+    wanted = sorted(set(sizes))
+    with open(path, "rb", buffering=0) as fh:
+        for size in wanted:
+            while done < size:
+                chunk = fh.read(min(READ, size - done))
+                if not chunk:
+                    return out
+                digest.update(chunk)
+                done += len(chunk)
+            out[size] = digest.hexdigest()
+    return out
+
+
+def _why_not(record: dict | None, input_path, settings: dict) -> str | None:
+    """Why the store cannot be appended to (None: it may be, the prefix still to check), in words;
+    "" where there is no earlier store to speak of."""
+    if record is None:
+        return ""
+    if ENCODINGS[settings["encoding"]].source != "alignment":
+        return "appends are recognised for FASTA alignments only"
+    if str(input_path).lower().endswith(".gz"):
+        return "the input is compressed (appends are recognised in an uncompressed FASTA)"
+    have = record.get("settings") or {}
+    for key in ("encoding", "options", "collapse", "seed"):
+        if have.get(key) != settings[key]:
+            return f"{key} changed ({have.get(key)!r} -> {settings[key]!r})"
+    if settings["block_size"] != AUTO and settings["block_size"] != record["plan"]["block_size"]:
+        return f"block_size changed ({record['plan']['block_size']} -> {settings['block_size']})"
+    old = record["input"]["size"]
+    size = os.path.getsize(input_path)
+    if size < old:
+        return f"the input is shorter than before ({size} < {old} bytes): records were removed or edited"
+    if size > old:
+        with open(input_path, "rb") as fh:
+            fh.seek(old - 1)
+            if fh.read(2) != b"\n>":
+                return "the earlier input's last record was extended, or its last line had no newline"
+    return None
+
+
+def store(
+    input_path,
+    encoding: str,
+    ingest_manifest_out,
+    store_dir,
+    block_size,
+    seed: int,
+    *,
+    options: dict | None = None,
+    collapse_duplicates: bool = False,
+    metrics=(),
+    backend="auto",
+    dense_max=None,
+    bounds: dict | None = None,
+    after_pack: Callable[[Plan], None] | None = None,
+    say: Callable[[str], None] = lambda line: None,
+) -> Plan:
+    """stage.store, appending where the input grew at its end (above); the same files.
+
+    Parameters
+    ----------
+    input_path, encoding, ingest_manifest_out, store_dir, block_size, seed, options,
+    collapse_duplicates, metrics, backend, dense_max, bounds, after_pack
+        As stage.store.
+    say : callable, optional
+        Given the one console line of what happened: an append (vectors appended, pairs to
+        compute) or a store made in full though an earlier one was there, and why.
+
+    Returns
+    -------
+    Plan
+        With `segments` where vectors were appended: its `appended_tiles` are the ones to compute.
+    """
+    store_dir = Path(store_dir)
+    store_dir.mkdir(parents=True, exist_ok=True)
+    record = read_record(store_dir)
+    settings = settings_of(encoding, options, stage.wants_collapse(encoding, collapse_duplicates), block_size, seed)
+    why = _why_not(record, input_path, settings)
+    size = os.path.getsize(input_path)
+    if why is not None:
+        if why:
+            say(f"recomputing in full: {why}")
+        p = stage.store(
+            input_path,
+            encoding,
+            ingest_manifest_out,
+            store_dir,
+            block_size,
+            seed,
+            options=options,
+            collapse_duplicates=collapse_duplicates,
+            metrics=metrics,
+            backend=backend,
+            dense_max=dense_max,
+            bounds=bounds,
+        )
+        _record_store(store_dir, ingest_manifest_out, settings, size)
+        if after_pack is not None:
+            after_pack(p)
+        return p
+    assert record is not None
+    auto = {"metrics": metrics, "backend": backend, "dense_max": dense_max}
+    p = _append(
+        input_path, encoding, ingest_manifest_out, store_dir, record, settings, size, options, bounds, auto, say
+    )
+    if after_pack is not None:
+        after_pack(p)
+    return p
+
+
+def _record_store(store_dir: Path, ingest_manifest_out, settings: dict, size: int) -> None:
+    manifest = json.loads((store_dir / "manifest.json").read_text(encoding="utf-8"))
+    ingested = json.loads(Path(ingest_manifest_out).read_text(encoding="utf-8"))
+    _record(store_dir / RECORD, manifest, ingested, settings, size)
+
+
+def _append(
+    input_path, encoding, ingest_manifest_out, store_dir: Path, record, settings, size, options, bounds, auto, say
+):
+    """The store of the grown input, planned as the earlier plan plus a part of the new vectors;
+    in full (saying why) where the grown input is not the earlier one with records added."""
+    old_size = record["input"]["size"]
+    t0 = time.perf_counter()
+    hashing = ThreadPoolExecutor(1, thread_name_prefix="genotile-prefix")
+    prefix = hashing.submit(prefix_sha256, input_path, [old_size])
+    hashing.shutdown(wait=False)
+    codes = store_dir / "codes.partial.npy"
+    try:
+        made = stage.ingest(
+            input_path,
+            encoding,
+            codes,
+            ingest_manifest_out,
+            collapse_duplicates=settings["collapse"],
+            hold=True,
+            **(options or {}),
+        )
+        m = made.manifest
+        t1 = time.perf_counter()
+        n_old = int(record["n_input"])
+        why = None
+        if prefix.result().get(old_size) != record["input"]["sha256"]:
+            why = "the input's earlier bytes changed (an edit before the end, or records removed or reordered)"
+        elif m["n_vectors"] < n_old or ids_digest(m["ids"][:n_old]) != record["ids_sha256"]:
+            why = "the earlier records are not the first ones of the input"
+        index = None
+        if why is None:
+            index, why = _distinct_index(m, record, n_old)
+        old_plan = Plan.from_json(record["plan"])
+        if why is not None:  # in full, from this ingest
+            say(f"recomputing in full: {why}")
+            p = stage.plan(m, settings["block_size"], settings["seed"], bounds=bounds, **auto)
+            parts: list[dict] = []
+        else:
+            assert index is not None
+            rows = int(index.max(initial=-1)) + 1 if index.size else 0
+            new_rows = rows - old_plan.n_vectors
+            segments = old_plan.segments + ((new_rows,) if new_rows else ())
+            collapsed = rows < index.size
+            for key in ("distinct_index", "n_distinct"):
+                m.pop(key, None)
+            if collapsed:
+                m["distinct_index"], m["n_distinct"] = index.tolist(), rows
+            p = Plan(
+                rows, old_plan.block_size, old_plan.seed, n_input=index.size if collapsed else 0, segments=segments
+            )
+            if bounds is not None:
+                check_plan(p.input_vectors, **bounds)
+            parts = list(record["parts"]) if new_rows else list(record["parts"][:-1])
+            n_new = m["n_vectors"] - n_old
+            if n_new:
+                pairs, every = n_new * n_old + n_new * (n_new - 1) // 2, p.input_vectors * (p.input_vectors - 1) // 2
+                say(
+                    f"{n_new} vectors appended to {n_old}: {pairs:,} pairs to compute (of {every:,}), "
+                    f"{len(p.appended_tiles())} of {len(p.tiles())} tiles; the earlier tiles are kept"
+                )
+            write_record(ingest_manifest_out, m)
+        write_plan(p, store_dir / "plan.json", store_dir / "perm.npy")
+        t2 = time.perf_counter()
+        manifest = stage.pack(
+            made.stored,
+            m,
+            store_dir / "plan.json",
+            store_dir / "perm.npy",
+            store_dir / "planes.npy",
+            store_dir / "manifest.json",
+        )
+        if parts[: len(p.segments)]:  # before any tile reads it: the earlier parts' tiles are accepted
+            manifest["appended"] = {"parts": parts[: len(p.segments)], "vectors": m["n_vectors"] - n_old}
+            write_record(store_dir / "manifest.json", manifest)
+    finally:
+        codes.unlink(missing_ok=True)
+    log.info("store stages (s): ingest %.3f, plan %.3f, pack %.3f", t1 - t0, t2 - t1, time.perf_counter() - t2)
+    _record(store_dir / RECORD, manifest, m, settings, size)
+    return p
+
+
+def _distinct_index(m: dict, record: dict, n_old: int) -> tuple[np.ndarray | None, str | None]:
+    """Each input vector's store row in the appended store: the earlier vectors' as recorded, the
+    appended ones numbered after them by first occurrence among themselves (a copy of an earlier
+    vector is a row of its own); or why not (earlier copies that differ in the grown columns)."""
+    n = int(m["n_vectors"])
+    grown = np.asarray(m["distinct_index"], dtype=np.int64) if "distinct_index" in m else np.arange(n)
+    recorded = record.get("distinct_index")
+    old = np.asarray(recorded, dtype=np.int64) if recorded is not None else np.arange(n_old)
+    old_rows = int(record["plan"]["n_vectors"])
+    if old.shape != (n_old,):
+        return None, "the earlier store's record of identical vectors does not match its input"
+    # each earlier vector's grown row must be its recorded group's first's: groups only split
+    _, first = np.unique(old, return_index=True)
+    if not np.array_equal(grown[:n_old], grown[first[old]]):
+        return None, "earlier identical sequences differ at a column the new ones made variable"
+    _, new_first, new_inverse = np.unique(grown[n_old:], return_index=True, return_inverse=True)
+    rank = np.empty(new_first.size, dtype=np.int64)
+    rank[np.argsort(new_first, kind="stable")] = np.arange(new_first.size)  # by first occurrence
+    return np.concatenate([old, old_rows + rank[new_inverse.ravel()]]), None
