@@ -181,3 +181,24 @@ def test_tiles_shared_out_among_devices_equal_those_computed_in_turn(tmp_path, s
         assert arrays_a.keys() == arrays_b.keys() and meta_a["tile"] == meta_b["tile"]
         assert all(np.array_equal(arrays_a[k], arrays_b[k], equal_nan=True) for k in arrays_a)
         assert a.with_suffix(".json").read_text() == b.with_suffix(".json").read_text()
+
+
+def test_device_workers_do_not_run_the_main_script_again(tmp_path):
+    """A spawned worker runs its parent's main script again unless it is hidden: the store job's
+    is Snakemake's script of the whole store job. The script below counts its own runs."""
+    import subprocess
+    import sys
+
+    script = tmp_path / "job.py"
+    runs = tmp_path / "runs"
+    script.write_text(
+        "import os\n"
+        f"open({str(runs)!r}, 'a').write('run\\n')\n"
+        "from genotile.pairs import early\n"
+        "pool = early.DevicePool(['0', '1'])\n"
+        "print(sorted(f.result() for f in pool.started))\n"
+        "pool.close()\n"
+    )
+    proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120, check=True)
+    assert proc.stdout.strip() == "['0', '1']"
+    assert runs.read_text() == "run\n"  # the parent's run only

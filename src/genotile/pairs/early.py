@@ -16,12 +16,14 @@ worker process a GPU, started while the input is read), as tile jobs would be, o
 This module imports only the standard library: a tile job that adopts imports nothing else.
 """
 
+import contextlib
 import hashlib
 import json
 import logging
 import multiprocessing
 import os
 import shutil
+import sys
 import threading
 import time
 from concurrent.futures import ProcessPoolExecutor
@@ -156,6 +158,25 @@ def _started() -> str:
     return os.environ.get(CUDA_DEVICES, "")
 
 
+@contextlib.contextmanager
+def _main_script_hidden():
+    """While workers are spawned: a spawned process runs its parent's main script again (as
+    `__mp_main__`, unless it was started with -m), and the store job's main script is the one
+    Snakemake wrote for it, which would run the whole store job again in each worker. Hidden, the
+    workers start from the modules their tasks name."""
+    main = sys.modules.get("__main__")
+    saved = {key: getattr(main, key) for key in ("__file__", "__spec__") if hasattr(main, key)}
+    try:
+        if "__file__" in saved:
+            delattr(main, "__file__")
+        if "__spec__" in saved:
+            main.__spec__ = None  # type: ignore[union-attr]
+        yield
+    finally:
+        for key, value in saved.items():
+            setattr(main, key, value)
+
+
 class DevicePool:
     """A worker process per GPU for the store job's tiles, started (CuPy imported, a CUDA context
     made on its own GPU) as soon as the pool is made, so while the store job reads its input.
@@ -176,15 +197,16 @@ class DevicePool:
         for device in devices:
             queue.put(str(device))
         self.devices = list(devices)
-        self.executor = ProcessPoolExecutor(
-            len(self.devices),
-            mp_context=context,
-            initializer=_bind_device,
-            initargs=(queue, context.Barrier(len(self.devices))),
-        )
-        # a task per worker starts them all now (the pool starts one a task while none is idle;
-        # each task waits for all: no worker takes two)
-        self.started = [self.executor.submit(_started) for _ in self.devices]
+        with _main_script_hidden():
+            self.executor = ProcessPoolExecutor(
+                len(self.devices),
+                mp_context=context,
+                initializer=_bind_device,
+                initargs=(queue, context.Barrier(len(self.devices))),
+            )
+            # a task per worker starts them all now (the pool starts one a task while none is idle,
+            # in `submit`; each task waits for all: no worker takes two)
+            self.started = [self.executor.submit(_started) for _ in self.devices]
 
     def close(self) -> None:
         self.executor.shutdown(wait=True, cancel_futures=True)
