@@ -170,7 +170,7 @@ def _main_script_hidden():
         if "__file__" in saved:
             delattr(main, "__file__")
         if "__spec__" in saved:
-            main.__spec__ = None  # type: ignore[union-attr]
+            main.__spec__ = None
         yield
     finally:
         for key, value in saved.items():
