@@ -1,13 +1,13 @@
 import json
 
-from genotile import report
+from genotile.pairs import clusters
 from genotile.runtime.rule import run_rule
 
 
-def clusters(sm):
+def write_clusters(sm):
     with open(sm.input.manifest) as fh:
         ids = json.load(fh)["ids"]
-    report.clusters(sm.input.pairs, ids, sm.output[0])
+    clusters.clusters(sm.input.pairs, ids, sm.output[0])
 
 
-run_rule(snakemake, clusters)
+run_rule(snakemake, write_clusters)

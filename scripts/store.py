@@ -48,18 +48,25 @@ def store(sm):
             log.info("ingest: %s", skipped)
             print(f"genotile ingest for {what}: {skipped}", file=sys.stderr)
         print(f"genotile plan for {what}: {p.describe()}", file=sys.stderr)
-        # an appended plan's earlier tiles are kept: its tile jobs compute the new ones
-        if may and not p.segments and early.wanted(mode, granted, len(p.tiles())):
+        # an appended plan's earlier tiles are kept: only its new ones are computed; in `auto` the
+        # store job computes them itself on any backend (store/append.py: a few tiles of the new
+        # vectors, each of which would pay a process start and numba's in its own job)
+        tiles = p.appended_tiles()
+        appended = bool(p.segments) and bool(pairs) and mode == "auto" and len(tiles) <= early.EARLY_TILES_MAX
+        if appended or (may and not p.segments and early.wanted(mode, granted, len(tiles))):
             # the tile rule's params (rules/tiles.smk takes them from the same function): a tile
             # job adopts a tile recorded with all of its params, with these values (pairs/early.py)
             settings = {m: tile_settings(sm.config, m, p) for m in pairs}
-            seconds = early.compute_tiles(store_dir, p, settings, gpu_only=mode == "auto", pool=pool)
+            gpu_only = mode == "auto" and not appended
+            seconds = early.compute_tiles(store_dir, p, settings, gpu_only=gpu_only, pool=pool, tiles=tiles)
             # one line a benchmark reads (bench/bench_e2e.py), as the store stages'
-            done = len(p.tiles()) * len(pairs) if seconds else 0
+            done = len(tiles) * len(pairs) if seconds else 0
             log.info("store tiles (s): %.3f for %d tile(s)", seconds, done)
 
     with slot_for_backend(backend) if granted and pool is None else contextlib.nullcontext():
         warming = early.warm_gpu() if may and granted and pool is None else None
+        if warming is None and pairs and mode == "auto" and backend in ("auto", "numba"):
+            warming = early.warm_numba_for_append(store_dir)
         try:
             # the store's encoding, files and plan settings, as both stages take them
             common = (sm.wildcards.encoding, sm.output.ingest, store_dir, sm.params.block_size, sm.params.seed)

@@ -95,3 +95,11 @@ def test_ceilings_smoke():
     out = run_bench("ceilings.py").stdout
     assert re.search(r"numba AND \+ popcount ceiling: \S+ word pairs/s on \d+ threads", out), out
     assert "the micro tile's counts equal numpy's popcounts: yes" in out
+
+
+def test_bench_append_smoke(tmp_path):
+    out = run_bench("bench_append.py", "--tmp", str(tmp_path), "--out", str(tmp_path / "append.md")).stdout
+    table = (tmp_path / "append.md").read_text()
+    # the rerun appended (its store said so) and its outputs are a fresh run's
+    assert "8 vectors appended to 60" in table and "outputs identical: yes" in table, out
+    assert "| append 8 |" in table and "| fresh 68 |" in table

@@ -144,6 +144,31 @@ CUDA_DEVICES = "CUDA_VISIBLE_DEVICES"
 _ALL_STARTED: list = []  # a DevicePool worker's barrier of the pool's workers (`_started`)
 
 
+def _warm_numba() -> None:
+    try:
+        from genotile.backends.cpu import numba_popcount
+
+        numba_popcount.warm()
+    except Exception:  # noqa: BLE001 -- a warm-up only: a tile pays numba's start, or takes numpy
+        log.debug("numba warm-up failed", exc_info=True)
+
+
+def warm_numba_for_append(store_dir) -> threading.Thread | None:
+    """Where the store in `store_dir` may be appended to (store/append.py: its record is there)
+    and numba is installed, numba's start (about 0.65 s) on a thread while the input is read: the
+    store job then computes the new tiles (scripts/store.py), and `auto` takes numba for them,
+    its start paid (backends.resolve), rather than numpy, 5x slower than its rate on their shape
+    (a few hundred new vectors against a block: 0.56-0.83 s a tile, numba 0.13-0.16 s)."""
+    from genotile.backends.cpu import numba_popcount
+    from genotile.store.append import RECORD
+
+    if not (Path(store_dir) / RECORD).exists() or not numba_popcount.is_available():
+        return None
+    thread = threading.Thread(target=_warm_numba, name="genotile-warm-numba", daemon=True)
+    thread.start()
+    return thread
+
+
 def _bind_device(devices, all_started) -> None:
     """A DevicePool worker's start: take one GPU of the pool's (CUDA_VISIBLE_DEVICES, before
     anything touches CUDA), then import CuPy and make its context."""
@@ -234,8 +259,10 @@ def _compute_tile(store_dir, metric: str, i: int, j: int, settings: dict, store:
     return os.environ.get(CUDA_DEVICES, "")
 
 
-def compute_tiles(store_dir, plan, metrics: dict, *, gpu_only: bool, pool: DevicePool | None = None) -> float:
-    """Compute every tile of `plan` for each metric into the store's early tiles.
+def compute_tiles(
+    store_dir, plan, metrics: dict, *, gpu_only: bool, pool: DevicePool | None = None, tiles=None
+) -> float:
+    """Compute every tile of `plan` (or `tiles` of it) for each metric into the store's early tiles.
 
     Parameters
     ----------
@@ -251,6 +278,9 @@ def compute_tiles(store_dir, plan, metrics: dict, *, gpu_only: bool, pool: Devic
     pool : DevicePool, optional
         Share the tiles out among its GPUs (off-diagonal tiles, twice the pairs, first); None:
         one after another in this process.
+    tiles : list of (int, int), optional
+        The tiles to compute (an appended plan's new ones, `Plan.appended_tiles`); every tile of
+        the plan where None.
 
     Returns
     -------
@@ -268,7 +298,7 @@ def compute_tiles(store_dir, plan, metrics: dict, *, gpu_only: bool, pool: Devic
             log.info("tiles in store: no GPU backend here (%s); the tile jobs compute the tiles", sorted(backends))
             return 0.0
         store = store_digest(store_dir / "manifest.json")
-        todo = [(metric, i, j) for metric in metrics for i, j in plan.tiles()]
+        todo = [(metric, i, j) for metric in metrics for i, j in (plan.tiles() if tiles is None else tiles)]
         if pool is None:
             for metric, i, j in todo:
                 _compute_tile(store_dir, metric, i, j, metrics[metric], store)

@@ -46,6 +46,30 @@ def _kernel():
     return _KERNEL
 
 
+def warm() -> None:
+    """Import numba and the kernel and make one call of it on a few zeros (numba's start in a
+    process, about 0.65 s: backends.numba_start_s), so that a process about to compute tiles
+    (an appended store's, scripts/store.py) may do it on a thread while it reads its input; then
+    `auto` takes numba for its tiles, its start paid. The argument types are count_matrices',
+    so that the kernel it loads is the one they use (another would be compiled, seconds)."""
+    kernel = _kernel()
+    b = kernel.BLOCK_ROWS
+    words = _padded(np.zeros((b, 1), np.uint64), b)  # read-only, as a tile's (one kernel type)
+    one = np.ones(1, np.int64)
+    kernel.tile_counts(
+        words,
+        words,
+        np.zeros(1, np.int64),
+        np.zeros(1, np.int64),
+        one,
+        np.zeros((1, 2), np.int64),
+        np.ones((1, 1), np.int64),
+        np.ones((1, 1), np.int64),
+        False,
+        np.empty((1, b, b), np.int64),
+    )
+
+
 def ccc3_kernel():
     """The compiled ccc3 kernel module (ccc3_kernel.py; numba_ccc3.py drives it), with numba's
     threads set as for `_kernel`."""

@@ -1,0 +1,139 @@
+#!/usr/bin/env python3
+"""Appends (issue 27): records added at the end of a FASTA, the rerun against a fresh run on the
+grown file, whole Snakemake runs, same machine, same run; the outputs compared byte for byte.
+
+    python3 bench/bench_append.py [--n 15800] [--added 200] [--cores 2] [--tmp DIR] [--out FILE]
+    python3 bench/bench_append.py --smoke      # tiny sizes, seconds (tests/workflow/test_bench_smoke.py)
+
+The issue's case: 15,800 sequences x 20 kb, 2,000 variable columns, 200 clusters (bench_e2e's
+generator), snp threshold 10, `dense_max: 0`, `report: true` (clusters.tsv and plots), then 200
+sequences appended. Three runs: the earlier file (not timed against anything: it makes the
+store and tiles the append reuses), the append rerun, a fresh run on the grown file in another
+directory. Per stage: the `s` column of Snakemake's benchmark files summed per rule; "Snakemake"
+is the rest of the wall time. The goal: append / fresh <= 0.3.
+"""
+
+import argparse
+import gzip
+import json
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_e2e import REPO, Case, timed, write_fasta  # noqa: E402
+
+RESULTS = ("pairs.tsv.gz", "histogram.tsv", "matrix.tsv", "report/clusters.tsv")
+SUMMARY = ("n_vectors", "n_fields", "n_fields_kept", "pairs_computed", "pairs_passing", "threshold")
+
+
+def run(work: Path, data: Path, threshold: float, cores: int) -> dict:
+    work.mkdir(parents=True, exist_ok=True)
+    config = {
+        "datasets": {"bench": {"input": str(data), "metrics": ["snp"]}},
+        "thresholds": {"snp": threshold},
+        "dense_max": 0,
+        "report": True,
+    }
+    (work / "config.yaml").write_text(json.dumps(config))
+    cmd = [sys.executable, "-m", "snakemake", "-s", str(REPO / "Snakefile"), "--directory", str(work)]
+    cmd += ["--configfile", str(work / "config.yaml"), "--cores", str(cores)]
+    t0 = time.time()
+    wall = timed(cmd, log=work / f"snakemake.{int(t0)}.log")
+    rules: dict[str, float] = {}
+    for f in (work / "benchmarks").rglob("*.tsv"):
+        if f.stat().st_mtime < t0:  # a job of an earlier run
+            continue
+        rule = f.name.split(".")[0].split("_")[0]
+        lines = f.read_text().splitlines()
+        if len(lines) > 1:
+            rules[rule] = rules.get(rule, 0.0) + float(lines[1].split("\t")[0])
+    log = (work / f"snakemake.{int(t0)}.log").read_text()
+    said = [line.split("genotile store for ")[1] for line in log.splitlines() if "genotile store for " in line]
+    return {"wall": wall, "rules": rules, "said": said}
+
+
+def outputs(work: Path) -> dict:
+    folder = work / "results" / "bench" / "snp"
+    out = {}
+    for name in RESULTS:
+        path = folder / name
+        if path.exists():
+            out[name] = gzip.decompress(path.read_bytes()) if name.endswith(".gz") else path.read_bytes()
+    summary = json.loads((folder / "summary.json").read_text())
+    out["summary"] = {k: summary[k] for k in SUMMARY}
+    return out
+
+
+def split_at(grown: Path, earlier: Path, n: int) -> None:
+    """`earlier`: the first n records of `grown`, byte for byte (a prefix of the file)."""
+    data = grown.read_bytes()
+    at, seen = 0, -1
+    while True:
+        at = data.find(b">", at)
+        seen += 1
+        if seen == n or at < 0:
+            break
+        at += 1
+    earlier.write_bytes(data[:at] if at >= 0 else data)
+
+
+def row(name: str, r: dict) -> str:
+    rules = " ".join(f"{k} {v:.2f}" for k, v in sorted(r["rules"].items()))
+    rest = r["wall"] - sum(r["rules"].values())
+    return f"| {name} | {r['wall']:.2f} | {rules} | {rest:.2f} |"
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--n", type=int, default=15_800)
+    ap.add_argument("--added", type=int, default=200)
+    ap.add_argument("--cores", type=int, default=2)
+    ap.add_argument("--tmp", type=Path)
+    ap.add_argument("--out", type=Path)
+    ap.add_argument("--smoke", action="store_true")
+    args = ap.parse_args()
+    if args.smoke:
+        case = Case("fasta", 60 + 8, 400, 10, variable=150, clusters=5)
+        args.n, args.added = 60, 8
+    else:
+        case = Case("fasta", args.n + args.added, 20_000, 10, variable=2_000, clusters=200)
+    root = Path(args.tmp or tempfile.mkdtemp(prefix="bench_append."))
+    root.mkdir(parents=True, exist_ok=True)
+    grown = root / "grown.fa"
+    write_fasta(grown, case)
+    appended, fresh = root / "append", root / "fresh"
+    appended.mkdir(exist_ok=True)
+    fresh.mkdir(exist_ok=True)
+    data = appended / "data.fa"
+    split_at(grown, data, args.n)
+    first = run(appended, data, case.threshold, args.cores)
+    data.write_bytes(grown.read_bytes())  # the records added at the end
+    again = run(appended, data, case.threshold, args.cores)
+    (fresh / "data.fa").write_bytes(grown.read_bytes())
+    full = run(fresh, fresh / "data.fa", case.threshold, args.cores)
+    same = outputs(appended) == outputs(fresh)
+    ratio = again["wall"] / full["wall"]
+    lines = [
+        f"appends: {args.n} + {args.added} sequences x {case.length} ({case.variable} variable columns), "
+        f"snp threshold {case.threshold}, dense_max 0, report, {args.cores} cores",
+        "",
+        "| run | wall (s) | per rule (s) | Snakemake and the rest (s) |",
+        "|---|---|---|---|",
+        row(f"first {args.n}", first),
+        row(f"append {args.added}", again),
+        row(f"fresh {args.n + args.added}", full),
+        "",
+        f"append / fresh: {ratio:.3f} (goal <= 0.3); outputs identical: {'yes' if same else 'NO   <<< MISMATCH'}",
+        f"store said: {'; '.join(again['said'])}",
+    ]
+    text = "\n".join(lines)
+    print(text)
+    if args.out:
+        args.out.write_text(text + "\n")
+    return 0 if same else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

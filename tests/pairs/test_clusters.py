@@ -1,0 +1,39 @@
+"""pairs/clusters.py: the components of the passing pairs, byte for byte those of report.clusters
+(the clusters rule's earlier code: a union-find over the rows), on random graphs with long
+chains and with no pairs."""
+
+import gzip
+
+import numpy as np
+import pytest
+
+from genotile import report
+from genotile.pairs import clusters
+
+
+def _pairs_file(path, ids, edges):
+    lines = ["id1\tid2\tsnp"] + [f"{ids[i]}\t{ids[j]}\t{k % 7}" for k, (i, j) in enumerate(edges)]
+    path.write_bytes(gzip.compress(("\n".join(lines) + "\n").encode()))
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_clusters_equal_the_union_finds(tmp_path, seed):
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(1, 300))
+    ids = [f"s{k}_{rng.integers(1000)}" for k in range(n)]
+    edges = []
+    if n > 1 and seed:
+        chain = rng.permutation(n)[: int(rng.integers(2, n + 1))]  # a long path, in random order
+        edges += [tuple(sorted((int(chain[k]), int(chain[k + 1])))) for k in range(len(chain) - 1)]
+        edges += [tuple(sorted(map(int, rng.choice(n, 2, replace=False)))) for _ in range(int(rng.integers(0, n)))]
+        rng.shuffle(edges)
+    _pairs_file(tmp_path / "pairs.tsv.gz", ids, edges)
+    want = report.clusters(tmp_path / "pairs.tsv.gz", ids, tmp_path / "want.tsv")
+    got = clusters.clusters(tmp_path / "pairs.tsv.gz", ids, tmp_path / "got.tsv")
+    assert got == want
+    assert (tmp_path / "got.tsv").read_bytes() == (tmp_path / "want.tsv").read_bytes()
+
+
+def test_components_label_each_vertex_by_its_least():
+    a, b = np.array([4, 3, 1]), np.array([3, 2, 0])
+    assert clusters.components(6, a, b).tolist() == [0, 0, 2, 2, 2, 5]
