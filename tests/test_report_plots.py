@@ -165,27 +165,3 @@ def test_four_histogram_panels_are_two_rows_of_two(tmp_path, monkeypatch):
     panels = figures[0].axes
     assert [ax.get_title() for ax in panels] == ["ccc_00", "ccc_01", "ccc_10", "ccc_11"]
     assert len({round(ax.get_position().y0, 3) for ax in panels}) == 2  # two rows
-
-
-def test_king_density_is_every_pair_of_kinship_ibs0_tsv(tmp_path, monkeypatch):
-    """With the merge's kinship_ibs0.tsv beside histogram.tsv, the density is every pair's (issue
-    28), not the passing pairs' of pairs.tsv.gz; bins outside both ranges are left out."""
-    from genotile.core.metrics import get_metric
-    from genotile.pairs.merge import write_joint
-
-    metric = get_metric("king")
-    with gzip.open(tmp_path / "pairs.tsv.gz", "wt") as fh:
-        fh.write("id1\tid2\tnsnp\thethet\tibs0\tkinship\n")
-        fh.write("a\tb\t1000\t300\t0\t0.25\n")
-    (tmp_path / "histogram.tsv").write_text("column\tlow\thigh\tcount\nkinship\t0.2\t0.3\t5000\n")
-    grid = np.zeros(metric.joint.shape, np.int64)
-    grid[100, 10], grid[130, 0], grid[-1, -1] = 4990, 9, 1  # the last: nan x nan, not drawn
-    write_joint(tmp_path / "kinship_ibs0.tsv", metric, {"joint_kinship_ibs0": grid.ravel()}, 5000)
-    figures = []
-    original = report._save
-    monkeypatch.setattr(report, "_save", lambda fig, out: (figures.append(fig), original(fig, out)))
-    report.plot_king(tmp_path / "pairs.tsv.gz", tmp_path / "k.png", tmp_path / "histogram.tsv", 0.0442)
-    left, _, colour_bar = figures[0].axes
-    assert "all 4999 pairs in range" in left.get_title()
-    assert left.collections[0].get_array().sum() == 4999
-    assert "pairs per bin" in colour_bar.get_ylabel()
