@@ -279,9 +279,8 @@ def read_pairs(path) -> tuple[list[str], list[list[str]]]:
 
 @never_fails
 def plot_king(pairs_tsv, out, histogram_tsv=None, threshold: float | None = None) -> None:
-    """Kinship against the IBS0 proportion, as a density (log counts) of every pair: the merge's
-    2-D histogram kinship_ibs0.tsv beside histogram.tsv (where it has rows; else hexagonal bins
-    of the pairs pairs.tsv.gz holds, those passing the threshold), with
+    """Kinship against the IBS0 proportion, as a density (hexagonal bins, log counts) of the
+    pairs pairs.tsv.gz holds (those passing the threshold; every pair with a null one), with
     KING's degree bounds and the IBS0 cut-off between parent-offspring and full siblings; beside
     it, the kinship of every pair (histogram.tsv, which counts all of them) with the threshold."""
     plt = _pyplot()
@@ -302,20 +301,9 @@ def plot_king(pairs_tsv, out, histogram_tsv=None, threshold: float | None = None
     )
     ax = axes[0][0]
     shown = np.isfinite(kin) & np.isfinite(prop)
-    grid = read_joint(Path(histogram_tsv).with_name("kinship_ibs0.tsv")) if histogram_tsv else None
-    hb = None
-    if grid is not None:  # every pair: the merge's 2-D histogram (bins inside both ranges)
-        y_edges, x_edges, counts = grid
-        if counts.any():
-            from matplotlib.colors import LogNorm
-
-            hb = ax.pcolormesh(x_edges, y_edges, np.ma.masked_equal(counts, 0), norm=LogNorm(vmin=1), cmap="viridis")
-            label = "pairs per bin"
-    elif shown.any():
+    if shown.any():
         hb = ax.hexbin(prop[shown], kin[shown], gridsize=40, bins="log", mincnt=1, cmap="viridis")
-        label = "pairs per hexagon"
-    if hb is not None:
-        bar = fig.colorbar(hb, ax=ax, label=label, pad=0.02)
+        bar = fig.colorbar(hb, ax=ax, label="pairs per hexagon", pad=0.02)
         # plain numbers (2, 3, 10, 100) where matplotlib's default log labels print 2 x 10^0
         from matplotlib.ticker import LogFormatter
 
@@ -326,11 +314,8 @@ def plot_king(pairs_tsv, out, histogram_tsv=None, threshold: float | None = None
     ax.text(relatedness.IBS0_PO, 0.265, " PO | FS", va="center", fontsize=7, color="#c0392b")
     ax.set_xlabel("IBS0 / NSNP")
     ax.set_ylabel("KING kinship")
-    if grid is not None:
-        ax.set_title(f"all {int(grid[2].sum())} pairs in range (kinship_ibs0.tsv)", fontsize=9)
-    else:
-        passing = "every pair" if threshold is None else f"pairs with kinship >= {threshold:g}"
-        ax.set_title(f"{len(rows)} {passing} (pairs.tsv.gz)", fontsize=9)
+    passing = "every pair" if threshold is None else f"pairs with kinship >= {threshold:g}"
+    ax.set_title(f"{len(rows)} {passing} (pairs.tsv.gz)", fontsize=9)
     if every:
         right = axes[0][1]
         bins = [(float(lo), float(hi), c) for lo, hi, c in every if lo not in ("-inf", "nan") and hi != "inf"]
@@ -351,27 +336,6 @@ def plot_king(pairs_tsv, out, histogram_tsv=None, threshold: float | None = None
             ax.set_ylim(low, max(lows[used[-1]] + heights[used[-1]], 0.55))
     fig.suptitle("king: kinship against IBS0", fontsize=10)
     _save(fig, out)
-
-
-def read_joint(path) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
-    """kinship_ibs0.tsv's bins inside both ranges: (kinship edges, IBS0 / NSNP edges, counts of
-    shape (kinship bins, ratio bins)); None where the file is missing or has no rows (tiles of a
-    store with collapsed duplicates)."""
-    path = Path(path)
-    if not path.exists():
-        return None
-    lines = path.read_text().splitlines()[1:]
-    cells = [line.split("\t") for line in lines if line]
-    inside = [c for c in cells if "inf" not in c[0] + c[1] + c[2] + c[3] and "nan" not in c[0] + c[2]]
-    if not inside:
-        return None
-    ys = sorted({float(c[0]) for c in inside} | {float(c[1]) for c in inside})
-    xs = sorted({float(c[2]) for c in inside} | {float(c[3]) for c in inside})
-    counts = np.zeros((len(ys) - 1, len(xs) - 1))
-    yi, xi = {v: k for k, v in enumerate(ys)}, {v: k for k, v in enumerate(xs)}
-    for c in inside:
-        counts[yi[float(c[0])], xi[float(c[2])]] = int(c[4])
-    return np.array(ys), np.array(xs), counts
 
 
 def _king_guides(ax, text: bool) -> None:

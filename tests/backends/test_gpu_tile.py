@@ -295,26 +295,3 @@ sys.exit(1 if bad else 0)
 """
     run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path)
     assert run.returncode == 0, run.stdout + run.stderr
-
-
-@needs_gpu
-@pytest.mark.parametrize("backend", GPU_VARIANTS)
-def test_king_joint_histogram_equals_numpy(backend, monkeypatch, tmp_path):
-    """king's kinship x IBS0 / NSNP histogram (every unique pair, the fused kernel's kind 3 in
-    shared memory, or the generic path's) summed over the tiles is numpy's, bin for bin."""
-    from genotile.core import histogram
-
-    metric = get_metric("king")
-    planes_orig, layout = store(metric, 120, 60, 21, 0.3)  # few fields: ratios over many bins
-    plan = Plan(120, 48, 5)
-    perm = plan.permutation()
-    np.save(tmp_path / "planes.npy", planes_orig[perm])
-    planes = np.load(tmp_path / "planes.npy", mmap_mode="r")
-    want: dict = {}
-    got: dict = {}
-    for bi, bj in plan.tiles():
-        histogram.add(want, compute_tile(planes, layout, perm, plan, metric, bi, bj, 0.2, False, "numpy")[0])
-        histogram.add(got, run_tile(backend, planes, layout, perm, plan, metric, bi, bj, 0.2, False, monkeypatch)[0])
-    key = "joint_kinship_ibs0"
-    assert int(want[key].sum()) == 120 * 119 // 2 and np.count_nonzero(want[key]) > 20
-    assert got[key].tobytes() == want[key].tobytes()

@@ -9,14 +9,7 @@ Float columns get fixed bins over the metric's natural range (Metric.float_bins)
 counters: below the range (-inf included), above it (+inf included) and nan.
 Functions take the array module (`xp`: numpy or cupy), so a GPU tile can count
 on the device.
-
-A metric may also have a joint (2-D) histogram over every unique pair (`JointBins`: king's
-kinship against IBS0 / NSNP), kept as `joint_<name>` in a tile and written to <name>.tsv beside
-histogram.tsv: each axis binned as a float column is (its bins, then below, above, nan), the
-second axis a ratio of two integer columns (float64 division: 0 / 0 is nan, x / 0 inf).
 """
-
-from dataclasses import dataclass
 
 import numpy as np
 
@@ -70,87 +63,6 @@ def column_histogram(values, metric, column: str, xp=np):
     return xp.concatenate([counts, extra])
 
 
-@dataclass(frozen=True)
-class JointBins:
-    """A 2-D histogram of a metric over every unique pair: `column` (a float column) binned by
-    `bins`, against `ratio` = (numerator, denominator) integer columns binned by `ratio_bins`
-    (each (low, high, bins), binned as `column_histogram` bins a float)."""
-
-    name: str
-    column: str
-    bins: tuple[float, float, int]
-    ratio: tuple[str, str]
-    ratio_bins: tuple[float, float, int]
-
-    @property
-    def shape(self) -> tuple[int, int]:
-        """(column's bins + 3, ratio's bins + 3): counters of the flattened histogram."""
-        return self.bins[2] + 3, self.ratio_bins[2] + 3
-
-
-def float_bin_index(v, low: float, high: float, bins: int, xp=np):
-    """int64 bin of each float value as `column_histogram` bins it: 0..bins-1 inside [low, high]
-    (high in the last), bins below (-inf included), bins + 1 above (+inf included), bins + 2 nan.
-
-    >>> float_bin_index(np.array([0.0, 0.5, 1.0, -2.0, np.inf, np.nan]), 0.0, 1.0, 4).tolist()
-    [0, 2, 3, 4, 5, 6]
-    """
-    nan = xp.isnan(v)
-    below = (v < low) & ~nan
-    above = (v > high) & ~nan
-    inside = ~(nan | below | above)
-    index = xp.floor((xp.where(inside, v, low) - low) * (bins / (high - low))).astype(xp.int64)
-    index = xp.minimum(index, bins - 1)
-    index = xp.where(below, bins, index)
-    index = xp.where(above, bins + 1, index)
-    return xp.where(nan, bins + 2, index)
-
-
-def ratio(numerator, denominator, xp=np):
-    """numerator / denominator of integer arrays in float64 (the device divides as IEEE does)."""
-    with np.errstate(divide="ignore", invalid="ignore"):
-        return numerator.astype(xp.float64) / denominator.astype(xp.float64)
-
-
-def joint_histogram(joint: JointBins, values: dict, xp=np):
-    """int64 counts, flattened (`joint.shape`, C order), of the pairs whose values are given
-    (each column 1-D, or any one shape).
-
-    >>> j = JointBins("kin_r", "k", (0.0, 1.0, 2), ("n", "d"), (0.0, 1.0, 1))
-    >>> v = {"k": np.array([0.2, 0.9, np.nan]), "n": np.array([1, 0, 3]), "d": np.array([2, 0, 2])}
-    >>> joint_histogram(j, v).reshape(j.shape)[[0, 1, 4]].tolist()
-    [[1, 0, 0, 0], [0, 0, 0, 1], [0, 0, 1, 0]]
-    """
-    low, high, bins = joint.bins
-    rlow, rhigh, rbins = joint.ratio_bins
-    y = float_bin_index(values[joint.column].ravel(), low, high, bins, xp)
-    num, den = joint.ratio
-    x = float_bin_index(ratio(values[num].ravel(), values[den].ravel(), xp), rlow, rhigh, rbins, xp)
-    rows, cols = joint.shape
-    return xp.bincount(y * cols + x, minlength=rows * cols).astype(xp.int64)
-
-
-def joint_rows(joint: JointBins, counts: np.ndarray):
-    """The rows of <joint.name>.tsv: (column low, high, ratio low, high, count) per 2-D bin, the
-    edges as histogram.tsv writes them (-inf, inf, nan for the below / above / nan bins).
-
-    >>> j = JointBins("kin_r", "k", (0.0, 1.0, 1), ("n", "d"), (0.0, 1.0, 1))
-    >>> list(joint_rows(j, np.arange(16)))[:2]
-    [('0.0', '1.0', '0.0', '1.0', 0), ('0.0', '1.0', '-inf', '0.0', 1)]
-    """
-    edges_y, edges_x = _edges(*joint.bins), _edges(*joint.ratio_bins)
-    grid = np.asarray(counts, dtype=np.int64).reshape(joint.shape)
-    for a, (ylo, yhi) in enumerate(edges_y):
-        for b, (xlo, xhi) in enumerate(edges_x):
-            yield ylo, yhi, xlo, xhi, int(grid[a, b])
-
-
-def _edges(low: float, high: float, bins: int) -> list[tuple[str, str]]:
-    e = np.linspace(low, high, bins + 1)
-    inside = [(repr(float(e[k])), repr(float(e[k + 1]))) for k in range(bins)]
-    return [*inside, ("-inf", repr(float(low))), (repr(float(high)), "inf"), ("nan", "nan")]
-
-
 BINCOUNT_CELLS = 1 << 22  # cells of a band of rows counted at a time
 
 
@@ -195,22 +107,13 @@ def tile_histograms(metric, values: dict, unique, xp=np) -> dict:
     dict of str to ndarray of int64
         One `column_histogram` per histogram column.
     """
-    out = {f"hist_{c}": column_histogram(values[c][unique], metric, c, xp) for c in metric.histogram_columns}
-    joint = getattr(metric, "joint", None)
-    if joint is not None:
-        cols = (joint.column, *joint.ratio)
-        out[f"joint_{joint.name}"] = joint_histogram(joint, {c: values[c][unique] for c in cols}, xp)
-    return out
+    return {f"hist_{c}": column_histogram(values[c][unique], metric, c, xp) for c in metric.histogram_columns}
 
 
 def symmetric_counts(metric) -> bool:
     """Whether `diagonal_tile_histograms` applies: no transposed columns, and every histogram
     column an integer count (a bincount), so that a diagonal tile's block is symmetric exactly."""
-    return (
-        not metric.transposed
-        and getattr(metric, "joint", None) is None
-        and not any(c in metric.float_bins for c in metric.histogram_columns)
-    )
+    return not metric.transposed and not any(c in metric.float_bins for c in metric.histogram_columns)
 
 
 def diagonal_tile_histograms(metric, values: dict) -> dict:
@@ -241,8 +144,7 @@ def add(total: dict, tile: dict) -> dict:
     total : dict of str to numpy.ndarray of int64
         The running sums, updated in place.
     tile : dict of str to numpy.ndarray
-        A tile's arrays; only the `hist_<column>` ones, shape (bins,), and the joint
-        `joint_<name>` ones are added.
+        A tile's arrays; only the `hist_<column>` ones, shape (bins,), are added.
 
     Returns
     -------
@@ -256,7 +158,7 @@ def add(total: dict, tile: dict) -> dict:
     [1, 2, 5]
     """
     for name, counts in tile.items():
-        if not name.startswith(("hist_", "joint_")):
+        if not name.startswith("hist_"):
             continue
         have = total.get(name)
         if have is None:

@@ -23,7 +23,6 @@ import numpy as np
 
 from genotile.core.encode import PlaneLayout
 from genotile.core.genotype import GenotypeLayout
-from genotile.core.histogram import JointBins
 from genotile.errors import GenotileError
 
 Range = tuple[int, int]
@@ -53,9 +52,7 @@ class MetricFacts:
     "ccc"); `rate_key` its key in core/rates.py TILES (None: no measured rate); `fused_id` the
     Epilogue<fused_id> of kernels/epilogues/*.cuh that computes it on the GPU (None: no fused
     kernel); `histogram_columns` the columns histogram.tsv holds, `float_bins` their
-    (low, high, bins) when they are floats (an integer column is a bincount); `joint` a 2-D
-    histogram over every pair (core/histogram.py `JointBins`: king's kinship x IBS0 / NSNP,
-    <name>.tsv beside histogram.tsv); `report_files`
+    (low, high, bins) when they are floats (an integer column is a bincount); `report_files`
     the report pieces of the metric besides report/histogram.png and report/heatmap.png.
     """
 
@@ -68,7 +65,6 @@ class MetricFacts:
     fused_id: int | None = None
     histogram_columns: tuple[str, ...] = ()
     float_bins: dict[str, tuple[float, float, int]] = field(default_factory=dict)
-    joint: Any = None  # histogram.JointBins or None
     report_files: tuple[str, ...] = ()
 
 
@@ -433,7 +429,6 @@ METRICS = {
         fused_id=2,
         histogram_columns=("kinship",),
         float_bins={"kinship": (-1.0, 0.5, 300)},
-        joint=JointBins("kinship_ibs0", "kinship", (-1.0, 0.5, 150), ("ibs0", "nsnp"), (0.0, 0.25, 50)),
         report_files=("kinship_ibs0.png",),
     ),
     "ccc2": ccc2_metric(),  # the defaults; get_metric("ccc2", multiplier=..., param=...) for others

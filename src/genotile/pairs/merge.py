@@ -6,7 +6,6 @@ seed or block size, so they are byte-identical across those choices.
 
 import json
 import time
-from pathlib import Path
 
 import numpy as np
 
@@ -162,23 +161,6 @@ def write_histograms(out_path, metric: Metric, histograms: dict, pairs_computed:
                 f"but they computed {pairs_computed}"
             )
         lines += ["\t".join(map(str, row)) for row in histogram.rows(metric, column, counts)]
-    write_text(out_path, "\n".join(lines) + "\n")
-    if metric.joint is not None:
-        write_joint(Path(out_path).with_name(f"{metric.joint.name}.tsv"), metric, histograms, pairs_computed)
-
-
-def write_joint(out_path, metric: Metric, histograms: dict, pairs_computed: int) -> None:
-    """<joint name>.tsv beside histogram.tsv (king: kinship_ibs0.tsv): the metric's 2-D histogram
-    over every unique pair (histogram.JointBins), one row a bin, counts adding up to all pairs.
-    Tiles without it (a store with collapsed duplicates: their histograms are weighed from the
-    dense block, which holds one column; some tiles of an older genotile) give the header only."""
-    joint = metric.joint
-    num, den = joint.ratio
-    header = f"{joint.column}_low\t{joint.column}_high\t{num}_{den}_low\t{num}_{den}_high\tcount"
-    lines = [header]
-    counts = histograms.get(f"joint_{joint.name}")
-    if counts is not None and int(counts.sum()) == pairs_computed:
-        lines += ["\t".join(map(str, row)) for row in histogram.joint_rows(joint, counts)]
     write_text(out_path, "\n".join(lines) + "\n")
 
 

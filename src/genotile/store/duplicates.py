@@ -256,8 +256,6 @@ def weigh_tile(arrays: dict, meta: dict, planes_i, metric, layout, weights_i, we
     if key not in sums:  # an empty block
         sums[key] = weighted_histogram(dense, np.zeros(dense.shape, np.int64), metric, metric.dense_column)
     arrays[key] = sums[key]
-    for name in [k for k in arrays if k.startswith("joint_")]:  # over distinct pairs: not weighed
-        del arrays[name]
     meta["pairs_distinct"] = meta["pairs_computed"]
     meta["pairs_computed"] = total
     if diagonal:

@@ -13,9 +13,7 @@ metric.epilogue / metric.passes on random counts (`self_check`); a metric whose 
 Histograms (histogram.py, over every unique pair of the tile, before the threshold) are counted
 in the same kernel (`hist_plan`, `DeviceHist`): float bins in shared memory; integer bincounts
 in a shared window of HIST_WINDOW values around the sub-tile's mean, the rest in global memory;
-ccc2's asymmetric columns read in input order (`perms`). A metric's joint histogram (king's
-kinship x IBS0 / NSNP, histogram.JointBins) is one more, kind 3, counted in shared memory: its
-spec follows the columns' in hspec / hoff, flagged by bit JOINT_BIT of hist_mask.
+ccc2's asymmetric columns read in input order (`perms`).
 
 nan values are given the bits numpy gives 0/0 on this host (`canonical_nans`: the GPU's nan has
 other bits).
@@ -40,8 +38,6 @@ SELECT_OPTIONS: tuple = ()  # extra NVRTC options of tile_select (diagnostics)
 SELECT_THREADS = 256
 SELECT_BLOCKS_PER_SM = 4  # tile_select's grid: a few blocks an SM looping over rows
 SELECT_UNROLL = 4  # columns a thread of tile_select takes per pass (GT_SELECT_UNROLL)
-JOINT_BIT = 30  # hist_mask bit of the joint histogram (tile_select.cu: GT_JOINT_BIT)
-JOINT_SPEC = 11  # its doubles after the columns' in hspec
 HIST_WINDOW = 10240  # bincount values counted in shared memory a block (40 KB), around the sub-tile's mean
 WINDOW_BLOCKS = 512  # grid of hist_window.cu's sum: enough to stream a sub-tile's counts
 
@@ -128,9 +124,6 @@ class HistColumn:
     bins: int
     size: int  # counters: bound + 1 (bincount) or bins + 3
     offset: int
-    # kind 3, the joint histogram (column k against ratio[0] / ratio[1], histogram.JointBins):
-    # (numerator's k, denominator's k, low, high, scale, bins) of the ratio; `column` its name
-    ratio: tuple = ()
 
 
 def hist_plan(metric, spec: FusedSpec, plans: dict, int_size: int | None = None) -> list[HistColumn] | None:
@@ -159,31 +152,6 @@ def hist_plan(metric, spec: FusedSpec, plans: dict, int_size: int | None = None)
             h = HistColumn(col, k, 1, 0.0, 0.0, 0.0, 0, bound + 1, offset)
         out.append(h)
         offset += h.size
-    joint = metric.joint
-    if joint is not None:
-        if any(c not in spec.columns for c in (joint.column, *joint.ratio)):
-            return None
-        num, den = (spec.columns.index(c) for c in joint.ratio)
-        if spec.kinds[spec.columns.index(joint.column)] != "f" or spec.kinds[num] != "i" or spec.kinds[den] != "i":
-            return None
-        low, high, bins = joint.bins
-        rlow, rhigh, rbins = joint.ratio_bins
-        rows, cols = joint.shape
-        k = spec.columns.index(joint.column)
-        h = HistColumn(
-            joint.name,
-            k,
-            3,
-            float(low),
-            float(high),
-            bins / (high - low),
-            int(bins),
-            rows * cols,
-            offset,
-            (num, den, float(rlow), float(rhigh), rbins / (rhigh - rlow), int(rbins)),
-        )
-        out.append(h)
-        offset += h.size
     return out
 
 
@@ -193,16 +161,10 @@ class DeviceHist:
     def __init__(self, cp, columns: list[HistColumn], ncols: int):
         self.columns = columns
         self.total = sum(h.size for h in columns)
-        spec = np.zeros(5 * ncols + JOINT_SPEC, dtype=np.float64)
-        off = np.zeros(2 * ncols + 2, dtype=np.int64)
+        spec = np.zeros(5 * ncols, dtype=np.float64)
+        off = np.zeros(2 * ncols, dtype=np.int64)
         self.mask = 0
         for h in columns:
-            if h.kind == 3:  # after the columns': column k, ratio's num k, den k, both binnings
-                num, den, rlow, rhigh, rscale, rbins = h.ratio
-                spec[5 * ncols :] = (h.k, num, den, h.low, h.high, h.scale, h.bins, rlow, rhigh, rscale, rbins)
-                off[2 * ncols :] = (h.offset, h.size)
-                self.mask |= 1 << JOINT_BIT
-                continue
             spec[5 * h.k : 5 * h.k + 5] = (h.kind, h.low, h.high, h.scale, h.bins)
             off[2 * h.k : 2 * h.k + 2] = (h.offset, h.size)
             self.mask |= 1 << h.k
@@ -212,7 +174,7 @@ class DeviceHist:
         self.scratch = cp.zeros(2, dtype=cp.uint64)  # kernels/hist_window.cu's sum and blocks done
         self.win = HIST_WINDOW if any(h.kind == 1 for h in columns) else 0
         self.shared_bytes = 4 * (
-            sum(h.size for h in columns if h.kind in (2, 3)) + self.win * sum(h.kind == 1 for h in columns)
+            sum(h.size for h in columns if h.kind == 2) + self.win * sum(h.kind == 1 for h in columns)
         )
 
     def select_fields(self) -> dict:
@@ -250,7 +212,7 @@ class DeviceHist:
             if h.kind == 1:  # a bincount is as long as the largest value + 1
                 nz = np.flatnonzero(c)
                 c = c[: (int(nz[-1]) + 1 if nz.size else 1)].copy()
-            out[f"joint_{h.column}" if h.kind == 3 else f"hist_{h.column}"] = c
+            out[f"hist_{h.column}"] = c
         return out
 
 

@@ -37,13 +37,13 @@ struct SelectParams {
     u64* dense;    // the dense column of every pair at dense[i * n_total + j] (null: none)
     // histograms (hist null: none)
     u64* hist;               // every histogram's counters, then the out-of-range counter
-    const double* hspec;     // 5 a column: kind (1: bincount, 2: float bins), low, high, scale, bins; then the joint's 11
-    const i64* hoff;         // 2 a column: its first counter in hist, its number of counters; then the joint's 2
+    const double* hspec;     // 5 a column: kind (1: bincount, 2: float bins), low, high, scale, bins
+    const i64* hoff;         // 2 a column: its first counter in hist, its number of counters
     const i64* hist_base;    // each bincount's shared window starts here
     const i64* perm_l;       // input index of each row of the tile: a pair reads (j, i) where
     const i64* perm_r;       // perm_l[i] > perm_r[j] (an epilogue's `transposed` columns)
     i64 hist_total;          // the out-of-range counter: hist[hist_total]
-    int hist_mask;           // bit h: column h has a histogram; bit 30: the joint histogram
+    int hist_mask;           // bit h: column h has a histogram
     int win;                 // values a bincount window holds in shared memory (0: none)
     CountSource counts[GT_MAX_COUNTS];  // the metric's counts, in its order
 };

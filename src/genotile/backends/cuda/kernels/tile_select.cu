@@ -32,12 +32,6 @@
 // hist[hist_total] (the host then refuses the result). An epilogue with `transposed` columns
 // (ccc2): where perm_l[i] > perm_r[j] the pair reads (j, i) in input order, so its columns move
 // (ccc_01 and ccc_10 trade histograms, as tile.py does).
-// The joint histogram (histogram.JointBins: king's kinship x IBS0 / NSNP), when bit GT_JOINT_BIT of
-// hist_mask is set: hspec[5 K_COLS ..] = column k, numerator's k, denominator's k, the column's
-// low, high, scale, bins, the ratio's low, high, scale, bins; hoff[2 K_COLS ..] = first counter,
-// counters ((bins + 3) x (ratio bins + 3), row-major). A unique pair counts in bin
-// float_bin(column) * (ratio bins + 3) + float_bin(num / den), the ratio __ddiv_rn of the two
-// integers as doubles (numpy's float64 division), in shared memory, added to `hist` once a block.
 
 #include "select_params.cuh"
 #include "epilogues/count.cuh"
@@ -67,8 +61,6 @@ constexpr int U_COLS = GT_SELECT_UNROLL;
 #ifndef GT_HIST_SHARED
 #define GT_HIST_SHARED 1  // float bins counted in shared memory first
 #endif
-
-#define GT_JOINT_BIT 30  // tile_select.py: JOINT_BIT
 
 #if GT_COUNT64
 typedef long long count_t;  // the sub-tile's count matrices (int64)
@@ -150,20 +142,6 @@ extern "C" __global__ void __launch_bounds__(256) tile_select(const SelectParams
                 h_base[h] = p.hist_base != nullptr ? p.hist_base[h] : 0;
             }
         }
-    }
-    // the joint histogram (uniform across the grid)
-    const bool joint = hist != nullptr && ((p.hist_mask >> GT_JOINT_BIT) & 1);
-    int j_col = 0, j_num = 0, j_den = 0, j_bins = 0, j_rbins = 0, j_sh = 0;
-    double j_low = 0.0, j_high = 0.0, j_scale = 0.0, j_rlow = 0.0, j_rhigh = 0.0, j_rscale = 0.0;
-    long long j_off = 0;
-    if (joint) {
-        const double* js = p.hspec + 5 * K_COLS;
-        j_col = (int)js[0], j_num = (int)js[1], j_den = (int)js[2];
-        j_low = js[3], j_high = js[4], j_scale = js[5], j_bins = (int)js[6];
-        j_rlow = js[7], j_rhigh = js[8], j_rscale = js[9], j_rbins = (int)js[10];
-        j_off = p.hoff[2 * K_COLS];
-        j_sh = n_sh;
-        n_sh += (j_bins + 3) * (j_rbins + 3);
     }
     for (int k = threadIdx.x; k < n_sh; k += blockDim.x) sh_hist[k] = 0u;
     __syncthreads();
@@ -255,31 +233,6 @@ extern "C" __global__ void __launch_bounds__(256) tile_select(const SelectParams
                             }
                         }
                     }
-                    if (joint) {  // uniform
-                        long long bin = -1;
-                        if (unique) {
-                            u64 yv = 0, nv = 0, dv = 0;
-#pragma unroll
-                            for (int k = 0; k < K_COLS; ++k) {
-                                if (k == j_col) yv = hv[k];
-                                if (k == j_num) nv = hv[k];
-                                if (k == j_den) dv = hv[k];
-                            }
-                            const double r = __ddiv_rn(__ll2double_rn((long long)nv), __ll2double_rn((long long)dv));
-                            const long long by = float_bin(__longlong_as_double((long long)yv), j_low, j_high, j_scale, j_bins);
-                            bin = by * (j_rbins + 3) + float_bin(r, j_rlow, j_rhigh, j_rscale, j_rbins);
-                        }
-#if GT_HIST_AGG
-                        const long long key = bin >= 0 ? bin : -1 - lane;
-                        const unsigned peers = __match_any_sync(0xffffffffu, (unsigned long long)key);
-                        const unsigned add = (unsigned)__popc(peers);
-                        const bool leader = bin >= 0 && lane == __ffs(peers) - 1;
-#else
-                        const unsigned add = 1u;
-                        const bool leader = bin >= 0;
-#endif
-                        if (leader) atomicAdd(&sh_hist[j_sh + bin], add);
-                    }
                 }
                 if (mode == 0) {
                     const unsigned mask = __ballot_sync(0xffffffffu, keep);
@@ -322,12 +275,6 @@ extern "C" __global__ void __launch_bounds__(256) tile_select(const SelectParams
                     const unsigned v = sh_hist[h_sh[h] + k];
                     if (v) atomicAdd(&hist[h_off[h] + h_base[h] + k], (u64)v);
                 }
-            }
-        }
-        if (joint) {
-            for (int k = threadIdx.x; k < (j_bins + 3) * (j_rbins + 3); k += blockDim.x) {
-                const unsigned v = sh_hist[j_sh + k];
-                if (v) atomicAdd(&hist[j_off + k], (u64)v);
             }
         }
         if (overflow) atomicAdd(&hist[p.hist_total], 1ull);
