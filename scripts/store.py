@@ -52,7 +52,9 @@ def store(sm):
         # store job computes them itself on any backend (store/append.py: a few tiles of the new
         # vectors, each of which would pay a process start and numba's in its own job)
         tiles = p.appended_tiles()
-        appended = bool(p.segments) and bool(pairs) and mode == "auto" and len(tiles) <= early.EARLY_TILES_MAX
+        appended = (
+            bool(p.segments) and bool(pairs) and mode == "auto" and early.few_appended(store_dir, p, tiles, len(pairs))
+        )
         if appended or (may and not p.segments and early.wanted(mode, granted, len(tiles))):
             # the tile rule's params (rules/tiles.smk takes them from the same function): a tile
             # job adopts a tile recorded with all of its params, with these values (pairs/early.py)

@@ -202,3 +202,16 @@ def test_device_workers_do_not_run_the_main_script_again(tmp_path):
     proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120, check=True)
     assert proc.stdout.strip() == "['0', '1']"
     assert runs.read_text() == "run\n"  # the parent's run only
+
+
+def test_an_appends_few_new_tiles_are_computed_by_the_store_job_and_much_work_is_left_to_the_tile_jobs(tmp_path):
+    from genotile.core.plan import Plan
+
+    np.save(tmp_path / "planes.npy", np.zeros((1, 160), np.uint64))
+    small = Plan(14_533, 7_167, 1, segments=(199,))  # the issue's 15,800 + 200: 3 new tiles, 0.03 s on numba
+    assert small.appended_tiles() == [(0, 2), (1, 2), (2, 2)]
+    assert early.few_appended(tmp_path, small, small.appended_tiles())
+    big = Plan(400_000, 100_000, 1, segments=(200_000,))  # 2 x 10^10 pairs: the tile jobs'
+    assert not early.few_appended(tmp_path, big, big.appended_tiles())
+    many = Plan(20_000, 1_000, 1, segments=(1_000,))  # 21 new tiles: more than EARLY_TILES_MAX
+    assert not early.few_appended(tmp_path, many, many.appended_tiles())

@@ -144,6 +144,26 @@ CUDA_DEVICES = "CUDA_VISIBLE_DEVICES"
 _ALL_STARTED: list = []  # a DevicePool worker's barrier of the pool's workers (`_started`)
 
 
+APPENDED_CPU_S = 2.0  # `auto`: a store job computes an append's new tiles where numba would take at most this
+
+
+def few_appended(store_dir, plan, tiles, metrics: int = 1) -> bool:
+    """Whether the store job computes an appended plan's new `tiles` itself (config
+    `tiles_in_store` auto, scripts/store.py): at most EARLY_TILES_MAX of them, whose counts numba
+    would do in at most APPENDED_CPU_S here for `metrics` metrics (core/rates.py CPU_COUNTS): cheaper than a
+    process each; more work is left to the tile jobs, which may run on GPUs or other machines."""
+    import numpy as np  # not at the top: a tile job adopting its tile imports no more than the standard library
+
+    from genotile.core import rates
+
+    if len(tiles) > EARLY_TILES_MAX:
+        return False
+    words = int(np.load(Path(store_dir) / "planes.npy", mmap_mode="r").shape[1])
+    sizes = [plan.block(b).stop - plan.block(b).start for b in range(plan.n_blocks)]
+    work = sum(sizes[i] * sizes[j] for i, j in tiles) * words
+    return work * metrics / rates.CPU_COUNTS["numba"] <= APPENDED_CPU_S
+
+
 def _warm_numba() -> None:
     try:
         from genotile.backends.cpu import numba_popcount
