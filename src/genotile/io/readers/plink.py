@@ -43,7 +43,7 @@ from genotile.io.readers.plink_tables import (
     read_samples,
     read_variants,
 )
-from genotile.io.readers.vcf import MULTIALLELIC, STATS, read_sample_list
+from genotile.io.readers.vcf import STATS, check_record_options, read_sample_list
 from genotile.io.regions import (
     END,
     Region,
@@ -129,10 +129,7 @@ class PlinkReader(GenotypeReader):
         chromosomes: str = "autosomes",
     ):
         self.chromosomes = check_chromosomes(chromosomes)
-        if multiallelic not in MULTIALLELIC:
-            raise GenotileError(f"multiallelic must be one of {', '.join(MULTIALLELIC)}, not {multiallelic!r}")
-        if not isinstance(filter_pass, bool):
-            raise GenotileError(f"filter_pass must be true or false, not {filter_pass!r}")
+        check_record_options(multiallelic, filter_pass)
         self.path = str(path)
         self.format = plink_format(path) or self.kind
         self.files = fileset(path)

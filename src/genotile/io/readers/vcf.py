@@ -63,6 +63,17 @@ from genotile.io.regions import (
 FAST_PATH = True  # text VCFs through vcf_fast.py first (same output; False: cyvcf2 only)
 BLOCK_BYTES = 1 << 26  # bound on the int16 allele buffer of one block (64 MiB)
 MULTIALLELIC = ("skip", "split")
+
+
+def check_record_options(multiallelic, filter_pass) -> None:
+    """The genotype readers' record options (GENOTYPE_OPTIONS), refused in one line each: VCF,
+    PLINK and VCF-Zarr alike."""
+    if multiallelic not in MULTIALLELIC:
+        raise GenotileError(f"multiallelic must be one of {', '.join(MULTIALLELIC)}, not {multiallelic!r}")
+    if not isinstance(filter_pass, bool):
+        raise GenotileError(f"filter_pass must be true or false, not {filter_pass!r}")
+
+
 STATS = (
     "records",
     "variants",
@@ -266,10 +277,7 @@ class VcfReader(DiploidCalls, GenotypeReader):
             import cyvcf2
         except ImportError:
             raise GenotileError("VCF/BCF input needs the cyvcf2 package: pip install cyvcf2") from None
-        if multiallelic not in MULTIALLELIC:
-            raise GenotileError(f"multiallelic must be one of {', '.join(MULTIALLELIC)}, not {multiallelic!r}")
-        if not isinstance(filter_pass, bool):
-            raise GenotileError(f"filter_pass must be true or false, not {filter_pass!r}")
+        check_record_options(multiallelic, filter_pass)
         self.path, self.multiallelic, self.filter_pass = str(path), multiallelic, filter_pass
         self.fast = FAST_PATH if fast is None else fast  # False: cyvcf2 for every record
         self.want_ids = True  # False: the fast path may yield None for variant IDs (callers that drop them)

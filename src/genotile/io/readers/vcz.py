@@ -29,7 +29,7 @@ import numpy as np
 from genotile.errors import GenotileError
 from genotile.io.ids import check_ids, check_unique
 from genotile.io.readers.base import GenotypeReader
-from genotile.io.readers.vcf import MULTIALLELIC, NO_ALLELE, STATS, DiploidCalls, read_sample_list
+from genotile.io.readers.vcf import NO_ALLELE, STATS, DiploidCalls, check_record_options, read_sample_list
 from genotile.io.regions import check_chromosomes, is_autosome, merge_regions, no_autosome, parse_regions, regions_in
 
 ARRAYS = ("call_genotype", "sample_id", "contig_id", "variant_contig", "variant_position", "variant_allele")
@@ -52,10 +52,7 @@ class VczReader(DiploidCalls, GenotypeReader):
         chromosomes: str = "autosomes",
     ):
         self.chromosomes = check_chromosomes(chromosomes)
-        if multiallelic not in MULTIALLELIC:
-            raise GenotileError(f"multiallelic must be one of {', '.join(MULTIALLELIC)}, not {multiallelic!r}")
-        if not isinstance(filter_pass, bool):
-            raise GenotileError(f"filter_pass must be true or false, not {filter_pass!r}")
+        check_record_options(multiallelic, filter_pass)
         self.path, self.multiallelic, self.filter_pass = str(path), multiallelic, filter_pass
         self.format = self.kind
         self.want_ids = True
