@@ -346,31 +346,6 @@ def _king_guides(ax, text: bool) -> None:
             ax.text(1.0, value, f" {label}", va="center", fontsize=7, transform=ax.get_yaxis_transform())
 
 
-def clusters(pairs_tsv, ids: list[str], out) -> list[list[str]]:
-    """Single-linkage clusters: connected components of the pairs passing the threshold."""
-    parent = list(range(len(ids)))
-    index = {name: k for k, name in enumerate(ids)}
-
-    def find(x):
-        while parent[x] != x:
-            parent[x] = parent[parent[x]]
-            x = parent[x]
-        return x
-
-    _, rows = read_pairs(pairs_tsv)
-    for row in rows:
-        a, b = find(index[row[0]]), find(index[row[1]])
-        if a != b:
-            parent[max(a, b)] = min(a, b)
-    groups: dict[int, list[str]] = {}
-    for k, name in enumerate(ids):
-        groups.setdefault(find(k), []).append(name)
-    comps = sorted((g for g in groups.values() if len(g) > 1), key=lambda g: (-len(g), ids.index(g[0])))
-    lines = ["cluster\tsize\tmembers"] + [f"{k}\t{len(g)}\t{','.join(g)}" for k, g in enumerate(comps, start=1)]
-    write_text(out, "\n".join(lines) + "\n")
-    return comps
-
-
 def run_summary(summaries: list, benchmarks: list, out, screens: Sequence = ()) -> None:
     """One row per dataset and metric: sizes, pairs, backend, rate, and time per stage; then one
     per screen (`screen_row`)."""

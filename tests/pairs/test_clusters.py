@@ -1,14 +1,41 @@
-"""pairs/clusters.py: the components of the passing pairs, byte for byte those of report.clusters
-(the clusters rule's earlier code: a union-find over the rows), on random graphs with long
-chains and with no pairs."""
+"""pairs/clusters.py: the components of the passing pairs, byte for byte those of a union-find
+over the rows (`union_find_clusters`, the clusters rule's earlier code), on random graphs with
+long chains and with no pairs."""
 
 import gzip
+from pathlib import Path
 
 import numpy as np
 import pytest
 
-from genotile import report
 from genotile.pairs import clusters
+from genotile.report import read_pairs
+
+
+def union_find_clusters(pairs_tsv, ids: list[str], out) -> list[list[str]]:
+    """The reference: single-linkage clusters by a union-find over pairs.tsv.gz's rows, written as
+    clusters.tsv (cluster, size, members; largest first, then by first member's input order)."""
+    parent = list(range(len(ids)))
+    index = {name: k for k, name in enumerate(ids)}
+
+    def find(x):
+        while parent[x] != x:
+            parent[x] = parent[parent[x]]
+            x = parent[x]
+        return x
+
+    _, rows = read_pairs(pairs_tsv)
+    for row in rows:
+        a, b = find(index[row[0]]), find(index[row[1]])
+        if a != b:
+            parent[max(a, b)] = min(a, b)
+    groups: dict[int, list[str]] = {}
+    for k, name in enumerate(ids):
+        groups.setdefault(find(k), []).append(name)
+    comps = sorted((g for g in groups.values() if len(g) > 1), key=lambda g: (-len(g), ids.index(g[0])))
+    lines = ["cluster\tsize\tmembers"] + [f"{k}\t{len(g)}\t{','.join(g)}" for k, g in enumerate(comps, start=1)]
+    Path(out).write_text("\n".join(lines) + "\n")
+    return comps
 
 
 def _pairs_file(path, ids, edges):
@@ -28,7 +55,7 @@ def test_clusters_equal_the_union_finds(tmp_path, seed):
         edges += [tuple(sorted(map(int, rng.choice(n, 2, replace=False)))) for _ in range(int(rng.integers(0, n)))]
         rng.shuffle(edges)
     _pairs_file(tmp_path / "pairs.tsv.gz", ids, edges)
-    want = report.clusters(tmp_path / "pairs.tsv.gz", ids, tmp_path / "want.tsv")
+    want = union_find_clusters(tmp_path / "pairs.tsv.gz", ids, tmp_path / "want.tsv")
     got = clusters.clusters(tmp_path / "pairs.tsv.gz", ids, tmp_path / "got.tsv")
     assert got == want
     assert (tmp_path / "got.tsv").read_bytes() == (tmp_path / "want.tsv").read_bytes()
