@@ -48,10 +48,11 @@ include: "rules/report.smk"
 rule all:
     default_target: True
     input:
-        all_outputs,
+        all_outputs_of_this_run,
 
 
-# one run per directory (runtime/workflow.py): the lock first, before the hook below removes files
+# one run per directory (runtime/workflow.py): the lock first (taken already where the target's
+# inputs were asked for), before the hook below removes files
 onstart:
     hold_run_lock(workflow.execution_settings.lock)
     clear_early_tiles()

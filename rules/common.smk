@@ -442,6 +442,14 @@ def report_files(dataset, metric):
 
 
 @one_line
+def all_outputs_of_this_run(wildcards):
+    """The default target's inputs, the run lock taken first (runtime/workflow.py): as the DAG is built,
+    before Snakemake looks for files a running job has marked incomplete"""
+    if workflow.is_main_process and workflow.executor_plugin and not workflow.dryrun:
+        hold_run_lock(workflow.execution_settings.lock)
+    return all_outputs(wildcards)
+
+
 def all_outputs(wildcards):
     """Every merged output and report piece, and every tile: a lost tile is recomputed on the next run."""
     # the run summary has a row per dataset and metric, and one per screen

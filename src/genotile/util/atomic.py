@@ -8,6 +8,7 @@ not be written (`DISK_ERRORS`), its temporary file removed.
 
 import contextlib
 import errno
+import fcntl
 import os
 import tempfile
 from pathlib import Path
@@ -27,16 +28,18 @@ def disk_error(exc: OSError, path=None) -> GenotileError:
 
 @contextlib.contextmanager
 def atomic_path(path):
-    """Yield a temporary path beside `path`; rename it onto `path` on success."""
+    """Yield a temporary path beside `path`; rename it onto `path` on success.
+
+    The temporary file is flocked while it is written: a writer of the same file in another
+    process (two runs parsing the workflow together both bring a fingerprint up to date)
+    removes the temporary files that a killed writer left, never a live writer's.
+    """
     path = Path(path)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        for stale in path.parent.glob(f".{path.name}.*.tmp"):  # left by a killed writer of this file
-            with contextlib.suppress(FileNotFoundError):
-                stale.unlink()
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-        os.fchmod(fd, 0o666 & ~_umask())  # mkstemp makes 0600; outputs get the usual permissions
-        os.close(fd)
+        for stale in path.parent.glob(f".{path.name}.*.tmp"):
+            _remove_if_abandoned(stale)
+        fd, tmp = _locked_temporary(path)
     except OSError as exc:
         if exc.errno in DISK_ERRORS:
             raise disk_error(exc, path) from None
@@ -50,6 +53,38 @@ def atomic_path(path):
         if isinstance(exc, OSError) and exc.errno in DISK_ERRORS:
             raise disk_error(exc, path) from None
         raise
+    finally:
+        os.close(fd)  # the lock goes with it
+
+
+def _locked_temporary(path: Path) -> tuple[int, str]:
+    """A new temporary file beside `path`, its descriptor holding an exclusive flock."""
+    while True:
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+        os.fchmod(fd, 0o666 & ~_umask())  # mkstemp makes 0600; outputs get the usual permissions
+        with contextlib.suppress(OSError):  # a file system without locks: nothing is removed
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        if os.fstat(fd).st_nlink:  # not taken for a killed writer's between mkstemp and flock
+            return fd, tmp
+        os.close(fd)
+
+
+def _remove_if_abandoned(tmp: Path) -> None:
+    """Remove a temporary file that no live writer holds locked."""
+    try:
+        fd = os.open(tmp, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:  # a writer holds it (or locks are not available): left alone
+        os.close(fd)
+        return
+    try:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+    finally:
+        os.close(fd)
 
 
 def _umask() -> int:
