@@ -18,6 +18,7 @@ as the tiles read them, whatever the form.
 import dataclasses
 import os
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
 import numpy as np
 
@@ -400,11 +401,19 @@ def _pack_streamed(bed, ingest_manifest: dict, plan: Plan, perm: np.ndarray, pla
 
     n_input, n_fields = bed.n_samples, bed.n_variants
     rows_of = store_rows(ingest_manifest, n_input, plan, perm, ingest_manifest["input"])
-    progress = Progress("pack (the .bed, in one pass)", total=rows_of.size)
+    progress = Progress(f"pack (the {Path(bed.path).suffix or 'input'}, in one pass)", total=rows_of.size)
     threads = usable_cpus(bed_reader.STREAM_THREADS)
     with atomic_path(planes_out) as tmp:
         counts = bed_reader.write_streamed(
-            bed.path, n_input, n_fields, rows_of, tmp, threads=threads, what=bed.what, held_bytes=stream_bytes()
+            bed.path,
+            n_input,
+            n_fields,
+            rows_of,
+            tmp,
+            threads=threads,
+            what=bed.what,
+            held_bytes=stream_bytes(),
+            pgen=bed.pgen,
         )
     progress.finish(rows_of.size)
     if bed.finish is not None:

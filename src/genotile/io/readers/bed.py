@@ -64,8 +64,9 @@ from genotile.io.readers.bed_words import (
     variant_blocks,
     word_counts,
 )
+from genotile.io.readers.bed_words import counts_to_records as numpy_counts_to_records
 from genotile.io.readers.bed_words import records_to_bits as numpy_records_to_bits
-from genotile.io.readers.plink import PlinkReader
+from genotile.io.readers.plink import PgenRecords, PlinkReader
 
 
 def write_sample_rows(path, n_samples: int, n_variants: int, out_path, threads: int = 2, what=None) -> dict:
@@ -237,6 +238,10 @@ MAP_BYTES = 1 << 31
 # (bed_words.records_to_bits): its start-up, ~0.6-1 s on the 2-core VM, costs more below
 COMPILED_BYTES = 1 << 27
 HASH_ROWS = 4096  # rows hashed at a time for identical samples (a spilled slab's)
+# bytes of records made of a .pgen's counts by one task at most: its counts buffer is 4 times
+# that, a thread's (pgenlib reads with the GIL held: the threads take turns at it, the making
+# and the transposes run side by side)
+PGEN_READ_BYTES = 1 << 22
 
 
 @dataclass(frozen=True)
@@ -244,13 +249,24 @@ class BedFile:
     """A plain .bed that the store job reads in the pass that writes its store
     (`write_streamed`, store/pack.py), or, where identical samples are collapsed, reads before
     the plan into HeldBits (`read_held`): not read yet. `finish(counts)` completes the ingest
-    manifest with the pass's counts (store/ingest.py) and returns it."""
+    manifest with the pass's counts (store/ingest.py) and returns it.
+
+    With `pgen` (plink.PgenRecords: a .pgen, or a .bed's selected variants, every sample) the
+    pass's records are not the file's bytes but pgenlib's counts of them made into .bed records
+    (bed_kernels.counts_to_records), a run of records on each thread; the rest of the pass is
+    the same."""
 
     path: str
     n_samples: int
     n_variants: int
     what: tuple[str, str] | None = None
     finish: Callable[[dict], dict] | None = None
+    pgen: PgenRecords | None = None
+
+    @property
+    def record_bytes(self) -> int:
+        """Bytes of the records the pass reads (the .bed's, or those made of a .pgen's counts)."""
+        return len(MAGIC) + self.n_variants * record_bytes(self.n_samples)
 
 
 @dataclass(frozen=True)
@@ -323,8 +339,9 @@ class _Pass:
     into a buffer as soon as its last strip is done: the threads read and transpose side by
     side, the file in order."""
 
-    def __init__(self, pool, bed: BedFile, fd: int, part: _Part, kernel, threads: int):
+    def __init__(self, pool, bed: BedFile, fd: int, part: _Part, kernel, threads: int, made=None):
         self.pool, self.bed, self.fd, self.part, self.kernel = pool, bed, fd, part, kernel
+        self.made = made  # a .pgen's counts made into records (bed_kernels.counts_to_records)
         self.width = record_bytes(bed.n_samples)
         self.span = -(-self.width // 8) * 8  # a record's row in a buffer: whole words
         records = max(WORD, min(WORD * TASK_WORDS, BLOCK_BYTES // self.span // WORD * WORD))
@@ -333,7 +350,9 @@ class _Pass:
         groups = part.g_stop - part.g_first
         strips = equal_parts(groups, max(STRIP_GROUPS, -(-groups // threads)), STRIP_UNIT)  # a strip a thread, or fewer
         self.strips = [(part.g_first + a, part.g_first + b) for a, b in strips]
-        self.reads = equal_parts(records, max(1, READ_BYTES // self.span))  # a block's reads, by records
+        read_bytes = READ_BYTES if bed.pgen is None else PGEN_READ_BYTES
+        self.reads = equal_parts(records, max(1, read_bytes // self.span))  # a block's reads, by records
+        self.readers: dict[int, tuple] = {}  # a .pgen's: a pgenlib reader and a counts buffer a thread
         self.counts: dict[int, tuple[np.ndarray, list[int]]] = {}
         self.lock = threading.Lock()
         self.finished = threading.Event()
@@ -343,10 +362,14 @@ class _Pass:
 
     def run(self) -> list[tuple[np.ndarray, int]]:
         """Read and transpose every block; the counts of each thread (flags, missing calls)."""
-        if self.blocks:
-            for i in range(len(self.buffers)):
-                self._read(i)
-            self.finished.wait()
+        try:
+            if self.blocks:
+                for i in range(len(self.buffers)):
+                    self._read(i)
+                self.finished.wait()
+        finally:
+            for reader, _ in self.readers.values():
+                reader.close()
         if self.error is not None:
             raise self.error
         return [(flags, missing[0]) for flags, missing in self.counts.values()]
@@ -363,6 +386,11 @@ class _Pass:
         """Records r0:r1 of block i into their rows of the block's buffer (one preadv)."""
         v0 = self.blocks[i][0]
         rows = self.buffers[i % len(self.buffers)][(r0 - v0) * self.span : (r1 - v0) * self.span]
+        if self.bed.pgen is not None:
+            reader, counts = self._pgen_reader(r1 - r0)
+            self.bed.pgen.read(reader, r0, r1, counts)
+            self.made(counts.view(np.uint8), r1 - r0, rows, self.span)
+            return
         offset = len(MAGIC) + r0 * self.width
         if self.span == self.width:  # the rows are the file's bytes as they lie
             pieces = [rows.data]
@@ -375,6 +403,18 @@ class _Pass:
                     npy_rows.pread_rows(self.fd, row, offset + k * self.width, self.bed.path)
         except OSError as exc:  # shorter than open_bed found it: changed while read
             raise GenotileError(f"{self.bed.path}: cannot read its records ({exc}); was it changed?") from None
+
+    def _pgen_reader(self, records: int) -> tuple:
+        """This thread's pgenlib reader of the .pgen, and its counts buffer (records, samples)."""
+        me = threading.get_ident()
+        got = self.readers.get(me)
+        if got is None or got[1].shape[0] < records:
+            assert self.bed.pgen is not None
+            reader = got[0] if got is not None else self.bed.pgen.open()
+            got = (reader, np.empty((records, self.bed.n_samples), dtype=np.int8))
+            with self.lock:
+                self.readers[me] = got
+        return got
 
     def _transpose(self, i: int) -> None:
         """Block i read: its strips to the threads."""
@@ -437,17 +477,17 @@ class _Pass:
 
 def compiled(bed: BedFile) -> bool:
     """Whether the pass over this .bed transposes with numba (bed_kernels.py): from COMPILED_BYTES."""
-    return len(MAGIC) + bed.n_variants * record_bytes(bed.n_samples) >= COMPILED_BYTES
+    return bed.record_bytes >= COMPILED_BYTES
 
 
-def warm_kernel(path) -> None:
+def warm_kernel(path, size: int | None = None) -> None:
     """Import numba and load the compiled transposer (cached beside the package) on a thread, once,
     for the pass over a .bed that will take it (from COMPILED_BYTES): ~0.6 s of start-up, on the
     2-core VM, while the store job reads the .fam and .bim and makes the plan (the .bed's SHA-256
     is hashed meanwhile too, without the GIL)."""
     global _warming
     try:
-        big = os.path.getsize(path) >= COMPILED_BYTES
+        big = (os.path.getsize(path) if size is None else size) >= COMPILED_BYTES
     except OSError:
         return
     if not big or _warming is not None:
@@ -472,21 +512,24 @@ def _stream(bed: BedFile, parts, done, threads: int) -> dict:
     its pass starts); `done(part, pool)` after each. Returns the VCF reader's counts of its
     calls (of the parts counted)."""
     n, m = bed.n_samples, bed.n_variants
-    open_bed(bed.path, n, m, bed.what)  # magic and size
-    kernel = numpy_records_to_bits
+    if bed.pgen is None:
+        open_bed(bed.path, n, m, bed.what)  # magic and size (pgenlib checked a .pgen's: plink.py)
+    kernel, made = numpy_records_to_bits, numpy_counts_to_records
     if compiled(bed):  # worth numba's start-up (import, its cached kernel loaded: `warm_kernel`)
+        from genotile.io.readers.bed_kernels import counts_to_records as made
         from genotile.io.readers.bed_kernels import records_to_bits as kernel
     counted: list[tuple[np.ndarray, int]] = []
-    fd = os.open(bed.path, os.O_RDONLY)
+    fd = os.open(bed.path, os.O_RDONLY) if bed.pgen is None else -1
     try:
         with ThreadPoolExecutor(max(1, threads), thread_name_prefix="genotile-bed") as pool:
             for part in parts:
-                got = _Pass(pool, bed, fd, part, kernel, max(1, threads)).run()
+                got = _Pass(pool, bed, fd, part, kernel, max(1, threads), made).run()
                 if part.counted:
                     counted += got
                 done(part, pool)
     finally:
-        os.close(fd)
+        if fd >= 0:
+            os.close(fd)
     return word_counts(counted or [(np.zeros((3, -(-m // WORD)), dtype=np.uint64), 0)], m)
 
 
@@ -510,6 +553,7 @@ def write_streamed(
     threads: int = 2,
     what=None,
     held_bytes: int = STREAM_BYTES,
+    pgen: PgenRecords | None = None,
 ) -> dict:
     """Write the bits of a whole .bed (the store/bits.py layout) in a pass over it: row r of the
     .npy `out_path` holds sample rows_of[r]'s lo words, then its hi words; return the VCF reader's
@@ -539,13 +583,15 @@ def write_streamed(
         Names of the .bim and the .fam, for errors.
     held_bytes : int
         Bytes of rows held at a time at most.
+    pgen : plink.PgenRecords, optional
+        The records are these, read by pgenlib (`path` a .pgen, or a .bed's selected variants).
 
     Returns
     -------
     dict
         variants, missing_calls, monomorphic, all_missing (as `write_sample_rows`).
     """
-    bed = BedFile(str(path), int(n_samples), int(n_variants), what)
+    bed = BedFile(str(path), int(n_samples), int(n_variants), what, pgen=pgen)
     n_words = -(-bed.n_variants // WORD)
     row_bytes = 16 * n_words
     place = np.full(bed.n_samples, -1, dtype=np.int64)  # the file row of each sample (-1: none)
@@ -701,7 +747,9 @@ class BedReader(PlinkReader):
         that writes its store (`write_streamed`; `read_held` where identical samples are
         collapsed), which counts its calls; None where it is not one (its codes are read)."""
         n_variants = int(self.plan[0].size)
-        if not (self.plain and n_variants):
+        if not self.plain:  # a selection of variants: pgenlib's counts of them (plink.PlinkReader)
+            return super().held_bits(threads)
+        if not n_variants:
             return None
         warm_kernel(self.path)  # its pass's compiled transposer loaded meanwhile
         return BedFile(self.path, len(self.samples), n_variants, self._what())

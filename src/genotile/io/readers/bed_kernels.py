@@ -180,3 +180,44 @@ def records_to_bits(words, n_records, g_first, g_stop, stop_sample, rows, out, f
     for lane in range(LANES):
         missing += lost[lane]
     return missing
+
+
+# the .bed field of each pgenlib allele count, read as uint8: 0 -> 11, 1 -> 10, 2 -> 00, -9 -> 01
+_FIELD = np.zeros(256, dtype=np.uint8)
+_FIELD[0], _FIELD[1], _FIELD[2], _FIELD[247] = 3, 2, 0, 1
+
+
+@njit(nogil=True, cache=True)
+def counts_to_records(counts, n_records, out, span):
+    """pgenlib's int8 allele counts of whole records, as the .bed records they would be.
+
+    Parameters
+    ----------
+    counts : numpy.ndarray
+        uint8 (at least n_records, samples): a row a variant, pgenlib's counts of allele 1 (-9,
+        read 247, missing): io/readers/plink.PgenRecords.read.
+    n_records : int
+        Rows of `counts` to write.
+    out : numpy.ndarray
+        uint8, flat: record k's bytes from out[k * span] (ceil(samples / 4) bytes: 4 samples a
+        byte, sample j at bits 2 (j % 4), its field as bed_words.py's; the padding fields 0).
+    span : int
+        Bytes from one record's start to the next's in `out`.
+    """
+    n = counts.shape[1]
+    full = n // 4
+    for r in range(n_records):
+        base = r * span
+        for j in range(full):
+            k = 4 * j
+            out[base + j] = (
+                _FIELD[counts[r, k]]
+                | (_FIELD[counts[r, k + 1]] << 2)
+                | (_FIELD[counts[r, k + 2]] << 4)
+                | (_FIELD[counts[r, k + 3]] << 6)
+            )
+        if n > 4 * full:
+            byte = 0
+            for k in range(4 * full, n):
+                byte |= np.int64(_FIELD[counts[r, k]]) << (2 * (k - 4 * full))
+            out[base + full] = byte

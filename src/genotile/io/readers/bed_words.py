@@ -270,3 +270,23 @@ def records_to_bits(words, n_records, g_first, g_stop, stop_sample, rows, out, f
 
 
 RECORD_RUN = 256  # record bytes (1,024 samples) transposed at a time by the numpy records_to_bits
+
+
+# the .bed field of each pgenlib allele count, read as uint8: 0 -> 11, 1 -> 10, 2 -> 00, -9 -> 01
+COUNT_FIELD = np.zeros(256, dtype=np.uint8)
+COUNT_FIELD[[0, 1, 2, 247]] = [3, 2, 0, 1]
+
+
+def counts_to_records(counts: np.ndarray, n_records: int, out: np.ndarray, span: int) -> None:
+    """pgenlib's int8 allele counts of whole records as .bed records, numpy: bed_kernels.counts_to_records.
+
+    counts: uint8 (at least n_records, samples); out: uint8, flat, record k's bytes from
+    out[k * span] (ceil(samples / 4) of them, the padding fields 0).
+    """
+    n = counts.shape[1]
+    width = record_bytes(n)
+    fields = np.zeros((n_records, 4 * width), dtype=np.uint8)
+    np.take(COUNT_FIELD, counts[:n_records], out=fields[:, :n])
+    quads = fields.reshape(n_records, width, 4)
+    rows = out[: n_records * span].reshape(n_records, span)
+    rows[:, :width] = quads[:, :, 0] | (quads[:, :, 1] << 2) | (quads[:, :, 2] << 4) | (quads[:, :, 3] << 6)

@@ -28,6 +28,7 @@ regions of its autosomes, the rest counted in `non_autosomal_skipped`).
 
 import os
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -94,6 +95,35 @@ def set_missing(flat: np.ndarray) -> int:
         np.left_shift(t, np.uint64(3), out=t)
         np.bitwise_or(x, t, out=x)
     return missing
+
+
+@dataclass(frozen=True)
+class PgenRecords:
+    """Selected variants of a PLINK fileset, every sample, read by pgenlib as int8 allele counts
+    (allele 1, -9 missing) a run of records at a time: what the store job's pass over a .pgen
+    (io/readers/bed.py, `BedFile.pgen`) makes its .bed records of. Record k is the file's
+    variant `variants[k]`."""
+
+    path: str
+    variants: np.ndarray
+    reader_args: dict
+
+    def open(self):
+        """A pgenlib reader of the file (one a thread: a reader keeps its place in the file)."""
+        return _pgenlib().PgenReader(os.fsencode(self.path), **self.reader_args)
+
+    def read(self, reader, r0: int, r1: int, out: np.ndarray) -> np.ndarray:
+        """Records r0:r1 into out[: r1 - r0], int8 (records, samples)."""
+        v = self.variants[r0:r1]
+        rows = out[: v.size]
+        try:
+            if int(v[-1]) - int(v[0]) + 1 == v.size:
+                reader.read_range(int(v[0]), int(v[-1]) + 1, rows)
+            else:
+                reader.read_list(np.ascontiguousarray(v), rows)
+        except RuntimeError as exc:
+            raise GenotileError(f"{self.path}: {str(exc).strip() or 'unreadable'}") from None
+        return rows
 
 
 class PlinkReader(GenotypeReader):
@@ -382,6 +412,21 @@ class PlinkReader(GenotypeReader):
         st["monomorphic"] += sum(p[1] for p in parts)
         st["all_missing"] += sum(p[2] for p in parts)
         return n_var
+
+    def held_bits(self, threads: int = 2):
+        """Every sample's calls of the selected variants as the store job reads them: not yet, but
+        in the one pass that writes its store (bed.write_streamed), its records made of pgenlib's
+        counts (bed.BedFile.pgen) and counted there; None where `samples` picks some or a
+        multi-allelic variant is split (their codes are read, `write_sample_rows`)."""
+        from genotile.io.readers.bed import BedFile, warm_kernel  # bed.py builds on this module
+
+        variant = self.plan[0]
+        if self._subset is not None or not self.direct or not variant.size:
+            return None
+        records = PgenRecords(self.path, variant.astype(np.uint32), self._reader_args)
+        bed = BedFile(self.path, len(self.samples), int(variant.size), pgen=records)
+        warm_kernel(self.path, bed.record_bytes)  # its pass's compiled kernels loaded meanwhile
+        return bed
 
     def manifest_keys(self) -> dict:
         """The fileset's files, and FID / IID of each sample (vectors or fields) for PLINK-style outputs."""
