@@ -285,3 +285,18 @@ def test_repeated_sample_ids_of_a_genotype_array_are_refused():
     g = np.zeros((3, 5), dtype=np.int8)
     with pytest.raises(GenotileError, match="the genotype array.*'a'"):
         genotile.pairwise(g, metric="ibs", ids=["a", "b", "a"], backend="numpy")
+
+
+@pytest.mark.parametrize("call", ["pairwise", "triplewise"])
+def test_an_unknown_or_absent_backend_is_refused_before_the_store(call, monkeypatch):
+    def no_store(*args, **kwargs):
+        raise AssertionError("the store was made before the backend was checked")
+
+    monkeypatch.setattr(api, "_store", no_store)
+    monkeypatch.setattr(api, "ingest", no_store)
+    g = np.array([[0, 1, 2], [1, 1, 0], [2, 0, 1]])
+    with pytest.raises(GenotileError, match=r"unknown backend 'bogus'; known: auto"):
+        getattr(genotile, call)(g, backend="bogus")
+    monkeypatch.setattr(genotile.backends.BACKENDS["cupy-b1"], "is_available", lambda: False)
+    with pytest.raises(GenotileError, match=r"backend 'cupy-b1' is not available on this machine"):
+        getattr(genotile, call)(g, backend="cupy-b1")

@@ -34,7 +34,7 @@ from pathlib import Path
 
 import numpy as np
 
-from genotile import settings
+from genotile import backends, settings
 from genotile.core import ccc3
 from genotile.core.encodings import ENCODINGS
 from genotile.core.limits import check_threshold
@@ -442,6 +442,7 @@ def pairwise(
     m = get_metric(metric, **(params or {}))
     threshold = _threshold(threshold)
     check_rows(rows)
+    backends.resolve(backend)  # an unknown or unavailable backend refused before any store work
     # auto block sizes, as the workflow's: by the metric, backend and whether tiles keep the matrix
     dense_max = {None: DENSE_MAX, True: sys.maxsize, False: None}[None if matrix is None else bool(matrix)]
     options = _reader_options(samples, regions, filter_pass, multiallelic)
@@ -558,6 +559,7 @@ def triplewise(
     prm = ccc3.Params.make(**(params or {}))
     threshold = _threshold(threshold)
     check_rows(rows)
+    backends.resolve(backend)
     block_size = settings.ccc3_plan_settings({"block_size": block_size})[0]  # "auto": the workflow's
     options = _reader_options(samples, regions, filter_pass, multiallelic)
     planes, layout, perm, plan, ids_out = _store(x, ccc3.NAME, ids, rows, options, block_size, seed, workdir)

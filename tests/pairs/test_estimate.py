@@ -69,6 +69,17 @@ def test_block_size_auto_is_the_store_jobs():
     assert estimate(KING, 1_000_000, 20_000, block_size=4096, gpus=1).tiles == 245 * 246 // 2
 
 
+def test_the_store_size_is_what_the_store_job_writes():
+    """A .bed's or .pgen's samples are stored as their 2-bit calls (store/bits.py), 16 bytes a 64
+    variants; a VCF's and ccc2's (vectors: variants) as planes."""
+    for kind in ("bed", "pgen", None):
+        assert estimate(KING, 1_000_000, 20_000, gpus=1, input_kind=kind).store_bytes == 1_000_000 * 16 * 313
+    vcf = estimate(KING, 1_000, 20_000, gpus=1, input_kind="vcf")
+    assert vcf.store_bytes == 1_000 * layout_for(KING, 20_000, True).total_words * 8 > 1_000 * 16 * 313
+    ccc2 = estimate(METRICS["ccc2"], 1_000, 500, gpus=1, input_kind="bed")
+    assert ccc2.store_bytes == 1_000 * layout_for(METRICS["ccc2"], 500, True).total_words * 8
+
+
 def test_gpus_share_the_tiles_and_no_gpu_takes_the_cpu_rate():
     one, two = (estimate(KING, 1_000_000, 20_000, gpus=g, cores=16) for g in (1, 2))
     assert two.tile_seconds == pytest.approx(one.tile_seconds / 2)  # 10 tiles: 5 full ones' work each

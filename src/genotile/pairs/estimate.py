@@ -78,6 +78,17 @@ def input_format(metric: Metric, given: str | None) -> str:
     return name
 
 
+def _stored_as_bits(metric: Metric, kind: str) -> bool:
+    """Whether the store keeps its input's 2-bit calls as they are (store/bits.py: a .bed or a
+    .pgen read in one pass, the vectors samples), not the planes."""
+    return kind == "bed" and not ENCODINGS[metric.encoding].transposed
+
+
+def _bits_row_bytes(n_fields: int) -> int:
+    """Bytes of a store row of bits: lo and hi words, 64 variants a word."""
+    return 16 * -(-int(n_fields) // 64)
+
+
 def spread(works: list[float], slots: int) -> float:
     """The work of the busiest of `slots` equal devices, each work given to the device that frees
     first, largest first.
@@ -348,7 +359,7 @@ def estimate(
         tile_seconds=tile_seconds,
         merge_seconds=merge,
         job_memory_bytes=job_memory,
-        store_bytes=n_vectors * row_bytes,
+        store_bytes=n_vectors * (_bits_row_bytes(n_fields) if _stored_as_bits(metric, kind) else row_bytes),
         threshold=chosen,
         threshold_default=default,
         pass_fraction=fraction,
