@@ -58,8 +58,9 @@ NUMBA_START = {"import": 0.3, "first_call": 0.35}
 # bed 2: the same section (this 2-core VM, 480,000 x 10,000 .bed, store job 3.83-4.12 s).
 # vcf 16 and fasta 16: "Whole runs on
 # one GPU" (2026-11-24, H100 host: king_20k 19.28 - 5.42 s, snp_40k 3.07 - 0.41 s); vcf 2 and
-# fasta 2: "Whole runs on 2 CPU cores" (2026-11-24: king_2k 2.47 s, snp_10k 0.98 s). pgen, bcf and
-# vcz: not measured (taken as bed, vcf, vcf).
+# fasta 2: "Whole runs on 2 CPU cores" (2026-11-24: king_2k 2.47 s, snp_10k 0.98 s). pgen: the .bed's
+# pass (store job 0.94 x the .bed's, 480,000 x 10,000 on 2 cores, "Session 11"); bcf and vcz: not
+# measured (taken as vcf).
 STORE: dict[str, dict[int, float]] = {
     "bed": {2: 1.2e9, 16: 1.04e9, 32: 1.62e9},
     "vcf": {2: 4.05e7, 16: 1.44e8},
