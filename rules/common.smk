@@ -537,11 +537,17 @@ from genotile.io import peer_formats as _peer_formats  # noqa: E402
 with one_line_errors():
     for _name, _spec in config["datasets"].items():
         _peer_formats.check_dataset(_name, _spec, config["thresholds"].get("king"))
+        # formats holding every pair, past dense_max: refused here where the input's vectors are
+        # known before its store (a FASTA's records, a VCF's or .fam's samples), else in peer_files
+        _inputs.refuse_dense_formats(
+            _name, _spec, config["dense_max"], dataset_fingerprint(_name)
+        )
 
 
 def peer_files(dataset, metric):
     """The opt-in outputs of a dataset and metric; those holding every pair are refused past
-    dense_max (needs the plan: raises IncompleteCheckpointException before it)."""
+    dense_max (needs the plan: raises IncompleteCheckpointException before it), where the
+    vectors were not known at parse time (store/inputs.py refuse_dense_formats)."""
     spec = config["datasets"][dataset]
     names, dense = _peer_formats.output_files(spec, metric)
     if dense:

@@ -56,14 +56,37 @@ def test_schema_errors_name_the_key_in_one_line(tmp_path, fasta):
         one_line_error(snakemake(tmp_path, config, "-n", check=False), part)
 
 
-def test_a_format_past_dense_max_is_one_line_at_the_dag(tmp_path, vcf):
-    config = {"datasets": {"d": {"input": str(vcf), "metrics": ["ibs"], "formats": ["mdist"]}}, "dense_max": 4}
+@pytest.mark.parametrize("kind", ["fasta", "vcf"])
+def test_a_format_past_dense_max_is_one_line_before_any_job(tmp_path, fasta, vcf, kind):
+    """A FASTA's records and a VCF's samples are counted as the workflow is parsed
+    (store/inputs.py known_vectors): refused before the store, even in a dry run."""
+    path, metric, fmt, n = (fasta, "snp", "snp-dists-csv", 6) if kind == "fasta" else (vcf, "ibs", "mdist", 8)
+    config = {"datasets": {"d": {"input": str(path), "metrics": [metric], "formats": [fmt]}}, "dense_max": 4}
+    for extra in ((), ("-n",)):
+        proc = snakemake(tmp_path, config, *extra, check=False)
+        one_line_error(proc, f"dataset d: format {fmt} holds every pair", "dense_max (4)", f"{metric} has {n} ")
+        assert "Job stats" not in proc.stderr + proc.stdout, proc.stderr[-3000:]
+        assert not (tmp_path / "results").exists()
+    # within dense_max, the same dataset runs
+    config["dense_max"] = n
+    snakemake(tmp_path, config)
+    assert (tmp_path / "results/d" / metric / ("snp-dists.csv" if kind == "fasta" else "plink.mdist")).is_file()
+
+
+def test_a_format_past_dense_max_in_query_mode_is_one_line_at_the_dag(tmp_path, fasta):
+    """A query's vectors (the input's and the FILE's, against:) are not counted before its store:
+    the refusal comes at the DAG's update after the store checkpoint, past Snakemake's footer."""
+    other = tmp_path / "other.fa"
+    write_fasta(other, random_alignment(np.random.default_rng(1), 3, 80))
+    dataset = {"input": str(fasta), "against": str(other), "metrics": ["snp"], "formats": ["snp-dists-csv"]}
+    config = {"datasets": {"d": dataset}, "dense_max": 4}
     proc = snakemake(tmp_path, config, check=False)
-    # the number of vectors is known once the store has run: the refusal comes at the DAG's update
-    one_line_error(proc, "dataset d: format mdist holds every pair", "dense_max (4)", "ibs has 8", mid_run=True)
-    assert not (tmp_path / "results/d/ibs/plink.mdist").exists()
+    one_line_error(
+        proc, "dataset d: format snp-dists-csv holds every pair", "dense_max (4)", "snp has 9 ", mid_run=True
+    )
+    assert not (tmp_path / "results/d/snp/snp-dists.csv").exists()
     # and before any job on the next run
-    one_line_error(snakemake(tmp_path, config, check=False), "format mdist holds every pair")
+    one_line_error(snakemake(tmp_path, config, check=False), "format snp-dists-csv holds every pair")
 
 
 def test_a_run_is_refused_while_another_holds_the_directory(tmp_path, fasta):

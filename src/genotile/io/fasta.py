@@ -122,6 +122,17 @@ def _chunks(path) -> Iterator[bytes]:
         yield from _inflate(fh, path)
 
 
+def count_records(path) -> int:
+    """The records of a FASTA file (plain, gzip or BGZF): its lines that start with '>', as
+    `raw_records` splits them, counted in one pass over its bytes (none held)."""
+    n, last = 0, b"\n"
+    for chunk in _chunks(path):
+        if chunk:
+            n += chunk.count(b"\n>") + (last == b"\n" and chunk[:1] == b">")
+            last = chunk[-1:]
+    return n
+
+
 def raw_records(path) -> Iterator[tuple[bytes, bytes]]:
     """(header line without '>' and line end, sequence bytes without line ends) per record.
 

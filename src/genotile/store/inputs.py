@@ -97,3 +97,70 @@ def check_datasets(config: dict) -> None:
         check_input(spec["input"], spec["metrics"], options, where=f"dataset {name}: ")
         if spec.get("against") is not None:
             check_against(spec["input"], spec["against"], spec["metrics"], options, where=f"dataset {name}: ")
+
+
+def known_vectors(path, metric: str, options: dict | None = None, fingerprint=None) -> int | None:
+    """The vectors a store of `metric`'s encoding holds from the input `path` (its plan's
+    `input_vectors`, identical vectors collapsed or not), where they are known before the store
+    is made; else None, and the store tells.
+
+    Known: a FASTA's records (one pass over it, kept in the dataset's `fingerprint` while the
+    file is unchanged: sources.recorded_count), the samples of a VCF/BCF header or of a PLINK
+    fileset's .fam / .psam, or those of the `samples:` list where it names samples of the file
+    only. Not: vectors that are variants (the readers' rules keep or drop them), a VCF-Zarr
+    store's samples, an input that cannot be read as its kind (its reader refuses it by name).
+    """
+    try:
+        reader = reader_for(path)
+    except GenotileError:
+        return None
+    if reader is None or ENCODINGS[metric_encoding(metric)].transposed:
+        return None
+    kind = reader.kind_of(path)
+    try:
+        if reader.source == "alignment":
+            from genotile.io.fasta import count_records
+            from genotile.store.sources import recorded_count
+
+            return count_records(path) if fingerprint is None else recorded_count(fingerprint, path, count_records)
+        samples = _file_samples(kind, path)
+        wanted = (options or {}).get("samples")
+        if samples is None or wanted is None:
+            return None if samples is None else len(samples)
+        from genotile.io.readers.vcf import read_sample_list
+
+        listed = read_sample_list(wanted) or []
+        return len(listed) if set(listed) <= set(samples) else None
+    except (OSError, ValueError, GenotileError):
+        return None
+
+
+def _file_samples(kind: str | None, path) -> list[str] | None:
+    """The sample IDs of a genotype input as its reader names them, read without its genotypes
+    (the VCF's header, the fileset's sample table); None where that is not done."""
+    if kind == "vcf":
+        from genotile.io.readers.vcf import header_samples
+
+        return header_samples(path) or None
+    if kind in ("plink1", "plink2"):
+        from genotile.io.readers.plink_tables import read_samples
+
+        return read_samples(input_files(path)[2]).ids
+    return None
+
+
+def refuse_dense_formats(name: str, spec: dict, dense_max: int, fingerprint=None) -> None:
+    """Refuse a dataset's formats holding every pair (io/peer_formats.py) past `dense_max`, before
+    any job, where its input's vectors are known before its store (`known_vectors`); the others
+    are refused once the store's plan is made (rules/common.smk peer_files, with the same line).
+    Not in query mode (`against:`), whose plan counts the FILE's vectors too."""
+    from genotile.io import peer_formats
+
+    if spec.get("against") is not None:
+        return
+    options = {k: spec[k] for k in GENOTYPE_OPTIONS if k in spec}
+    for metric in spec["metrics"]:
+        if peer_formats.output_files(spec, metric)[1]:
+            n = known_vectors(spec["input"], metric, options, fingerprint)
+            if n is not None:
+                peer_formats.refuse_past_dense_max(name, spec, metric, n, dense_max)

@@ -18,6 +18,7 @@ their sizes' sum, its SHA-256 and digest ones over each file's path and content 
 import hashlib
 import json
 import os
+from collections.abc import Callable
 from pathlib import Path
 
 from genotile.util.atomic import write_text
@@ -216,3 +217,30 @@ def write_fingerprint(out, input_path, options: dict | None = None) -> Path:
     else:
         write_text(out, json.dumps(record, indent=1) + "\n")
     return out
+
+
+def recorded_count(out, input_path, count: Callable[[Path], int]) -> int:
+    """`count(input_path)` (a count that takes a pass over the input: a FASTA's records), kept in
+    the input's fingerprint `out` (`write_fingerprint`) while the input's stat is the one recorded
+    there: counted again only once the input changed (the record is then written anew, without it).
+
+    Added to a record that lacks it with the record's modification time kept, so nothing
+    downstream reruns; where there is no current record, counted and not kept."""
+    out, path = Path(out), Path(input_path)
+    try:
+        record = json.loads(out.read_text())
+    except (OSError, ValueError):
+        record = None
+    current = (
+        isinstance(record, dict)
+        and isinstance(record.get("stat"), dict)
+        and record["stat"].get(str(path)) == _stat_key(path)
+    )
+    if current and isinstance(record.get("count"), int):
+        return record["count"]
+    n = count(path)
+    if current:
+        mtime = out.stat().st_mtime_ns
+        write_text(out, json.dumps(record | {"count": n}, indent=1) + "\n")
+        os.utime(out, ns=(mtime, mtime))
+    return n

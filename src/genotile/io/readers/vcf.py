@@ -143,15 +143,23 @@ def read_sample_list(samples) -> list[str] | None:
     return names
 
 
-def _header_samples(path) -> list[str] | None:
-    """Sample IDs from a text VCF's #CHROM line (for errors htslib reports poorly)."""
+def header_samples(path) -> list[str] | None:
+    """Sample IDs of a VCF's #CHROM line (text, plain or gzip/BGZF, or a BCF's header text),
+    read from the header alone: for errors htslib reports poorly, and to count a dataset's
+    samples before its store (store/inputs.py). None where there is no such line to read."""
     try:
         with open(path, "rb") as fh:
             gz = fh.read(2) == b"\x1f\x8b"
-        with gzip.open(path, "rt", errors="replace") if gz else open(path, errors="replace") as fh:
-            for line in fh:
+        with gzip.open(path, "rb") if gz else open(path, "rb") as fh:
+            if fh.read(5)[:3] == b"BCF":  # magic, version, the header text's length, the text
+                lines = iter(fh.read(int.from_bytes(fh.read(4), "little")).split(b"\n"))
+            else:
+                fh.seek(0)
+                lines = iter(fh)
+            for raw in lines:
+                line = raw.decode(errors="replace").rstrip("\r\n\0")
                 if line.startswith("#CHROM"):
-                    return line.rstrip("\r\n").split("\t")[9:]
+                    return line.split("\t")[9:]
                 if not line.startswith("##"):
                     return None
     except (OSError, EOFError):
@@ -165,7 +173,7 @@ def _open_error(path, exc) -> GenotileError:
         return GenotileError(f"{path}: no such file")
     if os.path.isdir(path):
         return GenotileError(f"{path}: is a directory, not a VCF/BCF file")
-    names = _header_samples(path)
+    names = header_samples(path)
     if names:
         seen: dict[str, int] = {}
         for col, name in enumerate(names, start=10):
