@@ -3,8 +3,8 @@ into .bed records, then the .bed's own transposer): no codes file, the same stor
 path, and, for a .pgen made by `plink2 --make-pgen` from a .bed, the .bed's own store bytes.
 
 A .bed's selection of variants (regions; the autosomes of a .bim with other contigs) takes the
-same pass. Options it cannot take (a `samples` list, a split multi-allelic variant) go through
-the codes.
+same pass, and so does a `samples:` list (pgenlib's subset, its samples put in the list's order
+as the records are made). A split multi-allelic variant goes through the codes.
 """
 
 import json
@@ -113,26 +113,73 @@ def test_records_made_of_counts_are_the_beds_records(tmp_path, monkeypatch, thre
 
 
 @pytest.mark.parametrize("n", [1, 3, 4, 5, 33])
-def test_counts_to_records_kernels_agree(n):
+@pytest.mark.parametrize("gather", [False, True])
+def test_counts_to_records_kernels_agree(n, gather):
     from genotile.io.readers.bed_kernels import counts_to_records
 
     rng = np.random.default_rng(n)
     counts = rng.choice(np.array([0, 1, 2, -9], dtype=np.int8), size=(7, n)).view(np.uint8)
+    columns = rng.permutation(n).astype(np.int64) if gather else np.zeros(0, dtype=np.int64)
     width = bed_words.record_bytes(n)
     span = width + 3
     numba_out = np.full(7 * span, 0xAA, dtype=np.uint8)
     numpy_out = numba_out.copy()
-    counts_to_records(counts, 7, numba_out, span)
-    bed_words.counts_to_records(counts, 7, numpy_out, span)
+    counts_to_records(counts, 7, numba_out, span, columns)
+    bed_words.counts_to_records(counts, 7, numpy_out, span, columns)
     assert np.array_equal(numba_out, numpy_out)
-    # brute force: sample j's field at bits 2 (j % 4) of byte j // 4, padding fields 0
+    # brute force: sample j (column columns[j]) at bits 2 (j % 4) of byte j // 4, padding fields 0
     field = {0: 3, 1: 2, 2: 0, 247: 1}
     for r in range(7):
         want = [0] * width
         for j in range(n):
-            want[j // 4] |= field[int(counts[r, j])] << (2 * (j % 4))
+            want[j // 4] |= field[int(counts[r, columns[j] if gather else j])] << (2 * (j % 4))
         assert numpy_out[r * span : r * span + width].tolist() == want
         assert numpy_out[r * span + width : (r + 1) * span].tolist() == [0xAA] * 3  # the rest untouched
+
+
+@pytest.mark.parametrize("order", ["file", "shuffled"])
+@pytest.mark.parametrize("collapse", [False, True])
+@pytest.mark.parametrize("bound", ["tiny", "default"])
+@pytest.mark.parametrize("compiled", [True, False])
+def test_a_samples_list_is_read_as_pgenlibs_subset_in_the_lists_order(
+    tmp_path, monkeypatch, order, collapse, bound, compiled
+):
+    n, m = 90, 300
+    g = random_genotypes(n, m, p_missing=0.05, seed=11)
+    g[40] = g[3]  # a duplicate sample among those picked
+    path = write_fileset(tmp_path / "x", g)
+    others = np.setdiff1d(np.arange(n), [3, 40])
+    picked = np.random.default_rng(4).permutation(np.concatenate([[3, 40], others[:48]]))
+    picked = np.sort(picked) if order == "file" else picked
+    (tmp_path / "keep.txt").write_text("".join(f"s{i}\n" for i in picked))
+    keep = tmp_path / "keep.txt"
+    for given in (path, make_pgen(path, tmp_path / "p")):
+        held = PlinkReader(given, samples=keep).held_bits() if given.endswith(".pgen") else None
+        if held is not None:
+            assert held.n_samples == 50 and (held.pgen.columns.size > 0) == (order == "shuffled")
+        out = tmp_path / f"{order}-{given[-4:]}"
+        with monkeypatch.context() as patch:
+            patch.setattr(bed, "COMPILED_BYTES", 0 if compiled else 1 << 40)
+            if bound == "tiny":
+                tiny_pass(patch)
+                patch.setattr(bed, "PGEN_READ_BYTES", 1)
+            called = spy(patch, ["write_streamed", "read_held", "write_sample_rows", "pack_planes"])
+            streamed = store_job(given, out / "streamed", collapse, samples=str(keep))
+        assert called == (["read_held"] if collapse else ["write_streamed"])  # no codes
+        with monkeypatch.context() as patch:
+            codes_path(patch)
+            store_job(given, out / "codes", collapse, samples=str(keep))
+        assert as_read(out / "streamed") == as_read(out / "codes")
+        ingested = json.loads(streamed["ingest.json"])
+        assert ingested["ids"] == [f"s{i}" for i in picked]
+        counts = ingested["counts"]
+        assert {k: counts[k] for k in ("missing_calls", "monomorphic", "all_missing")} == reference_counts(g[picked])
+        manifest = json.loads(streamed["store/manifest.json"])
+        rows_of = np.load(out / "streamed" / "store" / "perm.npy")
+        if "distinct_index" in manifest:
+            _, first = np.unique(manifest["distinct_index"], return_index=True)
+            rows_of = first[rows_of]
+        assert streamed["store/planes.npy"] == npy_bytes(reference_bits(g[picked])[rows_of].reshape(len(rows_of), -1))
 
 
 def test_a_beds_selection_takes_the_pass_and_what_does_not(tmp_path, monkeypatch):
@@ -141,7 +188,6 @@ def test_a_beds_selection_takes_the_pass_and_what_does_not(tmp_path, monkeypatch
     (tmp_path / "keep.txt").write_text("s7\ns2\ns9\n")
     chosen = BedReader(path, regions="1:1-10").held_bits()  # variants 0-9 of contig 1
     assert chosen is not None and chosen.pgen is not None and chosen.pgen.variants.tolist() == list(range(10))
-    assert BedReader(path, samples=tmp_path / "keep.txt").held_bits() is None  # codes
     called = spy(monkeypatch, ["write_streamed", "write_sample_rows"])
     streamed = store_job(path, tmp_path / "regions", regions="1:1-10,2:60-80")
     assert called == ["write_streamed"]

@@ -387,7 +387,7 @@ def _pack_streamed(bed, ingest_manifest: dict, plan: Plan, perm: np.ndarray, pla
 
     Parameters
     ----------
-    bed : io.readers.bed.BedFile
+    bed : io.readers.streamed.BedFile
         The .bed, not read yet.
     ingest_manifest : dict
         The ingest manifest, but the counts and the checksum.

@@ -31,13 +31,11 @@ These are used where BedReader reads a whole fileset as it is (no `samples`, no 
 `plain`); pgenlib (plink.PlinkReader) reads the rest, with the same results (tests/io/test_bed.py).
 """
 
-import contextlib
 import errno
 import mmap
 import os
 import tempfile
 import threading
-from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import BinaryIO
@@ -66,7 +64,8 @@ from genotile.io.readers.bed_words import (
 )
 from genotile.io.readers.bed_words import counts_to_records as numpy_counts_to_records
 from genotile.io.readers.bed_words import records_to_bits as numpy_records_to_bits
-from genotile.io.readers.plink import PgenRecords, PlinkReader
+from genotile.io.readers.plink import PlinkReader
+from genotile.io.readers.streamed import COMPILED_BYTES, BedFile, PgenRecords, warm_kernel
 
 
 def write_sample_rows(path, n_samples: int, n_variants: int, out_path, threads: int = 2, what=None) -> dict:
@@ -234,39 +233,11 @@ WRITE_BYTES = 1 << 25  # bytes of held rows written with one pwrite at most
 # 1: mapped, its pages made as they are written
 MAP_OUTPUT = 2
 MAP_BYTES = 1 << 31
-# .bed bytes from which the pass transposes with numba (bed_kernels.py), not numpy
-# (bed_words.records_to_bits): its start-up, ~0.6-1 s on the 2-core VM, costs more below
-COMPILED_BYTES = 1 << 27
 HASH_ROWS = 4096  # rows hashed at a time for identical samples (a spilled slab's)
 # bytes of records made of a .pgen's counts by one task at most: its counts buffer is 4 times
 # that, a thread's (pgenlib reads with the GIL held: the threads take turns at it, the making
 # and the transposes run side by side)
 PGEN_READ_BYTES = 1 << 22
-
-
-@dataclass(frozen=True)
-class BedFile:
-    """A plain .bed that the store job reads in the pass that writes its store
-    (`write_streamed`, store/pack.py), or, where identical samples are collapsed, reads before
-    the plan into HeldBits (`read_held`): not read yet. `finish(counts)` completes the ingest
-    manifest with the pass's counts (store/ingest.py) and returns it.
-
-    With `pgen` (plink.PgenRecords: a .pgen, or a .bed's selected variants, every sample) the
-    pass's records are not the file's bytes but pgenlib's counts of them made into .bed records
-    (bed_kernels.counts_to_records), a run of records on each thread; the rest of the pass is
-    the same."""
-
-    path: str
-    n_samples: int
-    n_variants: int
-    what: tuple[str, str] | None = None
-    finish: Callable[[dict], dict] | None = None
-    pgen: PgenRecords | None = None
-
-    @property
-    def record_bytes(self) -> int:
-        """Bytes of the records the pass reads (the .bed's, or those made of a .pgen's counts)."""
-        return len(MAGIC) + self.n_variants * record_bytes(self.n_samples)
 
 
 @dataclass(frozen=True)
@@ -389,7 +360,7 @@ class _Pass:
         if self.bed.pgen is not None:
             reader, counts = self._pgen_reader(r1 - r0)
             self.bed.pgen.read(reader, r0, r1, counts)
-            self.made(counts.view(np.uint8), r1 - r0, rows, self.span)
+            self.made(counts.view(np.uint8), r1 - r0, rows, self.span, self.bed.pgen.columns)
             return
         offset = len(MAGIC) + r0 * self.width
         if self.span == self.width:  # the rows are the file's bytes as they lie
@@ -478,33 +449,6 @@ class _Pass:
 def compiled(bed: BedFile) -> bool:
     """Whether the pass over this .bed transposes with numba (bed_kernels.py): from COMPILED_BYTES."""
     return bed.record_bytes >= COMPILED_BYTES
-
-
-def warm_kernel(path, size: int | None = None) -> None:
-    """Import numba and load the compiled transposer (cached beside the package) on a thread, once,
-    for the pass over a .bed that will take it (from COMPILED_BYTES): ~0.6 s of start-up, on the
-    2-core VM, while the store job reads the .fam and .bim and makes the plan (the .bed's SHA-256
-    is hashed meanwhile too, without the GIL)."""
-    global _warming
-    try:
-        big = (os.path.getsize(path) if size is None else size) >= COMPILED_BYTES
-    except OSError:
-        return
-    if not big or _warming is not None:
-        return
-
-    def load() -> None:
-        with contextlib.suppress(Exception):  # the pass imports it again, and says what failed
-            from genotile.io.readers.bed_kernels import records_to_bits
-
-            out, flags = np.zeros((1, 2, 1), dtype=np.uint64), np.zeros((3, 1), dtype=np.uint64)
-            records_to_bits(np.zeros((1, 1), dtype=np.uint64), 1, 0, 1, 1, np.zeros(32, np.int64), out, 0, flags)
-
-    _warming = threading.Thread(target=load, name="genotile-numba", daemon=True)
-    _warming.start()
-
-
-_warming: threading.Thread | None = None
 
 
 def _stream(bed: BedFile, parts, done, threads: int) -> dict:

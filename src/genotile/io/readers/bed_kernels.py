@@ -188,7 +188,7 @@ _FIELD[0], _FIELD[1], _FIELD[2], _FIELD[247] = 3, 2, 0, 1
 
 
 @njit(nogil=True, cache=True)
-def counts_to_records(counts, n_records, out, span):
+def counts_to_records(counts, n_records, out, span, columns):
     """pgenlib's int8 allele counts of whole records, as the .bed records they would be.
 
     Parameters
@@ -203,21 +203,36 @@ def counts_to_records(counts, n_records, out, span):
         byte, sample j at bits 2 (j % 4), its field as bed_words.py's; the padding fields 0).
     span : int
         Bytes from one record's start to the next's in `out`.
+    columns : numpy.ndarray
+        int64: sample j of the records is column columns[j] of `counts` (a `samples:` list in
+        another order than the file's); empty: column j.
     """
     n = counts.shape[1]
     full = n // 4
+    gather = columns.size > 0
     for r in range(n_records):
         base = r * span
-        for j in range(full):
-            k = 4 * j
-            out[base + j] = (
-                _FIELD[counts[r, k]]
-                | (_FIELD[counts[r, k + 1]] << 2)
-                | (_FIELD[counts[r, k + 2]] << 4)
-                | (_FIELD[counts[r, k + 3]] << 6)
-            )
+        if gather:
+            for j in range(full):
+                k = 4 * j
+                out[base + j] = (
+                    _FIELD[counts[r, columns[k]]]
+                    | (_FIELD[counts[r, columns[k + 1]]] << 2)
+                    | (_FIELD[counts[r, columns[k + 2]]] << 4)
+                    | (_FIELD[counts[r, columns[k + 3]]] << 6)
+                )
+        else:
+            for j in range(full):
+                k = 4 * j
+                out[base + j] = (
+                    _FIELD[counts[r, k]]
+                    | (_FIELD[counts[r, k + 1]] << 2)
+                    | (_FIELD[counts[r, k + 2]] << 4)
+                    | (_FIELD[counts[r, k + 3]] << 6)
+                )
         if n > 4 * full:
             byte = 0
             for k in range(4 * full, n):
-                byte |= np.int64(_FIELD[counts[r, k]]) << (2 * (k - 4 * full))
+                c = counts[r, columns[k]] if gather else counts[r, k]
+                byte |= np.int64(_FIELD[c]) << (2 * (k - 4 * full))
             out[base + full] = byte

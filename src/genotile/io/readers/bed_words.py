@@ -277,16 +277,18 @@ COUNT_FIELD = np.zeros(256, dtype=np.uint8)
 COUNT_FIELD[[0, 1, 2, 247]] = [3, 2, 0, 1]
 
 
-def counts_to_records(counts: np.ndarray, n_records: int, out: np.ndarray, span: int) -> None:
+def counts_to_records(counts: np.ndarray, n_records: int, out: np.ndarray, span: int, columns: np.ndarray) -> None:
     """pgenlib's int8 allele counts of whole records as .bed records, numpy: bed_kernels.counts_to_records.
 
     counts: uint8 (at least n_records, samples); out: uint8, flat, record k's bytes from
-    out[k * span] (ceil(samples / 4) of them, the padding fields 0).
+    out[k * span] (ceil(samples / 4) of them, the padding fields 0); columns: int64, sample j is
+    column columns[j] of `counts` (empty: column j).
     """
     n = counts.shape[1]
     width = record_bytes(n)
     fields = np.zeros((n_records, 4 * width), dtype=np.uint8)
-    np.take(COUNT_FIELD, counts[:n_records], out=fields[:, :n])
+    given = counts[:n_records] if not columns.size else counts[:n_records][:, columns]
+    np.take(COUNT_FIELD, given, out=fields[:, :n])
     quads = fields.reshape(n_records, width, 4)
     rows = out[: n_records * span].reshape(n_records, span)
     rows[:, :width] = quads[:, :, 0] | (quads[:, :, 1] << 2) | (quads[:, :, 2] << 4) | (quads[:, :, 3] << 6)

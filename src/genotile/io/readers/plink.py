@@ -28,7 +28,6 @@ regions of its autosomes, the rest counted in `non_autosomal_skipped`).
 
 import os
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -44,6 +43,7 @@ from genotile.io.readers.plink_tables import (
     read_samples,
     read_variants,
 )
+from genotile.io.readers.streamed import EVERY_COLUMN, BedFile, PgenRecords, pgenlib_module, warm_kernel
 from genotile.io.readers.vcf import STATS, check_record_options, read_sample_list
 from genotile.io.regions import (
     END,
@@ -59,14 +59,6 @@ from genotile.io.regions import (
 BLOCK_BYTES = 1 << 22  # int8 bytes of one block of variants x samples
 CHUNK_BYTES = 1 << 24  # bytes of one sample-major buffer of write_sample_rows
 MISSING_INT8 = 247  # pgenlib's missing call (-9) read as uint8
-
-
-def _pgenlib():
-    try:
-        import pgenlib
-    except ImportError:
-        raise GenotileError("PLINK input needs the pgenlib package: pip install pgenlib") from None
-    return pgenlib
 
 
 EVERY_BYTE_7 = np.uint64(0x0707070707070707)
@@ -95,35 +87,6 @@ def set_missing(flat: np.ndarray) -> int:
         np.left_shift(t, np.uint64(3), out=t)
         np.bitwise_or(x, t, out=x)
     return missing
-
-
-@dataclass(frozen=True)
-class PgenRecords:
-    """Selected variants of a PLINK fileset, every sample, read by pgenlib as int8 allele counts
-    (allele 1, -9 missing) a run of records at a time: what the store job's pass over a .pgen
-    (io/readers/bed.py, `BedFile.pgen`) makes its .bed records of. Record k is the file's
-    variant `variants[k]`."""
-
-    path: str
-    variants: np.ndarray
-    reader_args: dict
-
-    def open(self):
-        """A pgenlib reader of the file (one a thread: a reader keeps its place in the file)."""
-        return _pgenlib().PgenReader(os.fsencode(self.path), **self.reader_args)
-
-    def read(self, reader, r0: int, r1: int, out: np.ndarray) -> np.ndarray:
-        """Records r0:r1 into out[: r1 - r0], int8 (records, samples)."""
-        v = self.variants[r0:r1]
-        rows = out[: v.size]
-        try:
-            if int(v[-1]) - int(v[0]) + 1 == v.size:
-                reader.read_range(int(v[0]), int(v[-1]) + 1, rows)
-            else:
-                reader.read_list(np.ascontiguousarray(v), rows)
-        except RuntimeError as exc:
-            raise GenotileError(f"{self.path}: {str(exc).strip() or 'unreadable'}") from None
-        return rows
 
 
 class PlinkReader(GenotypeReader):
@@ -216,7 +179,7 @@ class PlinkReader(GenotypeReader):
             offsets = np.zeros(n_var + 1, dtype=np.uintp)
             offsets[1:] = np.cumsum([1 + len(a) for a in self.variants.alts])
             args = {"raw_sample_ct": n_samples, "variant_ct": n_var, "allele_idx_offsets": offsets}
-        pgenlib = _pgenlib()
+        pgenlib = pgenlib_module()
         try:
             pgenlib.PgenReader(os.fsencode(self.path), **args).close()
         except RuntimeError as exc:
@@ -225,7 +188,7 @@ class PlinkReader(GenotypeReader):
 
     def open(self):
         """A pgenlib reader of the genotype file, limited to the selected samples."""
-        pgenlib = _pgenlib()
+        pgenlib = pgenlib_module()
         reader = pgenlib.PgenReader(os.fsencode(self.path), **self._reader_args)
         if self._subset is not None:
             reader.change_sample_subset(self._subset)
@@ -416,14 +379,16 @@ class PlinkReader(GenotypeReader):
     def held_bits(self, threads: int = 2):
         """Every sample's calls of the selected variants as the store job reads them: not yet, but
         in the one pass that writes its store (bed.write_streamed), its records made of pgenlib's
-        counts (bed.BedFile.pgen) and counted there; None where `samples` picks some or a
-        multi-allelic variant is split (their codes are read, `write_sample_rows`)."""
-        from genotile.io.readers.bed import BedFile, warm_kernel  # bed.py builds on this module
-
+        counts (streamed.BedFile.pgen) and counted there; None where a multi-allelic variant is split
+        (their codes are read, `write_sample_rows`). A `samples:` list is read as pgenlib's subset,
+        its samples put in the list's order as the records are made."""
         variant = self.plan[0]
-        if self._subset is not None or not self.direct or not variant.size:
+        if not self.direct or not variant.size:
             return None
-        records = PgenRecords(self.path, variant.astype(np.uint32), self._reader_args)
+        columns = EVERY_COLUMN
+        if self._order is not None and not (np.diff(self._order) > 0).all():
+            columns = self._order.astype(np.int64)
+        records = PgenRecords(self.path, variant.astype(np.uint32), self._reader_args, self._subset, columns)
         bed = BedFile(self.path, len(self.samples), int(variant.size), pgen=records)
         warm_kernel(self.path, bed.record_bytes)  # its pass's compiled kernels loaded meanwhile
         return bed
