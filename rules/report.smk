@@ -49,7 +49,10 @@ rule plot_heatmap:
 
 rule plot_king:
     input:
-        "results/{dataset}/king/pairs.tsv.gz",
+        pairs="results/{dataset}/king/pairs.tsv.gz",
+        # every pair's spread, sampled from the store (pairs/sampled.py)
+        planes=store_file("planes.npy", "king"),
+        manifest=store_file("manifest.json", "king"),
     output:
         report(
             "results/{dataset}/king/report/kinship_ibs0.png",

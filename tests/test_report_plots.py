@@ -165,3 +165,47 @@ def test_four_histogram_panels_are_two_rows_of_two(tmp_path, monkeypatch):
     panels = figures[0].axes
     assert [ax.get_title() for ax in panels] == ["ccc_00", "ccc_01", "ccc_10", "ccc_11"]
     assert len({round(ax.get_position().y0, 3) for ax in panels}) == 2  # two rows
+
+
+def test_king_plot_draws_every_pairs_density_from_a_sample_under_the_passing_pairs(tmp_path, monkeypatch):
+    """The store's first rows (a random sample of the vectors) give every pair's spread: their
+    pairs' kinship and IBS0 equal the tiles' (the API's) for the same vectors, and the plot
+    draws them as a grey density with the passing pairs as points over it."""
+    import genotile
+    from genotile.pairs.sampled import sample_pairs
+
+    rng = np.random.default_rng(5)
+    g = rng.integers(0, 3, size=(40, 500))
+    g[1] = g[0]  # a duplicate pair, kinship 0.5
+    work = tmp_path / "work"
+    every = genotile.pairwise(g, metric="king", backend="numpy", workdir=work).pairs
+    sampled = sample_pairs(work / "planes.npy", work / "store.json", "king", vectors=12)
+    assert (sampled.vectors, sampled.of, sampled.pairs, sampled.every_pair) == (12, 40, 66, False)
+    perm = np.load(work / "perm.npy")
+    ids = [str(k) for k in perm[:12]]  # the store's first rows: these input vectors
+    want = every[every.id1.isin(ids) & every.id2.isin(ids)]
+    assert len(want) == 66
+    assert sorted(np.round(sampled.columns["kinship"], 9)) == sorted(np.round(want.kinship.to_numpy(), 9))
+    assert sorted(sampled.columns["ibs0"]) == sorted(want.ibs0.to_numpy())
+    whole = sample_pairs(work / "planes.npy", work / "store.json", "king")
+    assert whole.every_pair and whole.pairs == 780
+    with gzip.open(tmp_path / "pairs.tsv.gz", "wt") as fh:
+        fh.write("id1\tid2\tnsnp\thethet\tibs0\tkinship\n")
+        fh.write("0\t1\t500\t160\t0\t0.5\n")
+    write_histogram(
+        tmp_path / "histogram.tsv", "kinship", np.linspace(-0.5, 0.5, 101), [0] * 40 + [779] + [0] * 58 + [1]
+    )
+    figures = []
+    original = report._save
+    monkeypatch.setattr(report, "_save", lambda fig, out: (figures.append(fig), original(fig, out)))
+    report.plot_king(tmp_path / "pairs.tsv.gz", tmp_path / "k.png", tmp_path / "histogram.tsv", 0.0442, sampled)
+    left = figures[0].axes[0]
+    assert left.get_title() == (
+        "1 pairs with kinship >= 0.0442 (red)\nover all 66 pairs of 12 of the 40 vectors drawn at random (grey)"
+    )
+    density, points = left.collections[:2]
+    assert density.get_array().sum() == 66  # the sampled pairs, every one drawn
+    assert points.get_offsets().tolist() == [[0.0, 0.5]]  # the passing pair, a point
+    report.plot_king(tmp_path / "pairs.tsv.gz", tmp_path / "w.png", tmp_path / "histogram.tsv", 0.0442, whole)
+    assert figures[1].axes[0].get_title().endswith("\nover all 780 pairs (grey)")
+    assert (tmp_path / "k.png").stat().st_size > 10_000

@@ -277,18 +277,31 @@ def read_pairs(path) -> tuple[list[str], list[list[str]]]:
         return header, list(reader)
 
 
+PASSING_POINTS = 20_000  # passing pairs drawn as points over the sampled density; more: a density of their own
+
+
 @never_fails
-def plot_king(pairs_tsv, out, histogram_tsv=None, threshold: float | None = None) -> None:
-    """Kinship against the IBS0 proportion, as a density (hexagonal bins, log counts) of the
-    pairs pairs.tsv.gz holds (those passing the threshold; every pair with a null one), with
-    KING's degree bounds and the IBS0 cut-off between parent-offspring and full siblings; beside
-    it, the kinship of every pair (histogram.tsv, which counts all of them) with the threshold."""
+def plot_king(pairs_tsv, out, histogram_tsv=None, threshold: float | None = None, sampled=None) -> None:
+    """Kinship against the IBS0 proportion, with KING's degree bounds and the IBS0 cut-off
+    between parent-offspring and full siblings; beside it, the kinship of every pair
+    (histogram.tsv, which counts all of them) with the threshold.
+
+    With a threshold, every pair is shown as a density (hexagonal bins, log counts, grey) from
+    `sampled` (pairs/sampled.SampledPairs: every pair of vectors drawn at random from the store,
+    or of all of them), and the pairs that passed (pairs.tsv.gz) over it, as points; with a null
+    threshold pairs.tsv.gz holds every pair, drawn as the density itself."""
     plt = _pyplot()
     header, rows = read_pairs(pairs_tsv)
     col = {name: k for k, name in enumerate(header)}
     nsnp = np.array([float(r[col["nsnp"]]) for r in rows])
     kin = np.array([float(r[col["kinship"]]) for r in rows])
     prop = relatedness.ibs0_proportion(np.array([float(r[col["ibs0"]]) for r in rows]), nsnp)
+    background = None
+    if sampled is not None and threshold is not None and sampled.pairs:
+        s_kin = sampled.columns["kinship"]
+        s_prop = relatedness.ibs0_proportion(sampled.columns["ibs0"], sampled.columns["nsnp"])
+        keep = np.isfinite(s_kin) & np.isfinite(s_prop)
+        background = (s_prop[keep], s_kin[keep])
     every = read_histogram(histogram_tsv).get("kinship") if histogram_tsv and Path(histogram_tsv).exists() else None
     fig, axes = plt.subplots(
         1,
@@ -301,7 +314,19 @@ def plot_king(pairs_tsv, out, histogram_tsv=None, threshold: float | None = None
     )
     ax = axes[0][0]
     shown = np.isfinite(kin) & np.isfinite(prop)
-    if shown.any():
+    if background is not None and background[0].size:
+        hb = ax.hexbin(*background, gridsize=40, bins="log", mincnt=1, cmap="Greys", vmin=0.5)
+        label = "pairs per hexagon" if sampled.every_pair else "sampled pairs per hexagon"
+        bar = fig.colorbar(hb, ax=ax, label=label, pad=0.02)
+        if shown.any() and shown.sum() <= PASSING_POINTS:
+            ax.scatter(prop[shown], kin[shown], s=7, color="#c0392b", lw=0, alpha=0.8, label="passed")
+        elif shown.any():
+            ax.hexbin(prop[shown], kin[shown], gridsize=40, bins="log", mincnt=1, cmap="Reds")
+        from matplotlib.ticker import LogFormatter
+
+        bar.ax.yaxis.set_major_formatter(LogFormatter())
+        bar.ax.yaxis.set_minor_formatter(LogFormatter(labelOnlyBase=False, minor_thresholds=(1, 0.5)))
+    elif shown.any():
         hb = ax.hexbin(prop[shown], kin[shown], gridsize=40, bins="log", mincnt=1, cmap="viridis")
         bar = fig.colorbar(hb, ax=ax, label="pairs per hexagon", pad=0.02)
         # plain numbers (2, 3, 10, 100) where matplotlib's default log labels print 2 x 10^0
@@ -315,7 +340,16 @@ def plot_king(pairs_tsv, out, histogram_tsv=None, threshold: float | None = None
     ax.set_xlabel("IBS0 / NSNP")
     ax.set_ylabel("KING kinship")
     passing = "every pair" if threshold is None else f"pairs with kinship >= {threshold:g}"
-    ax.set_title(f"{len(rows)} {passing} (pairs.tsv.gz)", fontsize=9)
+    if background is not None:
+        drawn = (
+            f"all {sampled.pairs:,} pairs"
+            if sampled.every_pair
+            else f"all {sampled.pairs:,} pairs of {sampled.vectors:,} of the {sampled.of:,} vectors drawn at random"
+        )
+        ax.set_title(f"{len(rows):,} {passing} (red)\nover {drawn} (grey)", fontsize=8)
+        fig.subplots_adjust(top=0.8)  # the two-line title below the figure's
+    else:
+        ax.set_title(f"{len(rows)} {passing} (pairs.tsv.gz)", fontsize=9)
     if every:
         right = axes[0][1]
         bins = [(float(lo), float(hi), c) for lo, hi, c in every if lo not in ("-inf", "nan") and hi != "inf"]
