@@ -88,3 +88,15 @@ def test_a_count_is_kept_in_the_fingerprint_while_the_input_is_unchanged(tmp_pat
     write_fingerprint(record, path)
     assert recorded_count(record, path, count) == 3
     assert counted == [1, 1]
+
+
+def test_a_vcf_zarr_stores_samples_are_its_stores_vectors(tmp_path):
+    from bio2zarr.vcf import convert  # the test extra's
+
+    vcf = write_vcf(tmp_path / "g.vcf.gz", vcf_text(random_genotypes(8, 30, seed=6)), index=True)
+    vcz = tmp_path / "g.vcz"
+    convert([str(vcf)], str(vcz), worker_processes=0)
+    assert known_vectors(vcz, "king") == stored_vectors(vcz, "genotype", tmp_path) == 8
+    picked = {"samples": ["s2", "s5"]}
+    assert known_vectors(vcz, "king", picked) == stored_vectors(vcz, "genotype", tmp_path, **picked) == 2
+    assert known_vectors(tmp_path / "absent.vcz", "king") is None  # its reader names it

@@ -107,8 +107,9 @@ def known_vectors(path, metric: str, options: dict | None = None, fingerprint=No
     Known: a FASTA's records (one pass over it, kept in the dataset's `fingerprint` while the
     file is unchanged: sources.recorded_count), the samples of a VCF/BCF header or of a PLINK
     fileset's .fam / .psam, or those of the `samples:` list where it names samples of the file
-    only. Not: vectors that are variants (the readers' rules keep or drop them), a VCF-Zarr
-    store's samples, an input that cannot be read as its kind (its reader refuses it by name).
+    only, or of a VCF-Zarr store's sample_id array. Not: vectors that are variants (the readers'
+    rules keep or drop them), an input that cannot be read as its kind (its reader refuses it by
+    name).
     """
     try:
         reader = reader_for(path)
@@ -146,6 +147,10 @@ def _file_samples(kind: str | None, path) -> list[str] | None:
         from genotile.io.readers.plink_tables import read_samples
 
         return read_samples(input_files(path)[2]).ids
+    if kind == "vcz":
+        from genotile.io.readers.vcz import sample_ids
+
+        return sample_ids(path)
     return None
 
 

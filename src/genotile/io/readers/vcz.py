@@ -67,7 +67,7 @@ class VczReader(DiploidCalls, GenotypeReader):
         self._gt = root["call_genotype"]
         if self._gt.ndim != 3:
             raise GenotileError(f"{path}: call_genotype has shape {self._gt.shape}, not (variants, samples, ploidy)")
-        self.file_samples = [str(s) for s in root["sample_id"][:]]
+        self.file_samples = _sample_ids(root)
         if not self.file_samples:
             raise GenotileError(f"{path}: no samples: genotype metrics need sample columns")
         check_ids(self.file_samples, path, "sample")
@@ -227,6 +227,18 @@ def _open_group(path: str):
     if absent:
         raise GenotileError(f"{path}: not a VCF-Zarr store: no {', '.join(absent)} array")
     return root
+
+
+def _sample_ids(root) -> list[str]:
+    return [str(s) for s in root["sample_id"][:]]
+
+
+def sample_ids(path) -> list[str]:
+    """The samples of a VCF-Zarr store (its sample_id array), its genotypes not read: what
+    store/inputs.known_vectors counts before the store is made."""
+    root = _open_group(str(path))
+    with _reading(str(path), "sample_id"):
+        return _sample_ids(root)
 
 
 def _failed_filters(root, n: int, path) -> np.ndarray:
