@@ -5,6 +5,7 @@ settings the rules take from the workflow config (settings.py): `run_config` bui
 that shape from a run's arguments, so that the rules and a run in one process cannot drift apart.
 """
 
+import logging
 from pathlib import Path
 
 from genotile import settings
@@ -21,6 +22,8 @@ from genotile.store.manifest import STORE_KEYS
 from genotile.triples import stage as triples_stage
 from genotile.util.progress import Progress
 from genotile.util.readback import load_json
+
+log = logging.getLogger("genotile")
 
 
 def run_config(
@@ -168,8 +171,19 @@ def run_all(
         mdir = outdir / metric_name
         paths = pairs_stage.tile_paths(mdir / "pairs", p)
         tile_kwargs = settings.tile_settings(config, metric_name, p)
-        progress = Progress(f"{metric_name}: tiles", total=len(paths))
-        for k, ((bi, bj), path) in enumerate(zip(p.tiles(), paths, strict=True), start=1):
+        # the tiles an earlier run computed from this store, or from its part before records were
+        # appended (store/append.py), with these settings are kept
+        todo = pairs_stage.tiles_to_compute(
+            mdir / "pairs", store / "manifest.json", p, tile_kwargs, keep=against is None
+        )
+        if len(todo) < len(paths):
+            log.info(
+                "%s: %d of %d tiles to compute, the rest kept from the last run", metric_name, len(todo), len(paths)
+            )
+        progress = Progress(f"{metric_name}: tiles", total=len(todo))
+        tiles = p.tiles()
+        for k, index in enumerate(todo, start=1):
+            bi, bj = tiles[index]
             pairs_stage.tile(
                 store / "planes.npy",
                 store / "manifest.json",
@@ -177,11 +191,13 @@ def run_all(
                 metric_name,
                 bi,
                 bj,
-                tile_out=path,
+                tile_out=paths[index],
                 **tile_kwargs,
             )
             progress.update(k)
-        progress.finish(len(paths))
+        progress.finish(len(todo))
+        if against is None:
+            pairs_stage.record_tiles(mdir / "pairs", store / "manifest.json", tile_kwargs)
         matrix_path = None
         if settings.dense_wanted(config, p):
             matrix_path = mdir / "matrix.tsv"

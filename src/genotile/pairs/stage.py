@@ -2,6 +2,7 @@
 merge of every tile; what the tile, matrix and merge rules run (scripts/), and what `genotile
 run` chains in one process (pipeline.py). The store they read is store/stage.py's."""
 
+import json
 import logging
 import time
 from pathlib import Path
@@ -9,7 +10,8 @@ from pathlib import Path
 from genotile.core.limits import check_threshold
 from genotile.core.metrics import get_metric
 from genotile.core.plan import Plan
-from genotile.store.manifest import STORE_KEYS, store_identity, tile_identities
+from genotile.store.manifest import STORE_KEYS, part_key, part_keys, store_identity, tile_identities
+from genotile.util.atomic import write_record
 from genotile.util.readback import load_json, load_permutation
 
 log = logging.getLogger("genotile")
@@ -135,6 +137,73 @@ def copies(manifest: dict):
 def tile_paths(pairs_dir, plan: Plan) -> list[Path]:
     """`pairs_dir/tile_I_J.npz` for every tile of the plan, in `plan.tiles()` order."""
     return [Path(pairs_dir) / f"tile_{i}_{j}.npz" for i, j in plan.tiles()]
+
+
+# -- tiles kept by `genotile run` --
+#
+# Where `genotile run` finds a store made from the same input and settings, or the store of the
+# input grown at its end (store/append.py: the earlier tiles hold the same pairs), it computes
+# only the tiles it has no file of, computed with the same settings, from this store or an
+# earlier part of it. A record beside the tiles says which: the key of the store part they were
+# computed from (store/manifest.py `part_keys`) and their settings besides the backend (the
+# backends' tiles are the same); it is removed before any tile it speaks for is computed again,
+# and written once every tile is.
+
+TILES_RECORD = "tiles.json"
+
+
+def _tiles_record(manifest: dict, settings: dict) -> dict:
+    """What a tiles record holds: the genotile version, the store part key, the tile settings
+    (settings.tile_settings) less the backend, as JSON holds them."""
+    from genotile.version import __version__
+
+    kept = {k: v for k, v in settings.items() if k != "backend"}
+    return json.loads(json.dumps({"genotile": __version__, "store": part_key(manifest), "settings": kept}))
+
+
+def tiles_to_compute(pairs_dir, manifest_path, plan: Plan, settings: dict, *, keep: bool = True) -> list[int]:
+    """The indices (in `plan.tiles()` order) of the tiles `genotile run` computes: those without a
+    file of this store, or of an earlier part of it, computed with `settings` (the rest are kept);
+    all of them with `keep` False (a query run), the record then removed.
+
+    Parameters
+    ----------
+    pairs_dir : str or os.PathLike
+        The metric's tiles (tile_paths).
+    manifest_path : str or os.PathLike
+        The store manifest.
+    plan : Plan
+        The store's plan.
+    settings : dict
+        The tiles' settings (settings.tile_settings).
+    keep : bool
+        Keep the tiles recorded (False: compute every tile).
+
+    Returns
+    -------
+    list of int
+    """
+    record_path = Path(pairs_dir) / TILES_RECORD
+    tiles = plan.tiles()
+    try:
+        record = json.loads(record_path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        record = None
+    manifest = _load_manifest(manifest_path)
+    keys, want = part_keys(manifest), _tiles_record(manifest, settings)
+    same = isinstance(record, dict) and record.get("store") in keys
+    if not (keep and same and {**record, "store": None} == {**want, "store": None}):
+        record_path.unlink(missing_ok=True)  # before any tile it speaks for is written again
+        return list(range(len(tiles)))
+    # the record speaks for the tiles of the parts up to its own: the rest are computed
+    last = keys.index(record["store"])
+    paths = tile_paths(pairs_dir, plan)
+    return [k for k, (i, j) in enumerate(tiles) if plan.part_of_block(j) > last or not paths[k].exists()]
+
+
+def record_tiles(pairs_dir, manifest_path, settings: dict) -> None:
+    """The tiles record, once every tile of the store's plan is computed with `settings`."""
+    write_record(Path(pairs_dir) / TILES_RECORD, _tiles_record(_load_manifest(manifest_path), settings))
 
 
 def matrix(tiles, manifest_path, metric_name, matrix_out) -> None:

@@ -29,7 +29,9 @@ collapse wrong: then the store is made in full.
 
 Anything else is made in full, and the console says why in one line: an edit before the end, a
 removed or reordered record, other options or settings, an input other than an uncompressed
-FASTA. What `genotile run` and the workflow's store job run (`store`).
+FASTA. What the workflow's store job runs (`store`), and `genotile run` (`current_store`: a store
+made last from the same input content and settings is kept as it is, as its tiles are where
+they were computed with the same settings: pairs/stage.tiles_to_compute).
 """
 
 import hashlib
@@ -50,6 +52,7 @@ from genotile.core.plan import Plan
 from genotile.io.planfile import write_plan
 from genotile.store import stage
 from genotile.store.manifest import part_key, store_identity
+from genotile.store.sources import differences, sources
 from genotile.util.atomic import write_record
 from genotile.util.checksums import READ
 from genotile.version import __version__
@@ -61,11 +64,8 @@ RECORD = "append.json"  # beside the store's files, not one of the store job's o
 
 def read_record(store_dir) -> dict | None:
     """The record of the last store made in `store_dir`, or None (missing or damaged)."""
-    try:
-        d = json.loads((Path(store_dir) / RECORD).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    return d if isinstance(d, dict) and d.get("genotile") == __version__ else None
+    d = stage.read_recorded(Path(store_dir) / RECORD)
+    return d if d is not None and d.get("genotile") == __version__ else None
 
 
 def ids_digest(ids: list[str]) -> str:
@@ -122,21 +122,31 @@ def prefix_sha256(path, sizes: list[int]) -> dict[int, str]:
     return out
 
 
-def _why_not(record: dict | None, input_path, settings: dict) -> str | None:
-    """Why the store cannot be appended to (None: it may be, the prefix still to check), in words;
-    "" where there is no earlier store to speak of."""
-    if record is None:
-        return ""
-    if ENCODINGS[settings["encoding"]].source != "alignment":
-        return "appends are recognised for FASTA alignments only"
-    if str(input_path).lower().endswith(".gz"):
-        return "the input is compressed (appends are recognised in an uncompressed FASTA)"
+def _settings_changed(record: dict, settings: dict) -> str | None:
+    """The first setting of `settings_of` the record's store was made with otherwise, in words
+    (None: none; a `block_size` of auto takes the recorded plan's)."""
     have = record.get("settings") or {}
     for key in ("encoding", "options", "collapse", "seed"):
         if have.get(key) != settings[key]:
             return f"{key} changed ({have.get(key)!r} -> {settings[key]!r})"
     if settings["block_size"] != AUTO and settings["block_size"] != record["plan"]["block_size"]:
         return f"block_size changed ({record['plan']['block_size']} -> {settings['block_size']})"
+    return None
+
+
+def _why_not(record: dict | None, input_path, settings: dict) -> str | None:
+    """Why the store cannot be appended to (None: it may be, the prefix still to check), in words;
+    "" where there is no earlier store to speak of, or no file to compare with it (the ingest
+    refuses a missing input in its own words)."""
+    if record is None or not os.path.isfile(input_path):
+        return ""
+    if ENCODINGS[settings["encoding"]].source != "alignment":
+        return "appends are recognised for FASTA alignments only"
+    if str(input_path).lower().endswith(".gz"):
+        return "the input is compressed (appends are recognised in an uncompressed FASTA)"
+    changed = _settings_changed(record, settings)
+    if changed:
+        return changed
     old = record["input"]["size"]
     size = os.path.getsize(input_path)
     if size < old:
@@ -187,7 +197,6 @@ def store(
     record = read_record(store_dir)
     settings = settings_of(encoding, options, stage.wants_collapse(encoding, collapse_duplicates), block_size, seed)
     why = _why_not(record, input_path, settings)
-    size = os.path.getsize(input_path)
     if why is not None:
         if why:
             say(f"recomputing in full: {why}")
@@ -205,18 +214,56 @@ def store(
             dense_max=dense_max,
             bounds=bounds,
         )
-        _record_store(store_dir, ingest_manifest_out, settings, size)
+        _record_store(store_dir, ingest_manifest_out, settings, os.path.getsize(input_path))
         if after_pack is not None:
             after_pack(p)
         return p
     assert record is not None
     auto = {"metrics": metrics, "backend": backend, "dense_max": dense_max}
+    size = os.path.getsize(input_path)
     p = _append(
         input_path, encoding, ingest_manifest_out, store_dir, record, settings, size, options, bounds, auto, say
     )
     if after_pack is not None:
         after_pack(p)
     return p
+
+
+def current_store(input_path, encoding: str, ingest_manifest_out, store_dir, block_size, seed: int, **given) -> None:
+    """`genotile run`'s store of an alignment (store/stage.current_store): kept where it is the one
+    `store` made last from this input's content with these settings, else made by `store`
+    (appending where the input grew at its end; the one line of `say` logged).
+
+    Parameters
+    ----------
+    input_path, encoding, ingest_manifest_out, store_dir, block_size, seed
+        As `store`.
+    **given
+        `store`'s keyword arguments (options, collapse_duplicates, metrics, backend, dense_max).
+    """
+    store_dir, options = Path(store_dir), given.get("options")
+    settings = settings_of(
+        encoding, options, stage.wants_collapse(encoding, given.get("collapse_duplicates", False)), block_size, seed
+    )
+    if not _kept(store_dir, ingest_manifest_out, input_path, options, settings):
+        made = (input_path, encoding, ingest_manifest_out, store_dir, block_size, seed)
+        store(*made, **given, say=lambda line: log.info("store (%s): %s", encoding, line))
+
+
+def _kept(store_dir: Path, ingest_manifest, input_path, options, settings: dict) -> bool:
+    """Whether `store_dir` holds, whole, the store `store` made last (its record written for its
+    very manifest) with these settings, from the ingest beside it, of the input as it is now."""
+    record = read_record(store_dir)
+    if record is None or _settings_changed(record, settings) is not None:
+        return False
+    built, ingested = stage.read_recorded(store_dir / "manifest.json"), stage.read_recorded(ingest_manifest)
+    if built is None or ingested is None or not all((store_dir / f).exists() for f in stage.STORE_FILES):
+        return False
+    if (record.get("parts") or [{}])[-1].get("key") != part_key(built):
+        return False
+    if (built.get("input_sha256"), built.get("sources")) != (ingested.get("input_sha256"), ingested.get("sources")):
+        return False
+    return os.path.isfile(input_path) and not differences(built.get("sources"), sources(input_path, options))
 
 
 def _record_store(store_dir: Path, ingest_manifest_out, settings: dict, size: int) -> None:

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from genotile.core.blocks import AUTO, auto_block_size, device_memory_bytes, gpu_tiles, words_per_vector
+from genotile.core.encodings import ENCODINGS
 from genotile.core.limits import check_plan
 from genotile.core.metrics import METRICS
 from genotile.core.plan import Plan
@@ -23,6 +24,8 @@ from genotile.store.sources import differences, sources
 from genotile.util.readback import load_json, load_permutation
 
 log = logging.getLogger("genotile")
+
+STORE_FILES = ("plan.json", "perm.npy", "planes.npy", "manifest.json")  # a store's, under store/<encoding>/
 
 
 def _load_json(path, keys=("n_vectors", "n_fields", "ids")) -> dict:
@@ -305,7 +308,7 @@ def wants_collapse(encoding: str, collapse_duplicates: bool) -> bool:
     return bool(collapse_duplicates) and encoding in COLLAPSIBLE
 
 
-def _recorded(path) -> dict | None:
+def read_recorded(path) -> dict | None:
     """A JSON record of an earlier run, or None where it is missing or damaged (then recomputed)."""
     try:
         d = json.loads(Path(path).read_text(encoding="utf-8"))
@@ -329,11 +332,34 @@ def current_store(
 ) -> None:
     """Ingest, plan and pack into `outdir`, reusing each stage's files only where they were made
     from the same input content, options, option files and settings (store/sources.py); what
-    changed is logged, and the stage and all after it are recomputed."""
+    changed is logged, and the stage and all after it are recomputed.
+
+    An alignment's store is the workflow store job's (store/append.py `current_store`: records
+    appended at the end of a FASTA keep the earlier plan's blocks, so that the earlier tiles stay
+    valid), which keeps no codes; a genotype input's codes are kept (ingest/<encoding>.codes.npy),
+    to plan and pack again from them where only the plan's settings changed."""
     outdir = Path(outdir)
     codes, imani = outdir / "ingest" / f"{encoding}.codes.npy", outdir / "ingest" / f"{encoding}.json"
     store = outdir / "store" / encoding
-    recorded = _recorded(imani)
+    if ENCODINGS[encoding].source == "alignment":
+        from genotile.store import append
+
+        codes.unlink(missing_ok=True)  # an earlier run's: never this store's, never packed from again
+        append.current_store(
+            input_path,
+            encoding,
+            imani,
+            store,
+            block_size,
+            seed,
+            options=vcf_options,
+            collapse_duplicates=collapse_duplicates,
+            metrics=metrics,
+            backend=backend,
+            dense_max=dense_max,
+        )
+        return
+    recorded = read_recorded(imani)
     changed = []
     if recorded is not None and codes.exists():
         changed = differences(recorded.get("sources"), sources(input_path, vcf_options))
@@ -346,11 +372,10 @@ def current_store(
             input_path, encoding, codes, imani, collapse_duplicates=collapse_duplicates, **(vcf_options or {})
         ).manifest
         changed = changed or ["the ingest"]
-    files = ("plan.json", "perm.npy", "planes.npy", "manifest.json")
-    built = _recorded(store / "manifest.json")
+    built = read_recorded(store / "manifest.json")
     if block_size == AUTO:
         block_size = resolve_auto_block_size(recorded, metrics, backend, dense_max)
-    if built is not None and not changed and all((store / f).exists() for f in files):
+    if built is not None and not changed and all((store / f).exists() for f in STORE_FILES):
         want = plan_of_manifest(recorded, int(block_size), int(seed)).to_json()
         have = built.get("plan") or {}
         changed = [

@@ -1,0 +1,142 @@
+"""`genotile run` on a growing alignment (issue 27, point 5): records appended at the end of the
+FASTA compute only the tiles with a new block, the earlier tiles kept; nothing changed computes
+no tile; anything else computes every tile and says why. The outputs are always those of a
+fresh run on the same input in another folder."""
+
+import gzip
+import json
+import logging
+
+import pytest
+
+from genotile.cli import main
+from genotile.io.planfile import read_plan
+from genotile.pairs import stage as pairs_stage
+
+METRICS = ("snp", "hamming")
+SUMMARY_RESULTS = ("n_vectors", "n_fields", "n_fields_kept", "pairs_computed", "pairs_passing", "threshold")
+
+
+@pytest.fixture
+def computed(monkeypatch):
+    """The tiles computed, as (metric, I, J), by every `genotile run` of the test."""
+    done: list[tuple[str, int, int]] = []
+    tile = pairs_stage.tile
+
+    def spy(planes, manifest, perm, metric, bi, bj, **kwargs):
+        done.append((metric, int(bi), int(bj)))
+        return tile(planes, manifest, perm, metric, bi, bj, **kwargs)
+
+    monkeypatch.setattr(pairs_stage, "tile", spy)
+    return done
+
+
+@pytest.fixture
+def records(random_alignment):
+    """50 records, exact copies among them: of an earlier record among the first 40 (collapsed
+    there), and of an earlier one among the 10 appended after them."""
+    recs = random_alignment(50, 120, seed=5, p_missing=0.0)
+    for copy, of in ((7, 2), (44, 3), (47, 44)):
+        recs[copy] = (recs[copy][0], recs[of][1])
+    return recs
+
+
+def run(fasta, out, *extra, threshold="snp=60"):
+    args = ["run", str(fasta), "--outdir", str(out), "--block-size", "8", "--threshold", threshold]
+    assert main([*args, *(f"--metric={m}" for m in METRICS), *extra]) == 0
+
+
+def outputs(out) -> dict:
+    """What a run computes: its pairs (decompressed), histogram, matrix and summary results."""
+    got = {}
+    for metric in METRICS:
+        folder = out / metric
+        got[metric, "pairs"] = gzip.decompress((folder / "pairs.tsv.gz").read_bytes())
+        for name in ("histogram.tsv", "matrix.tsv"):
+            got[metric, name] = (folder / name).read_bytes()
+        summary = json.loads((folder / "summary.json").read_text())
+        got[metric, "summary"] = {k: summary[k] for k in SUMMARY_RESULTS}
+    return got
+
+
+def fresh(tmp_path, fasta_writer, recs, *extra, threshold="snp=60") -> dict:
+    folder = tmp_path / f"fresh{len(list(tmp_path.glob('fresh*')))}"
+    run(fasta_writer(folder / "data.fa", recs), folder / "out", *extra, threshold=threshold)
+    return outputs(folder / "out")
+
+
+def every_tile(out) -> set:
+    return {(m, i, j) for m in METRICS for i, j in read_plan(out / "store" / "nucleotide" / "plan.json").tiles()}
+
+
+@pytest.mark.parametrize("collapse", [(), ("--no-collapse-duplicates",)])
+def test_appended_records_compute_only_their_tiles_with_a_fresh_runs_outputs(
+    tmp_path, fasta_writer, records, computed, caplog, collapse
+):
+    caplog.set_level(logging.INFO, logger="genotile")
+    fasta, out = tmp_path / "data.fa", tmp_path / "out"
+    fasta_writer(fasta, records[:40])
+    run(fasta, out, *collapse)
+    assert set(computed) == every_tile(out)
+    for grown in (45, 50):  # two appends, one after the other
+        computed.clear()
+        caplog.clear()
+        fasta_writer(fasta, records[:grown])
+        run(fasta, out, *collapse)
+        plan = read_plan(out / "store" / "nucleotide" / "plan.json")
+        assert "vectors appended to" in caplog.text
+        assert sorted(computed) == sorted((m, i, j) for m in METRICS for i, j in plan.appended_tiles())
+        assert 0 < len(computed) < len(every_tile(out))
+        assert not (out / "ingest" / "nucleotide.codes.npy").exists()  # never packed from stale codes
+    assert outputs(out) == fresh(tmp_path, fasta_writer, records, *collapse)
+    computed.clear()
+    run(fasta, out, *collapse)  # nothing changed: no tile computed, the same outputs
+    assert computed == []
+    assert outputs(out) == fresh(tmp_path, fasta_writer, records, *collapse)
+
+
+def test_an_edit_before_the_end_recomputes_every_tile_and_says_why(tmp_path, fasta_writer, records, computed, caplog):
+    caplog.set_level(logging.INFO, logger="genotile")
+    fasta, out = tmp_path / "data.fa", tmp_path / "out"
+    fasta_writer(fasta, records[:40])
+    run(fasta, out)
+    edited = list(records)
+    name, seq = edited[5]
+    edited[5] = (name, seq[:10] + ("A" if seq[10] != "A" else "C") + seq[11:])
+    fasta_writer(fasta, edited)  # an edit, and records added
+    computed.clear()
+    run(fasta, out)
+    assert "store (nucleotide): recomputing in full: the input's earlier bytes changed" in caplog.text
+    assert sorted(computed) == sorted(every_tile(out))
+    assert outputs(out) == fresh(tmp_path, fasta_writer, edited)
+
+
+def test_other_tile_or_plan_settings_recompute_every_tile(tmp_path, fasta_writer, records, computed, caplog):
+    caplog.set_level(logging.INFO, logger="genotile")
+    fasta, out = tmp_path / "data.fa", tmp_path / "out"
+    fasta_writer(fasta, records[:40])
+    run(fasta, out)
+    computed.clear()
+    run(fasta, out, threshold="snp=40")  # the store kept, every snp tile computed again, hamming's kept
+    assert sorted(computed) == sorted(t for t in every_tile(out) if t[0] == "snp")
+    assert outputs(out) == fresh(tmp_path, fasta_writer, records[:40], threshold="snp=40")
+    fasta_writer(fasta, records)
+    computed.clear()
+    caplog.clear()
+    run(fasta, out, "--seed", "3", threshold="snp=40")  # records appended, but another plan
+    assert "store (nucleotide): recomputing in full: seed changed (1 -> 3)" in caplog.text
+    assert sorted(computed) == sorted(every_tile(out))
+    assert not (out / "ingest" / "nucleotide.codes.npy").exists()
+    assert outputs(out) == fresh(tmp_path, fasta_writer, records, threshold="snp=40")
+
+
+def test_a_query_run_in_between_leaves_no_tile_to_keep(tmp_path, fasta_writer, records, computed):
+    fasta, out = tmp_path / "data.fa", tmp_path / "out"
+    fasta_writer(fasta, records[:40])
+    other = fasta_writer(tmp_path / "other.fa", records[40:])
+    run(fasta, out)
+    run(fasta, out, "--against", str(other))  # its tiles overwrite the earlier ones
+    computed.clear()
+    run(fasta, out)
+    assert sorted(computed) == sorted(every_tile(out))
+    assert outputs(out) == fresh(tmp_path, fasta_writer, records[:40])
