@@ -540,7 +540,11 @@ with one_line_errors():
         # formats holding every pair, past dense_max: refused here where the input's vectors are
         # known before its store (a FASTA's records, a VCF's or .fam's samples), else in peer_files
         _inputs.refuse_dense_formats(
-            _name, _spec, config["dense_max"], dataset_fingerprint(_name)
+            _name,
+            _spec,
+            config["dense_max"],
+            dataset_fingerprint(_name),
+            against_fingerprint(_name),
         )
 
 

@@ -177,6 +177,27 @@ def test_workflow_cli_and_api_agree(alignments, tmp_path):
     assert "Nothing to be done" in again.stdout + again.stderr
 
 
+@pytest.mark.parametrize("n, r", [(6, 3), (1, 1), (100, 100)])
+def test_a_small_query_runs_in_the_workflow(tmp_path, n, r):
+    """The default block size holds both sides in one block each: a query plan has one more
+    block than its vectors make, and each tile's store part is still the one part (Plan.part_of_block)."""
+    rng = np.random.default_rng(n)
+    base = rng.choice(list("ACGT"), 90)
+    x, y = sequences(rng, n, 90, base, 0.1), sequences(rng, r, 90, base, 0.1)
+    write_fasta(tmp_path / "new.fa", x, [f"n{i}" for i in range(n)])
+    write_fasta(tmp_path / "db.fa", y, [f"d{i}" for i in range(r)])
+    config = {
+        "datasets": {"q": {"input": str(tmp_path / "new.fa"), "against": str(tmp_path / "db.fa"), "metrics": ["snp"]}},
+        "thresholds": {"snp": None},
+        "report": False,
+    }
+    snakemake(tmp_path, config)
+    rows = gzip.decompress((tmp_path / "results/q/snp/pairs.tsv.gz").read_bytes()).decode().splitlines()[1:]
+    got = {(a, b): int(v) for a, b, v in (line.split("\t") for line in rows)}
+    want = brute_snp(x, y)
+    assert got == {(f"n{i}", f"d{j}"): int(want[i, j]) for i in range(n) for j in range(r)}
+
+
 @pytest.fixture(scope="module")
 def genotypes(tmp_path_factory):
     root = tmp_path_factory.mktemp("qgeno")

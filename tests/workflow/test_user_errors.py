@@ -73,20 +73,21 @@ def test_a_format_past_dense_max_is_one_line_before_any_job(tmp_path, fasta, vcf
     assert (tmp_path / "results/d" / metric / ("snp-dists.csv" if kind == "fasta" else "plink.mdist")).is_file()
 
 
-def test_a_format_past_dense_max_in_query_mode_is_one_line_at_the_dag(tmp_path, fasta):
-    """A query's vectors (the input's and the FILE's, against:) are not counted before its store:
-    the refusal comes at the DAG's update after the store checkpoint, past Snakemake's footer."""
+def test_a_format_past_dense_max_in_query_mode_is_one_line_before_any_job(tmp_path, fasta):
+    """A query's vectors are the input's and the FILE's (against:), both counted as the workflow
+    is parsed: refused before the store, as an all-pairs dataset is."""
     other = tmp_path / "other.fa"
     write_fasta(other, random_alignment(np.random.default_rng(1), 3, 80))
     dataset = {"input": str(fasta), "against": str(other), "metrics": ["snp"], "formats": ["snp-dists-csv"]}
     config = {"datasets": {"d": dataset}, "dense_max": 4}
-    proc = snakemake(tmp_path, config, check=False)
-    one_line_error(
-        proc, "dataset d: format snp-dists-csv holds every pair", "dense_max (4)", "snp has 9 ", mid_run=True
-    )
-    assert not (tmp_path / "results/d/snp/snp-dists.csv").exists()
-    # and before any job on the next run
-    one_line_error(snakemake(tmp_path, config, check=False), "format snp-dists-csv holds every pair")
+    for extra in ((), ("-n",)):
+        proc = snakemake(tmp_path, config, *extra, check=False)
+        one_line_error(proc, "dataset d: format snp-dists-csv holds every pair", "dense_max (4)", "snp has 9 ")
+        assert "Job stats" not in proc.stderr + proc.stdout, proc.stderr[-3000:]
+        assert not (tmp_path / "results").exists()
+    config["dense_max"] = 9  # within it, the query runs
+    snakemake(tmp_path, config)
+    assert (tmp_path / "results/d/snp/snp-dists.csv").is_file()
 
 
 def test_a_run_is_refused_while_another_holds_the_directory(tmp_path, fasta):

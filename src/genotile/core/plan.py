@@ -83,7 +83,14 @@ class Plan:
         return [max(1, -(-n // self.block_size)) for n in self.parts()]
 
     def part_of_block(self, index: int) -> int:
-        """The part (0: the first; k: the k-th append) whose rows block `index` holds."""
+        """The part (0: the first; k: the k-th append) whose rows block `index` holds (0 in a
+        plan with no append: a query plan's blocks are more than its one part's rows make).
+
+        >>> Plan(9, 8, 0, n_against=3).part_of_block(1), Plan(12, 4, 0, segments=(4,)).part_of_block(2)
+        (0, 1)
+        """
+        if not self.segments:
+            return 0
         ends = np.cumsum(self._part_blocks())
         return int(np.searchsorted(ends, index, side="right"))
 

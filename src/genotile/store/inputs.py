@@ -154,18 +154,19 @@ def _file_samples(kind: str | None, path) -> list[str] | None:
     return None
 
 
-def refuse_dense_formats(name: str, spec: dict, dense_max: int, fingerprint=None) -> None:
+def refuse_dense_formats(name: str, spec: dict, dense_max: int, fingerprint=None, against_fingerprint=None) -> None:
     """Refuse a dataset's formats holding every pair (io/peer_formats.py) past `dense_max`, before
-    any job, where its input's vectors are known before its store (`known_vectors`); the others
-    are refused once the store's plan is made (rules/common.smk peer_files, with the same line).
-    Not in query mode (`against:`), whose plan counts the FILE's vectors too."""
+    any job, where its input's vectors are known before its store (`known_vectors`; in query mode
+    the input's and the FILE's, `against:`, which its plan counts together); the others are
+    refused once the store's plan is made (rules/common.smk peer_files, with the same line)."""
     from genotile.io import peer_formats
 
-    if spec.get("against") is not None:
-        return
     options = {k: spec[k] for k in GENOTYPE_OPTIONS if k in spec}
     for metric in spec["metrics"]:
         if peer_formats.output_files(spec, metric)[1]:
             n = known_vectors(spec["input"], metric, options, fingerprint)
+            if n is not None and spec.get("against") is not None:
+                r = known_vectors(spec["against"], metric, options, against_fingerprint)
+                n = None if r is None else n + r
             if n is not None:
                 peer_formats.refuse_past_dense_max(name, spec, metric, n, dense_max)
