@@ -443,7 +443,7 @@ def _run(args) -> None:
 
     from genotile import settings
     from genotile.pipeline import run_all, run_ccc3, run_config
-    from genotile.store.stage import current_store
+    from genotile.store.reuse import current_store
 
     metrics, genotypes = _check_run(args)
     if args.threads is not None:

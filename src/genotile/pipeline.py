@@ -17,6 +17,7 @@ from genotile.core.plan import Plan
 from genotile.core.registry import REGISTRY
 from genotile.io.planfile import read_plan
 from genotile.pairs import stage as pairs_stage
+from genotile.store import reuse
 from genotile.store import stage as store_stage
 from genotile.store.manifest import STORE_KEYS
 from genotile.triples import stage as triples_stage
@@ -144,7 +145,7 @@ def run_all(
         store = outdir / "store" / enc
         same_store = [m for m in metrics if get_metric(m).encoding == enc]
         if against is None:
-            store_stage.current_store(
+            reuse.current_store(
                 input_path,
                 enc,
                 outdir,

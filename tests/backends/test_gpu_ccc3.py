@@ -20,7 +20,7 @@ from genotile import pipeline
 from genotile.backends.cuda import cupy_common
 from genotile.core import ccc3
 from genotile.io.tilefile import arrays_digest, read_tile
-from genotile.store.stage import current_store
+from genotile.store.reuse import current_store
 from genotile.triples import runs
 from genotile.triples.tile import compute_triples, iter_triples
 

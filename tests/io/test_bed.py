@@ -28,7 +28,7 @@ from genotile.io.readers.bed import BedReader
 from genotile.io.readers.plink import PlinkReader
 from genotile.pairs import stage as pairs_stage
 from genotile.store import bits as bits_module
-from genotile.store import duplicates
+from genotile.store import duplicates, reuse
 from genotile.store import pack as pack_module
 from genotile.store import stage as store_stage
 
@@ -493,7 +493,7 @@ def test_what_the_codes_path_keeps(tmp_path, monkeypatch):
     held = as_read(tmp_path / "held")
     called = spy(monkeypatch, ["write_streamed", "read_held", "write_sample_rows", "pack_planes"])
     (tmp_path / "run").mkdir()
-    store_stage.current_store(path, "genotype", tmp_path / "run", 5, 3)
+    reuse.current_store(path, "genotype", tmp_path / "run", 5, 3)
     assert called == ["write_sample_rows", "pack_planes"]  # the codes are kept: reused to replan
     planes, _, _ = pack_module.open_store(
         tmp_path / "run" / "store" / "genotype" / "planes.npy",

@@ -20,7 +20,7 @@ from genotile import pipeline
 from genotile.backends.cpu import numba_ccc3
 from genotile.errors import GenotileError
 from genotile.io.tilefile import read_tile, write_tile
-from genotile.store.stage import current_store
+from genotile.store.reuse import current_store
 from genotile.triples import merge, runs, stage, tile
 
 TESTS = Path(__file__).resolve().parents[1]
@@ -87,7 +87,7 @@ import resource, sys
 sys.path.insert(0, {tests!r})
 from genodata import random_genotypes, vcf_text, write_vcf
 from genotile import pipeline
-from genotile.store.stage import current_store
+from genotile.store.reuse import current_store
 from pathlib import Path
 out = Path({out!r})
 path = write_vcf(out / "g.vcf", vcf_text(random_genotypes(30, 300, seed=5), seed=5))

@@ -7,7 +7,7 @@ from genodata import random_genotypes, vcf_text, write_vcf
 from genotile import pipeline
 from genotile.errors import GenotileError
 from genotile.io.tilefile import read_tile, write_tile
-from genotile.store.stage import current_store
+from genotile.store.reuse import current_store
 from genotile.triples import stage as triples_stage
 
 

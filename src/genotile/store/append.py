@@ -230,7 +230,7 @@ def store(
 
 
 def current_store(input_path, encoding: str, ingest_manifest_out, store_dir, block_size, seed: int, **given) -> None:
-    """`genotile run`'s store of an alignment (store/stage.current_store): kept where it is the one
+    """`genotile run`'s store of an alignment (store/reuse.current_store): kept where it is the one
     `store` made last from this input's content with these settings, else made by `store`
     (appending where the input grew at its end; the one line of `say` logged).
 

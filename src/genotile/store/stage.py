@@ -1,8 +1,8 @@
 """The store stage: an input read (ingest), planned (plan) and packed as bit planes (pack).
 
 What the workflow's store job runs (scripts/store.py: `store`), what `genotile run` runs
-(`current_store`, reusing what an earlier run made from the same input and settings) and what
-the API runs (`ingest`, `plan`, `pack`). Every workload (pairs, triples, screen) reads the
+(store/reuse.py `current_store`, reusing what an earlier run made from the same input and
+settings) and what the API runs (`ingest`, `plan`, `pack`). Every workload (pairs, triples, screen) reads the
 store; this stage imports none of them: work the store job does once its planes are packed (the
 pairs workload's early tiles, pairs/early.py) is handed in as `after_pack`.
 """
@@ -14,13 +14,11 @@ from collections.abc import Callable
 from pathlib import Path
 
 from genotile.core.blocks import AUTO, auto_block_size, device_memory_bytes, gpu_tiles, words_per_vector
-from genotile.core.encodings import ENCODINGS
 from genotile.core.limits import check_plan
 from genotile.core.metrics import METRICS
 from genotile.core.plan import Plan
 from genotile.errors import GenotileError
 from genotile.io.planfile import read_plan, write_plan
-from genotile.store.sources import differences, sources
 from genotile.util.readback import load_json, load_permutation
 
 log = logging.getLogger("genotile")
@@ -315,78 +313,3 @@ def read_recorded(path) -> dict | None:
     except (OSError, ValueError):
         return None
     return d if isinstance(d, dict) else None
-
-
-def current_store(
-    input_path,
-    encoding,
-    outdir,
-    block_size,
-    seed,
-    vcf_options=None,
-    *,
-    metrics=(),
-    backend="auto",
-    dense_max=None,
-    collapse_duplicates=False,
-) -> None:
-    """Ingest, plan and pack into `outdir`, reusing each stage's files only where they were made
-    from the same input content, options, option files and settings (store/sources.py); what
-    changed is logged, and the stage and all after it are recomputed.
-
-    An alignment's store is the workflow store job's (store/append.py `current_store`: records
-    appended at the end of a FASTA keep the earlier plan's blocks, so that the earlier tiles stay
-    valid), which keeps no codes; a genotype input's codes are kept (ingest/<encoding>.codes.npy),
-    to plan and pack again from them where only the plan's settings changed."""
-    outdir = Path(outdir)
-    codes, imani = outdir / "ingest" / f"{encoding}.codes.npy", outdir / "ingest" / f"{encoding}.json"
-    store = outdir / "store" / encoding
-    if ENCODINGS[encoding].source == "alignment":
-        from genotile.store import append
-
-        codes.unlink(missing_ok=True)  # an earlier run's: never this store's, never packed from again
-        append.current_store(
-            input_path,
-            encoding,
-            imani,
-            store,
-            block_size,
-            seed,
-            options=vcf_options,
-            collapse_duplicates=collapse_duplicates,
-            metrics=metrics,
-            backend=backend,
-            dense_max=dense_max,
-        )
-        return
-    recorded = read_recorded(imani)
-    changed = []
-    if recorded is not None and codes.exists():
-        changed = differences(recorded.get("sources"), sources(input_path, vcf_options))
-        if bool(recorded.get("collapse_duplicates")) != wants_collapse(encoding, collapse_duplicates):
-            changed.append("collapse_duplicates")
-        if changed:
-            log.info("ingest (%s): recomputing, changed since the last run: %s", encoding, "; ".join(changed))
-    if recorded is None or not codes.exists() or changed:
-        recorded = ingest(
-            input_path, encoding, codes, imani, collapse_duplicates=collapse_duplicates, **(vcf_options or {})
-        ).manifest
-        changed = changed or ["the ingest"]
-    built = read_recorded(store / "manifest.json")
-    if block_size == AUTO:
-        block_size = resolve_auto_block_size(recorded, metrics, backend, dense_max)
-    if built is not None and not changed and all((store / f).exists() for f in STORE_FILES):
-        want = plan_of_manifest(recorded, int(block_size), int(seed)).to_json()
-        have = built.get("plan") or {}
-        changed = [
-            f"{k} ({have.get(k)} -> {want.get(k)})"
-            for k in ("n_vectors", "block_size", "seed", "n_input")
-            if have.get(k) != want.get(k)
-        ]
-        if (built.get("input_sha256"), built.get("sources")) != (recorded["input_sha256"], recorded.get("sources")):
-            changed.append("the ingest it was packed from")
-        if not changed:
-            return
-        log.info("plan and pack (%s): recomputing, changed since the last run: %s", encoding, "; ".join(changed))
-    plan(imani, block_size, seed, store / "plan.json", store / "perm.npy")
-    pack(codes, imani, store / "plan.json", store / "perm.npy", store / "planes.npy", store / "manifest.json")
