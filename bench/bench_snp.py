@@ -224,8 +224,20 @@ def read_matrix(path) -> np.ndarray:
     return pd.read_csv(path, sep="\t", index_col=0).to_numpy(dtype=np.int64)
 
 
+def informative_codes(a) -> np.ndarray:
+    """The alignment's codes, (n, informative columns) uint8, input order, for checking the
+    pipeline's distances: made here once, untimed (`genotile run` keeps no codes of an alignment:
+    its store is the workflow's, store/append.py)."""
+    from genotile.store import stage as store_stage
+
+    path = Path(a.outdir) / "bench_codes.npy"
+    if not path.exists():
+        store_stage.ingest(a.fasta, "nucleotide", path, path.with_suffix(".json"))
+    return np.load(path)
+
+
 def phase_baseline(a) -> dict:
-    codes = np.load(Path(a.outdir) / "ingest" / "nucleotide.codes.npy")  # (n, informative) uint8
+    codes = informative_codes(a)  # (n, informative) uint8
     n = codes.shape[0]
     total = n * (n - 1) // 2
     rng = np.random.default_rng(a.seed + 1)
@@ -397,7 +409,7 @@ def phase_hammingdist(a) -> dict:
     if proc.returncode != 0:
         return {"error": proc.stderr.strip().splitlines()[-1] if proc.stderr.strip() else "failed"}
     got = json.loads(proc.stdout.strip().splitlines()[-1])
-    codes = np.load(Path(a.outdir) / "ingest" / "nucleotide.codes.npy")
+    codes = informative_codes(a)
     x, y = codes[got["i"]], codes[got["j"]]
     ours = np.count_nonzero((x != MISSING) & (y != MISSING) & (x != y), axis=1)
     return {
