@@ -38,12 +38,26 @@ def test_a_vcf_reads_its_autosomes_by_default(tmp_path, name):
         assert np.array_equal(codes(a), codes(b))
         assert b.stats["non_autosomal_skipped"] == 5 and b.stats["records"] == 35 and b.stats["variants"] == 30
         assert a.stats["non_autosomal_skipped"] == 0
-        assert not a.contig_filter  # a header of autosomes only: the fast path reads on
     # every contig on request: chrX's haploid calls are refused as before, by record and sample
     with VcfReader(mixed, chromosomes="all") as c, pytest.raises(GenotileError, match=r"record X:100, sample 's1'"):
         codes(c)
     with pytest.raises(GenotileError, match=r"chromosomes must be one of autosomes, all, not 'x'"):
         VcfReader(plain, chromosomes="x")
+
+
+@pytest.mark.parametrize("name", ["u.vcf", "u.vcf.gz"])
+def test_records_on_contigs_the_header_does_not_declare_are_left_out_too(tmp_path, name):
+    """A header naming autosomes only, records on X and MT besides (htslib reads them with a
+    warning): left out and counted as PLINK leaves them, not kept for want of a declaration."""
+    g = random_genotypes(6, 20, seed=8)
+    plain = write_vcf(tmp_path / "plain.vcf", vcf_text(g))
+    undeclared = with_other_contigs(vcf_text(g), 6).replace(HEADER + "##contig=<ID=X>\n", HEADER)
+    for line in ("##contig=<ID=chrY>\n", "##contig=<ID=MT>\n", "##contig=<ID=GL000192.1>\n"):
+        undeclared = undeclared.replace(line, "")
+    assert "##contig=<ID=X>" not in undeclared and "\nX\t100\t" in undeclared
+    with VcfReader(plain) as a, VcfReader(write_vcf(tmp_path / name, undeclared)) as b:
+        assert np.array_equal(codes(a), codes(b))
+        assert b.stats["non_autosomal_skipped"] == 5 and b.stats["variants"] == 20
 
 
 def test_chr_prefixed_names_are_autosomes_and_a_file_without_one_is_refused(tmp_path):

@@ -53,7 +53,6 @@ from genotile.io.readers.base import GenotypeReader
 from genotile.io.regions import (
     AUTOSOME_NAMES,
     check_chromosomes,
-    is_autosome,
     merge_regions,
     no_autosome,
     parse_regions,
@@ -324,11 +323,11 @@ class VcfReader(DiploidCalls, GenotypeReader):
         self.format = _sniff_format(self.path)
         self.stats = dict.fromkeys(STATS, 0)
         self.regions = merge_regions(parse_regions(regions)) if regions is not None else None
-        # `chromosomes: autosomes` checks nothing where the header (or index) names autosomes
-        # only; else each record's CHROM is looked up in the names kept (on the fast path too)
+        # `chromosomes: autosomes`: each record's CHROM is looked up in the names kept (on the fast
+        # path too), whatever contigs the header declares (htslib reads a record on an undeclared
+        # contig with a warning: a chrX record is left out where the header names autosomes only)
         self.chromosomes = check_chromosomes(chromosomes)
-        contigs = list(self._vcf.seqnames)
-        self.contig_filter = self.chromosomes == "autosomes" and not (contigs and all(map(is_autosome, contigs)))
+        self.contig_filter = self.chromosomes == "autosomes"
         self.kept_contigs: frozenset[str] | None = AUTOSOME_NAMES if self.contig_filter else None
         self.skipped_contigs: set[str] = set()
 
