@@ -4,7 +4,7 @@ path, and, for a .pgen made by `plink2 --make-pgen` from a .bed, the .bed's own 
 
 A .bed's selection of variants (regions; the autosomes of a .bim with other contigs) takes the
 same pass, and so does a `samples:` list (pgenlib's subset, its samples put in the list's order
-as the records are made). A split multi-allelic variant goes through the codes.
+as the records are made) and a split multi-allelic variant (a record an ALT).
 """
 
 import json
@@ -199,8 +199,9 @@ def test_a_beds_selection_takes_the_pass_and_what_does_not(tmp_path, monkeypatch
     assert json.loads(streamed["ingest.json"])["n_fields"] == 31
 
 
-def test_a_split_multiallelic_pgen_goes_through_the_codes(tmp_path):
-    """multiallelic: split reads allele 2 of a variant too: not records of allele 1."""
+def test_a_split_multiallelic_pgen_is_a_record_an_alt(tmp_path, monkeypatch):
+    """multiallelic: split reads allele 2 of a variant too: a record each ALT, the store the
+    codes path's (and skip leaves the multi-allelic variant out)."""
     if shutil.which("plink2") is None:
         pytest.skip("plink2 is not installed (Debian: apt-get install -y plink2)")
     from genodata import write_vcf
@@ -218,6 +219,23 @@ def test_a_split_multiallelic_pgen_goes_through_the_codes(tmp_path):
         check=True,
         capture_output=True,
     )
-    assert PlinkReader(tmp_path / "m.pgen", multiallelic="split").held_bits() is None
+    split = PlinkReader(tmp_path / "m.pgen", multiallelic="split").held_bits()
+    assert split is not None and split.pgen is not None
+    assert split.pgen.variants.tolist() == [0, 1, 1] and split.pgen.alleles.tolist() == [1, 1, 2]
     skipped = PlinkReader(tmp_path / "m.pgen").held_bits()
     assert skipped is not None and skipped.pgen is not None and skipped.pgen.variants.tolist() == [0]
+    assert skipped.pgen.alleles is None
+    pgen = str(tmp_path / "m.pgen")
+    for options in ({"multiallelic": "split"}, {}):
+        for compiled in (True, False):
+            monkeypatch.setattr(bed, "COMPILED_BYTES", 0 if compiled else 1 << 40)
+            out = tmp_path / f"{options.get('multiallelic', 'skip')}-{compiled}"
+            called = spy(monkeypatch, ["write_streamed", "write_sample_rows"])
+            streamed = store_job(pgen, out / "streamed", **options)
+            assert called == ["write_streamed"]
+            monkeypatch.undo()
+            with monkeypatch.context() as patch:
+                codes_path(patch)
+                store_job(pgen, out / "codes", **options)
+            assert as_read(out / "streamed") == as_read(out / "codes")
+            assert json.loads(streamed["ingest.json"])["n_fields"] == (3 if options else 1)

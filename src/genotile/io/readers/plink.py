@@ -379,16 +379,17 @@ class PlinkReader(GenotypeReader):
     def held_bits(self, threads: int = 2):
         """Every sample's calls of the selected variants as the store job reads them: not yet, but
         in the one pass that writes its store (bed.write_streamed), its records made of pgenlib's
-        counts (streamed.BedFile.pgen) and counted there; None where a multi-allelic variant is split
-        (their codes are read, `write_sample_rows`). A `samples:` list is read as pgenlib's subset,
-        its samples put in the list's order as the records are made."""
-        variant = self.plan[0]
-        if not self.direct or not variant.size:
+        counts (streamed.BedFile.pgen) and counted there (a split multi-allelic variant a record an
+        ALT); None where no variant is left. A `samples:` list is read as pgenlib's subset, its
+        samples put in the list's order as the records are made."""
+        variant, allele = self.plan
+        if not variant.size:
             return None
         columns = EVERY_COLUMN
         if self._order is not None and not (np.diff(self._order) > 0).all():
             columns = self._order.astype(np.int64)
-        records = PgenRecords(self.path, variant.astype(np.uint32), self._reader_args, self._subset, columns)
+        alleles = None if self.direct else allele.astype(np.uint32)
+        records = PgenRecords(self.path, variant.astype(np.uint32), self._reader_args, self._subset, columns, alleles)
         bed = BedFile(self.path, len(self.samples), int(variant.size), pgen=records)
         warm_kernel(self.path, bed.record_bytes)  # its pass's compiled kernels loaded meanwhile
         return bed

@@ -45,6 +45,8 @@ class PgenRecords:
     subset: np.ndarray | None = None  # uint32, sorted: the samples read (`samples:`), or every one
     # int64: sample j of a record is the subset's columns[j] (empty: j)
     columns: np.ndarray = field(default_factory=lambda: EVERY_COLUMN)
+    # uint32: the ALT allele record k counts (`multiallelic: split`: one record an ALT); None: allele 1
+    alleles: np.ndarray | None = None
 
     def open(self):
         """A pgenlib reader of the file (one a thread: a reader keeps its place in the file)."""
@@ -57,8 +59,15 @@ class PgenRecords:
         """Records r0:r1 into out[: r1 - r0], int8 (records, samples)."""
         v = self.variants[r0:r1]
         rows = out[: v.size]
+        alleles = None if self.alleles is None else self.alleles[r0:r1]
         try:
-            if int(v[-1]) - int(v[0]) + 1 == v.size:
+            if alleles is not None and (alleles != 1).any():  # split: the records of each ALT read together
+                for a in np.unique(alleles):
+                    pick = np.flatnonzero(alleles == a)
+                    part = np.empty((pick.size, rows.shape[1]), dtype=np.int8)
+                    reader.read_list(np.ascontiguousarray(v[pick]), part, allele_idx=int(a))
+                    rows[pick] = part
+            elif int(v[-1]) - int(v[0]) + 1 == v.size:
                 reader.read_range(int(v[0]), int(v[-1]) + 1, rows)
             else:
                 reader.read_list(np.ascontiguousarray(v), rows)
