@@ -27,6 +27,7 @@ from test_bed import (
 )
 
 from genotile.core.encode import MISSING
+from genotile.errors import GenotileError
 from genotile.io.readers import bed, bed_words
 from genotile.io.readers.bed import BedReader
 from genotile.io.readers.plink import PlinkReader
@@ -239,3 +240,14 @@ def test_a_split_multiallelic_pgen_is_a_record_an_alt(tmp_path, monkeypatch):
                 store_job(pgen, out / "codes", **options)
             assert as_read(out / "streamed") == as_read(out / "codes")
             assert json.loads(streamed["ingest.json"])["n_fields"] == (3 if options else 1)
+
+
+def test_a_pgen_cut_after_ingest_stops_the_pass_with_one_line(tmp_path):
+    g = random_genotypes(40, 300, seed=2)
+    pgen = make_pgen(write_fileset(tmp_path / "x", g), tmp_path / "p")
+    held = PlinkReader(pgen).held_bits()
+    assert held is not None
+    with open(pgen, "r+b") as fh:  # cut after it was checked: the pass's readers meet it
+        fh.truncate(100)
+    with pytest.raises(GenotileError, match=rf"^{pgen}: "):
+        bed.write_streamed(pgen, 40, 300, np.arange(40), tmp_path / "s.npy", pgen=held.pgen)

@@ -50,9 +50,12 @@ class PgenRecords:
 
     def open(self):
         """A pgenlib reader of the file (one a thread: a reader keeps its place in the file)."""
-        reader = pgenlib_module().PgenReader(os.fsencode(self.path), **self.reader_args)
-        if self.subset is not None:
-            reader.change_sample_subset(self.subset)
+        try:
+            reader = pgenlib_module().PgenReader(os.fsencode(self.path), **self.reader_args)
+            if self.subset is not None:
+                reader.change_sample_subset(self.subset)
+        except RuntimeError as exc:  # changed or removed since it was checked
+            raise GenotileError(f"{self.path}: {str(exc).strip() or 'unreadable'}") from None
         return reader
 
     def read(self, reader, r0: int, r1: int, out: np.ndarray) -> np.ndarray:
