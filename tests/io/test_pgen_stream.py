@@ -251,3 +251,22 @@ def test_a_pgen_cut_after_ingest_stops_the_pass_with_one_line(tmp_path):
         fh.truncate(100)
     with pytest.raises(GenotileError, match=rf"^{pgen}: "):
         bed.write_streamed(pgen, 40, 300, np.arange(40), tmp_path / "s.npy", pgen=held.pgen)
+
+
+@pytest.mark.parametrize("damage", ["cut", "garbage"])
+def test_a_damaged_pgen_stops_the_pass_with_one_line_however_many_tasks_are_queued(tmp_path, monkeypatch, damage):
+    """A record pgenlib cannot read stops the pass; the tasks still queued on the other threads
+    must not read with a reader closed under them (that crashed the process: pgenlib's readers
+    are closed once the pool is shut down)."""
+    monkeypatch.setattr(bed, "PGEN_READ_BYTES", 1)  # a record a task: many queued
+    pgen = make_pgen(write_fileset(tmp_path / "x", random_genotypes(2000, 1200, seed=1)), tmp_path / "p")
+    data = bytearray(open(pgen, "rb").read())
+    if damage == "cut":
+        data = data[: len(data) * 2 // 3]
+    else:
+        half = len(data) // 2
+        data[half:] = np.random.default_rng(0).integers(0, 256, len(data) - half, np.uint8).tobytes()
+    with open(pgen, "wb") as fh:
+        fh.write(bytes(data))
+    with pytest.raises(GenotileError, match=rf"^{pgen}: "):
+        store_job(pgen, tmp_path / "out")

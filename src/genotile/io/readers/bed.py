@@ -310,7 +310,7 @@ class _Pass:
     into a buffer as soon as its last strip is done: the threads read and transpose side by
     side, the file in order."""
 
-    def __init__(self, pool, bed: BedFile, fd: int, part: _Part, kernel, threads: int, made=None):
+    def __init__(self, pool, bed: BedFile, fd: int, part: _Part, kernel, threads: int, made=None, readers=None):
         self.pool, self.bed, self.fd, self.part, self.kernel = pool, bed, fd, part, kernel
         self.made = made  # a .pgen's counts made into records (bed_kernels.counts_to_records)
         self.width = record_bytes(bed.n_samples)
@@ -323,7 +323,9 @@ class _Pass:
         self.strips = [(part.g_first + a, part.g_first + b) for a, b in strips]
         read_bytes = READ_BYTES if bed.pgen is None else PGEN_READ_BYTES
         self.reads = equal_parts(records, max(1, read_bytes // self.span))  # a block's reads, by records
-        self.readers: dict[int, tuple] = {}  # a .pgen's: a pgenlib reader and a counts buffer a thread
+        # a .pgen's: a pgenlib reader and a counts buffer a thread, closed by `_stream` once the pool
+        # is shut down (a reader closed under a task still queued crashes the process)
+        self.readers: dict[int, tuple] = {} if readers is None else readers
         self.counts: dict[int, tuple[np.ndarray, list[int]]] = {}
         self.lock = threading.Lock()
         self.finished = threading.Event()
@@ -333,14 +335,10 @@ class _Pass:
 
     def run(self) -> list[tuple[np.ndarray, int]]:
         """Read and transpose every block; the counts of each thread (flags, missing calls)."""
-        try:
-            if self.blocks:
-                for i in range(len(self.buffers)):
-                    self._read(i)
-                self.finished.wait()
-        finally:
-            for reader, _ in self.readers.values():
-                reader.close()
+        if self.blocks:
+            for i in range(len(self.buffers)):
+                self._read(i)
+            self.finished.wait()
         if self.error is not None:
             raise self.error
         return [(flags, missing[0]) for flags, missing in self.counts.values()]
@@ -355,6 +353,8 @@ class _Pass:
 
     def _records(self, i: int, r0: int, r1: int) -> None:
         """Records r0:r1 of block i into their rows of the block's buffer (one preadv)."""
+        if self.error is not None:  # the pass stopped: the tasks still queued do nothing
+            return
         v0 = self.blocks[i][0]
         rows = self.buffers[i % len(self.buffers)][(r0 - v0) * self.span : (r1 - v0) * self.span]
         if self.bed.pgen is not None:
@@ -464,16 +464,19 @@ def _stream(bed: BedFile, parts, done, threads: int) -> dict:
         from genotile.io.readers.bed_kernels import records_to_bits as kernel
     counted: list[tuple[np.ndarray, int]] = []
     fd = os.open(bed.path, os.O_RDONLY) if bed.pgen is None else -1
+    readers: dict[int, tuple] = {}  # a .pgen's pgenlib readers, a thread's kept from pass to pass
     try:
         with ThreadPoolExecutor(max(1, threads), thread_name_prefix="genotile-bed") as pool:
             for part in parts:
-                got = _Pass(pool, bed, fd, part, kernel, max(1, threads), made).run()
+                got = _Pass(pool, bed, fd, part, kernel, max(1, threads), made, readers).run()
                 if part.counted:
                     counted += got
                 done(part, pool)
-    finally:
+    finally:  # the pool shut down: no task reads any more
         if fd >= 0:
             os.close(fd)
+        for reader, _ in readers.values():
+            reader.close()
     return word_counts(counted or [(np.zeros((3, -(-m // WORD)), dtype=np.uint64), 0)], m)
 
 
