@@ -168,7 +168,7 @@ def test_four_histogram_panels_are_two_rows_of_two(tmp_path, monkeypatch):
 
 
 def test_king_plot_draws_every_pairs_density_from_a_sample_under_the_passing_pairs(tmp_path, monkeypatch):
-    """The store's first rows (a random sample of the vectors) give every pair's spread: their
+    """Store rows drawn at random (a random sample of the vectors) give every pair's spread: their
     pairs' kinship and IBS0 equal the tiles' (the API's) for the same vectors, and the plot
     draws them as a grey density with the passing pairs as points over it."""
     import genotile
@@ -182,7 +182,9 @@ def test_king_plot_draws_every_pairs_density_from_a_sample_under_the_passing_pai
     sampled = sample_pairs(work / "planes.npy", work / "store.json", "king", vectors=12)
     assert (sampled.vectors, sampled.of, sampled.pairs, sampled.every_pair) == (12, 40, 66, False)
     perm = np.load(work / "perm.npy")
-    ids = [str(k) for k in perm[:12]]  # the store's first rows: these input vectors
+    assert sampled.rows.tolist() == sorted(set(sampled.rows.tolist())) and len(sampled.rows) == 12
+    assert sampled.rows.max() >= 12  # drawn over every row, not the first ones (an appended part is last)
+    ids = [str(k) for k in perm[sampled.rows]]  # the store rows drawn: these input vectors
     want = every[every.id1.isin(ids) & every.id2.isin(ids)]
     assert len(want) == 66
     assert sorted(np.round(sampled.columns["kinship"], 9)) == sorted(np.round(want.kinship.to_numpy(), 9))

@@ -341,10 +341,11 @@ def plot_king(pairs_tsv, out, histogram_tsv=None, threshold: float | None = None
     ax.set_ylabel("KING kinship")
     passing = "every pair" if threshold is None else f"pairs with kinship >= {threshold:g}"
     if background is not None:
+        kind = "distinct vectors" if sampled.distinct else "vectors"
         drawn = (
-            f"all {sampled.pairs:,} pairs"
+            f"all {sampled.pairs:,} pairs" + (" of distinct vectors" if sampled.distinct else "")
             if sampled.every_pair
-            else f"all {sampled.pairs:,} pairs of {sampled.vectors:,} of the {sampled.of:,} vectors drawn at random"
+            else f"all {sampled.pairs:,} pairs of {sampled.vectors:,} of the {sampled.of:,} {kind} drawn at random"
         )
         ax.set_title(f"{len(rows):,} {passing} (red)\nover {drawn} (grey)", fontsize=8)
         fig.subplots_adjust(top=0.8)  # the two-line title below the figure's

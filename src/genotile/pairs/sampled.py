@@ -2,13 +2,13 @@
 drawn at random, for the report's density of pairs that did not pass the threshold (the tiles
 keep only those that pass, and a histogram of one column).
 
-The store's rows are the input's vectors in a random order (core/plan.py: permuted with the
-plan's seed), so its first `vectors` rows are a uniform sample of the vectors, and every pair of
-them a uniform sample of the pairs (each pair of the input drawn with the same probability).
-Their values are computed on the CPU, whatever backend the tiles took (the sample is small:
-SAMPLE_VECTORS vectors, ~1.1 million pairs, about a second on 2 cores for king at 20,000
-variants), with the tiles' own counts and epilogue. A store of identical vectors collapsed
-samples distinct vectors; a query store's pairs are cross pairs, not sampled here.
+`vectors` rows of the store are drawn at random (seeded: the same rows each run), uniformly over
+all of them (an appended store's parts each permuted within itself: its first rows are the
+earliest part's), so every pair of them is a uniform sample of the pairs (each pair drawn with
+the same probability). Their values are computed on the CPU, whatever backend the tiles took
+(the sample is small: SAMPLE_VECTORS vectors, ~1.1 million pairs, about a second on 2 cores for
+king at 20,000 variants), with the tiles' own counts and epilogue. A store of identical vectors
+collapsed samples its distinct vectors; a query store's pairs are cross pairs, not sampled here.
 """
 
 from dataclasses import dataclass
@@ -20,17 +20,21 @@ from genotile.core.metrics import get_metric
 from genotile.store.pack import open_store
 
 SAMPLE_VECTORS = 1500  # vectors drawn: 1,124,250 pairs
+SEED = 20261126  # of the draw
 
 
 @dataclass(frozen=True)
 class SampledPairs:
-    """The values of every pair among `vectors` of the input's `of` vectors (columns: the
+    """The values of every pair among `vectors` of the store's `of` vectors (columns: the
     metric's output columns, each float64 (pairs,), the pairs of the upper triangle in row-major
-    order)."""
+    order; rows: the store rows drawn, ascending; distinct: the store holds distinct vectors, its
+    identical ones collapsed)."""
 
     columns: dict[str, np.ndarray]
     vectors: int
     of: int
+    rows: np.ndarray
+    distinct: bool = False
 
     @property
     def pairs(self) -> int:
@@ -43,8 +47,8 @@ class SampledPairs:
 
 
 def sample_pairs(planes_path, manifest_path, metric_name: str, vectors: int = SAMPLE_VECTORS) -> SampledPairs | None:
-    """The metric over every pair of the store's first `vectors` rows (above); None for a query
-    store or fewer than two rows.
+    """The metric over every pair of `vectors` store rows drawn at random (above); None for a
+    query store or fewer than two rows.
 
     >>> import numpy as np, tempfile, os, genotile
     >>> g = np.random.default_rng(0).integers(0, 3, size=(6, 200))
@@ -58,8 +62,10 @@ def sample_pairs(planes_path, manifest_path, metric_name: str, vectors: int = SA
     if manifest.get("query") or len(planes) < 2:
         return None
     metric = get_metric(metric_name)
-    k = min(int(vectors), len(planes))
-    rows = np.asarray(planes[:k])
+    n = len(planes)
+    k = min(int(vectors), n)
+    drawn = np.sort(np.random.default_rng(SEED).choice(n, size=k, replace=False)) if k < n else np.arange(n)
+    rows = np.asarray(planes[drawn])
     work = k * k * layout.total_words
     cpu = "numba" if "numba" in backends.available() else "numpy"
     name = backends.resolve(cpu, work=work)
@@ -67,4 +73,4 @@ def sample_pairs(planes_path, manifest_path, metric_name: str, vectors: int = SA
     values = metric.epilogue(counts)
     upper = np.triu_indices(k, 1)
     columns = {col: np.asarray(values[col][upper], dtype=np.float64) for col in metric.columns}
-    return SampledPairs(columns, k, int(manifest["n_vectors"]))
+    return SampledPairs(columns, k, n, drawn, "distinct_index" in manifest)
