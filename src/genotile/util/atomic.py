@@ -62,8 +62,13 @@ def _locked_temporary(path: Path) -> tuple[int, str]:
     while True:
         fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
         os.fchmod(fd, 0o666 & ~_umask())  # mkstemp makes 0600; outputs get the usual permissions
-        with contextlib.suppress(OSError):  # a file system without locks: nothing is removed
+        try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as exc:
+            if exc.errno in (errno.EWOULDBLOCK, errno.EAGAIN):  # another writer's cleaner has it: a new one
+                os.close(fd)
+                continue
+            # a file system without locks: the cleaners cannot tell either, and remove nothing
         if os.fstat(fd).st_nlink:  # not taken for a killed writer's between mkstemp and flock
             return fd, tmp
         os.close(fd)
