@@ -2,7 +2,7 @@
 """Biobank-sized king (issue 26): a whole `snakemake --cores N` run on a synthetic PLINK 1 fileset.
 
     python3 bench/bench_biobank.py --samples 1000000 --variants 20000 [--related 300] [--seed 1]
-        [--cores N] [--peer plink2] [--out DIR] [--tmp DIR] [--keep]
+        [--cores N] [--peer plink2] [--pgen] [--out DIR] [--tmp DIR] [--keep]
     python3 bench/bench_biobank.py --samples 1000000 --variants 20000 --generate-only DIR/x
     python3 bench/bench_biobank.py --smoke     # 300 x 20,000, seconds on 2 cores (CI: tests/workflow)
 
@@ -344,8 +344,6 @@ def plink2_run(work: Path, prefix: Path, cores: int, ids: list[str], found: dict
 
 
 def table(r: dict, meta: str) -> str:
-    g, c = r["genotile"], r["check"]
-    rest = g["wall"] - sum(g[k] for k in ("store", "tile", "matrix", "merge"))
     peer = r.get("plink2") or {}
     peer_s = f"{peer['wall']:.2f}" if "wall" in peer else ""
     lines = [
@@ -355,14 +353,26 @@ def table(r: dict, meta: str) -> str:
         "count, compute, counting | matrix / merge / rest (s) | tiles (block, backend) | GPU busy | "
         "planted pairs | plink2 (s) | plink2 pairs |",
         "|---|---|---|---|---|---|---|---|---|---|",
-        f"| {r['samples']:,} x {r['variants']:,} ({r['bed_mb']:,.0f} MB) | {g['wall']:.2f} | "
+        _row(f".bed, {r['samples']:,} x {r['variants']:,} ({r['bed_mb']:,.0f} MB)", r["genotile"], r["check"])
+        + f" {peer_s} | {peer.get('agree', peer.get('skipped', ''))} |",
+    ]
+    if "pgen" in r:  # the .pgen plink2 made of the same .bed (--pgen)
+        p = r["pgen"]
+        lines.append(_row(f".pgen ({p['pgen_mb']:,.0f} MB)", p["genotile"], p["check"]) + " | |")
+        lines += ["", f".pgen / .bed, whole runs: {p['genotile']['wall'] / r['genotile']['wall']:.2f} (goal <= 1.25); "
+                  f"`plink2 --bfile --make-pgen` took {p['make_pgen']:.1f} s (not in either run)"]  # fmt: skip
+    return "\n".join(lines) + "\n"
+
+
+def _row(what: str, g: dict, c: dict) -> str:
+    rest = g["wall"] - sum(g[k] for k in ("store", "tile", "matrix", "merge"))
+    return (
+        f"| {what} | {g['wall']:.2f} | "
         f"{g['store']:.2f}: {g['ingest']:.2f}, {g['plan']:.2f}, {g['pack']:.2f}, {g['store_tiles']:.2f}; "
         f"{g['store_rss_mb'] / 1024:.1f} GiB | {g['tile']:.2f}: {g['tile_jobs_run']}, {g['tile_compute']:.2f}, "
         f"{g['counts']:.2f} | {g['matrix']:.2f} / {g['merge']:.2f} / {rest:.2f} | "
-        f"{g['tiles']} ({g['block_size']}, {g['backend']}) | {g['gpu_busy']} | {verdict(c)} | "
-        f"{peer_s} | {peer.get('agree', peer.get('skipped', ''))} |",
-    ]
-    return "\n".join(lines) + "\n"
+        f"{g['tiles']} ({g['block_size']}, {g['backend']}) | {g['gpu_busy']} | {verdict(c)} |"
+    )
 
 
 def verdict(c: dict) -> str:
@@ -390,6 +400,7 @@ def main() -> int:
     ap.add_argument("--keep", action="store_true", help="keep the fileset and the workflow folder")
     ap.add_argument("--generate-only", metavar="PREFIX", help="write PREFIX.bed/.bim/.fam/.related.tsv and stop")
     ap.add_argument("--smoke", action="store_true", help=f"{SMOKE}, seconds on 2 cores (CI)")
+    ap.add_argument("--pgen", action="store_true", help="also the .pgen plink2 makes of the fileset, a run of its own")
     args = ap.parse_args()
     if args.smoke:
         args.samples, args.variants, args.related = SMOKE["samples"], SMOKE["variants"], SMOKE["related"]
@@ -412,6 +423,19 @@ def main() -> int:
         print(f"genotile (Snakemake): {result['genotile']}", flush=True)
         found = found_pairs(root / "run/results/bb/king/pairs.tsv.gz")
         result["check"] = check_planted(found, prefix)
+        if args.pgen:  # the same genotypes as a .pgen, made by plink2 (untimed), its own whole run
+            t0 = time.perf_counter()
+            make = ["plink2", "--bfile", str(prefix), "--make-pgen", "--threads", str(args.cores)]
+            subprocess.run([*make, "--out", str(root / "p")], check=True, capture_output=True)
+            made_s = time.perf_counter() - t0
+            run = snakemake_run(root / "run_pgen", root / "p.pgen", args.cores, env)
+            result["pgen"] = {
+                "make_pgen": made_s,
+                "pgen_mb": (root / "p.pgen").stat().st_size / 1e6,
+                "genotile": run,
+                "check": check_planted(found_pairs(root / "run_pgen/results/bb/king/pairs.tsv.gz"), prefix),
+            }
+            print(f"genotile (Snakemake, .pgen): {run}", flush=True)
         if args.peer == "plink2":
             if shutil.which("plink2") is None:
                 result["plink2"] = {"skipped": "plink2 not on PATH"}
@@ -437,6 +461,7 @@ def main() -> int:
         (out / "bench_biobank.md").write_text(text)
         (out / "bench_biobank.json").write_text(json.dumps({"meta": meta, **result}, indent=1, default=str))
     bad = not result["check"]["exact"] or str((result.get("plink2") or {}).get("agree", "")).startswith("NO")
+    bad = bad or ("pgen" in result and not result["pgen"]["check"]["exact"])
     if bad:
         print("bench_biobank: the pairs found are not the planted ones (or not plink2's)", file=sys.stderr)
     return int(bad)

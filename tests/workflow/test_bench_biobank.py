@@ -112,7 +112,7 @@ def test_plink2_reads_the_fileset(fileset, tmp_path):
 
 
 def test_bench_biobank_smoke_finds_exactly_the_planted_pairs(tmp_path):
-    args = ["--peer", "plink2"] if shutil.which("plink2") else []
+    args = ["--peer", "plink2", "--pgen"] if shutil.which("plink2") else []
     proc = subprocess.run(
         [sys.executable, str(REPO / "bench" / "bench_biobank.py"), "--smoke", "--out", str(tmp_path), *args],
         capture_output=True,
@@ -128,3 +128,6 @@ def test_bench_biobank_smoke_finds_exactly_the_planted_pairs(tmp_path):
     assert "| exact: 12 of 12 found, nothing else;" in (tmp_path / "bench_biobank.md").read_text()
     if args:
         assert result["plink2"]["agree"] == "yes (12 pairs)", result["plink2"]
+        # the .pgen plink2 made of the same fileset: its own whole run, the same pairs
+        assert result["pgen"]["check"]["exact"], result["pgen"]["check"]
+        assert ".pgen / .bed, whole runs:" in (tmp_path / "bench_biobank.md").read_text()
