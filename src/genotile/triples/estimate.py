@@ -2,14 +2,17 @@
 
 Jobs = block triples I <= J <= K (B (B + 1) (B + 2) / 6, B = ceil(n / b)) x stages; work =
 C(n, 3) triples x m fields; bit-MACs per triple = the 27 plane products (19 on complete data,
-ccc3.count_terms) x 64 bits a word; memory per job = three blocks' planes + one batch of masked
-rows (9 planes) + its 8 count and 8 value matrices + the passing triples it sorts at once (at
-most runs.RUN_ROWS, ~4 copies of 88 bytes each while sorting: bounded whatever passes);
+ccc3.count_terms) x 64 bits a word; memory per job on the CPU (numba, backends/cpu/numba_ccc3.py:
+counts, epilogue and threshold fused) = three blocks' planes + a kernel call's output buffers
+(CAPACITY triples) + the passing triples it sorts at once (at most runs.RUN_ROWS, ~4 copies of 88
+bytes each while sorting: bounded whatever passes); the numpy backend (where numba is missing)
+adds one batch of masked rows (9 planes) and its 8 count and 8 value matrices;
 output = density x triples rows: 24 bytes of indices + 64 of values in the triple files,
 ~8 columns x 20 characters / 3 in triples.tsv.gz.
 A density of 1 is a null threshold: refused beyond ccc3.NULL_THRESHOLD_MAX vectors.
 """
 
+from genotile.backends.cpu.numba_ccc3 import CAPACITY
 from genotile.core import ccc3
 from genotile.core.bits import WORD_BITS, n_words
 from genotile.core.encodings import ENCODINGS
@@ -57,7 +60,8 @@ def describe(
     passing = density * triples
     per_job = passing / max(1, jobs)
     sorted_at_once = 4 * ROW_BYTES * min(per_job, RUN_ROWS)
-    job_memory = 3 * b * row_bytes + batch_rows * (3 * row_bytes + b * (8 * 8 + 8 * 8 + 1)) + sorted_at_once
+    job_memory = 3 * b * row_bytes + CAPACITY * ROW_BYTES + sorted_at_once
+    numpy_batch = batch_rows * (3 * row_bytes + b * (8 * 8 + 8 * 8 + 1))
     return "\n".join(
         [
             f"ccc3 on {n_vectors:,} SNPs x {n_fields:,} samples, blocks of {block_size:,}, {stages} stage(s):",
@@ -65,7 +69,8 @@ def describe(
             f"{triples:,} unique triples",
             f"  work: {float(triples) * n_fields:.3g} element comparisons, "
             f"{float(triples) * products * layout.words * WORD_BITS:.3g} bit-MACs ({products} plane products a triple)",
-            f"  memory per job: {_size(job_memory)} (masked batches of {batch_rows:,} rows)",
+            f"  memory per job: {_size(job_memory)} on the CPU (numba); the numpy backend's masked batches of "
+            f"{batch_rows:,} rows add {_size(numpy_batch)}",
             f"  output: {passing:.3g} passing triples: triple files {_size(passing * 88)}, "
             f"triples.tsv.gz ~{_size(passing * (3 * 12 + 8 * 20) / 3)}",
         ]
