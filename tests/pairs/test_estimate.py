@@ -179,7 +179,7 @@ def test_ccc3_plan_takes_the_default_threshold(capsys):
     assert main(["plan", "--metric", "ccc3", "--vectors", "20000", "--fields", "2000", "--gpus", "0"]) == 0
     out = capsys.readouterr().out
     assert "blocks of 4,096" in out and "threshold 0.3: assumed 1e-06 of triples pass" in out
-    # numba's fused kernel holds three blocks' planes (3 x 4,096 x 5 planes x 32 words x 8 bytes),
+    # numba's fused kernel holds three blocks' planes (4,096 rows each, 2,000 samples a row),
     # its output buffers and a sorted run; numpy's 4,096-row masked batches are said apart
     memory = next(line for line in out.splitlines() if "memory per job" in line)
     assert "on the CPU (numba); the numpy backend's masked batches of 4,096 rows add 2.17 GB" in memory, memory
