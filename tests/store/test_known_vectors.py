@@ -29,7 +29,10 @@ def test_a_fastas_records_are_its_stores_vectors(tmp_path):
     text = b"\n\n" + plain.read_bytes().replace(b"\n", b"\r\n")
     gz = tmp_path / "in.fa.gz"
     gz.write_bytes(gzip.compress(text))
-    for path in (plain, gz):
+    # a byte-order mark, spaces before the first '>': the reader skips them too
+    marked = tmp_path / "bom.fa"
+    marked.write_bytes(b"\xef\xbb\xbf \n  \t" + plain.read_bytes())
+    for path in (plain, gz, marked):
         assert known_vectors(path, "snp") == stored_vectors(path, "nucleotide", tmp_path) == 7
     assert known_vectors(tmp_path / "absent.fa", "snp") is None  # its reader names it
 

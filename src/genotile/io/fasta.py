@@ -125,8 +125,15 @@ def _chunks(path) -> Iterator[bytes]:
 def count_records(path) -> int:
     """The records of a FASTA file (plain, gzip or BGZF): its lines that start with '>', as
     `raw_records` splits them, counted in one pass over its bytes (none held)."""
-    n, last = 0, b"\n"
-    for chunk in _chunks(path):
+    chunks = _chunks(path)
+    head = b""
+    for chunk in chunks:  # a byte-order mark and blank lines before the first record, as raw_records skips them
+        head += chunk
+        if len(head) >= len(BOM) and head.removeprefix(BOM).strip():
+            break
+    first = head.removeprefix(BOM).lstrip()
+    n, last = int(first[:1] == b">") + first.count(b"\n>"), first[-1:] or b"\n"
+    for chunk in chunks:
         if chunk:
             n += chunk.count(b"\n>") + (last == b"\n" and chunk[:1] == b">")
             last = chunk[-1:]
