@@ -66,10 +66,8 @@ def sample_pairs(planes_path, manifest_path, metric_name: str, vectors: int = SA
     k = min(int(vectors), n)
     drawn = np.sort(np.random.default_rng(SEED).choice(n, size=k, replace=False)) if k < n else np.arange(n)
     rows = np.asarray(planes[drawn])
-    work = k * k * layout.total_words
     cpu = "numba" if "numba" in backends.available() else "numpy"
-    name = backends.resolve(cpu, work=work)
-    counts = backends.get(name).count_matrices(rows, rows, metric.counts(layout))
+    counts = backends.BACKENDS[cpu].count_matrices(rows, rows, metric.counts(layout))
     values = metric.epilogue(counts)
     upper = np.triu_indices(k, 1)
     columns = {col: np.asarray(values[col][upper], dtype=np.float64) for col in metric.columns}

@@ -25,6 +25,8 @@ store's random order). The block's records are read once, in order.
 import numpy as np
 from numba import njit
 
+from genotile.io.readers.bed_words import COUNT_FIELD
+
 LANES = 64  # 64 x 64 bit matrices transposed side by side (8 record bytes of 64 variants each)
 TILES = 8  # words of variants transposed before the rows are written: a cache line of a row's lo, and of its hi, bits
 
@@ -182,9 +184,7 @@ def records_to_bits(words, n_records, g_first, g_stop, stop_sample, rows, out, f
     return missing
 
 
-# the .bed field of each pgenlib allele count, read as uint8: 0 -> 11, 1 -> 10, 2 -> 00, -9 -> 01
-_FIELD = np.zeros(256, dtype=np.uint8)
-_FIELD[0], _FIELD[1], _FIELD[2], _FIELD[247] = 3, 2, 0, 1
+_FIELD = COUNT_FIELD  # a global array: numba compiles it in as a constant
 
 
 @njit(nogil=True, cache=True)

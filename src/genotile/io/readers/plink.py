@@ -43,7 +43,15 @@ from genotile.io.readers.plink_tables import (
     read_samples,
     read_variants,
 )
-from genotile.io.readers.streamed import EVERY_COLUMN, BedFile, PgenRecords, pgenlib_module, warm_kernel
+from genotile.io.readers.streamed import (
+    EVERY_COLUMN,
+    BedFile,
+    PgenRecords,
+    pgenlib_error,
+    pgenlib_module,
+    read_counts,
+    warm_kernel,
+)
 from genotile.io.readers.vcf import STATS, check_record_options, read_sample_list
 from genotile.io.regions import (
     END,
@@ -183,7 +191,7 @@ class PlinkReader(GenotypeReader):
         try:
             pgenlib.PgenReader(os.fsencode(self.path), **args).close()
         except RuntimeError as exc:
-            raise GenotileError(f"{self.path}: {str(exc).strip() or 'unreadable'}") from None
+            raise pgenlib_error(self.path, exc) from None
         return args
 
     def open(self):
@@ -260,21 +268,7 @@ class PlinkReader(GenotypeReader):
     def read_block(self, reader, variant: np.ndarray, allele: np.ndarray, out: np.ndarray) -> np.ndarray:
         """int8 allele counts (-9 missing) of the given output variants, (variants, samples), into out."""
         rows = out[: variant.size]
-        contiguous = variant.size and int(variant[-1]) - int(variant[0]) + 1 == variant.size
-        try:
-            if (allele == 1).all():
-                if contiguous:
-                    reader.read_range(int(variant[0]), int(variant[-1]) + 1, rows)
-                else:
-                    reader.read_list(np.ascontiguousarray(variant), rows)
-            else:
-                for a in np.unique(allele):
-                    pick = np.flatnonzero(allele == a)
-                    part = np.empty((pick.size, rows.shape[1]), dtype=np.int8)
-                    reader.read_list(np.ascontiguousarray(variant[pick]), part, allele_idx=int(a))
-                    rows[pick] = part
-        except RuntimeError as exc:
-            raise GenotileError(f"{self.path}: {str(exc).strip() or 'unreadable'}") from None
+        read_counts(reader, variant, allele, rows, self.path)
         if self._order is not None:
             rows[:] = rows[:, self._order]
         return rows
@@ -361,7 +355,7 @@ class PlinkReader(GenotypeReader):
                     missing += set_missing(block.reshape(-1))
                     out[:, v0 : v0 + v.size] = block if order is None else block[order]
             except RuntimeError as exc:
-                raise GenotileError(f"{self.path}: {str(exc).strip() or 'unreadable'}") from None
+                raise pgenlib_error(self.path, exc) from None
             finally:
                 reader.close()
             return missing, monomorphic, all_missing

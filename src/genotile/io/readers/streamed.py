@@ -29,6 +29,30 @@ def pgenlib_module():
     return pgenlib
 
 
+def pgenlib_error(path, exc: RuntimeError) -> GenotileError:
+    """pgenlib's refusal of a file as one line naming it."""
+    return GenotileError(f"{path}: {str(exc).strip() or 'unreadable'}")
+
+
+def read_counts(reader, variants: np.ndarray, alleles: np.ndarray | None, rows: np.ndarray, path) -> None:
+    """pgenlib's int8 counts (-9 missing) of allele alleles[k] (None: allele 1) of file variant
+    variants[k] into rows[k]: a range read at once where the variants are consecutive, a split
+    multi-allelic variant's ALTs read together, each an allele_idx."""
+    try:
+        if alleles is not None and (alleles != 1).any():
+            for a in np.unique(alleles):
+                pick = np.flatnonzero(alleles == a)
+                part = np.empty((pick.size, rows.shape[1]), dtype=np.int8)
+                reader.read_list(np.ascontiguousarray(variants[pick]), part, allele_idx=int(a))
+                rows[pick] = part
+        elif variants.size and int(variants[-1]) - int(variants[0]) + 1 == variants.size:
+            reader.read_range(int(variants[0]), int(variants[-1]) + 1, rows)
+        else:
+            reader.read_list(np.ascontiguousarray(variants), rows)
+    except RuntimeError as exc:
+        raise pgenlib_error(path, exc) from None
+
+
 EVERY_COLUMN = np.zeros(0, dtype=np.int64)
 
 
@@ -55,27 +79,14 @@ class PgenRecords:
             if self.subset is not None:
                 reader.change_sample_subset(self.subset)
         except RuntimeError as exc:  # changed or removed since it was checked
-            raise GenotileError(f"{self.path}: {str(exc).strip() or 'unreadable'}") from None
+            raise pgenlib_error(self.path, exc) from None
         return reader
 
     def read(self, reader, r0: int, r1: int, out: np.ndarray) -> np.ndarray:
         """Records r0:r1 into out[: r1 - r0], int8 (records, samples)."""
-        v = self.variants[r0:r1]
-        rows = out[: v.size]
+        rows = out[: r1 - r0]
         alleles = None if self.alleles is None else self.alleles[r0:r1]
-        try:
-            if alleles is not None and (alleles != 1).any():  # split: the records of each ALT read together
-                for a in np.unique(alleles):
-                    pick = np.flatnonzero(alleles == a)
-                    part = np.empty((pick.size, rows.shape[1]), dtype=np.int8)
-                    reader.read_list(np.ascontiguousarray(v[pick]), part, allele_idx=int(a))
-                    rows[pick] = part
-            elif int(v[-1]) - int(v[0]) + 1 == v.size:
-                reader.read_range(int(v[0]), int(v[-1]) + 1, rows)
-            else:
-                reader.read_list(np.ascontiguousarray(v), rows)
-        except RuntimeError as exc:
-            raise GenotileError(f"{self.path}: {str(exc).strip() or 'unreadable'}") from None
+        read_counts(reader, self.variants[r0:r1], alleles, rows, self.path)
         return rows
 
 
