@@ -4,8 +4,9 @@ Skipped where there is no CUDA GPU / CuPy. On a GPU machine, for every metric (s
 ibs, king, ccc2 -- with missing data and on complete data, ccc2 also with other parameters):
 every tile of a seeded plan whose blocks are multiples of no tile size, diagonal and
 off-diagonal tiles, thresholds None / passing few pairs / passing all pairs, with and without
-the dense block, from cupy-b1 (fused kernels), cupy-int8 (fused) and cupy-b1 with the generic
-path (metric.epilogue on CuPy arrays). The device path is run with small sub-tiles, small copy
+the dense block, from cupy-b1 (fused kernels; king's select in the GEMM, b1_select.py), cupy-b1
+with the select kernel alone, cupy-int8 (fused) and cupy-b1 with the generic path
+(metric.epilogue on CuPy arrays). The device path is run with small sub-tiles, small copy
 pieces (the pinned ring reused), a passing-pairs buffer that overflows, and poisoned outputs.
 nan / inf cases: ibs with n = 0 (an all-missing vector), king with no hets, ccc2 with c_i = 0.
 """
@@ -13,7 +14,7 @@ nan / inf cases: ibs with n = 0 (an all-missing vector), king with no hets, ccc2
 import numpy as np
 import pytest
 
-from genotile.backends.cuda import cupy_common, cupy_tile, tile_select, transfers
+from genotile.backends.cuda import b1_select, cupy_b1, cupy_common, cupy_tile, tile_select, transfers
 from genotile.core.encode import (
     CATEGORICAL,
     MISSING,
@@ -30,7 +31,7 @@ from genotile.pairs.tile import compute_tile
 HAS_GPU = cupy_common.has_gpu()
 needs_gpu = pytest.mark.skipif(not HAS_GPU, reason="no CUDA GPU / CuPy: the device tile path is not testable here")
 
-GPU_VARIANTS = ("cupy-b1", "cupy-int8", "cupy-b1-generic")
+GPU_VARIANTS = ("cupy-b1", "cupy-b1-select", "cupy-int8", "cupy-b1-generic")
 
 
 @pytest.fixture(autouse=True)
@@ -107,6 +108,10 @@ def thresholds(metric, planes, layout, perm, plan) -> dict:
 
 
 def run_tile(backend, planes, layout, perm, plan, metric, bi, bj, threshold, dense, monkeypatch):
+    if backend == "cupy-b1-select":  # the fused path with its select kernel, never b1_select's GEMM
+        with monkeypatch.context() as m:
+            m.setattr(b1_select, "gemm_plan", lambda *a, **k: None)
+            return compute_tile(planes, layout, perm, plan, metric, bi, bj, threshold, dense, "cupy-b1")
     if backend == "cupy-b1-generic":
         with monkeypatch.context() as m:
             m.setattr(cupy_tile, "fused_spec", lambda metric, counts: None)
@@ -295,3 +300,64 @@ sys.exit(1 if bad else 0)
 """
     run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path)
     assert run.returncode == 0, run.stdout + run.stderr
+
+
+@needs_gpu
+@pytest.mark.parametrize("missing", [0.0, 0.05])
+@pytest.mark.parametrize("chunk", [4096, 200])
+def test_king_select_in_the_gemm(missing, chunk, monkeypatch):
+    """King tiles with b1_select's fused GEMM (path "gemm") equal numpy's, byte for byte, over
+    block tiles cut by the edges of the tile and of the sub-tiles (1,100 vectors, blocks of 600,
+    sub-tiles of `chunk` rows), thresholds passing none, few and many pairs (the pairs buffer
+    overflowing), on complete data (het counts as row sums) and with missing calls."""
+    monkeypatch.setattr(cupy_tile, "CHUNK_ROWS", chunk)
+    monkeypatch.setattr(transfers, "PIECE_BYTES", 1 << 20)
+    metric = get_metric("king")
+    planes, layout = store(metric, 1100, 3000, 21, missing)
+    assert layout.complete == (missing == 0.0)
+    plan = Plan(1100, 600, 3)
+    perm = plan.permutation()
+    planes = planes[perm]
+    for thr in (0.45, 0.1, -0.2):
+        for bi, bj in plan.tiles():
+            want, meta_np = compute_tile(planes, layout, perm, plan, metric, bi, bj, thr, False, "numpy")
+            rows, cols = plan.block(bi), plan.block(bj)
+            right = None if bi == bj else planes[cols]
+            perms = (perm[rows], perm[cols])
+            res = cupy_tile.tile_pairs(
+                cupy_b1.ENGINE, planes[rows], right, metric, layout, thr, bi == bj, perms=perms, path="gemm"
+            )
+            assert res.path == "gemm"
+            got, meta = compute_tile(planes, layout, perm, plan, metric, bi, bj, thr, False, "cupy-b1")
+            assert meta["pairs_passing"] == meta_np["pairs_passing"] == res.ri.size, (thr, bi, bj)
+            assert not differences(got, want), (thr, bi, bj)
+
+
+def test_gemm_plan_applies_to_king_up_to_65535_sites():
+    """Which tiles b1_select's GEMM takes (host side, no GPU): king with a threshold and no dense
+    block, its het counts packed in one accumulator while they fit 16 bits; not without a threshold,
+    with a dense block, past 65,535 sites, or for another metric."""
+    metric = get_metric("king")
+
+    def plan_for(fields, missing, threshold=0.1, dense=False, name="king"):
+        m = get_metric(name)
+        _, layout = store(m, 8, fields, 1, missing)
+        counts = m.counts(layout)
+        spec = tile_select.fused_spec(m, counts)
+        plans = tile_select.plan_counts(counts)
+        return b1_select.gemm_plan(m, spec, plans, tile_select.hist_plan(m, spec, plans), threshold, dense)
+
+    p = plan_for(20_000, 0.05)
+    assert p is not None and p.value_col == list(metric.columns).index("kinship")
+    assert [c for _, c in p.recount] == ["nsnp", "hethet", "ibs0"]
+    assert [q.coef for q in p.pieces[: p.group_start]] == [2, 2, -1] and p.final == (-1, 1)
+    assert [q.coef for q in p.pieces[p.group_start :]] == [1 << 16, 1]
+    assert p.term_mult == (1, 1, -2, 1, 1 << 16)
+    complete = plan_for(20_000, 0.0)  # het_i and het_j are row sums: accumulator 1 has no product
+    assert complete is not None and complete.group_start == len(complete.pieces)
+    assert complete.left_sums[1] == (("het_i", 1 << 16),) and complete.right_sums[1] == (("het_j", 1),)
+    assert plan_for(65_472, 0.05) is not None
+    assert plan_for(65_600, 0.05) is None
+    assert plan_for(2_000, 0.05, threshold=None) is None
+    assert plan_for(2_000, 0.05, dense=True) is None
+    assert plan_for(2_000, 0.05, name="ibs") is None

@@ -40,8 +40,8 @@ from typing import Any
 
 import numpy as np
 
+from genotile.backends.cuda import b1_select, transfers
 from genotile.backends.cuda import cupy_common as cc
-from genotile.backends.cuda import transfers
 from genotile.backends.cuda.select_params import SelectParams
 from genotile.backends.cuda.tile_select import (
     CountPlan,
@@ -82,7 +82,7 @@ class TileResult:
     dense: np.ndarray | None  # the dense column over the whole tile, when asked
     shape: tuple[int, int]
     seconds_counts: float  # until the device work was done
-    path: str  # "fused" or "generic"
+    path: str  # "fused", "gemm" (the fused path, its select in the GEMM) or "generic"
     histograms: dict = field(default_factory=dict)  # histogram.tile_histograms over every unique pair
     timings: dict = field(default_factory=dict)
 
@@ -141,6 +141,7 @@ class Execution:
     compute: Any  # stream the counts and launches are queued on
     copy: Any  # stream the host -> device copies are queued on
     t0: float  # time.perf_counter() when the tile started
+    gemm: b1_select.GemmPlan | None = None  # the select fused into the GEMM (cupy-b1, b1_select.py)
 
 
 def tile_pairs(
@@ -162,8 +163,9 @@ def tile_pairs(
     memmap slice; right: block J's, or None on a diagonal tile (then it is left). Pairs (ri, rj)
     in row-major order; on a diagonal tile only ri < rj. perms: (input index of each row of I,
     of J) -- the histograms of asymmetric columns read each pair in input order (None: rows
-    in input order). path: None (fused where possible), "fused" or "generic" (tests);
-    chunk_rows: sub-tile edge (default CHUNK_ROWS). stages (benchmark breakdown, fused path):
+    in input order). path: None (fused where possible, its select in the GEMM where b1_select
+    applies), "fused" (never in the GEMM), "gemm" (in the GEMM: an error where it does not apply)
+    or "generic" (tests); chunk_rows: sub-tile edge (default CHUNK_ROWS). stages (benchmark breakdown, fused path):
     "counts" (the sub-tiles' counts only), "select" (no histograms), "all"."""
     cp = cc.cupy_module()
     t0 = time.perf_counter()
@@ -181,7 +183,9 @@ def tile_pairs(
     plans = plan_counts(counts)
     spec, count64 = _fused_kernel(engine, metric, counts, plans, path)
     compute, copy = transfers.streams(cp.cuda.Device().id)
-    run = Execution(engine, plans, spec, count64, chunk_rows or CHUNK_ROWS, stages, compute, copy, t0)
+    gemm = _gemm_plan(engine, problem, spec, plans, path, stages)
+    edge = chunk_rows or (CHUNK_ROWS if gemm is None else CHUNK_ROWS * b1_select.SUBTILE_SCALE)
+    run = Execution(engine, plans, spec, count64, edge, stages, compute, copy, t0, gemm)
     with compute:
         copy.wait_event(compute.record())  # memory the pool hands out may still be in use on `compute`
         if spec is not None:
@@ -203,6 +207,19 @@ def _fused_kernel(engine: Engine, metric, counts, plans: dict, path: str | None)
     if path != "fused" and not self_check(spec, metric, plans, count64):
         return None, False
     return spec, count64
+
+
+def _gemm_plan(engine: Engine, problem: TileProblem, spec, plans: dict, path: str | None, stages: str):
+    """b1_select's plan for this tile where it applies and `path` allows it (None: the select path)."""
+    plan = None
+    if engine.name == "cupy-b1" and path in (None, "gemm") and spec is not None and stages == "all":
+        hist_columns = hist_plan(problem.metric, spec, plans)
+        plan = b1_select.gemm_plan(problem.metric, spec, plans, hist_columns, problem.threshold, problem.dense)
+        if plan is not None and not b1_select.fits_device(plan):
+            plan = None
+    if plan is None and path == "gemm":
+        raise ValueError(f"no fused GEMM for metric {problem.metric.name} on this tile")
+    return plan
 
 
 # -- the fused path ---------------------------------------------------------------------------
@@ -306,6 +323,7 @@ class _FusedTile:
         self.arrived: dict[str, set] = {"L": set(), "R": set()}
         self.done: set = set()
         self.operands: dict = {}  # the engine's per-chunk repacked operands (cupy-b1), kept for the tile
+        self.gemm = None if run.gemm is None else b1_select.GemmSelect(run.gemm, spec.metric_id)
 
     def upload(self) -> dict:
         """Copy the blocks' row chunks to the device in `_chunk_order` (none when they are
@@ -347,6 +365,15 @@ class _FusedTile:
         cp = cc.cupy_module()
         run = self.run
         (r0, r1), (c0, c1) = self.chunks["L"][a], self.chunks["R"][b]
+        if self.gemm is not None:  # one launch: counts, epilogue, histogram and compaction
+            ops = self.operands
+            if ("L", a) not in ops:
+                ops[("L", a)] = self.gemm.operands(self.dl[r0:r1], "left")
+            if ("R", b) not in ops:
+                ops[("R", b)] = self.gemm.operands(self.dr[c0:c1], "right")
+            sub = (r0, r1, c0, c1)
+            self.gemm.launch(ops[("L", a)], ops[("R", b)], sub, self.params, self.hist, self.lvec, self.rvec)
+            return
         sources = []  # (mat, lvec, rvec) of each count; the matrices live until the launch is queued
         for name in self.spec.counts:
             pl = run.plans[name]
@@ -388,6 +415,8 @@ class _FusedTile:
                 for st in self.subtiles:
                     self.run_subtile(*st)
                 total = int(params.counter.get()[0])
+            if self.gemm is not None:  # the passing pairs' other columns
+                self.gemm.recount(self.dl, self.dr, params, total, self.run.plans, self.lvec, self.rvec)
             return _appended_pairs(params, total)
         m, n = self.problem.shape
         cols_h = params.cols.get()
@@ -413,7 +442,7 @@ class _FusedTile:
             d,
             self.problem.shape,
             seconds_counts,
-            "fused",
+            "fused" if self.gemm is None else "gemm",
             self.hist.result(),
             timings,
         )

@@ -86,16 +86,6 @@ static_assert(GT_N_COLS == K_COLS, "GT_N_COLS: the metric's number of columns is
 static_assert(GT_KEEP == MetricEpilogue::keep, "GT_KEEP: the metric's keep rule is not its epilogue's");
 #endif
 
-// Bin of a float value, as histogram.column_histogram computes it: nan -> bins + 2,
-// v < low -> bins (below), v > high -> bins + 1 (above), else min(floor((v - low) * scale), bins - 1).
-__device__ __forceinline__ long long float_bin(double v, double low, double high, double scale, int bins) {
-    if (isnan(v)) return bins + 2;
-    if (v < low) return bins;
-    if (v > high) return bins + 1;
-    const long long b = (long long)floor(__dmul_rn(__dsub_rn(v, low), scale));
-    return b < bins - 1 ? b : bins - 1;
-}
-
 extern "C" __global__ void __launch_bounds__(256) tile_select(const SelectParams p) {
     extern __shared__ unsigned sh_hist[];
     const int ms = p.ms, ns = p.ns, diag = p.diag, mode = p.mode, win = p.win;

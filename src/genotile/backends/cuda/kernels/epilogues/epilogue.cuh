@@ -30,8 +30,23 @@ struct MetricParams {
 __device__ __forceinline__ u64 dbits(double x) { return (u64)__double_as_longlong(x); }
 __device__ __forceinline__ double i2d(i64 x) { return __ll2double_rn(x); }
 
+// Bin of a float value, as histogram.column_histogram computes it: nan -> bins + 2,
+// v < low -> bins (below), v > high -> bins + 1 (above), else min(floor((v - low) * scale), bins - 1).
+__device__ __forceinline__ long long float_bin(double v, double low, double high, double scale, int bins) {
+    if (isnan(v)) return bins + 2;
+    if (v < low) return bins;
+    if (v > high) return bins + 1;
+    const long long b = (long long)floor(__dmul_rn(__dsub_rn(v, low), scale));
+    return b < bins - 1 ? b : bins - 1;
+}
+
 template <int FusedId>
 struct Epilogue;  // one specialization a header of epilogues/
+
+// How b1_select.cu's int32 GEMM accumulators give an epilogue's counts (a specialization beside
+// the metric's Epilogue, for the metrics whose counts fit that kernel's registers).
+template <int FusedId>
+struct GemmCounts;
 
 // An epilogue whose values are the same for (i, j) and (j, i).
 template <int NCols>

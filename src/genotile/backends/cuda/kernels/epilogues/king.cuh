@@ -23,4 +23,23 @@ struct Epilogue<2> : Symmetric<4> {
     }
 };
 
+// b1_select.cu: king from two int32 accumulators of the 1-bit GEMM (b1_select.py builds their terms)
+//   acc[0] = 2 ibs0 - hethet                (Hom0.H and H.Hom0 at 2, Het.Het at -1)
+//   acc[1] = het_i * 2^16 + het_j           (Het.V at 2^16, V.Het at 1; both < 2^16: at most 65,535 sites)
+// values() reads nsnp, hethet and ibs0 only as its integer columns and through
+// num = 4 ibs0 + (het_i - hethet) + (het_j - hethet): with ibs0 = 0 and hethet = -acc[0] num is the
+// same integer, so the kinship and its verdict are values()'s own. The integer columns of the pairs
+// that pass are counted again afterwards (b1_select.cu's pair_counts).
+template <>
+struct GemmCounts<2> {
+    static constexpr int n_acc = 2;
+    __device__ __forceinline__ static void counts(const unsigned (&acc)[n_acc], i64 (&c)[Epilogue<2>::n_counts]) {
+        c[0] = 0;
+        c[1] = -(i64)(int)acc[0];
+        c[2] = 0;
+        c[3] = (i64)(acc[1] >> 16);
+        c[4] = (i64)(acc[1] & 0xFFFFu);
+    }
+};
+
 #endif  // GT_EPILOGUES_KING_CUH

@@ -1,0 +1,218 @@
+// genotile: a metric's whole sub-tile in one 1-bit GEMM: counts kept in registers, the epilogue,
+// threshold, histogram and compaction fused after the main loop (CUTLASS's "epilogue fusion").
+//
+// b1_mma_multistage.cu writes one int32 count matrix a launch, and tile_select.cu reads them back
+// (20 bytes a pair for king's five). Here the metric's counts live in GemmCounts<GT_METRIC>::n_acc
+// int32 accumulator sets of the one pass over K (epilogues/: GemmCounts beside the Epilogue), and
+// each pair's value column, verdict and histogram bin are computed where the accumulators are:
+// nothing the size of the sub-tile is written. Accumulator g is a signed sum of plane products in
+// Horner form over its run of terms (as b1_mma_multistage's one count):
+//   acc_g = 0; for each term t of g: acc_g = acc_g * term_mult[t] + P_t;   acc_g *= final_mult[g]
+// Terms [0, group_kt) in k-tiles belong to accumulator 0, the rest to accumulator 1; then
+//   a_g = acc_g + row_add_g[row] + col_add_g[col]   (modulo 2^32; each null: none)
+//
+// Outputs, for the pairs of the sub-tile (rows i0.., columns j0.. of a tile n_total columns wide;
+// a diagonal tile keeps i < j):
+//   passing pairs appended: slot = atomicAdd(counter) (warp-aggregated), idx[slot] = i * n_total + j,
+//   value[slot] = the bits of the epilogue's column `value_col` (the host sorts by idx and counts
+//   the other columns of these pairs again with pair_counts below);
+//   the float histogram of column `value_col` over every unique pair: bins counted in shared memory,
+//   added to hist[0 .. bins + 3) once a block (null: none).
+// Operands as b1_mma_multistage.cu's (A: (Mp, KW), B: (Np, KW), rows padded to whole block tiles).
+
+#include "b1_mma_core.cuh"
+#include "epilogues/epilogue.cuh"
+#include "epilogues/king.cuh"
+
+#ifndef GT_METRIC
+#define GT_METRIC 2
+#endif
+
+typedef Epilogue<GT_METRIC> MetricEpilogue;
+typedef GemmCounts<GT_METRIC> MetricCounts;
+constexpr int kAcc = MetricCounts::n_acc;
+static_assert(kAcc == 2, "b1_select keeps two accumulator sets");
+constexpr int kCounts = MetricEpilogue::n_counts;
+constexpr int kCols = MetricEpilogue::n_cols;
+
+extern "C" __global__ void __launch_bounds__(kThreads, GT_MIN_BLOCKS)
+b1_select(const unsigned long long* __restrict__ A, const unsigned long long* __restrict__ B, int M, int N,
+          long long KW, const int* __restrict__ term_kt, const int* __restrict__ term_mult, int n_terms, int group_kt,
+          int final_mult0, int final_mult1, const unsigned* __restrict__ row_add0,
+          const unsigned* __restrict__ col_add0, const unsigned* __restrict__ row_add1,
+          const unsigned* __restrict__ col_add1, long long i0, long long j0, long long n_total, int diag, double thr,
+          int value_col, unsigned long long* __restrict__ counter, long long* __restrict__ idx,
+          unsigned long long* __restrict__ value, long long cap, unsigned long long* __restrict__ hist, double h_low,
+          double h_high, double h_scale, int h_bins) {
+    extern __shared__ __align__(128) unsigned char smem[];
+    const unsigned smem_base = smem_u32(smem);
+    unsigned* const sh_hist = reinterpret_cast<unsigned*>(smem + kStages * kStageBytes);
+    const int h_size = h_bins + 3;
+    if (hist != nullptr)
+        for (int k = threadIdx.x; k < h_size; k += kThreads) sh_hist[k] = 0u;  // seen after the main loop's barriers
+
+    ThreadTile tt;  // the block tile, this thread's warp tile, copies and fragment offsets
+    thread_tile(A, B, M, N, KW, tt);
+    const int m0 = tt.m0, n0 = tt.n0, lane = tt.lane, KT = tt.KT;
+
+    Accumulators acc0, acc1;
+#pragma unroll
+    for (int i = 0; i < kMmaM; ++i)
+#pragma unroll
+        for (int j = 0; j < kMmaN; ++j)
+#pragma unroll
+            for (int e = 0; e < 4; ++e) acc0[i][j][e] = 0u, acc1[i][j][e] = 0u;
+
+#pragma unroll
+    for (int s = 0; s < kStages - 1; ++s) {
+        if (s < KT) load_ktile(smem_base, s, s, tt.plan);
+        cp_async_commit();
+    }
+
+    // One k-tile's four k-steps into accumulator set `acc` (the next k-tile's copies issued after
+    // the first k-step's mmas, as b1_mma_multistage's GT_LOAD_LATE).
+    auto ktile = [&](unsigned stage, int nk, Accumulators& acc) {
+#pragma unroll
+        for (int ks = 0; ks < kKSteps; ++ks) {
+            unsigned a[kMmaM][4], b[kMmaN][2];
+            load_fragments(stage, tt.a_off[ks], tt.b_off[ks], a, b);
+#pragma unroll
+            for (int i = 0; i < kMmaM; ++i)
+#pragma unroll
+                for (int j = 0; j < kMmaN; ++j) mma_b1(acc[i][j], a[i], b[j]);
+            if (ks == 0) {
+                if (nk < KT) load_ktile(smem_base, nk % kStages, nk, tt.plan);
+                cp_async_commit();
+            }
+        }
+    };
+
+    int term = 0;
+    int next_term_kt = 0;
+    for (int kt = 0; kt < KT; ++kt) {
+        cp_async_wait<kStages - 2>();
+        __syncthreads();
+        const int nk = kt + kStages - 1;
+        const bool first = kt < group_kt;  // uniform across the block
+        if (kt == next_term_kt) {
+            const unsigned mult = (unsigned)term_mult[term];
+            if (mult != 1u) {
+                if (first) rescale(acc0, mult);
+                else rescale(acc1, mult);
+            }
+            ++term;
+            next_term_kt = term < n_terms ? term_kt[term] : KT;
+        }
+        const unsigned stage = smem_base + (kt % kStages) * kStageBytes;
+        if (first) ktile(stage, nk, acc0);
+        else ktile(stage, nk, acc1);
+    }
+    cp_async_wait<0>();
+#ifdef GT_GEMM_ONLY  // benchmark: the main loop alone (one atomic a thread keeps the products live)
+    unsigned sink = 0;
+#pragma unroll
+    for (int i = 0; i < kMmaM; ++i)
+#pragma unroll
+        for (int j = 0; j < kMmaN; ++j)
+#pragma unroll
+            for (int e = 0; e < 4; ++e) sink ^= acc0[i][j][e] + acc1[i][j][e];
+    if (sink == 0x9E3779B9u) atomicAdd(counter, 1ull);
+    return;
+#endif
+
+    // Epilogue: accumulator e of mma tile (i, j) is row g (+8 for e >= 2), column 2t + (e & 1).
+    const unsigned fm0 = (unsigned)final_mult0, fm1 = (unsigned)final_mult1;
+    const int g = lane >> 2, t = lane & 3;
+    const MetricParams no_params = {0.0, 0.0};
+#pragma unroll
+    for (int i = 0; i < kMmaM; ++i) {
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+            const int row = m0 + tt.warp_m * kWarpM + i * kInstrM + g + 8 * h;
+            const long long gi = i0 + row;
+#pragma unroll
+            for (int j = 0; j < kMmaN; ++j) {
+#pragma unroll
+                for (int e = 0; e < 2; ++e) {
+                    const int col = n0 + tt.warp_n * kWarpN + j * kInstrN + 2 * t + e;
+                    const long long gj = j0 + col;
+                    const bool unique = row < M && col < N && (!diag || gi < gj);
+                    unsigned a[kAcc] = {acc0[i][j][2 * h + e] * fm0, acc1[i][j][2 * h + e] * fm1};
+                    if (row < M && col < N) {  // row sums (null: none), as b1_mma_multistage's row_add / col_add
+                        if (row_add0) a[0] += row_add0[row];
+                        if (col_add0) a[0] += col_add0[col];
+                        if (row_add1) a[1] += row_add1[row];
+                        if (col_add1) a[1] += col_add1[col];
+                    }
+                    i64 c[kCounts];
+                    MetricCounts::counts(a, c);
+                    u64 out[kCols];
+                    const bool keep = MetricEpilogue::values(c, out, 1, thr, no_params) && unique;
+                    u64 v = out[0];
+#pragma unroll
+                    for (int k = 1; k < kCols; ++k)
+                        if (k == value_col) v = out[k];
+                    if (hist != nullptr) {  // uniform
+                        const long long bin =
+                            unique ? float_bin(__longlong_as_double((long long)v), h_low, h_high, h_scale, h_bins) : -1;
+                        // one shared atomic per distinct bin a warp (lanes out of the tile get distinct keys)
+                        const long long key = bin >= 0 ? bin : -1 - lane;
+                        const unsigned peers = __match_any_sync(0xffffffffu, (unsigned long long)key);
+                        if (bin >= 0 && lane == __ffs(peers) - 1) atomicAdd(&sh_hist[bin], (unsigned)__popc(peers));
+                    }
+                    const unsigned mask = __ballot_sync(0xffffffffu, keep);
+                    if (mask) {
+                        const int leader = __ffs(mask) - 1;
+                        unsigned long long base = 0;
+                        if (lane == leader) base = atomicAdd(counter, (unsigned long long)__popc(mask));
+                        base = __shfl_sync(0xffffffffu, base, leader);
+                        if (keep) {
+                            const unsigned long long slot = base + (unsigned long long)__popc(mask & ((1u << lane) - 1u));
+                            if (slot < (unsigned long long)cap) {
+                                idx[slot] = gi * n_total + gj;
+                                value[slot] = v;
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+    if (hist != nullptr) {
+        __syncthreads();
+        for (int k = threadIdx.x; k < h_size; k += kThreads) {
+            const unsigned v = sh_hist[k];
+            if (v) atomicAdd(&hist[k], (unsigned long long)v);
+        }
+    }
+}
+
+// The integer columns of the appended pairs, counted again from the planes: one warp a pair, each
+// term coef * popcount(L[i, lw .. lw + width) AND R[j, rw .. rw + width)) summed in int64, the
+// terms of one column consecutive (t_col[t]). Column c of pair p goes to cols[c * cap + p].
+extern "C" __global__ void __launch_bounds__(256)
+pair_counts(const unsigned long long* __restrict__ L, const unsigned long long* __restrict__ R, long long W,
+            const long long* __restrict__ idx, long long n_total, long long n_pairs, int n_terms,
+            const int* __restrict__ t_col, const long long* __restrict__ t_lw, const long long* __restrict__ t_rw,
+            const long long* __restrict__ t_width, const long long* __restrict__ t_coef,
+            unsigned long long* __restrict__ cols, long long cap) {
+    const int lane = threadIdx.x & 31;
+    const long long p = (long long)blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
+    if (p >= n_pairs) return;  // the whole warp
+    const long long i = idx[p] / n_total, j = idx[p] % n_total;
+    const unsigned long long* li = L + i * W;
+    const unsigned long long* rj = R + j * W;
+    long long acc = 0;
+    for (int k = 0; k < n_terms; ++k) {
+        const long long lw = t_lw[k], rw = t_rw[k], width = t_width[k];
+        long long s = 0;
+        for (long long w = lane; w < width; w += 32) s += __popcll(li[lw + w] & rj[rw + w]);
+#pragma unroll
+        for (int o = 16; o > 0; o >>= 1) s += __shfl_xor_sync(0xffffffffu, s, o);
+        acc += t_coef[k] * s;
+        if (k + 1 == n_terms || t_col[k + 1] != t_col[k]) {
+            if (lane == 0) cols[(long long)t_col[k] * cap + p] = (unsigned long long)acc;
+            acc = 0;
+        }
+    }
+}
