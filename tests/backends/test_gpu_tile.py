@@ -305,20 +305,21 @@ sys.exit(1 if bad else 0)
 @needs_gpu
 @pytest.mark.parametrize("missing", [0.0, 0.05])
 @pytest.mark.parametrize("chunk", [4096, 200])
-def test_king_select_in_the_gemm(missing, chunk, monkeypatch):
-    """King tiles with b1_select's fused GEMM (path "gemm") equal numpy's, byte for byte, over
-    block tiles cut by the edges of the tile and of the sub-tiles (1,100 vectors, blocks of 600,
-    sub-tiles of `chunk` rows), thresholds passing none, few and many pairs (the pairs buffer
-    overflowing), on complete data (het counts as row sums) and with missing calls."""
+@pytest.mark.parametrize("name", ["king", "ibs"])
+def test_select_in_the_gemm(name, missing, chunk, monkeypatch):
+    """King and ibs tiles with b1_select's fused GEMM (path "gemm") equal numpy's, byte for byte,
+    over block tiles cut by the edges of the tile and of the sub-tiles (1,100 vectors, blocks of
+    600, sub-tiles of `chunk` rows), thresholds passing none, few and many pairs (the pairs buffer
+    overflowing), on complete data (counts with row sums) and with missing calls."""
     monkeypatch.setattr(cupy_tile, "CHUNK_ROWS", chunk)
     monkeypatch.setattr(transfers, "PIECE_BYTES", 1 << 20)
-    metric = get_metric("king")
+    metric = get_metric(name)
     planes, layout = store(metric, 1100, 3000, 21, missing)
     assert layout.complete == (missing == 0.0)
     plan = Plan(1100, 600, 3)
     perm = plan.permutation()
     planes = planes[perm]
-    for thr in (0.45, 0.1, -0.2):
+    for thr in (0.45, 0.1, -0.2) if name == "king" else (0.02, 0.3, 0.9):
         for bi, bj in plan.tiles():
             want, meta_np = compute_tile(planes, layout, perm, plan, metric, bi, bj, thr, False, "numpy")
             rows, cols = plan.block(bi), plan.block(bj)
@@ -333,10 +334,10 @@ def test_king_select_in_the_gemm(missing, chunk, monkeypatch):
             assert not differences(got, want), (thr, bi, bj)
 
 
-def test_gemm_plan_applies_to_king_up_to_65535_sites():
-    """Which tiles b1_select's GEMM takes (host side, no GPU): king with a threshold and no dense
-    block, its het counts packed in one accumulator while they fit 16 bits; not without a threshold,
-    with a dense block, past 65,535 sites, or for another metric."""
+def test_gemm_plan_applies_to_king_and_ibs():
+    """Which tiles b1_select's GEMM takes (host side, no GPU): king and ibs with a threshold and no
+    dense block, king's het counts packed in one accumulator while they fit 16 bits; not without a
+    threshold, with a dense block, king past 65,535 sites, or for another metric."""
     metric = get_metric("king")
 
     def plan_for(fields, missing, threshold=0.1, dense=False, name="king"):
@@ -355,9 +356,14 @@ def test_gemm_plan_applies_to_king_up_to_65535_sites():
     assert p.term_mult == (1, 1, -2, 1, 1 << 16)
     complete = plan_for(20_000, 0.0)  # het_i and het_j are row sums: accumulator 1 has no product
     assert complete is not None and complete.group_start == len(complete.pieces)
-    assert complete.left_sums[1] == (("het_i", 1 << 16),) and complete.right_sums[1] == (("het_j", 1),)
+    assert [r.coef for r in complete.left_sums[1]] == [1 << 16] and [r.coef for r in complete.right_sums[1]] == [1]
+    assert not complete.left_sums[0] and not complete.right_sums[0]
     assert plan_for(65_472, 0.05) is not None
     assert plan_for(65_600, 0.05) is None
     assert plan_for(2_000, 0.05, threshold=None) is None
     assert plan_for(2_000, 0.05, dense=True) is None
-    assert plan_for(2_000, 0.05, name="ibs") is None
+    ibs = plan_for(2_000, 0.0, name="ibs")  # complete: ibs_count's L.V terms and n are row sums
+    assert ibs is not None and [c for _, c in ibs.recount] == ["ibs_count", "n"] and ibs.final == (-2, 1)
+    assert [q.coef for q in ibs.pieces] == [-2, -2] and ibs.group_start == 2 and len(ibs.left_sums[1]) == 1
+    assert plan_for(70_000, 0.05, name="ibs") is not None  # no packing: any site count int32 holds
+    assert plan_for(2_000, 0.05, name="ccc2") is None

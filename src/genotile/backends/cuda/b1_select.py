@@ -2,20 +2,21 @@
 
 On the fused path (cupy_tile) a king sub-tile otherwise takes five b1 GEMM launches, each writing
 an int32 count matrix, and tile_select reads the five back: 40 bytes of memory traffic a pair
-beside the products. Here one launch keeps king's counts in two int32 accumulator sets
-(epilogues/king.cuh, GemmCounts<2>):
+beside the products (ibs: two launches, 16 bytes). Here one launch keeps the metric's counts in two
+int32 accumulator sets (epilogues/*.cuh, GemmCounts<fused_id>):
 
-    acc 0 = 2 ibs0 - hethet           acc 1 = het_i * 2**16 + het_j
+    king: acc 0 = 2 ibs0 - hethet,  acc 1 = het_i * 2**16 + het_j
+    ibs:  acc 0 = ibs_count,        acc 1 = n
 
-computes each pair's kinship with king's own epilogue (Epilogue<2>::values, from the same integers
-num and den), counts its histogram bin and appends the passing pairs (index and kinship). The
-integer columns of the passing pairs (nsnp, hethet, ibs0) are then counted again, pair by pair,
-from the planes (`pair_counts`): with a threshold few pairs pass. The tile's outputs are the
-select path's, byte for byte (tests/backends/test_gpu_tile.py compares both with numpy's).
+computes each pair's value with the metric's own epilogue (Epilogue<fused_id>::values, from the same
+integers), counts its histogram bin and appends the passing pairs (index and value). The integer
+columns of the passing pairs are then counted again, pair by pair, from the planes (`pair_counts`):
+with a threshold few pairs pass. The tile's outputs are the select path's, byte for byte
+(tests/backends/test_gpu_tile.py compares both with numpy's).
 
-Where it applies (`gemm_plan`): cupy-b1, a metric with accumulators here (king), a threshold, no
-dense block, one float histogram of the thresholded column, and at most 65,535 sites (het_i and
-het_j share an accumulator). Anything else takes the select path.
+Where it applies (`gemm_plan`): cupy-b1, a metric with accumulators here (king, ibs), a threshold,
+no dense block, one float histogram of the thresholded column, each accumulator exact in int32 (king:
+at most 65,535 sites, het_i and het_j sharing one). Anything else takes the select path.
 """
 
 from __future__ import annotations
@@ -38,7 +39,8 @@ PACK_SHIFT = 16  # acc 1 holds het_i above het_j
 PACKED_MAX = (1 << PACK_SHIFT) - 1
 # fused_id -> each accumulator's counts and their factors (epilogues/*.cuh: GemmCounts<fused_id>)
 ACCUMULATORS: dict[int, tuple[dict[str, int], dict[str, int]]] = {
-    2: ({"ibs0": 2, "hethet": -1}, {"het_i": 1 << PACK_SHIFT, "het_j": 1}),
+    1: ({"ibs_count": 1}, {"n": 1}),  # ibs
+    2: ({"ibs0": 2, "hethet": -1}, {"het_i": 1 << PACK_SHIFT, "het_j": 1}),  # king
 }
 PACKED = {2: (1, ("het_i", "het_j"))}  # the accumulator whose counts share its bits, each <= PACKED_MAX
 RECOUNT_WARPS = 8  # pairs a block of pair_counts
@@ -54,8 +56,8 @@ class GemmPlan:
     term_mult: tuple[int, ...]
     group_start: int  # index in pieces of accumulator 1's first product
     final: tuple[int, int]
-    left_sums: tuple[tuple[tuple[str, int], ...], tuple[tuple[str, int], ...]]  # (count, factor) of row sums
-    right_sums: tuple[tuple[tuple[str, int], ...], tuple[tuple[str, int], ...]]
+    left_sums: tuple[tuple[cc.RowSum, ...], tuple[cc.RowSum, ...]]  # each accumulator's, scaled
+    right_sums: tuple[tuple[cc.RowSum, ...], tuple[cc.RowSum, ...]]
     recount: tuple[tuple[int, str], ...]  # (column index, count name) of the integer columns
     value_col: int  # the thresholded column: appended, binned
     hist_offset: int  # its histogram's first counter in DeviceHist.counts
@@ -94,21 +96,18 @@ def gemm_plan(metric, spec, plans: dict, hist_columns, threshold, dense: bool) -
     recount = tuple((k, c) for k, c in enumerate(spec.columns) if k != value_col)
     if any(spec.kinds[k] != "i" or c not in plans for k, c in recount):
         return None
-    if any(plans[c].kind == "pair" and (plans[c].left_sums or plans[c].right_sums) for _, c in recount):
-        return None  # pair_counts counts products only; a count of both kinds is not recounted here
     pieces: list[cc.Product] = []
     term_mult: list[int] = []
     finals, lefts, rights, starts, bounds = [], [], [], [], []
     for group in groups:
-        products, left, right = [], [], []
+        products: list[cc.Product] = []
+        left: list[cc.RowSum] = []
+        right: list[cc.RowSum] = []
         for name, factor in group.items():
-            pl = plans[name]
-            if pl.kind == "pair" and (pl.left_sums or pl.right_sums):
-                return None
-            prods, lsums, rsums = cc.split_terms(pl.terms)
+            prods, lsums, rsums = cc.split_terms(plans[name].terms)
             products += [cc.Product(p.coef * factor, p.left, p.right, p.width) for p in prods]
-            left += [(name, factor)] if lsums else []
-            right += [(name, factor)] if rsums else []
+            left += [cc.RowSum(r.coef * factor, r.start, r.width) for r in lsums]
+            right += [cc.RowSum(r.coef * factor, r.start, r.width) for r in rsums]
         chain = _chain(products)
         if chain is None:
             return None
@@ -176,28 +175,23 @@ class GemmSelect:
         """One row chunk's operand: the pieces' word ranges side by side along K."""
         return cupy_b1.repack(d, list(self.plan.pieces), side, self.cfg)
 
-    def _adds(self, sums, vecs: dict, r0: int, r1: int):
-        """uint32 (r1 - r0,) = sum of factor x a row-sum count over rows r0..r1, modulo 2**32, or None."""
+    def row_adds(self, d, side: str):
+        """One row chunk's row sums of each accumulator: uint32 (rows,) modulo 2**32, or None."""
         cp = cc.cupy_module()
-        if not sums:
-            return None
-        total = cp.zeros(r1 - r0, dtype=cp.int64)
-        for name, factor in sums:
-            total += factor * vecs[name][r0:r1]
-        return (total & 0xFFFFFFFF).astype(cp.uint32)
+        sums = self.plan.left_sums if side == "left" else self.plan.right_sums
+        return tuple(None if not s else (cc.row_sums(d, list(s)) & 0xFFFFFFFF).astype(cp.uint32) for s in sums)
 
-    def launch(self, a, b, sub: tuple[int, int, int, int], params, hist, lvec: dict, rvec: dict) -> None:
-        """Sub-tile rows r0..r1 x columns c0..c1 (a, b: their operands) into params' pair buffers
-        (SelectParams: counter, idx, cols, cap, n_total, diag, thr) and `hist` (DeviceHist)."""
+    def launch(self, left: tuple, right: tuple, sub: tuple[int, int, int, int], params, hist) -> None:
+        """Sub-tile rows r0..r1 x columns c0..c1 into params' pair buffers (SelectParams: counter,
+        idx, cols, cap, n_total, diag, thr) and `hist` (DeviceHist). left / right: (operand,
+        row adds) of its row chunks (`operands`, `row_adds`)."""
         r0, r1, c0, c1 = sub
         ms, ns = r1 - r0, c1 - c0
         if ms == 0 or ns == 0:
             return
         plan, cfg = self.plan, self.cfg
-        adds = []
-        for g in range(2):
-            ra, ca = self._adds(plan.left_sums[g], lvec, r0, r1), self._adds(plan.right_sums[g], rvec, c0, c1)
-            adds.append((ra, ca))
+        (a, row_add), (b, col_add) = left, right
+        adds = [(row_add[g], col_add[g]) for g in range(2)]
         grid = (-(-a.shape[0] // cfg.block_m)) * (-(-b.shape[0] // cfg.block_n))
         low, high, scale, bins = plan.hist
         value = params.cols[plan.value_col]
@@ -237,33 +231,21 @@ class GemmSelect:
             shared_mem=self.smem,
         )
 
-    def recount(self, dl, dr, params, total: int, plans: dict, lvec: dict, rvec: dict) -> None:
-        """The integer columns of the `total` appended pairs, from the planes dl / dr (the tile's
-        blocks on the device) and the row-sum vectors, into params.cols."""
+    def recount(self, dl, dr, params, total: int, plans: dict) -> None:
+        """The integer columns of the `total` appended pairs, counted from the planes dl / dr (the
+        tile's blocks on the device), into params.cols."""
         cp = cc.cupy_module()
         if total == 0:
             return
-        idx = params.idx[:total]
-        t_col, t_lw, t_rw, t_width, t_coef = [], [], [], [], []
+        terms = []  # (column, left word or -1, right word or -1, words, coef): -1 an all-ones side
         for k, name in self.plan.recount:
-            pl = plans[name]
-            if pl.kind == "pair":
-                for p in cc.split_terms(pl.terms)[0]:
-                    t_col.append(k)
-                    t_lw.append(p.left)
-                    t_rw.append(p.right)
-                    t_width.append(p.width)
-                    t_coef.append(p.coef)
-            else:  # row sums only (or no term): gathered at the pairs' rows and columns
-                v = cp.zeros(total, dtype=cp.int64)
-                if name in lvec:
-                    v += lvec[name][idx // params.n_total]
-                if name in rvec:
-                    v += rvec[name][idx % params.n_total]
-                params.cols[k, :total] = v.view(cp.int64)
-        if not t_col:
-            return
-        as64 = functools.partial(np.asarray, dtype=np.int64)
+            products, lsums, rsums = cc.split_terms(plans[name].terms)
+            terms += [(k, p.left, p.right, p.width, p.coef) for p in products]
+            terms += [(k, r.start, -1, r.width, r.coef) for r in lsums]
+            terms += [(k, -1, r.start, r.width, r.coef) for r in rsums]
+            if not (products or lsums or rsums):
+                terms.append((k, -1, -1, 0, 0))  # a count with no term: 0
+        table = np.asarray(terms, dtype=np.int64).T
         self.recount_kernel(
             (-(-total // RECOUNT_WARPS),),
             (32 * RECOUNT_WARPS,),
@@ -271,15 +253,12 @@ class GemmSelect:
                 dl,
                 dr,
                 np.int64(dl.shape[1]),
-                idx,
+                params.idx,
                 np.int64(params.n_total),
                 np.int64(total),
-                np.int32(len(t_col)),
-                cp.asarray(np.asarray(t_col, dtype=np.int32)),
-                cp.asarray(as64(t_lw)),
-                cp.asarray(as64(t_rw)),
-                cp.asarray(as64(t_width)),
-                cp.asarray(as64(t_coef)),
+                np.int32(len(terms)),
+                cp.asarray(table[0].astype(np.int32)),
+                *(cp.asarray(np.ascontiguousarray(row)) for row in table[1:]),
                 params.cols,
                 np.int64(params.cap),
             ),

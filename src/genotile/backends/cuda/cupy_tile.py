@@ -366,13 +366,12 @@ class _FusedTile:
         run = self.run
         (r0, r1), (c0, c1) = self.chunks["L"][a], self.chunks["R"][b]
         if self.gemm is not None:  # one launch: counts, epilogue, histogram and compaction
-            ops = self.operands
+            ops, gemm = self.operands, self.gemm
             if ("L", a) not in ops:
-                ops[("L", a)] = self.gemm.operands(self.dl[r0:r1], "left")
+                ops[("L", a)] = gemm.operands(self.dl[r0:r1], "left"), gemm.row_adds(self.dl[r0:r1], "left")
             if ("R", b) not in ops:
-                ops[("R", b)] = self.gemm.operands(self.dr[c0:c1], "right")
-            sub = (r0, r1, c0, c1)
-            self.gemm.launch(ops[("L", a)], ops[("R", b)], sub, self.params, self.hist, self.lvec, self.rvec)
+                ops[("R", b)] = gemm.operands(self.dr[c0:c1], "right"), gemm.row_adds(self.dr[c0:c1], "right")
+            gemm.launch(ops[("L", a)], ops[("R", b)], (r0, r1, c0, c1), self.params, self.hist)
             return
         sources = []  # (mat, lvec, rvec) of each count; the matrices live until the launch is queued
         for name in self.spec.counts:
@@ -416,7 +415,7 @@ class _FusedTile:
                     self.run_subtile(*st)
                 total = int(params.counter.get()[0])
             if self.gemm is not None:  # the passing pairs' other columns
-                self.gemm.recount(self.dl, self.dr, params, total, self.run.plans, self.lvec, self.rvec)
+                self.gemm.recount(self.dl, self.dr, params, total, self.run.plans)
             return _appended_pairs(params, total)
         m, n = self.problem.shape
         cols_h = params.cols.get()

@@ -22,6 +22,7 @@
 
 #include "b1_mma_core.cuh"
 #include "epilogues/epilogue.cuh"
+#include "epilogues/ibs.cuh"
 #include "epilogues/king.cuh"
 
 #ifndef GT_METRIC
@@ -54,6 +55,9 @@ b1_select(const unsigned long long* __restrict__ A, const unsigned long long* __
     ThreadTile tt;  // the block tile, this thread's warp tile, copies and fragment offsets
     thread_tile(A, B, M, N, KW, tt);
     const int m0 = tt.m0, n0 = tt.n0, lane = tt.lane, KT = tt.KT;
+    // A block tile of a diagonal tile wholly on or below the diagonal (every pair i >= j) holds no
+    // pair of the tile: the whole block leaves before its main loop.
+    if (diag && i0 + m0 >= j0 + n0 + kBlockN - 1) return;
 
     Accumulators acc0, acc1;
 #pragma unroll
@@ -188,8 +192,9 @@ b1_select(const unsigned long long* __restrict__ A, const unsigned long long* __
 }
 
 // The integer columns of the appended pairs, counted again from the planes: one warp a pair, each
-// term coef * popcount(L[i, lw .. lw + width) AND R[j, rw .. rw + width)) summed in int64, the
-// terms of one column consecutive (t_col[t]). Column c of pair p goes to cols[c * cap + p].
+// term coef * popcount(L[i, lw .. lw + width) AND R[j, rw .. rw + width)) summed in int64 (lw or
+// rw < 0: that side all ones, a row sum of the other), the terms of one column consecutive
+// (t_col[t]). Column c of pair p goes to cols[c * cap + p].
 extern "C" __global__ void __launch_bounds__(256)
 pair_counts(const unsigned long long* __restrict__ L, const unsigned long long* __restrict__ R, long long W,
             const long long* __restrict__ idx, long long n_total, long long n_pairs, int n_terms,
@@ -206,7 +211,8 @@ pair_counts(const unsigned long long* __restrict__ L, const unsigned long long* 
     for (int k = 0; k < n_terms; ++k) {
         const long long lw = t_lw[k], rw = t_rw[k], width = t_width[k];
         long long s = 0;
-        for (long long w = lane; w < width; w += 32) s += __popcll(li[lw + w] & rj[rw + w]);
+        for (long long w = lane; w < width; w += 32)
+            s += __popcll((lw >= 0 ? li[lw + w] : ~0ull) & (rw >= 0 ? rj[rw + w] : ~0ull));
 #pragma unroll
         for (int o = 16; o > 0; o >>= 1) s += __shfl_xor_sync(0xffffffffu, s, o);
         acc += t_coef[k] * s;

@@ -20,4 +20,15 @@ struct Epilogue<1> : Symmetric<3> {
     }
 };
 
+// b1_select.cu: ibs from two int32 accumulators of the 1-bit GEMM, acc[0] = ibs_count, acc[1] = n
+// (b1_select.py builds their terms; each < 2^31, as the select path's int32 counts).
+template <>
+struct GemmCounts<1> {
+    static constexpr int n_acc = 2;
+    __device__ __forceinline__ static void counts(const unsigned (&acc)[n_acc], i64 (&c)[Epilogue<1>::n_counts]) {
+        c[0] = (i64)(int)acc[0];
+        c[1] = (i64)(int)acc[1];
+    }
+};
+
 #endif  // GT_EPILOGUES_IBS_CUH
