@@ -26,20 +26,23 @@ def test_docstring_examples():
 
 
 @pytest.mark.parametrize(
-    ("n", "measured_s", "passing"),
+    ("n", "m", "gpus", "measured_s", "passing"),
     [
-        # bench/RESULTS.md "Session 10: a million samples" (2026-11-26, one H100, 16 cores):
-        # the whole `snakemake --cores 16` run of king on a .bed of n x 20,000, 300 planted relatives
-        (1_000_000, 67.15, 300),
+        # bench/RESULTS.md "Session 12: king in one GEMM" (2026-11-27, one H200 with 16 cores, 2 x H200
+        # with 32): the whole `snakemake --cores N` run of king on a .bed of n x m, 300 planted relatives
+        (1_000_000, 20_000, 1, 43.93, 300),
+        (1_000_000, 50_000, 1, 95.76, 300),
+        (1_000_000, 20_000, 2, 38.90, 300),
     ],
 )
-def test_predicts_the_measured_biobank_runs_within_a_quarter(n, measured_s, passing):
+def test_predicts_the_measured_biobank_runs_within_a_quarter(n, m, gpus, measured_s, passing):
     pairs = n * (n - 1) // 2
-    est = estimate(KING, n, 20_000, gpus=1, cores=16, pass_fraction=passing / pairs)
+    cores = 16 * gpus
+    est = estimate(KING, n, m, gpus=gpus, cores=cores, pass_fraction=passing / pairs)
     assert abs(est.seconds / measured_s - 1) < 0.25, (est.seconds, measured_s)
     # the stages, each from its measured rate (core/rates.py)
-    assert est.store_seconds == pytest.approx(n * 20_000 / rates.STORE["bed"][16])
-    assert est.tile_seconds == pytest.approx(pairs * 20_000 / rates.TILES["cupy-b1"]["king"])
+    assert est.store_seconds == pytest.approx(n * m / rates.STORE["bed"][cores])
+    assert est.tile_seconds == pytest.approx(pairs * m / rates.TILES["cupy-b1"]["king"] / gpus)
     text = passing * (2 * 12 + 12 * len(KING.columns)) / rates.TEXT_BYTES[2]  # pairs.tsv.gz's rows
     assert est.merge_seconds == pytest.approx(rates.MERGE_RUN + rates.MERGE_TILE * est.tiles + text)
     assert est.start_seconds == rates.START  # tiles in the store job: no tile job starts
@@ -56,7 +59,7 @@ def test_issue_26_plan_uses_the_workflows_defaults(capsys):
     assert "threshold 0.0442 (the workflow's default): assumed 1e-06 of pairs pass" in out
     assert "store " in out and "+ tiles " in out and "+ merge " in out and "1 GPU(s)" in out
     est = estimate(KING, 1_000_000, 20_000, gpus=1, cores=16)
-    assert 50 < est.seconds < 90  # not 26.7 minutes (a run took 67 s on an H100)
+    assert 30 < est.seconds < 60  # not 26.7 minutes (a run took 44 s on an H200, Session 12)
     assert est.tiles == 10 and est.jobs == 0 and est.pairs_passing == pytest.approx(1e-6 * est.pairs)
 
 

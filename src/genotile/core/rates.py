@@ -26,14 +26,14 @@ import math
 # it shows and the memory, not the time: complete data is planned at these rates, an upper bound).
 # cupy-b1 and cupy-int8: bench/RESULTS.md "GPU tiles and ceilings" (2026-11-22, H200, whole tile
 # jobs of 16,384 x 16,384 x 65,536, memmap -> device -> tile file); cupy-b1 king instead from
-# "Session 10: a million samples" (2026-11-26, one H100, bench_biobank 1,000,000 x 20,000: 1e16
-# comparisons = 6.0e16 bit-MACs in the store job's 40.77 s of tiles, 1.47e15 bit-MAC/s, 28% of the
-# b1 ceiling; on 2 x H200 21.49 s, 2.33e14 a GPU), the size a biobank plan asks about.
+# "Session 12: king in one GEMM" (2026-11-27, one H200, bench_biobank 1,000,000 x 20,000: 1e16
+# comparisons in the store job's 25.47 s of tiles, kernels/b1_select.cu; 2 x H200 16.64 s), the
+# size a biobank plan asks about.
 # numba and numpy: the 2-core rows of
 # "Genotype tiles" and "SNP distances" (2026-11-22, AMD EPYC, 2 threads; hamming taken equal to
 # snp), halved to a core.
 TILES: dict[str, dict[str, float]] = {
-    "cupy-b1": {"snp": 3.099e14, "hamming": 2.695e14, "ibs": 2.014e14, "king": 2.45e14, "ccc2": 1.583e14},
+    "cupy-b1": {"snp": 3.099e14, "hamming": 2.695e14, "ibs": 2.014e14, "king": 3.93e14, "ccc2": 1.583e14},
     "cupy-int8": {"snp": 1.415e14, "hamming": 1.184e14, "ibs": 7.895e13, "king": 8.133e13, "ccc2": 5.943e13},
     "numba": {"snp": 4.55e10, "hamming": 4.55e10, "ibs": 7.85e10, "king": 6.95e10, "ccc2": 8.35e10},
     "numpy": {"snp": 2.2e10, "hamming": 2.2e10, "ibs": 7.5e9, "king": 7.5e9, "ccc2": 6.0e9},
@@ -52,17 +52,18 @@ NUMBA_START = {"import": 0.3, "first_call": 0.35}
 
 # --- store: input vectors x fields per second (genotypes, or alignment characters), the whole
 # store job but its tiles (ingest, plan, pack, the input's checksum), by input format and cores.
-# bed 16 and 32: "Session 10: a million samples" (2026-11-26, 1,000,000 x 20,000 .bed streamed,
-# the store job less its tiles: 19.30 s on the H100 host's 16 cores, 12.37 s on the 2 x H200
-# host's 32; the GPU hosts' file system (gVisor) makes their I/O slower than this VM's);
-# bed 2: the same section (this 2-core VM, 480,000 x 10,000 .bed, store job 3.83-4.12 s).
+# bed 16 and 32: "Session 12: king in one GEMM" (2026-11-27, 1,000,000 x 20,000 and x 50,000 .bed
+# streamed, the store job less its tiles: 12.72 s and 27.42 s on one H200 host's 16 cores, 1.57e9
+# and 1.82e9 genotypes/s; 15.21 s on the 2 x H200 host's 32, 1.31e9: the GPU hosts' file system
+# (gVisor) makes their I/O slower than this VM's, and unevenly from host to host);
+# bed 2: "Session 10: a million samples" (this 2-core VM, 480,000 x 10,000 .bed, store job 3.83-4.12 s).
 # vcf 16 and fasta 16: "Whole runs on
 # one GPU" (2026-11-24, H100 host: king_20k 19.28 - 5.42 s, snp_40k 3.07 - 0.41 s); vcf 2 and
 # fasta 2: "Whole runs on 2 CPU cores" (2026-11-24: king_2k 2.47 s, snp_10k 0.98 s). pgen: the .bed's
 # pass (store job 0.94 x the .bed's, 480,000 x 10,000 on 2 cores, "Session 11"); bcf and vcz: not
 # measured (taken as vcf).
 STORE: dict[str, dict[int, float]] = {
-    "bed": {2: 1.2e9, 16: 1.04e9, 32: 1.62e9},
+    "bed": {2: 1.2e9, 16: 1.7e9, 32: 1.31e9},
     "vcf": {2: 4.05e7, 16: 1.44e8},
     "fasta": {2: 3.06e8, 16: 3.0e8},
 }
