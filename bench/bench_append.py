@@ -3,6 +3,7 @@
 grown file, whole Snakemake runs, same machine, same run; the outputs compared byte for byte.
 
     python3 bench/bench_append.py [--n 15800] [--added 200] [--cores 2] [--tmp DIR] [--out FILE]
+    python3 bench/bench_append.py --gpu [--cores 16]   # the issue's GPU case, and its query
     python3 bench/bench_append.py --smoke      # tiny sizes, seconds (tests/workflow/test_bench_smoke.py)
 
 The issue's case: 15,800 sequences x 20 kb, 2,000 variable columns, 200 clusters (bench_e2e's
@@ -11,6 +12,13 @@ sequences appended. Three runs: the earlier file (not timed against anything: it
 store and tiles the append reuses), the append rerun, a fresh run on the grown file in another
 directory. Per stage: the `s` column of Snakemake's benchmark files summed per rule; "Snakemake"
 is the rest of the wall time. The goal: append / fresh <= 0.3.
+
+`--gpu`: the issue's GPU goals: bench_e2e's snp_200k (200,000 SARS-CoV-2-like sequences x 30 kb,
+300 variable columns, 2,000 lineages, half the sequences copies, 1% N; snp threshold 2) plus 2,000
+appended (goal: the rerun <= 4 s), and a query run in a workflow folder of its own: the 2,000 new
+sequences as a dataset's input `against:` the 200,000 (goal <= 4 s; its store is made from both
+files), its pairs checked against the append's cross pairs (the pairs of an appended sequence with
+an earlier one, ids and distances).
 """
 
 import argparse
@@ -28,10 +36,13 @@ RESULTS = ("pairs.tsv.gz", "histogram.tsv", "matrix.tsv", "report/clusters.tsv")
 SUMMARY = ("n_vectors", "n_fields", "n_fields_kept", "pairs_computed", "pairs_passing", "threshold")
 
 
-def run(work: Path, data: Path, threshold: float, cores: int) -> dict:
+def run(work: Path, data: Path, threshold: float, cores: int, against: Path | None = None) -> dict:
     work.mkdir(parents=True, exist_ok=True)
+    dataset: dict = {"input": str(data), "metrics": ["snp"]}
+    if against is not None:
+        dataset["against"] = str(against)
     config = {
-        "datasets": {"bench": {"input": str(data), "metrics": ["snp"]}},
+        "datasets": {"bench": dataset},
         "thresholds": {"snp": threshold},
         "dense_max": 0,
         "report": True,
@@ -79,6 +90,22 @@ def split_at(grown: Path, earlier: Path, n: int) -> None:
     earlier.write_bytes(data[:at] if at >= 0 else data)
 
 
+def pair_rows(work: Path, new_ids: set | None = None) -> set:
+    """The (id1, id2, snp) rows of a run's pairs.tsv.gz, each pair's ids in sorted order; with
+    `new_ids`, only the pairs of one new and one earlier sequence (the query's cross pairs)."""
+    text = gzip.decompress((work / "results" / "bench" / "snp" / "pairs.tsv.gz").read_bytes()).decode()
+    out = set()
+    for line in text.splitlines()[1:]:
+        a, b, value = line.split("\t")[:3]
+        if new_ids is None or ((a in new_ids) != (b in new_ids)):
+            out.add((min(a, b), max(a, b), value))
+    return out
+
+
+def record_ids(path: Path) -> set:
+    return {line[1:].split()[0] for line in path.read_text().splitlines() if line.startswith(">")}
+
+
 def row(name: str, r: dict) -> str:
     rules = " ".join(f"{k} {v:.2f}" for k, v in sorted(r["rules"].items()))
     rest = r["wall"] - sum(r["rules"].values())
@@ -93,8 +120,13 @@ def main() -> int:
     ap.add_argument("--tmp", type=Path)
     ap.add_argument("--out", type=Path)
     ap.add_argument("--smoke", action="store_true")
+    ap.add_argument("--gpu", action="store_true", help="the issue's GPU case (200,000 + 2,000) and a query run")
     args = ap.parse_args()
-    if args.smoke:
+    if args.gpu:
+        args.n, args.added = (200_000, 2_000) if args.n == 15_800 else (args.n, args.added)
+        case = Case("fasta", args.n + args.added, 30_000, 2, gpu=True, variable=300, clusters=2_000,
+                    n_fraction=0.01, copies=0.5)  # fmt: skip
+    elif args.smoke:
         case = Case("fasta", 60 + 8, 400, 10, variable=150, clusters=5)
         args.n, args.added = 60, 8
     else:
@@ -115,6 +147,22 @@ def main() -> int:
     full = run(fresh, fresh / "data.fa", case.threshold, args.cores)
     same = outputs(appended) == outputs(fresh)
     ratio = again["wall"] / full["wall"]
+    query_lines: list[str] = []
+    if args.gpu:  # the new sequences against the earlier file, whose store the first run built
+        earlier, added = root / "earlier.fa", root / "query" / "added.fa"
+        split_at(grown, earlier, args.n)
+        added.parent.mkdir(exist_ok=True)
+        added.write_bytes(grown.read_bytes()[earlier.stat().st_size :])
+        query = run(root / "query", added, case.threshold, args.cores, against=earlier)  # a workflow folder of its own
+        q_pairs = pair_rows(root / "query")
+        want = pair_rows(appended, record_ids(added))
+        query_lines = [
+            row(f"query {args.added} against {args.n} (its store made from both files)", query),
+            "",
+            f"query pairs equal the append's cross pairs: {'yes' if q_pairs == want else 'NO   <<< MISMATCH'} "
+            f"({len(q_pairs)} pairs)",
+        ]
+        same = same and q_pairs == want
     lines = [
         f"appends: {args.n} + {args.added} sequences x {case.length} ({case.variable} variable columns), "
         f"snp threshold {case.threshold}, dense_max 0, report, {args.cores} cores",
@@ -127,6 +175,7 @@ def main() -> int:
         "",
         f"append / fresh: {ratio:.3f} (goal <= 0.3); outputs identical: {'yes' if same else 'NO   <<< MISMATCH'}",
         f"store said: {'; '.join(again['said'])}",
+        *query_lines,
     ]
     text = "\n".join(lines)
     print(text)
