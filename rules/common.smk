@@ -268,6 +268,11 @@ def tile_files(wildcards):
     return tiles_for(wildcards.dataset, wildcards.metric)
 
 
+@one_line
+def snp_tile_files(wildcards):
+    return tiles_for(wildcards.dataset, "snp")
+
+
 def dense_wanted(wildcards) -> bool:
     return _settings.dense_wanted(config, plan_of(wildcards))
 

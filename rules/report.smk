@@ -71,7 +71,8 @@ rule plot_king:
 
 rule clusters:
     input:
-        pairs="results/{dataset}/snp/pairs.tsv.gz",
+        # the passing pairs from the tiles, as the peer outputs read them (not pairs.tsv.gz's text)
+        tiles=snp_tile_files,
         manifest="results/{dataset}/store/nucleotide/manifest.json",
     output:
         report(

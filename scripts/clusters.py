@@ -1,13 +1,9 @@
-import json
-
 from genotile.pairs import clusters
 from genotile.runtime.rule import run_rule
 
 
 def write_clusters(sm):
-    with open(sm.input.manifest) as fh:
-        ids = json.load(fh)["ids"]
-    clusters.clusters(sm.input.pairs, ids, sm.output[0])
+    clusters.clusters_of_tiles(list(sm.input.tiles), sm.input.manifest, sm.output[0])
 
 
 run_rule(snakemake, write_clusters)

@@ -64,3 +64,28 @@ def test_clusters_equal_the_union_finds(tmp_path, seed):
 def test_components_label_each_vertex_by_its_least():
     a, b = np.array([4, 3, 1]), np.array([3, 2, 0])
     assert clusters.components(6, a, b).tolist() == [0, 0, 2, 2, 2, 5]
+
+
+def test_the_clusters_rule_reads_the_tiles(tmp_path):
+    """The workflow's clusters.tsv (from the tiles: clusters_of_tiles) is the one of pairs.tsv.gz's
+    rows, on a run of several tiles whose CPU store collapses copies (joined back to their vector)."""
+    from snakerun import random_alignment, snakemake, write_fasta
+
+    rows = random_alignment(np.random.default_rng(5), 40, 300)
+    rows[7], rows[21], rows[33] = rows[3], rows[3], rows[12]  # copies: collapsed, then expanded
+    for near, of in ((15, 4), (38, 15), (26, 33)):  # a change away: pairs across blocks and tiles
+        rows[near] = rows[of][:10] + ("A" if rows[of][10] != "A" else "C") + rows[of][11:]
+    write_fasta(tmp_path / "a.fa", rows)
+    config = {
+        "datasets": {"a": {"input": str(tmp_path / "a.fa"), "metrics": ["snp"]}},
+        "thresholds": {"snp": 2},
+        "block_size": 9,
+        "report": True,
+        "backend": "numpy",
+    }
+    snakemake(tmp_path, config)
+    out = tmp_path / "results" / "a" / "snp"
+    ids = [line[1:].split()[0] for line in (tmp_path / "a.fa").read_text().splitlines() if line.startswith(">")]
+    want = clusters.clusters(out / "pairs.tsv.gz", ids, tmp_path / "want.tsv")
+    assert sorted(map(len, want)) == [3, 3, 3]  # {3, 7, 21}, {4, 15, 38}, {12, 33, 26}
+    assert (out / "report" / "clusters.tsv").read_bytes() == (tmp_path / "want.tsv").read_bytes()

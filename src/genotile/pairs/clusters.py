@@ -1,10 +1,11 @@
 """Single-linkage clusters of the pairs passing the threshold (`clusters.tsv`, the clusters rule):
-the connected components of the passing pairs, read from pairs.tsv.gz with numpy, not row by row.
+the connected components of the passing pairs, as arrays of vector indices.
 
-An append (issue 27) reruns the clusters rule over every passing pair; at 16,000 sequences and
-635,000 pairs, reading them as CSV rows and a union-find in Python took 1.5 s of the rerun's 9;
-this takes about 0.3 s and writes the same bytes (tests/pairs/test_clusters.py against the
-union-find).
+The clusters rule reads the pairs from the tiles (`clusters_of_tiles`, as the peer outputs do:
+pairs/peers.passing_pairs), not from pairs.tsv.gz's text: at 200,000 SARS-CoV-2-like sequences
+(half of them copies, snp threshold 2) reading the text's rows took 12 s of a 31-s run on an
+H200 (bench/RESULTS.md, "Session 12"). `clusters` reads a pairs.tsv.gz (the same clusters from
+its rows; tests/pairs/test_clusters.py holds both to a union-find over the rows).
 """
 
 import gzip
@@ -12,7 +13,12 @@ import re
 
 import numpy as np
 
+from genotile.core.metrics import get_metric
+from genotile.core.plan import Plan
+from genotile.pairs.peers import passing_pairs
+from genotile.store.manifest import STORE_KEYS, tile_identities
 from genotile.util.atomic import write_text
+from genotile.util.readback import load_json
 
 _IDS = re.compile(rb"^([^\t\n]*)\t([^\t\n]*)", re.MULTILINE)
 
@@ -50,10 +56,26 @@ def components(n: int, a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 
 def clusters(pairs_tsv, ids: list[str], out) -> list[list[str]]:
-    """Single-linkage clusters: connected components of the pairs passing the threshold, two or
-    more members each, largest first (ties: the one whose first member comes first in `ids`),
-    members in `ids` order; written to `out` as cluster, size, members."""
+    """`write_clusters` of the rows of a pairs.tsv.gz."""
     a, b = pair_indices(pairs_tsv, ids)
+    return write_clusters(a, b, ids, out)
+
+
+def clusters_of_tiles(tile_paths, manifest_path, out, metric: str = "snp") -> list[list[str]]:
+    """`write_clusters` of the pairs the tiles of a store (its manifest) passed: those of
+    pairs.tsv.gz (a collapsed store's copies joined to their vector, as the merge writes them)."""
+    manifest = load_json(manifest_path, "manifest", STORE_KEYS)
+    plan = Plan.from_json(manifest["plan"])
+    pairs = passing_pairs(
+        tile_paths, plan, get_metric(metric), tile_identities(manifest), manifest.get("distinct_index")
+    )
+    return write_clusters(pairs["a"], pairs["b"], manifest["ids"], out)
+
+
+def write_clusters(a: np.ndarray, b: np.ndarray, ids: list[str], out) -> list[list[str]]:
+    """Single-linkage clusters: connected components of the pairs (a[k], b[k]) (indices into
+    `ids`), two or more members each, largest first (ties: the one whose first member comes
+    first in `ids`), members in `ids` order; written to `out` as cluster, size, members."""
     labels = components(len(ids), a, b)
     order = np.argsort(labels, kind="stable")  # by component, then in ids order
     sizes = np.bincount(labels, minlength=len(ids))
