@@ -312,3 +312,26 @@ def test_gpu_ccc2_query_equals_cpu(genotypes):
     gpu = genotile.pairwise(g[:, :90], "ccc2", backend="cupy-b1", **kw)
     assert np.array_equal(cpu.a, gpu.a) and np.array_equal(cpu.b, gpu.b)
     assert all(np.array_equal(cpu.values[c], gpu.values[c]) for c in cpu.values)
+
+
+def test_two_fasta_files_held_as_one_make_the_store_of_their_parts(alignments, tmp_path, monkeypatch):
+    """Two regular FASTA files are gathered, folded and counted as one (store/query.py
+    held_alignments); the query store is byte for byte the one of the parts read record by record
+    (read_part); an irregular file (lines of other widths) is read by read_part."""
+    from genotile.store import query
+
+    root = alignments[0]
+    made = query.held_alignments(root / "new.fa", root / "db.fa", "nucleotide")
+    assert made is not None and made[2].held is not None and made[2].rows.shape == (800, 240)
+    stores = {}
+    for label, held in (("held", query.held_alignments), ("parts", lambda *a, **k: None)):
+        monkeypatch.setattr(query, "held_alignments", held)
+        out = tmp_path / label
+        query.query_store(root / "new.fa", root / "db.fa", "nucleotide", out / "ingest.json", out / "store", 64, 3)
+        stores[label] = {f: (out / f).read_bytes() for f in ("ingest.json", "store/planes.npy", "store/manifest.json")}
+    assert stores["held"] == stores["parts"]
+    monkeypatch.undo()
+    lines = (root / "db.fa").read_text().splitlines(keepends=True)
+    irregular = tmp_path / "irregular.fa"
+    irregular.write_text(lines[0] + lines[1].rstrip("\n") + lines[2] + "".join(lines[3:]))  # a longer first line
+    assert query.held_alignments(root / "new.fa", irregular, "nucleotide") is None

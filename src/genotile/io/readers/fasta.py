@@ -113,7 +113,17 @@ def hold_regular(layout: fasta_mmap.RegularFasta, alpha: Alphabet, canonical: bo
     and, nucleotides, their bases counted while in cache (ColumnCounts); other alphabets' symbols
     are counted after (encode.symbol_counts of the folded bytes, which are their codes). None
     when a sequence holds a byte the fast path does not take (as read_regular)."""
-    n, length = layout.n, layout.length
+    return hold_regulars([layout], alpha, canonical)
+
+
+def hold_regulars(
+    layouts: list[fasta_mmap.RegularFasta], alpha: Alphabet, canonical: bool = False
+) -> HeldAlignment | None:
+    """Regular alignments of one length held as one (`hold_regular`): the rows of each after the
+    one before's (query mode's input, then its FILE: store/query.py), the columns counted over all."""
+    n, length = sum(layout.n for layout in layouts), layouts[0].length
+    if any(layout.length != length for layout in layouts):
+        raise ValueError("alignments of different lengths are not held as one")
     whole = np.empty((n, length), dtype=np.uint8)
     counted = alpha is NUCLEOTIDE  # canonical then too: other alphabets' folded bytes are their codes
 
@@ -128,8 +138,11 @@ def hold_regular(layout: fasta_mmap.RegularFasta, alpha: Alphabet, canonical: bo
     bases = ColumnCounts(length)
     combine = bases.update if counted else (lambda part: None)
     with ThreadPoolExecutor(usable_cpus(INGEST_THREADS), thread_name_prefix="genotile-ingest") as pool:
-        if not _scan_blocks(layout, _block_rows(length), whole, measure, combine, pool):
-            return None
+        first = 0
+        for layout in layouts:
+            if not _scan_blocks(layout, _block_rows(length), whole[first : first + layout.n], measure, combine, pool):
+                return None
+            first += layout.n
     if counted:
         keep = np.flatnonzero(bases.informative)
         return HeldAlignment(alpha, whole, keep, bases.code_counts(keep))

@@ -14,12 +14,17 @@ any other (psdm does the same), with its distance (0 where the two are identical
 """
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
+from genotile.core.encode import ALPHABETS
 from genotile.errors import GenotileError
 from genotile.io.ids import check_ids, check_unique
 from genotile.io.readers.array import AlignmentArray, GenotypeArray
+
+if TYPE_CHECKING:
+    from genotile.io.readers.fasta import HeldAlignment
 
 
 @dataclass(frozen=True)
@@ -57,17 +62,23 @@ def _names(parts: tuple[Part, Part], what: str) -> list[str]:
 
 
 class QueryAlignment(AlignmentArray):
-    """An input alignment and a FILE's, one after the other, read as one alignment in memory."""
+    """An input alignment and a FILE's, one after the other, read as one alignment in memory.
+
+    `held`: both already held as one (io/readers/fasta.py hold_regulars: two regular FASTA files
+    gathered, folded and counted on threads; the parts' data are views of its rows), which `read`
+    gives the store's ingest as a FASTA file's held alignment (`hold`); None: the parts' bytes,
+    joined here and encoded as an array's."""
 
     what = "an alignment and the alignment it is compared against"
 
-    def __init__(self, query: Part, against: Part):
+    def __init__(self, query: Part, against: Part, held: "HeldAlignment | None" = None):
         if query.data.shape[1] != against.data.shape[1]:
             raise GenotileError(
                 f"against: {against.name} holds sequences of length {against.data.shape[1]}, but the input "
                 f"{query.name} of length {query.data.shape[1]}: a query compares sequences of one alignment"
             )
-        self.rows = np.concatenate([query.data, against.data])
+        self.held = held
+        self.rows = held.rows if held is not None else np.concatenate([query.data, against.data])
         self.ids = _names((query, against), "sequence")
         self._label, self._sha256 = label(query, against), combined_sha256(query, against)
 
@@ -76,6 +87,15 @@ class QueryAlignment(AlignmentArray):
 
     def sha256(self) -> str:
         return self._sha256
+
+    def read(self, alphabet: str, codes_out=None, hold: bool = False, canonical: bool = False):
+        """As AlignmentArray.read; the held alignment itself where there is one (`hold`, no codes
+        file: the ingest of store/query.py)."""
+        if self.held is None:
+            return super().read(alphabet, codes_out, hold, canonical)
+        if not hold or codes_out is not None or canonical or self.held.alphabet is not ALPHABETS[alphabet]:
+            raise ValueError("a held query alignment is ingested held, for its own alphabet, as it was read")
+        return self.ids, self.rows.shape[1], int(self.held.keep.size), self.held
 
 
 class QueryGenotypes(GenotypeArray):
