@@ -71,7 +71,9 @@ rule plot_king:
 
 rule clusters:
     input:
-        # the passing pairs from the tiles, as the peer outputs read them (not pairs.tsv.gz's text)
+        # the passing pairs from the tiles, as the peer outputs read them (not pairs.tsv.gz's text);
+        # pairs.tsv.gz only orders the job after the merge, whose checks the tiles passed
+        pairs="results/{dataset}/snp/pairs.tsv.gz",
         tiles=snp_tile_files,
         manifest="results/{dataset}/store/nucleotide/manifest.json",
     output:

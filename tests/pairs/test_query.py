@@ -335,3 +335,5 @@ def test_two_fasta_files_held_as_one_make_the_store_of_their_parts(alignments, t
     irregular = tmp_path / "irregular.fa"
     irregular.write_text(lines[0] + lines[1].rstrip("\n") + lines[2] + "".join(lines[3:]))  # a longer first line
     assert query.held_alignments(root / "new.fa", irregular, "nucleotide") is None
+    monkeypatch.setenv("GENOTILE_GPU_PACK", "1")  # packing from codes insisted on: nothing held
+    assert query.held_alignments(root / "new.fa", root / "db.fa", "nucleotide") is None

@@ -29,7 +29,7 @@ def passing_pairs(tile_paths, plan: Plan, metric: Metric, store=None, distinct_i
     """{"a", "b", *metric.columns}: every pair passing the threshold, a < b, sorted by a then b
     (the rows of pairs.tsv.gz); `distinct_index`: a collapsed store's (store/duplicates.py)."""
     parts, selves = [], []
-    for path, arrays, _meta, _digest in read_tiles(tile_paths, plan, metric, store):
+    for path, arrays, _meta, _digest in read_tiles(tile_paths, plan, metric, store, skip=("dense",)):
         parts.append({k: arrays[k] for k in ("a", "b", *metric.columns)})
         if distinct_index is not None:
             selves.append(duplicates.self_pairs(path, arrays, metric, plan))

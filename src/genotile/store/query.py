@@ -73,7 +73,8 @@ def held_alignments(input_path, against, encoding: str) -> tuple[Part, Part, Que
     as one (io/readers/fasta.py hold_regulars: gathered from their memory maps, folded and counted
     on threads; their SHA-256s alongside); each part's data a view of the held rows. None: not two
     such files (arrays, another format, an irregular or damaged file, another length, a byte the
-    fast path does not take): `read_part` reads them, and its errors name what is wrong.
+    fast path does not take), or GPU packing insisted on: `read_part` reads them, and its errors
+    name what is wrong.
 
     The one-record-at-a-time read took 68 s of a 75-s query of 2,000 sequences against 200,000 x 30
     kb on an H200 host (bench/RESULTS.md, "Session 12")."""
@@ -83,8 +84,11 @@ def held_alignments(input_path, against, encoding: str) -> tuple[Part, Part, Que
     from genotile.io import fasta_mmap
     from genotile.io.readers.base import reader_of
     from genotile.io.readers.fasta import FastaReader, hold_regulars
+    from genotile.store.pack import gpu_insisted
 
     if ENCODINGS[encoding].source != "alignment" or isinstance(input_path, Part) or isinstance(against, Part):
+        return None
+    if gpu_insisted():  # GENOTILE_GPU_PACK=1 packs from codes: the ingest holds nothing
         return None
     paths = (input_path, against)
     try:

@@ -16,7 +16,8 @@ with a threshold few pairs pass. The tile's outputs are the select path's, byte 
 
 Where it applies (`gemm_plan`): cupy-b1, a metric with accumulators here (king, ibs), a threshold,
 no dense block, one float histogram of the thresholded column, each accumulator exact in int32 (king:
-at most 65,535 sites, het_i and het_j sharing one). Anything else takes the select path.
+het_i and het_j share one, so at most 65,535 bits of a plane: 65,472 sites, 1,023 words). Anything
+else takes the select path.
 """
 
 from __future__ import annotations
@@ -119,6 +120,8 @@ def gemm_plan(metric, spec, plans: dict, hist_columns, threshold, dense: bool) -
         lefts.append(tuple(left))
         rights.append(tuple(right))
         bounds.append(sum(abs(f) * _bits(plans[n]) for n, f in group.items()))
+    if not pieces:  # no plane product (no site): nothing for the GEMM (its kernel assumes a main loop)
+        return None
     packed_group, packed_counts = PACKED.get(metric.fused_id, (None, ()))
     for g, bound in enumerate(bounds):
         if g == packed_group:

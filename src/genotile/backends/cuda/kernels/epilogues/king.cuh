@@ -25,7 +25,8 @@ struct Epilogue<2> : Symmetric<4> {
 
 // b1_select.cu: king from two int32 accumulators of the 1-bit GEMM (b1_select.py builds their terms)
 //   acc[0] = 2 ibs0 - hethet                (Hom0.H and H.Hom0 at 2, Het.Het at -1)
-//   acc[1] = het_i * 2^16 + het_j           (Het.V at 2^16, V.Het at 1; both < 2^16: at most 65,535 sites)
+//   acc[1] = het_i * 2^16 + het_j           (Het.V at 2^16, V.Het at 1; both < 2^16: planes of at most
+//                                            1,023 words, 65,472 sites)
 // values() reads nsnp, hethet and ibs0 only as its integer columns and through
 // num = 4 ibs0 + (het_i - hethet) + (het_j - hethet): with ibs0 = 0 and hethet = -acc[0] num is the
 // same integer, so the kinship and its verdict are values()'s own. The integer columns of the pairs
