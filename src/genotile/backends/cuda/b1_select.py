@@ -27,14 +27,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from genotile.backends.cuda import cupy_b1
+from genotile.backends.cuda import b1_layout
 from genotile.backends.cuda import cupy_common as cc
 
 # Block tile 64 x 128, warp tiles 32 x 32 (two accumulator sets: 64 registers), 4 stages, two blocks
 # an SM. Measured on an H200 (bench/RESULTS.md, session 12: one 32,768 x 32,768 x 20,000 king tile,
 # ms): this 51-53; 64 x 64 blocks 53-56; 128 x 128 blocks of 32 x 32 warps 52-54; cupy-b1's
 # 128 x 128 of 64 x 32 warps (two blocks an SM: 128 registers, spilled) 91, one block an SM 82.
-GEMM_TILE = cupy_b1.TileConfig(64, 128, 32, 32, 4, min_blocks=2, group_m=16)
+GEMM_TILE = b1_layout.TileConfig(64, 128, 32, 32, 4, min_blocks=2, group_m=16)
 SUBTILE_SCALE = 4  # its sub-tiles are 4x the select path's edge: no count matrices to hold
 PACK_SHIFT = 16  # acc 1 holds het_i above het_j
 PACKED_MAX = (1 << PACK_SHIFT) - 1
@@ -167,7 +167,7 @@ class GemmSelect:
     def __init__(self, plan: GemmPlan, metric_id: int):
         cp = cc.cupy_module()
         self.plan, self.cfg = plan, GEMM_TILE
-        tiles = [-(-p.width // cupy_b1.KTILE_WORDS) for p in plan.pieces]
+        tiles = [-(-p.width // b1_layout.KTILE_WORDS) for p in plan.pieces]
         starts = np.concatenate([[0], np.cumsum(tiles)]).astype(np.int64)
         self.term_kt = cp.asarray(starts[:-1].astype(np.int32))
         self.term_mult = cp.asarray(np.asarray(plan.term_mult, dtype=np.int64).astype(np.int32))
@@ -176,7 +176,7 @@ class GemmSelect:
 
     def operands(self, d, side: str):
         """One row chunk's operand: the pieces' word ranges side by side along K."""
-        return cupy_b1.repack(d, list(self.plan.pieces), side, self.cfg)
+        return b1_layout.repack(d, list(self.plan.pieces), side, self.cfg)
 
     def row_adds(self, d, side: str):
         """One row chunk's row sums of each accumulator: uint32 (rows,) modulo 2**32, or None."""
