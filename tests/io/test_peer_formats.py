@@ -319,3 +319,50 @@ def test_plink_outputs_refuse_an_id_with_whitespace(tmp_path, bad):
     assert not list(tmp_path.iterdir())
     peer_formats.write_snp_dists_csv(tmp_path / "x.csv", ids, np.zeros((3, 3), dtype=np.int64))
     assert bad in (tmp_path / "x.csv").read_text()
+
+
+@pytest.mark.peers  # needs plink2
+@pytest.mark.parametrize("fmt", ["bed", "pgen"])
+def test_kin0_of_a_samples_subset_equals_plink2_keep(genotypes_vcf, tmp_path, fmt):
+    """Issue 26, goal 8: a `samples:` subset of a PLINK fileset (.bed, and the .pgen plink2 makes of
+    it), every pair: the .kin0 is byte for byte `plink2 --keep <the subset> --make-king-table`'s
+    of the same fileset (the list in the fileset's order, as plink2 keeps samples; nan and -inf
+    pairs included; FID columns as plink2 writes them for a .fam, none for this .psam)."""
+    plink("plink2", genotypes_vcf, ["--make-bed"], tmp_path / "b")
+    if fmt == "pgen":
+        subprocess.run(
+            [
+                need("plink2"),
+                "--bfile",
+                str(tmp_path / "b"),
+                "--threads",
+                "1",
+                "--make-pgen",
+                "--out",
+                str(tmp_path / "b"),
+            ],
+            check=True,
+            capture_output=True,
+        )
+    iids = [line.split("\t")[1] for line in (tmp_path / "b.fam").read_text().splitlines()]
+    keep = [iid for k, iid in enumerate(iids) if k % 3 != 0]  # 26 of 40: the no-call (1) and no-het (2) samples kept
+    (tmp_path / "keep.txt").write_text("".join(f"{iid}\n" for iid in keep))
+    fileset = ["--bfile" if fmt == "bed" else "--pfile", str(tmp_path / "b")]  # plink2 reads what genotile reads
+    run = [need("plink2"), *fileset, "--threads", "1", "--keep", str(tmp_path / "keep.txt")]
+    subprocess.run([*run, "--make-king-table", "--out", str(tmp_path / "p")], check=True, capture_output=True)
+    out = tmp_path / "g"
+    source = tmp_path / ("b.bed" if fmt == "bed" else "b.pgen")
+    pipeline.run_all(
+        source,
+        out,
+        ["king"],
+        block_size=7,
+        thresholds={"king": None},
+        vcf_options={"samples": str(tmp_path / "keep.txt")},
+    )
+    tiles = sorted((out / "king" / "pairs").glob("tile_*.npz"))
+    peers.write_outputs(tiles, out / "store" / "genotype" / "manifest.json", "king", [out / "king" / "plink2.kin0"])
+    theirs = (tmp_path / "p.kin0").read_bytes()
+    assert theirs.count(b"\n") == 1 + 26 * 25 // 2
+    assert b"\tnan\n" in theirs and b"\t-inf\n" in theirs  # the subset keeps both special cases
+    assert (out / "king" / "plink2.kin0").read_bytes() == theirs
