@@ -501,7 +501,8 @@ with one_line_errors():
 
 def ccc3_plan(dataset):
     """The ccc3 plan once the genotype_t store checkpoint has run; a null threshold past 2,000
-    vectors is refused here, before any triple job is scheduled."""
+    vectors, or whose triples would not fit the free disk, is refused here, before any triple
+    job is scheduled."""
     plan_json = checkpoints.store.get(
         dataset=dataset, encoding=REGISTRY["ccc3"].encoding
     ).output.plan
@@ -514,6 +515,9 @@ def ccc3_plan(dataset):
         threshold,
         null_max=s["null_max"],
         where=f"dataset {dataset}: ",
+    )
+    _triples.check_output_room(
+        plan.n_vectors, threshold, f"results/{dataset}/ccc3", f"dataset {dataset}: "
     )
     if dataset not in _CCC3_SHOWN:
         _CCC3_SHOWN.add(dataset)

@@ -135,3 +135,42 @@ def test_job_refuses_a_damaged_store_naming_the_file(tmp_path):
             config={},
         )
     assert not (tmp_path / "t.npz").exists() and not (tmp_path / "x.tsv.gz").exists()
+
+
+def test_null_threshold_output_past_the_free_disk_is_refused(tmp_path, monkeypatch):
+    """Issue 30, goal 5: a null threshold's every triple must fit the free space where it is
+    written (job files and triples.tsv.gz); else one line with the sizes, before any job."""
+    import collections
+    import shutil
+
+    from genotile.errors import GenotileError
+    from genotile.triples import stage
+
+    usage = collections.namedtuple("usage", "total used free")
+    monkeypatch.setattr(shutil, "disk_usage", lambda path: usage(10**12, 0, 5 * 10**9))
+    stage.check_output_room(941, 0.3, tmp_path / "not" / "yet")  # a threshold: its output is not known
+    stage.check_output_room(400, None, tmp_path / "not" / "yet")  # 1.06e7 triples, 1.5 GB: fits
+    with pytest.raises(GenotileError) as err:
+        stage.check_output_room(941, None, tmp_path / "not" / "yet", "dataset g: ")
+    text = str(err.value)
+    assert text.startswith("dataset g: ccc3 with a null threshold over 941 SNPs writes all 138,430,510 triples")
+    assert "about 19.4 GB (12.2 GB of job files, 7.2 GB of triples.tsv.gz)" in text
+    assert f"more than the 5.0 GB free under {tmp_path}" in text  # the folder the output will be made in
+
+
+def test_genotile_run_refuses_a_null_threshold_past_the_free_disk(vcf, tmp_path, monkeypatch, capsys):
+    """`genotile run --metric ccc3` with no threshold: refused in one line where the disk lacks room."""
+    import collections
+    import shutil
+
+    from genotile.cli import main
+
+    usage = collections.namedtuple("usage", "total used free")
+    monkeypatch.setattr(shutil, "disk_usage", lambda path: usage(10**12, 0, 1000))
+    path, _ = vcf
+    code = main(["run", str(path), "--outdir", str(tmp_path / "o"), "--metric", "ccc3"])
+    err = capsys.readouterr().err
+    assert code != 0
+    lines = [line for line in err.splitlines() if line.startswith("genotile error:")]
+    assert len(lines) == 1 and "ccc3 with a null threshold over 20 SNPs writes all 1,140 triples" in lines[0]
+    assert "Traceback" not in err and not list((tmp_path / "o").rglob("triples_*.npz"))

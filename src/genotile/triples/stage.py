@@ -3,12 +3,14 @@
 pack of `genotype_t`, store/stage.py) is the one ccc2 reads."""
 
 import logging
+import shutil
 import time
 from pathlib import Path
 
 from genotile.core import ccc3
 from genotile.core.limits import check_plan, check_threshold
 from genotile.core.plan import Plan
+from genotile.errors import GenotileError
 from genotile.io.stale import remove_stale_files
 from genotile.store.manifest import STORE_KEYS, store_identity
 from genotile.store.pack import open_store
@@ -44,6 +46,28 @@ def plan_triples(store_plan: Plan, block_size: int, stages: int, threshold, *, n
     and DAG (scripts/plan.py, rules/common.smk), each triple job, `run_ccc3` and `genotile plan`."""
     check_plan(store_plan.n_vectors, [ccc3.NAME], {ccc3.NAME: threshold}, ccc3_null_max=null_max, where=where)
     return ccc3.Plan3.from_plan(store_plan, block_size, stages)
+
+
+def check_output_room(n_vectors: int, threshold, out_dir, where: str = "") -> None:
+    """Refuse a null ccc3 threshold whose output does not fit the free space under `out_dir`:
+    every one of the n (n - 1) (n - 2) / 6 triples is written, to the jobs' files and then to
+    triples.tsv.gz (issue 30: the bundled example's 1.4e8 triples took 7.7 minutes and 19 GB).
+    A threshold's output is not known before the jobs run: it is not checked."""
+    if threshold is not None:
+        return
+    triples = n_vectors * (n_vectors - 1) * (n_vectors - 2) // 6
+    files, text = triples * ccc3.TRIPLE_FILE_BYTES, triples * ccc3.TRIPLE_GZ_BYTES
+    place = Path(out_dir).absolute()
+    while not place.exists() and place != place.parent:  # the folder it will be made in
+        place = place.parent
+    free = shutil.disk_usage(place).free
+    if files + text > free:
+        raise GenotileError(
+            f"{where}ccc3 with a null threshold over {n_vectors:,} SNPs writes all {triples:,} triples: about "
+            f"{(files + text) / 1e9:.1f} GB ({files / 1e9:.1f} GB of job files, {text / 1e9:.1f} GB of "
+            f"triples.tsv.gz), more than the {free / 1e9:.1f} GB free under {place}; set a ccc3 threshold "
+            "(the workflow's default is 0.3) or make room"
+        )
 
 
 def triple_path(triples_dir, job) -> Path:
