@@ -517,7 +517,7 @@ def ccc3_plan(dataset):
         where=f"dataset {dataset}: ",
     )
     _triples.check_output_room(
-        plan.n_vectors, threshold, f"results/{dataset}/ccc3", f"dataset {dataset}: "
+        plan, threshold, f"results/{dataset}/ccc3", f"dataset {dataset}: "
     )
     if dataset not in _CCC3_SHOWN:
         _CCC3_SHOWN.add(dataset)

@@ -267,7 +267,7 @@ def run_ccc3(
     manifest = load_json(store_dir / "manifest.json", "store manifest", STORE_KEYS)
     store_plan = Plan.from_json(manifest["plan"])
     plan = triples_stage.plan_triples(store_plan, block_size, stages, threshold, null_max=null_max)
-    triples_stage.check_output_room(store_plan.n_vectors, threshold, outdir)
+    triples_stage.check_output_room(plan, threshold, outdir)
     paths = triples_stage.triple_paths(outdir / "triples", plan)
     progress = Progress("ccc3: jobs", total=len(paths))
     for n, (job, path) in enumerate(zip(plan.jobs(), paths, strict=True), start=1):

@@ -138,24 +138,46 @@ def test_job_refuses_a_damaged_store_naming_the_file(tmp_path):
 
 
 def test_null_threshold_output_past_the_free_disk_is_refused(tmp_path, monkeypatch):
-    """Issue 30, goal 5: a null threshold's every triple must fit the free space where it is
-    written (job files and triples.tsv.gz); else one line with the sizes, before any job."""
+    """Issue 30, goal 5: a run keeping every triple must fit the free space where it writes (its
+    peak: the job files, then the largest job's spilled runs or triples.tsv.gz beside them); else
+    one line with the sizes, before any job. What is already there counts as written, and a
+    merged output is not asked again (Snakemake evaluates the plan at every DAG build)."""
     import collections
     import shutil
 
+    from genotile.core.plan import Plan
     from genotile.errors import GenotileError
     from genotile.triples import stage
 
     usage = collections.namedtuple("usage", "total used free")
-    monkeypatch.setattr(shutil, "disk_usage", lambda path: usage(10**12, 0, 5 * 10**9))
-    stage.check_output_room(941, 0.3, tmp_path / "not" / "yet")  # a threshold: its output is not known
-    stage.check_output_room(400, None, tmp_path / "not" / "yet")  # 1.06e7 triples, 1.5 GB: fits
-    with pytest.raises(GenotileError) as err:
-        stage.check_output_room(941, None, tmp_path / "not" / "yet", "dataset g: ")
+    free = {"bytes": 20 * 10**9}
+    monkeypatch.setattr(shutil, "disk_usage", lambda path: usage(10**12, 0, free["bytes"]))
+    one_job = ccc3.Plan3.from_plan(Plan(941, 4096, 1), 4096, 1)  # the bundled example: one job
+    out = tmp_path / "not" / "yet"
+    stage.check_output_room(one_job, 0.3, out)  # a threshold: its output is not known
+    with pytest.raises(GenotileError) as err:  # 12.2 GB of files, the spill as large again: 24.4 GB
+        stage.check_output_room(one_job, None, out, "dataset g: ")
     text = str(err.value)
-    assert text.startswith("dataset g: ccc3 with a null threshold over 941 SNPs writes all 138,430,510 triples")
-    assert "about 19.4 GB (12.2 GB of job files, 7.2 GB of triples.tsv.gz)" in text
-    assert f"more than the 5.0 GB free under {tmp_path}" in text  # the folder the output will be made in
+    assert text.startswith("dataset g: ccc3 keeping every triple (threshold null) over 941 SNPs writes all 138,430,510")
+    assert "12.2 GB of job files and 7.2 GB of triples.tsv.gz, 24.4 GB more at its peak" in text
+    assert f"more than the 20.0 GB free under {tmp_path}" in text  # the folder the output will be made in
+    with pytest.raises(GenotileError, match="threshold 0.0"):  # a threshold <= 0 keeps every triple too
+        stage.check_output_room(one_job, 0.0, out)
+    free["bytes"] = 25 * 10**9
+    stage.check_output_room(one_job, None, out)  # fits
+    many = ccc3.Plan3.from_plan(Plan(941, 128, 1), 128, 1)  # many jobs: the largest one's spill is small
+    free["bytes"] = 13 * 10**9
+    with pytest.raises(GenotileError):
+        stage.check_output_room(many, None, out)  # 12.2 + 7.2 GB at the merge
+    free["bytes"] = 20 * 10**9
+    stage.check_output_room(many, None, out)
+    out.mkdir(parents=True)
+    (out / "triples_0_0_0_0.npz").write_bytes(b"x" * 1000)
+    free["bytes"] = 1000
+    with pytest.raises(GenotileError, match="more than the 1.0 kB free"):
+        stage.check_output_room(one_job, None, out)
+    (out / "triples.tsv.gz").write_bytes(b"")  # merged: not asked again
+    stage.check_output_room(one_job, None, out)
 
 
 def test_genotile_run_refuses_a_null_threshold_past_the_free_disk(vcf, tmp_path, monkeypatch, capsys):
@@ -172,5 +194,6 @@ def test_genotile_run_refuses_a_null_threshold_past_the_free_disk(vcf, tmp_path,
     err = capsys.readouterr().err
     assert code != 0
     lines = [line for line in err.splitlines() if line.startswith("genotile error:")]
-    assert len(lines) == 1 and "ccc3 with a null threshold over 20 SNPs writes all 1,140 triples" in lines[0]
+    assert len(lines) == 1 and "ccc3 keeping every triple (threshold null) over 20 SNPs writes all 1,140" in lines[0]
+    assert "100.3 kB of job files" in lines[0] and "more than the 1.0 kB free" in lines[0]
     assert "Traceback" not in err and not list((tmp_path / "o").rglob("triples_*.npz"))

@@ -48,25 +48,56 @@ def plan_triples(store_plan: Plan, block_size: int, stages: int, threshold, *, n
     return ccc3.Plan3.from_plan(store_plan, block_size, stages)
 
 
-def check_output_room(n_vectors: int, threshold, out_dir, where: str = "") -> None:
-    """Refuse a null ccc3 threshold whose output does not fit the free space under `out_dir`:
-    every one of the n (n - 1) (n - 2) / 6 triples is written, to the jobs' files and then to
-    triples.tsv.gz (issue 30: the bundled example's 1.4e8 triples took 7.7 minutes and 19 GB).
-    A threshold's output is not known before the jobs run: it is not checked."""
-    if threshold is not None:
+def _size(n: int) -> str:
+    """Bytes in words: "12.2 GB", "3.4 MB", "950 bytes"."""
+    for unit, scale in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
+        if n >= scale:
+            return f"{n / scale:.1f} {unit}"
+    return f"{n:,} bytes"
+
+
+def _bytes_under(folder: Path) -> int:
+    """Bytes of the files under `folder` (0 where it does not exist)."""
+    if not folder.is_dir():
+        return 0
+    return sum(f.stat().st_size for f in folder.rglob("*") if f.is_file())
+
+
+def check_output_room(plan: ccc3.Plan3, threshold, out_dir, where: str = "") -> None:
+    """Refuse a ccc3 run that keeps every triple (a null threshold, or one <= 0: every value is
+    >= 0) where its output does not fit the free space under `out_dir` (issue 30: the bundled
+    example's 1.4e8 triples took 7.7 minutes and 19 GB). The peak: every job file, then either
+    triples.tsv.gz beside them (the merge) or the largest job's spilled runs beside its file
+    (triples/runs.py copies them in); the bytes already under `out_dir` (an earlier or a running
+    attempt's files) count as written. Not checked once `out_dir`'s triples.tsv.gz exists (a run
+    that merged had the room; Snakemake asks again each time it builds its DAG), nor for a
+    threshold above 0 (what passes is not known before the jobs run)."""
+    if threshold is not None and threshold > 0:
         return
-    triples = n_vectors * (n_vectors - 1) * (n_vectors - 2) // 6
-    files, text = triples * ccc3.TRIPLE_FILE_BYTES, triples * ccc3.TRIPLE_GZ_BYTES
-    place = Path(out_dir).absolute()
+    out = Path(out_dir).absolute()
+    if (out / "triples.tsv.gz").exists():
+        return
+    files, text = plan.n_triples * ccc3.TRIPLE_FILE_BYTES, plan.n_triples * ccc3.TRIPLE_GZ_BYTES
+    largest = min(
+        plan.n_triples,
+        max(
+            (plan.block(i).stop - plan.block(i).start)
+            * len(plan.stage_rows(j, s))
+            * (plan.block(k).stop - plan.block(k).start)
+            for i, j, k, s in plan.jobs()
+        ),
+    )
+    need = files + max(text, largest * ccc3.TRIPLE_FILE_BYTES) - _bytes_under(out)
+    place = out
     while not place.exists() and place != place.parent:  # the folder it will be made in
         place = place.parent
     free = shutil.disk_usage(place).free
-    if files + text > free:
+    if need > free:
         raise GenotileError(
-            f"{where}ccc3 with a null threshold over {n_vectors:,} SNPs writes all {triples:,} triples: about "
-            f"{(files + text) / 1e9:.1f} GB ({files / 1e9:.1f} GB of job files, {text / 1e9:.1f} GB of "
-            f"triples.tsv.gz), more than the {free / 1e9:.1f} GB free under {place}; set a ccc3 threshold "
-            "(the workflow's default is 0.3) or make room"
+            f"{where}ccc3 keeping every triple (threshold {threshold if threshold is not None else 'null'}) over "
+            f"{plan.n_vectors:,} SNPs writes all {plan.n_triples:,} of them: {_size(files)} of job files and "
+            f"{_size(text)} of triples.tsv.gz, {_size(need)} more at its peak, more than the {_size(free)} free "
+            f"under {place}; set a ccc3 threshold (the workflow's default is 0.3) or make room"
         )
 
 
