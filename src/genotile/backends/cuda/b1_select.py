@@ -70,11 +70,10 @@ def _chain(products: list[cc.Product]) -> tuple[list[cc.Product], list[int], int
     divide one another."""
     if not products:
         return [], [], 1
-    order = sorted(products, key=lambda p: -abs(p.coef))
-    mult = [1] + [order[k - 1].coef // order[k].coef for k in range(1, len(order))]
-    if any(order[k - 1].coef != mult[k] * order[k].coef for k in range(1, len(order))):
+    chains = b1_layout.coefficient_chains(products)
+    if len(chains) != 1:
         return None
-    return order, mult, order[-1].coef
+    return chains[0], b1_layout.horner_multipliers(chains[0]), chains[0][-1].coef
 
 
 def _bits(plan) -> int:
@@ -157,7 +156,7 @@ def _kernels(fused_id: int, device_id: int, hist_bytes: int):
 def fits_device(plan: GemmPlan) -> bool:
     """Whether this GPU grants a block the kernel's shared memory (its stages and the histogram)."""
     cp = cc.cupy_module()
-    optin = int(cp.cuda.runtime.deviceGetAttribute(97, cp.cuda.Device().id))  # MaxSharedMemoryPerBlockOptin
+    optin = int(cp.cuda.runtime.deviceGetAttribute(b1_layout.ATTR_SMEM_OPTIN, cp.cuda.Device().id))
     return GEMM_TILE.smem_bytes + 4 * (plan.hist[3] + 3) <= optin
 
 
@@ -167,8 +166,7 @@ class GemmSelect:
     def __init__(self, plan: GemmPlan, metric_id: int):
         cp = cc.cupy_module()
         self.plan, self.cfg = plan, GEMM_TILE
-        tiles = [-(-p.width // b1_layout.KTILE_WORDS) for p in plan.pieces]
-        starts = np.concatenate([[0], np.cumsum(tiles)]).astype(np.int64)
+        starts = b1_layout.ktile_starts(list(plan.pieces))
         self.term_kt = cp.asarray(starts[:-1].astype(np.int32))
         self.term_mult = cp.asarray(np.asarray(plan.term_mult, dtype=np.int64).astype(np.int32))
         self.group_kt = int(starts[plan.group_start])

@@ -23,10 +23,16 @@ from typing import Any
 import numpy as np
 
 from genotile.backends.cuda import cupy_common as cc
-from genotile.backends.cuda.b1_layout import KTILE_WORDS, TileConfig, repack  # also cupy_b1's names (bench_gpu)
+from genotile.backends.cuda.b1_layout import (  # also cupy_b1's names (bench_gpu)
+    ATTR_SMEM_OPTIN,
+    TileConfig,
+    coefficient_chains,
+    horner_multipliers,
+    ktile_starts,
+    repack,
+)
 
 MIN_COMPUTE_CAPABILITY = 80  # mma.sync .b1 .and.popc and cp.async
-_ATTR_SMEM_OPTIN = 97  # cudaDevAttrMaxSharedMemoryPerBlockOptin
 
 
 def is_available() -> bool:
@@ -49,7 +55,7 @@ PREFERENCE = ("b128x128_w64x32_s3_2cta", "b128x256_w64x64_s4", "b128x256_w64x64_
 @functools.cache
 def _default_config(device_id: int) -> str:
     cp = cc.cupy_module()
-    optin = int(cp.cuda.runtime.deviceGetAttribute(_ATTR_SMEM_OPTIN, device_id))
+    optin = int(cp.cuda.runtime.deviceGetAttribute(ATTR_SMEM_OPTIN, device_id))
     for name in PREFERENCE:
         if CONFIGS[name].smem_bytes <= optin:
             return name
@@ -70,19 +76,6 @@ def _kernel_on(cfg: TileConfig, device_id: int):
     if kernel.max_dynamic_shared_size_bytes < cfg.smem_bytes:
         kernel.max_dynamic_shared_size_bytes = cfg.smem_bytes
     return kernel
-
-
-def coefficient_chains(products: list[cc.Product]) -> list[list[cc.Product]]:
-    """Group products so that, within a group in order, each |coef| divides the previous."""
-    chains: list[list[cc.Product]] = []
-    for p in sorted(products, key=lambda p: -abs(p.coef)):
-        for chain in chains:
-            if abs(chain[-1].coef) % abs(p.coef) == 0:
-                chain.append(p)
-                break
-        else:
-            chains.append([p])
-    return chains
 
 
 def plan_launches(products: list[cc.Product]) -> list[list[cc.Product]]:
@@ -141,11 +134,8 @@ def prepare_launch(dl, dr, pieces: list[cc.Product], cfg: TileConfig, a=None, b=
 def term_tables(pieces: list[cc.Product]):
     """(term_kt, term_mult) device arrays: each term's first k-tile and Horner multiplier."""
     cp = cc.cupy_module()
-    tiles = [-(-p.width // KTILE_WORDS) for p in pieces]
-    starts = np.concatenate([[0], np.cumsum(tiles)[:-1]]).astype(np.int32)
-    mult = [1] + [pieces[i - 1].coef // pieces[i].coef for i in range(1, len(pieces))]
-    assert all(pieces[i - 1].coef == mult[i] * pieces[i].coef for i in range(1, len(pieces)))
-    return cp.asarray(starts), cp.asarray(np.asarray(mult, dtype=np.int32))
+    starts = ktile_starts(pieces)[:-1].astype(np.int32)
+    return cp.asarray(starts), cp.asarray(np.asarray(horner_multipliers(pieces), dtype=np.int32))
 
 
 def run_launch(launch: Launch, cfg: TileConfig, out, row_add, col_add) -> None:
