@@ -2,7 +2,7 @@
 the connected components of the passing pairs, as arrays of vector indices.
 
 The clusters rule reads the pairs from the tiles (`clusters_of_tiles`, as the peer outputs do:
-pairs/peers.passing_pairs), not from pairs.tsv.gz's text: at 200,000 SARS-CoV-2-like sequences
+pairs/peers.store_pairs), not from pairs.tsv.gz's text: at 200,000 SARS-CoV-2-like sequences
 (half of them copies, snp threshold 2) reading the text's rows took 12 s of a 31-s run on an
 H200 (bench/RESULTS.md, "Session 12"). `clusters` reads a pairs.tsv.gz (the same clusters from
 its rows; tests/pairs/test_clusters.py holds both to a union-find over the rows).
@@ -14,9 +14,8 @@ import re
 import numpy as np
 
 from genotile.core.metrics import get_metric
-from genotile.core.plan import Plan
-from genotile.pairs.peers import passing_pairs
-from genotile.store.manifest import STORE_KEYS, tile_identities
+from genotile.pairs.peers import store_pairs
+from genotile.store.manifest import STORE_KEYS
 from genotile.util.atomic import write_text
 from genotile.util.readback import load_json
 
@@ -65,10 +64,7 @@ def clusters_of_tiles(tile_paths, manifest_path, out, metric: str = "snp") -> li
     """`write_clusters` of the pairs the tiles of a store (its manifest) passed: those of
     pairs.tsv.gz (a collapsed store's copies joined to their vector, as the merge writes them)."""
     manifest = load_json(manifest_path, "manifest", STORE_KEYS)
-    plan = Plan.from_json(manifest["plan"])
-    pairs = passing_pairs(
-        tile_paths, plan, get_metric(metric), tile_identities(manifest), manifest.get("distinct_index")
-    )
+    pairs = store_pairs(tile_paths, manifest, get_metric(metric))
     return write_clusters(pairs["a"], pairs["b"], manifest["ids"], out)
 
 

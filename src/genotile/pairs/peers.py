@@ -40,6 +40,13 @@ def passing_pairs(tile_paths, plan: Plan, metric: Metric, store=None, distinct_i
     return {k: v[order] for k, v in merged.items()}
 
 
+def store_pairs(tile_paths, manifest: dict, metric: Metric) -> dict[str, np.ndarray]:
+    """`passing_pairs` of the tiles of the store a manifest describes (its plan, its earlier
+    parts' tile identities, its collapsed copies)."""
+    plan = Plan.from_json(manifest["plan"])
+    return passing_pairs(tile_paths, plan, metric, tile_identities(manifest), manifest.get("distinct_index"))
+
+
 def write_kin0(pairs: dict, ids, out_path, fids=None) -> int:
     return peer_formats.write_kin0(
         out_path, ids, pairs["a"], pairs["b"], pairs["nsnp"], pairs["hethet"], pairs["ibs0"], pairs["kinship"], fids
@@ -94,7 +101,7 @@ def write_outputs(tiles, manifest_path, metric_name: str, paths, *, king_cutoff:
         raise GenotileError(f"no writer for {', '.join(sorted(unknown))}; known: {', '.join(sorted(KNOWN_FILES))}")
     store = tile_identities(manifest)  # an appended store's earlier tiles: their own (store/manifest.py)
     if by_name.keys() & PAIR_FILES:
-        pairs = passing_pairs(tiles, plan, metric, store, distinct)
+        pairs = store_pairs(tiles, manifest, metric)
         if "plink2.kin0" in by_name:
             write_kin0(pairs, iids, by_name["plink2.kin0"], fids)
         if peer_formats.DEGREES_FILE in by_name:

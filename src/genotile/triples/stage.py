@@ -14,6 +14,7 @@ from genotile.errors import GenotileError
 from genotile.io.stale import remove_stale_files
 from genotile.store.manifest import STORE_KEYS, store_identity
 from genotile.store.pack import open_store
+from genotile.store.sources import tree_files
 from genotile.triples.merge import merge_triples, write_summary
 from genotile.triples.runs import write_job
 from genotile.triples.tile import iter_triples, job_meta
@@ -56,13 +57,6 @@ def _size(n: int) -> str:
     return f"{n:,} bytes"
 
 
-def _bytes_under(folder: Path) -> int:
-    """Bytes of the files under `folder` (0 where it does not exist)."""
-    if not folder.is_dir():
-        return 0
-    return sum(f.stat().st_size for f in folder.rglob("*") if f.is_file())
-
-
 def check_output_room(plan: ccc3.Plan3, threshold, out_dir, where: str = "") -> None:
     """Refuse a ccc3 run that keeps every triple (a null threshold, or one <= 0: every value is
     >= 0) where its output does not fit the free space under `out_dir` (issue 30: the bundled
@@ -87,7 +81,8 @@ def check_output_room(plan: ccc3.Plan3, threshold, out_dir, where: str = "") -> 
             for i, j, k, s in plan.jobs()
         ),
     )
-    need = files + max(text, largest * ccc3.TRIPLE_FILE_BYTES) - _bytes_under(out)
+    written = sum(f.stat().st_size for f in tree_files(out)) if out.is_dir() else 0
+    need = files + max(text, largest * ccc3.TRIPLE_FILE_BYTES) - written
     place = out
     while not place.exists() and place != place.parent:  # the folder it will be made in
         place = place.parent
