@@ -10,6 +10,7 @@ from genotile.pairs import early
 from genotile.runtime.gpu_slots import slot_for_backend, visible_gpus
 from genotile.runtime.rule import run_rule
 from genotile.settings import ccc3_null_max, tile_settings
+from genotile.store import resident
 
 log = logging.getLogger("genotile")
 
@@ -65,8 +66,13 @@ def store(sm):
             done = len(tiles) * len(pairs) if seconds else 0
             log.info("store tiles (s): %.3f for %d tile(s)", seconds, done)
 
-    with slot_for_backend(backend) if granted and pool is None else contextlib.nullcontext():
-        warming = early.warm_gpu() if may and granted and pool is None else None
+    # a whole .bed's store made on the GPU and held there for the job's tiles, its file written
+    # behind them (store/resident.py); with several GPUs written before they are shared out
+    with (
+        slot_for_backend(backend) if granted and pool is None else contextlib.nullcontext(),
+        resident.on_device(may and granted),
+    ):
+        warming = early.warm_gpu() if may and granted else None
         if warming is None and pairs and mode == "auto" and backend in ("auto", "numba"):
             warming = early.warm_numba_for_append(store_dir)
         try:

@@ -679,3 +679,46 @@ def test_a_bed_cut_after_ingest_stops_the_store_job_with_one_line(tmp_path, monk
     assert "\n" not in str(info.value)
     assert not (tmp_path / "s" / "ingest.json").exists() and not (tmp_path / "s" / "store" / "planes.npy").exists()
     assert not list((tmp_path / "s" / "store").glob(".*"))
+
+
+class HostSink:
+    """A sink of the pass (`bed.stream_to`) that transposes each block on the host with numpy's
+    transposer (bed_words.records_to_bits): what backends/cuda/bed_device.DeviceBits does on the
+    GPU, so that the pass's hand-over (every block once, whole, its first word) is tested here."""
+
+    def __init__(self, rows_of: np.ndarray, n: int, m: int):
+        words = -(-m // 64)
+        self.place = np.full(n, -1, dtype=np.int64)
+        self.place[rows_of] = np.arange(rows_of.size)
+        self.n, self.out, self.missing = n, np.zeros((rows_of.size, 2, words), dtype=np.uint64), 0
+        self.flags = np.zeros((3, words), dtype=np.uint64)
+        self.first_words: list[int] = []
+
+    def buffer(self, nbytes: int) -> np.ndarray:
+        return np.full(nbytes, 0xA5, dtype=np.uint8)  # poisoned: only the records read may be used
+
+    def block(self, words: np.ndarray, n_records: int, first_word: int) -> None:
+        self.first_words.append(first_word)
+        self.missing += bed_words.records_to_bits(
+            words, n_records, 0, words.shape[1], self.n, self.place, self.out, first_word, self.flags
+        )
+
+    def counts(self) -> tuple[np.ndarray, int]:
+        return self.flags, self.missing
+
+
+@pytest.mark.parametrize("n, m", [(37, 301), (101, 64), (2100, 130)])
+@pytest.mark.parametrize("threads", [1, 3])
+@pytest.mark.parametrize("tiny", [False, True])
+def test_a_pass_into_a_sink_hands_it_every_block_once(tmp_path, monkeypatch, n, m, threads, tiny):
+    if tiny:
+        tiny_pass(monkeypatch)
+    g = random_genotypes(n, m, p_missing=0.1, seed=threads)
+    g[:, 7] = MISSING
+    path = write_fileset(tmp_path / "x", g, padding="random")
+    rows_of = np.random.default_rng(n).permutation(n)
+    sink = HostSink(rows_of, n, m)
+    got = bed.stream_to(path, n, m, sink, threads=threads)
+    assert got == {"variants": m, **reference_counts(g)}
+    assert np.array_equal(sink.out, reference_bits(g)[rows_of])
+    assert sorted(sink.first_words) == sorted(set(sink.first_words)) and 0 in sink.first_words

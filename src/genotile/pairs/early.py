@@ -323,6 +323,9 @@ def compute_tiles(
             for metric, i, j in todo:
                 _compute_tile(store_dir, metric, i, j, metrics[metric], store)
         else:
+            from genotile.store import resident
+
+            resident.settle()  # the workers read planes.npy: a store made on the GPU is written first
             todo.sort(key=lambda t: t[1] == t[2])  # the larger off-diagonal tiles first
             log.info("tiles in store: %d tile(s) on %d GPUs (%s)", len(todo), len(pool.devices), ",".join(pool.devices))
             done = [pool.executor.submit(_compute_tile, str(store_dir), m, i, j, metrics[m], store) for m, i, j in todo]

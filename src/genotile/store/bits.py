@@ -75,8 +75,9 @@ class BitsPlanes:
 
     Parameters
     ----------
-    bits : numpy.ndarray
-        uint64 (rows, 2 * words): each row's lo words then its hi words (a memory map).
+    bits : numpy.ndarray or cupy.ndarray
+        uint64 (rows, 2 * words): each row's lo words then its hi words (a memory map, or the
+        rows the store job holds on its GPU: store/resident.py).
     n_variants : int
         Variants of the .bed (the bits past the last are 0).
 
@@ -111,7 +112,8 @@ class BitsPlanes:
             raise TypeError("BitsPlanes is indexed by rows only: take the rows, then their words")
         if isinstance(rows, (int, np.integer)):
             return self[int(rows) : int(rows) + 1][0] if rows >= 0 else self[len(self) + int(rows)]
-        held = np.asarray(self.bits[rows]).reshape(-1, 2, self.words)
+        got = self.bits[rows]
+        held = np.asarray(got.get() if hasattr(got, "get") else got).reshape(-1, 2, self.words)  # (device rows: copied)
         out = np.empty((held.shape[0], len(PLANE_NAMES), self.words), dtype=np.uint64)
         held_planes(held[:, 0], held[:, 1], self.valid, [out[:, p] for p in range(len(PLANE_NAMES))])
         return out.reshape(held.shape[0], self.shape[1])

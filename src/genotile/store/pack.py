@@ -397,12 +397,47 @@ def _pack_streamed(bed, ingest_manifest: dict, plan: Plan, perm: np.ndarray, pla
         planes.npy and the store manifest.
     """
     from genotile.io.readers import bed as bed_reader
-    from genotile.store.ingest_genotypes import stream_bytes
 
     n_input, n_fields = bed.n_samples, bed.n_variants
     rows_of = store_rows(ingest_manifest, n_input, plan, perm, ingest_manifest["input"])
     progress = Progress(f"pack (the {Path(bed.path).suffix or 'input'}, in one pass)", total=rows_of.size)
     threads = usable_cpus(bed_reader.STREAM_THREADS)
+    sink = _device_sink(rows_of, n_input, n_fields)
+    if sink is not None:  # made on the GPU and held there for the job's tiles (store/resident.py)
+        from genotile.store import resident
+
+        counts = bed_reader.stream_to(bed.path, n_input, n_fields, sink, threads=threads, what=bed.what, pgen=bed.pgen)
+        held = resident.hold(planes_out, sink.bits, sink.device, n_fields)
+        resident.write_behind(planes_out, held, sink.write)
+    else:
+        counts = _write_streamed(bed, rows_of, planes_out, threads)
+    progress.finish(rows_of.size)
+    if bed.finish is not None:
+        ingest_manifest = bed.finish(counts)
+    complete = counts["missing_calls"] == 0
+    return _bed_manifest(complete, ingest_manifest, plan, n_input, n_fields, manifest_out, stored=STORED_BITS)
+
+
+def _device_sink(rows_of: np.ndarray, n_samples: int, n_variants: int):
+    """The GPU's transposer of the pass (backends/cuda/bed_device.DeviceBits) where the store is
+    to be held on the device (store/resident.py `on_device`) and fits it; else None."""
+    from genotile.store import resident
+
+    if not resident.wanted():
+        return None
+    from genotile.backends.cuda import bed_device, cupy_common
+
+    if not cupy_common.has_gpu() or not bed_device.fits(rows_of.size, n_variants):
+        return None
+    return bed_device.DeviceBits(rows_of, n_samples, n_variants)
+
+
+def _write_streamed(bed, rows_of: np.ndarray, planes_out, threads: int) -> dict:
+    """The host's pass (io/readers/bed.py `write_streamed`) into planes.npy; its counts."""
+    from genotile.io.readers import bed as bed_reader
+    from genotile.store.ingest_genotypes import stream_bytes
+
+    n_input, n_fields = bed.n_samples, bed.n_variants
     with atomic_path(planes_out) as tmp:
         counts = bed_reader.write_streamed(
             bed.path,
@@ -415,11 +450,7 @@ def _pack_streamed(bed, ingest_manifest: dict, plan: Plan, perm: np.ndarray, pla
             held_bytes=stream_bytes(),
             pgen=bed.pgen,
         )
-    progress.finish(rows_of.size)
-    if bed.finish is not None:
-        ingest_manifest = bed.finish(counts)
-    complete = counts["missing_calls"] == 0
-    return _bed_manifest(complete, ingest_manifest, plan, n_input, n_fields, manifest_out, stored=STORED_BITS)
+    return counts
 
 
 def distinct_first(manifest: dict, n_input: int) -> np.ndarray | None:
@@ -445,10 +476,18 @@ def layout_from_json(d: dict):
 
 def open_store(planes_path, manifest_path):
     """(planes, manifest dict, layout): the planes a memory map, or for a store of a .bed's bits
-    (manifest `stored`: STORED_BITS) store/bits.BitsPlanes over one, making the planes of the rows
-    read; either is indexed by rows alike."""
+    (manifest `stored`: STORED_BITS) store/bits.BitsPlanes over one (or over the rows this
+    process holds on its GPU: store/resident.py), making the planes of the rows read; either is
+    indexed by rows alike."""
+    from genotile.store import resident
+
     manifest = load_json(manifest_path, "store manifest", ("n_vectors", "layout", "plan", "ids", "input_sha256"))
-    planes = load_npy(planes_path, "store planes", dtype=np.uint64, ndim=2, mmap=True)
+    held = resident.lookup(planes_path) if manifest.get("stored") == STORED_BITS else None
+    # a store the job holds on its GPU (store/resident.py): its rows there, the file perhaps not written yet
+    if held is not None:
+        planes = held.bits
+    else:
+        planes = load_npy(planes_path, "store planes", dtype=np.uint64, ndim=2, mmap=True)
     layout = layout_from_json(manifest["layout"])
     rows = manifest["n_distinct"] if "distinct_index" in manifest else manifest["n_vectors"]
     stored = manifest.get("stored")

@@ -109,8 +109,24 @@ class Piece:
 
 def bits_source(src) -> bool:
     """Whether `src` stands for genotype planes made from bits rows (store/bits.BitsPlanes:
-    `.bits` uint64 (rows, 2 * words) and `.valid` (words,)), which `upload` copies as bits."""
-    return isinstance(getattr(src, "bits", None), np.ndarray) and isinstance(getattr(src, "valid", None), np.ndarray)
+    `.bits` uint64 (rows, 2 * words) and `.valid` (words,)), which `upload` copies as bits (or,
+    held on the device already, `resident_bits`, makes the planes of in place)."""
+    bits = getattr(src, "bits", None)
+    return (isinstance(bits, np.ndarray) or _on_device(bits)) and isinstance(getattr(src, "valid", None), np.ndarray)
+
+
+def _on_device(array) -> bool:
+    return type(array).__module__.startswith("cupy")
+
+
+def resident_bits(sources: dict) -> bool:
+    """Whether every source is bits rows on this device (store/resident.py: the store job's
+    store, made on its GPU): `upload` then copies nothing and makes each piece's planes there."""
+    cp = cc.cupy_module()
+    return all(
+        bits_source(src) and _on_device(src.bits) and src.bits.device.id == cp.cuda.Device().id
+        for src in sources.values()
+    )
 
 
 def _expand_bits(cp, staged, valid, target, stream) -> None:
@@ -148,6 +164,14 @@ def upload(sources: dict, targets: dict, pieces: list[Piece], copy_stream, on_ch
     cp = cc.cupy_module()
     if not pieces:
         return {"read_s": 0.0}
+    if resident_bits(sources):  # the store's rows on the device already: their planes made in place
+        valid = {side: cp.asarray(src.valid) for side, src in sources.items()}
+        for p in pieces:
+            src = sources[p.side]
+            _expand_bits(cp, src.bits[p.r0 : p.r1], valid[p.side], targets[p.side][p.r0 : p.r1], copy_stream)
+            if p.last and on_chunk is not None:
+                on_chunk(p.side, p.chunk, copy_stream.record())
+        return {"read_busy_s": 0.0, "resident": True}
     # what each side's rows are read as: the planes, or the bits they are made from (on the device)
     bits = {side: bits_source(src) for side, src in sources.items()}
     hosts = {side: src.bits if bits[side] else src for side, src in sources.items()}

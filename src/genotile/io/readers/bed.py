@@ -308,19 +308,27 @@ class _Pass:
     records, BLOCK_BYTES at most) read with preadv (READ_BYTES a task) into DEPTH buffers taken in
     turn, each block then transposed a strip of samples a task (`kernel`), the next block read
     into a buffer as soon as its last strip is done: the threads read and transpose side by
-    side, the file in order."""
+    side, the file in order. With a `sink` (`stream_to`: a GPU's transposer) each block read is
+    handed to it whole instead (`sink.block`), into buffers it makes (`sink.buffer`: pinned), and
+    its counts are the sink's; `part` is then None."""
 
-    def __init__(self, pool, bed: BedFile, fd: int, part: _Part, kernel, threads: int, made=None, readers=None):
-        self.pool, self.bed, self.fd, self.part, self.kernel = pool, bed, fd, part, kernel
+    def __init__(
+        self, pool, bed: BedFile, fd: int, part: _Part | None, kernel, threads: int, made=None, readers=None, sink=None
+    ):
+        self.pool, self.bed, self.fd, self.part, self.kernel, self.sink = pool, bed, fd, part, kernel, sink
         self.made = made  # a .pgen's counts made into records (bed_kernels.counts_to_records)
         self.width = record_bytes(bed.n_samples)
         self.span = -(-self.width // 8) * 8  # a record's row in a buffer: whole words
         records = max(WORD, min(WORD * TASK_WORDS, BLOCK_BYTES // self.span // WORD * WORD))
         self.blocks = [(v0, min(bed.n_variants, v0 + records)) for v0 in range(0, bed.n_variants, records)]
-        self.buffers = [np.empty(records * self.span, dtype=np.uint8) for _ in range(min(DEPTH, len(self.blocks)))]
-        groups = part.g_stop - part.g_first
-        strips = equal_parts(groups, max(STRIP_GROUPS, -(-groups // threads)), STRIP_UNIT)  # a strip a thread, or fewer
-        self.strips = [(part.g_first + a, part.g_first + b) for a, b in strips]
+        make = np.empty if sink is None else lambda size, dtype: sink.buffer(size)
+        self.buffers = [make(records * self.span, dtype=np.uint8) for _ in range(min(DEPTH, len(self.blocks)))]
+        self.strips = []
+        if part is not None:
+            groups = part.g_stop - part.g_first
+            # a strip a thread, or fewer
+            strips = equal_parts(groups, max(STRIP_GROUPS, -(-groups // threads)), STRIP_UNIT)
+            self.strips = [(part.g_first + a, part.g_first + b) for a, b in strips]
         read_bytes = READ_BYTES if bed.pgen is None else PGEN_READ_BYTES
         self.reads = equal_parts(records, max(1, read_bytes // self.span))  # a block's reads, by records
         # a .pgen's: a pgenlib reader and a counts buffer a thread, closed by `_stream` once the pool
@@ -341,6 +349,8 @@ class _Pass:
             self.finished.wait()
         if self.error is not None:
             raise self.error
+        if self.sink is not None:
+            return [self.sink.counts()]
         return [(flags, missing[0]) for flags, missing in self.counts.values()]
 
     def _read(self, i: int) -> None:
@@ -388,7 +398,13 @@ class _Pass:
         return got
 
     def _transpose(self, i: int) -> None:
-        """Block i read: its strips to the threads."""
+        """Block i read: its strips to the threads (or the whole block to the sink)."""
+        if self.sink is not None:
+            v0, v1 = self.blocks[i]
+            words = self.buffers[i % len(self.buffers)][: (v1 - v0) * self.span].reshape(v1 - v0, -1).view(np.uint64)
+            self.sink.block(words, v1 - v0, v0 // WORD)
+            self._block_done(i)
+            return
         with self.lock:
             self.left[i] = len(self.strips)
         for g0, g1 in self.strips:
@@ -398,6 +414,7 @@ class _Pass:
         v0, v1 = self.blocks[i]
         words = self.buffers[i % len(self.buffers)][: (v1 - v0) * self.span].reshape(v1 - v0, -1).view(np.uint64)
         part = self.part
+        assert part is not None  # (a pass into a sink has no strips)
         flags, missing = self._counts()
         rows = part.rows[32 * (g0 - part.g_first) :]
         missing[0] += int(self.kernel(words, v1 - v0, g0, g1, self.bed.n_samples, rows, part.held, v0 // WORD, flags))
@@ -451,15 +468,15 @@ def compiled(bed: BedFile) -> bool:
     return bed.record_bytes >= COMPILED_BYTES
 
 
-def _stream(bed: BedFile, parts, done, threads: int) -> dict:
+def _stream(bed: BedFile, parts, done, threads: int, sink=None) -> dict:
     """Passes over a .bed (`_Pass`), one a _Part made by `parts` (an iterable: each is made when
-    its pass starts); `done(part, pool)` after each. Returns the VCF reader's counts of its
-    calls (of the parts counted)."""
+    its pass starts; None: the one pass whose blocks go to `sink`); `done(part, pool)` after
+    each. Returns the VCF reader's counts of its calls (of the parts counted)."""
     n, m = bed.n_samples, bed.n_variants
     if bed.pgen is None:
         open_bed(bed.path, n, m, bed.what)  # magic and size (pgenlib checked a .pgen's: plink.py)
     kernel, made = numpy_records_to_bits, numpy_counts_to_records
-    if compiled(bed):  # worth numba's start-up (import, its cached kernel loaded: `warm_kernel`)
+    if compiled(bed) and (sink is None or bed.pgen is not None):  # worth numba's start-up (`warm_kernel`)
         from genotile.io.readers.bed_kernels import counts_to_records as made
         from genotile.io.readers.bed_kernels import records_to_bits as kernel
     counted: list[tuple[np.ndarray, int]] = []
@@ -468,8 +485,8 @@ def _stream(bed: BedFile, parts, done, threads: int) -> dict:
     try:
         with ThreadPoolExecutor(max(1, threads), thread_name_prefix="genotile-bed") as pool:
             for part in parts:
-                got = _Pass(pool, bed, fd, part, kernel, max(1, threads), made, readers).run()
-                if part.counted:
+                got = _Pass(pool, bed, fd, part, kernel, max(1, threads), made, readers, sink).run()
+                if part is None or part.counted:
                     counted += got
                 done(part, pool)
     finally:  # the pool shut down: no task reads any more
@@ -577,6 +594,17 @@ def write_streamed(
 
         first = iter([r0 for r0, _ in runs])
         return _stream(bed, parts(), done, threads)
+
+
+def stream_to(
+    path, n_samples: int, n_variants: int, sink, threads: int = 2, what=None, pgen: PgenRecords | None = None
+) -> dict:
+    """`write_streamed`'s one pass over a whole .bed (or a .pgen's records, `pgen`), each block of
+    whole records handed to `sink` (backends/cuda/bed_device.DeviceBits: the GPU transposes it
+    into the store's rows, which it holds) rather than transposed here; the VCF reader's counts
+    of the calls, as `write_streamed` returns them (from the sink's)."""
+    bed = BedFile(str(path), int(n_samples), int(n_variants), what, pgen=pgen)
+    return _stream(bed, [None], lambda part, pool: None, threads, sink)
 
 
 def map_rows(fd: int, offset: int, rows: int, n_words: int, maps: list) -> np.ndarray:

@@ -1,0 +1,120 @@
+"""A store held on the GPU by the store job that made it, for its own tiles.
+
+Where the store job computes its tiles on its one GPU (scripts/store.py, pairs/early.py), a
+whole .bed's store of bits is made on that GPU (backends/cuda/bed_device.py: the pass's blocks
+of records transposed there) and kept there: the job's tiles read their blocks from it
+(`store/pack.open_store` gives them a BitsPlanes over the device's rows, whose planes the tile
+makes on the device) rather than copying them from planes.npy, and planes.npy is written from
+the device on threads of its own meanwhile (`write_behind`), renamed into place once whole.
+The job waits for it before it ends (`settle`, store/stage.store): the tile jobs, the merge and
+any later run read the file, which is byte for byte the host's pass's.
+
+Asked for with `on_device()` around the store stage; elsewhere (a CPU store job, SLURM, `genotile
+run`, a store that does not fit the device) nothing is held and the host's pass writes the file.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+log = logging.getLogger("genotile")
+
+
+@dataclass
+class Held:
+    """A store's rows of bits on a GPU (`bits`: cupy uint64 (rows, 2 * words)) and the thread
+    writing them to its planes.npy."""
+
+    bits: object
+    device: int
+    n_variants: int
+    writer: threading.Thread | None = None
+    error: list = field(default_factory=list)
+    seconds: float = 0.0
+
+
+_WANTED = threading.local()
+_HELD: dict[str, Held] = {}
+
+
+@contextlib.contextmanager
+def on_device(wanted: bool = True):
+    """While in it, a whole .bed's store is made on the current GPU and held there
+    (`store/pack._pack_streamed`); on leaving, every held store is written (`settle`) and let go."""
+    before = getattr(_WANTED, "on", False)
+    _WANTED.on = bool(wanted)
+    try:
+        yield
+    finally:
+        _WANTED.on = before
+        try:
+            settle()
+        finally:
+            release()
+
+
+def wanted() -> bool:
+    """Whether a store made now is to be made and held on the GPU (`on_device`)."""
+    return getattr(_WANTED, "on", False)
+
+
+def _key(planes_path) -> str:
+    return str(Path(planes_path).resolve())
+
+
+def hold(planes_path, bits, device: int, n_variants: int) -> Held:
+    """Record `bits` (a device array) as the store whose file is `planes_path`."""
+    held = Held(bits, device, int(n_variants))
+    _HELD[_key(planes_path)] = held
+    return held
+
+
+def write_behind(planes_path, held: Held, write) -> None:
+    """Write the held store to `planes_path` on a thread: `write(tmp)` into a temporary file
+    beside it (util/atomic.atomic_path), renamed into place once whole; `settle` waits."""
+    from genotile.util.atomic import atomic_path
+
+    def run() -> None:
+        t0 = time.perf_counter()
+        try:
+            with atomic_path(planes_path) as tmp:
+                write(tmp)
+        except BaseException as exc:  # noqa: BLE001 -- raised by `settle`, in the job's thread
+            held.error.append(exc)
+        held.seconds = time.perf_counter() - t0
+
+    held.writer = threading.Thread(target=run, name="genotile-store-behind", daemon=True)
+    held.writer.start()
+
+
+def lookup(planes_path):
+    """The held store of `planes_path` where it is on the current GPU, else None."""
+    if not _HELD:
+        return None
+    held = _HELD.get(_key(planes_path))
+    if held is None:
+        return None
+    from genotile.backends.cuda import cupy_common
+
+    return held if cupy_common.cupy_module().cuda.Device().id == held.device else None
+
+
+def settle() -> None:
+    """Wait for every held store's file; the first writer's error is raised."""
+    for path, held in list(_HELD.items()):
+        if held.writer is not None:
+            held.writer.join()
+            held.writer = None
+            log.info("store written from the device: %s in %.3f s", path, held.seconds)
+        if held.error:
+            raise held.error[0]
+
+
+def release() -> None:
+    """Let every held store go (its device memory back to the pool)."""
+    _HELD.clear()

@@ -1,0 +1,78 @@
+"""A .bed's store made on the GPU (backends/cuda/bed_device.py: the pass's blocks of records
+transposed there; store/resident.py: held there for the store job's tiles, planes.npy written
+from it behind them) is the host's pass's, byte for byte: the rows, the counts, every file of
+the store job, and the tiles computed from the held rows. Skipped without a GPU.
+"""
+
+import numpy as np
+import pytest
+from genodata import random_genotypes
+from test_bed import npy_bytes, reference_bits, reference_counts, store_job, tile_arrays, tiny_pass, write_fileset
+
+from genotile.backends.cuda import cupy_common
+from genotile.core.encode import MISSING
+from genotile.io.readers import bed
+from genotile.store import resident
+
+needs_gpu = pytest.mark.skipif(
+    not cupy_common.has_gpu(), reason="no CUDA GPU / CuPy: the GPU's pass over a .bed is not testable here"
+)
+
+
+@needs_gpu
+@pytest.mark.parametrize("n, m", [(1, 1), (37, 301), (101, 64), (70, 700), (2100, 130), (3000, 1100)])
+@pytest.mark.parametrize("tiny", [False, True])
+def test_the_devices_rows_and_counts_are_the_host_pass(tmp_path, monkeypatch, n, m, tiny):
+    from genotile.backends.cuda.bed_device import DeviceBits
+
+    if tiny:  # blocks of one word of records, two buffers: many blocks, taken in turn
+        tiny_pass(monkeypatch)
+    g = random_genotypes(n, m, p_missing=0.1, seed=n + m)
+    if m > 8:
+        g[:, 7], g[:, 8] = MISSING, 1  # all missing; monomorphic
+    path = write_fileset(tmp_path / "x", g, padding="random")
+    want = reference_bits(g)
+    rows_of = np.random.default_rng(n).permutation(n)
+    for rows in (rows_of, rows_of[: max(1, n // 2)]):  # every sample, or some (their counts all the same)
+        sink = DeviceBits(rows, n, m)
+        got = bed.stream_to(path, n, m, sink, threads=3)
+        assert got == {"variants": m, **reference_counts(g)}
+        assert np.array_equal(sink.bits.get(), want[rows].reshape(rows.size, -1))
+        sink.write(tmp_path / "s.npy")
+        assert (tmp_path / "s.npy").read_bytes() == npy_bytes(want[rows].reshape(rows.size, -1))
+
+
+@needs_gpu
+@pytest.mark.parametrize("options", [{}, {"regions": "1:1-300,2:400-900"}])  # the .bed's records; pgenlib's
+def test_a_store_job_on_the_device_leaves_the_host_jobs_files(tmp_path, monkeypatch, options):
+    monkeypatch.setattr(bed, "BLOCK_BYTES", 1)  # blocks of 512 records: several
+    g = random_genotypes(333, 1500, p_missing=0.05, seed=9)
+    path = write_fileset(tmp_path / "x", g, padding="random")
+    host = store_job(path, tmp_path / "host", **options)
+    with resident.on_device():
+        device = store_job(path, tmp_path / "device", **options)
+        planes = tmp_path / "device" / "store" / "planes.npy"
+        assert resident.lookup(planes) is not None  # held for the job's tiles
+    assert resident.lookup(planes) is None  # written, and let go, on leaving
+    assert device == host
+
+
+@needs_gpu
+@pytest.mark.parametrize("metric", ["ibs", "king"])
+@pytest.mark.parametrize("backend", ["cupy-b1", "cupy-int8"])
+def test_tiles_of_the_held_rows_equal_the_files(tmp_path, monkeypatch, metric, backend):
+    from genotile.backends.cuda import transfers
+
+    g = random_genotypes(450, 700, p_missing=0.05, seed=4)
+    path = write_fileset(tmp_path / "x", g, padding="random")
+    store = tmp_path / "device" / "store"
+    held: list[dict] = []
+    real = transfers.upload
+    with resident.on_device(), monkeypatch.context() as patch:
+        store_job(path, tmp_path / "device")
+        patch.setattr(transfers, "upload", lambda *a, **k: held.append(real(*a, **k)) or held[-1])
+        on_device = {t: tile_arrays(store, metric, *t, backend, tmp_path / f"d{t}.tile") for t in [(0, 0), (1, 4)]}
+    assert held and all(h.get("resident") for h in held)  # the tiles read the held rows, not the file
+    for t, got in on_device.items():
+        want = tile_arrays(store, metric, *t, "numpy", tmp_path / "n.tile")
+        assert got.keys() == want.keys() and all(np.array_equal(got[k], want[k], equal_nan=True) for k in want)
