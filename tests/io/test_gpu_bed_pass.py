@@ -76,3 +76,38 @@ def test_tiles_of_the_held_rows_equal_the_files(tmp_path, monkeypatch, metric, b
     for t, got in on_device.items():
         want = tile_arrays(store, metric, *t, "numpy", tmp_path / "n.tile")
         assert got.keys() == want.keys() and all(np.array_equal(got[k], want[k], equal_nan=True) for k in want)
+
+
+def _gpus() -> int:
+    return cupy_common.cupy_module().cuda.runtime.getDeviceCount() if cupy_common.has_gpu() else 0
+
+
+@pytest.mark.skipif(
+    _gpus() < 2, reason="fewer than 2 GPUs (or no CUDA GPU / CuPy): the store's copies are not testable here"
+)
+def test_tiles_on_every_gpu_from_copies_of_the_held_store(tmp_path):
+    from genotile.core.plan import Plan
+    from genotile.io.tilefile import read_tile
+    from genotile.pairs import early
+    from genotile.util.readback import load_json
+
+    g = random_genotypes(450, 700, p_missing=0.05, seed=6)
+    path = write_fileset(tmp_path / "x", g, padding="random")
+    store = tmp_path / "device" / "store"
+    settings = {"threshold": None, "dense": True, "backend": "cupy-b1", "metric_params": None}
+    with resident.on_device():
+        store_job(path, tmp_path / "device")
+        assert resident.spread(store / "planes.npy", 2)
+        with cupy_common.cupy_module().cuda.Device(1):
+            assert resident.lookup(store / "planes.npy") is not None  # a copy on the second GPU
+        plan = Plan.from_json(load_json(store / "manifest.json", "manifest", ("plan",))["plan"])
+        tiles = plan.tiles()
+        digest = early.store_digest(store / "manifest.json")
+        on = early._threads_per_device(
+            2, [("king", i, j) for i, j in tiles], lambda m, i, j: (m, i, j, settings, digest), store
+        )
+    assert [int(part.split(": ")[1]) > 0 for part in on.split(", ")] == [True, True]  # both GPUs took tiles
+    for i, j in tiles:
+        got, _, _ = read_tile(early.tile_path(store, "king", i, j))
+        want = tile_arrays(store, "king", i, j, "numpy", tmp_path / "n.tile")
+        assert got.keys() == want.keys() and all(np.array_equal(got[k], want[k], equal_nan=True) for k in want)

@@ -11,7 +11,10 @@ itself otherwise. The DAG, the tile files and what a rerun recomputes are the wo
 before: an early tile is only ever the file its job would have written.
 
 On a host with several GPUs the store job's tiles are shared out among them (`DevicePool`: a
-worker process a GPU, started while the input is read), as tile jobs would be, one a GPU.
+worker process a GPU, started while the input is read), as tile jobs would be, one a GPU. Where
+the job made its store on the GPU and holds it there (store/resident.py: a whole .bed), the store
+is copied to every GPU instead and the tiles run on a thread a GPU of the job itself, reading
+their blocks from the device (no worker reads planes.npy, which is written behind them).
 
 This module imports only the standard library: a tile job that adopts imports nothing else.
 """
@@ -26,7 +29,7 @@ import shutil
 import sys
 import threading
 import time
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 from pathlib import Path
 
 log = logging.getLogger("genotile")
@@ -279,6 +282,37 @@ def _compute_tile(store_dir, metric: str, i: int, j: int, settings: dict, store:
     return os.environ.get(CUDA_DEVICES, "")
 
 
+def _on_every_device(store_dir, devices: int) -> bool:
+    """Whether this process holds the store on its GPU (store/resident.py), now copied to every one
+    of its `devices` GPUs: the tiles then run on a thread a GPU here, not in the pool's workers."""
+    from genotile.store import resident
+
+    return resident.spread(Path(store_dir) / "planes.npy", devices)
+
+
+def _threads_per_device(devices: int, todo: list, args, store_dir) -> str:
+    """Compute the tiles `todo` ((metric, i, j) each) on a thread a GPU of this process, each
+    taking the next tile as it is free; "device: tiles, ..." of each GPU."""
+    from genotile.backends.cuda import cupy_common
+
+    cp = cupy_common.cupy_module()
+    queue, lock, done = list(todo), threading.Lock(), {d: 0 for d in range(devices)}
+
+    def run(device: int) -> None:
+        with cp.cuda.Device(device):
+            while True:
+                with lock:
+                    if not queue:
+                        return
+                    metric, i, j = queue.pop(0)
+                _compute_tile(store_dir, *args(metric, i, j))
+                done[device] += 1
+
+    with ThreadPoolExecutor(devices, thread_name_prefix="genotile-gpu") as threads:
+        list(threads.map(run, range(devices)))  # the first error is raised
+    return ", ".join(f"{d}: {n}" for d, n in done.items())
+
+
 def compute_tiles(
     store_dir, plan, metrics: dict, *, gpu_only: bool, pool: DevicePool | None = None, tiles=None
 ) -> float:
@@ -322,6 +356,10 @@ def compute_tiles(
         if pool is None:
             for metric, i, j in todo:
                 _compute_tile(store_dir, metric, i, j, metrics[metric], store)
+        elif _on_every_device(store_dir, len(pool.devices)):  # the store held on the GPU: a thread a GPU
+            todo.sort(key=lambda t: t[1] == t[2])  # the larger off-diagonal tiles first
+            per = _threads_per_device(len(pool.devices), todo, lambda m, i, j: (m, i, j, metrics[m], store), store_dir)
+            log.info("tiles in store: per GPU %s (a thread each, the store copied to each)", per)
         else:
             from genotile.store import resident
 

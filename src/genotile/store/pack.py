@@ -485,7 +485,7 @@ def open_store(planes_path, manifest_path):
     held = resident.lookup(planes_path) if manifest.get("stored") == STORED_BITS else None
     # a store the job holds on its GPU (store/resident.py): its rows there, the file perhaps not written yet
     if held is not None:
-        planes = held.bits
+        planes = held
     else:
         planes = load_npy(planes_path, "store planes", dtype=np.uint64, ndim=2, mmap=True)
     layout = layout_from_json(manifest["layout"])

@@ -21,6 +21,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 log = logging.getLogger("genotile")
 
@@ -30,12 +31,13 @@ class Held:
     """A store's rows of bits on a GPU (`bits`: cupy uint64 (rows, 2 * words)) and the thread
     writing them to its planes.npy."""
 
-    bits: object
+    bits: Any
     device: int
     n_variants: int
     writer: threading.Thread | None = None
     error: list = field(default_factory=list)
     seconds: float = 0.0
+    copies: dict = field(default_factory=dict)  # {device: the rows copied there (`spread`)}
 
 
 _WANTED = threading.local()
@@ -93,7 +95,8 @@ def write_behind(planes_path, held: Held, write) -> None:
 
 
 def lookup(planes_path):
-    """The held store of `planes_path` where it is on the current GPU, else None."""
+    """The rows of bits (a device array) of the held store of `planes_path` on the current GPU
+    (where it was made, or a copy `spread` made), else None."""
     if not _HELD:
         return None
     held = _HELD.get(_key(planes_path))
@@ -101,7 +104,30 @@ def lookup(planes_path):
         return None
     from genotile.backends.cuda import cupy_common
 
-    return held if cupy_common.cupy_module().cuda.Device().id == held.device else None
+    device = cupy_common.cupy_module().cuda.Device().id
+    return held.bits if device == held.device else held.copies.get(device)
+
+
+def spread(planes_path, devices: int) -> bool:
+    """Copy the held store of `planes_path` to GPUs 0 .. devices - 1 of this process (device to
+    device: NVLink or PCIe, no file read), so that each computes tiles from its own copy
+    (pairs/early.py); False where no store is held."""
+    held = _HELD.get(_key(planes_path)) if _HELD else None
+    if held is None:
+        return False
+    from genotile.backends.cuda import cupy_common
+
+    cp = cupy_common.cupy_module()
+    t0 = time.perf_counter()
+    for device in range(devices):
+        if device != held.device and device not in held.copies:
+            with cp.cuda.Device(device):
+                copy = cp.empty_like(held.bits)
+                copy.data.copy_from_device(held.bits.data, held.bits.nbytes)
+                cp.cuda.Device(device).synchronize()
+            held.copies[device] = copy
+    log.info("store copied to %d more GPU(s) in %.3f s", len(held.copies), time.perf_counter() - t0)
+    return True
 
 
 def settle() -> None:
