@@ -49,12 +49,13 @@ def test_a_store_job_on_the_device_leaves_the_host_jobs_files(tmp_path, monkeypa
     g = random_genotypes(333, 1500, p_missing=0.05, seed=9)
     path = write_fileset(tmp_path / "x", g, padding="random")
     host = store_job(path, tmp_path / "host", **options)
+    out = tmp_path / "device"
     with resident.on_device():
-        device = store_job(path, tmp_path / "device", **options)
-        planes = tmp_path / "device" / "store" / "planes.npy"
-        assert resident.lookup(planes) is not None  # held for the job's tiles
+        store_job(path, out, **options)
+        planes = out / "store" / "planes.npy"
+        assert resident.lookup(planes) is not None  # held for the job's tiles, planes.npy written behind them
     assert resident.lookup(planes) is None  # written, and let go, on leaving
-    assert device == host
+    assert {str(p.relative_to(out)): p.read_bytes() for p in sorted(out.rglob("*")) if p.is_file()} == host
 
 
 @needs_gpu
