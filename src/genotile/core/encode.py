@@ -344,3 +344,46 @@ def _pack_into(bits: np.ndarray, words: np.ndarray) -> None:
     if bits.shape[1]:
         packed = np.packbits(bits, axis=1, bitorder="little")
         words.view(np.uint8)[:, : packed.shape[1]] = packed
+
+
+def categorical_codes(planes: np.ndarray, enc: CategoricalEncoding) -> np.ndarray:
+    """The codes that `categorical_planes` packed, from their planes: the inverse over the kept
+    columns (a store's rows encoded again with another encoding: store/extend.py).
+
+    Parameters
+    ----------
+    planes : numpy.ndarray of uint64, shape (rows, enc.layout.total_words)
+        Rows of planes laid out by `enc`.
+    enc : CategoricalEncoding
+        Their encoding.
+
+    Returns
+    -------
+    numpy.ndarray of uint8, shape (rows, enc.order.size)
+        Column k holds the codes of column enc.order[k] of the codes packed (MISSING where absent).
+
+    Examples
+    --------
+    >>> raw = np.array([list(b"ACGA"), list(b"ACTN"), list(b"GCTA")], dtype=np.uint8)
+    >>> codes = NUCLEOTIDE.encode(raw)
+    >>> enc = categorical_encoding(symbol_counts(codes), True)
+    >>> np.array_equal(categorical_codes(categorical_planes(codes, enc), enc), codes[:, enc.order])
+    True
+    """
+    lay, n_b, kept = enc.layout, enc.n_b, enc.order.size
+
+    def bits(lo: int, hi: int, width: int) -> np.ndarray:
+        words = np.ascontiguousarray(planes[:, lo:hi])
+        return np.unpackbits(words.view(np.uint8), axis=1, count=width, bitorder="little").view(bool)
+
+    def plane(name: str) -> np.ndarray:
+        return np.concatenate([bits(*lay.section(name, "B"), n_b), bits(*lay.section(name, "M"), kept - n_b)], axis=1)
+
+    rank = plane("N").view(np.uint8).copy()  # 1 where not the major symbol: rank 1 in section B
+    for t, length in enumerate(enc.s_lengths, start=1):  # section M: the one S_t that holds it
+        s_t = bits(*lay.segments()[f"S{t}"], length)
+        rank[:, n_b : n_b + length][s_t] = t
+    codes = enc.symbols[rank, np.arange(kept)]
+    if lay.has_valid:
+        codes[~plane("V")] = MISSING
+    return codes

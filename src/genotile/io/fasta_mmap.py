@@ -124,15 +124,19 @@ def _newlines(buf: np.ndarray) -> np.ndarray:
         return np.concatenate(list(pool.map(scan, range(0, buf.size, NEWLINE_CHUNK))))
 
 
-def open_regular(path) -> RegularFasta | None:
+def open_regular(path, start: int = 0) -> RegularFasta | None:
     """The layout of `path` when it is a regular uncompressed alignment, else None (see above).
+
+    `start`: of the records from that byte on only (a record starts there), read into memory
+    (records appended to an alignment: store/extend.py); their offsets are from `start`, their
+    record numbers in errors from the first of them.
 
     Raises fasta.record_id's errors (bad or duplicate IDs) as the streaming reader would.
     """
     with open(path, "rb") as fh:
         if fh.read(2) == b"\x1f\x8b":
             return None
-    buf = _map(path)
+    buf = _map(path) if not start else np.fromfile(path, dtype=np.uint8, offset=start)
     size = buf.size
     if size == 0 or buf[0] != GT:  # empty, a byte-order mark, blank lines first: the streaming reader
         return None

@@ -13,12 +13,19 @@ two vectors alone; only the tiles with a new block are computed (new x old, new 
 store is encoded over the grown input, so a new tile's pairs are those of a fresh run; the merge
 then reads every tile, old and new, and writes what a fresh run on the grown input writes.
 
-Why the store is made again rather than extended: a categorical store's kept columns and
-symbol planes depend on every vector (a new sequence may add an allele, or make a constant
-column variable), so the old rows' planes may change; the store is the cheap part of a run
-(16,000 x 20 kb: 1.7 s of 17). The old store's files are replaced whole (util/atomic.py), never
-rewritten in place; the record is written last, so a job killed before it leaves the earlier
-record, and the rerun appends to the earlier store again.
+Only the new records are read where that gives the same store (store/extend.py): a categorical
+store's kept columns and symbol planes depend on every vector (a new sequence may add an allele,
+or make a constant column variable), so the record names, beside it, each column's base counts
+over the earlier input and links to the earlier store's planes and manifest; where the new
+records' counts added to them give the earlier encoding (the common case: a few hundred genomes
+added), the grown planes are the earlier rows, copied, then the new records' (`_extend`), and the
+whole-file SHA-256 the manifests record is the prefix check's digest continued over the new
+bytes, one pass. Otherwise (and where nothing was kept: another alphabet, an input too large to
+be held in memory when read) the whole grown input is read again (`_reingest`; its one line in
+the log says why), with the same files. The old store's files are replaced whole
+(util/atomic.py), never rewritten in place; the record is written last and the earlier store's
+kept files removed after it, so a job killed before it leaves the earlier record with its kept
+files, and the rerun appends to the earlier store again.
 
 Identical vectors (store/duplicates.py): an appended vector identical to an earlier one is a row
 of its own (tiled against the earlier rows, where its pairs are), so that the earlier tiles'
@@ -41,17 +48,23 @@ import os
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
 from genotile.core.blocks import AUTO
+from genotile.core.columns import ColumnCounts
+from genotile.core.encode import NUCLEOTIDE
 from genotile.core.encodings import ENCODINGS
 from genotile.core.limits import check_plan
 from genotile.core.plan import Plan
 from genotile.io.planfile import write_plan
-from genotile.store import stage
+from genotile.io.readers.fasta import FastaReader, HeldAlignment
+from genotile.store import extend, stage
+from genotile.store.ingest import alignment_manifest, record_distinct
 from genotile.store.manifest import part_key, store_identity
+from genotile.store.pack import _categorical_keys, _write_manifest
 from genotile.store.sources import differences, sources
 from genotile.util.atomic import write_record
 from genotile.util.checksums import READ
@@ -83,8 +96,9 @@ def settings_of(encoding: str, options: dict | None, collapse: bool, block_size,
     }
 
 
-def _record(path: Path, manifest: dict, ingest_manifest: dict, settings: dict, size: int) -> None:
-    """append.json for the store just made: written last, atomically."""
+def _record(path: Path, manifest: dict, ingest_manifest: dict, settings: dict, size: int, kept: dict | None) -> None:
+    """append.json for the store just made: written last, atomically; `kept`: what the next
+    append reads in place of this input (store/extend.py `keep`)."""
     write_record(
         path,
         {
@@ -97,6 +111,7 @@ def _record(path: Path, manifest: dict, ingest_manifest: dict, settings: dict, s
             "n_distinct": manifest.get("n_distinct"),
             "plan": manifest["plan"],
             "parts": [*(manifest.get("appended") or {}).get("parts", []), _part(manifest)],
+            "kept": kept,
         },
     )
 
@@ -200,6 +215,7 @@ def store(
     if why is not None:
         if why:
             say(f"recomputing in full: {why}")
+        columns: list = []  # the ingest's column counts, kept for the next append (store/extend.py)
         p = stage.store(
             input_path,
             encoding,
@@ -213,8 +229,9 @@ def store(
             backend=backend,
             dense_max=dense_max,
             bounds=bounds,
+            on_ingest=lambda made: columns.append(_columns(made)),
         )
-        _record_store(store_dir, ingest_manifest_out, settings, os.path.getsize(input_path))
+        _record_store(store_dir, ingest_manifest_out, settings, os.path.getsize(input_path), columns[0])
         if after_pack is not None:
             after_pack(p)
         return p
@@ -222,7 +239,9 @@ def store(
     auto = {"metrics": metrics, "backend": backend, "dense_max": dense_max}
     size = os.path.getsize(input_path)
     p = _append(
-        input_path, encoding, ingest_manifest_out, store_dir, record, settings, size, options, bounds, auto, say
+        _Append(
+            input_path, encoding, ingest_manifest_out, store_dir, record, settings, size, options, bounds, auto, say
+        )
     )
     if after_pack is not None:
         after_pack(p)
@@ -266,73 +285,133 @@ def _kept(store_dir: Path, ingest_manifest, input_path, options, settings: dict)
     return os.path.isfile(input_path) and not differences(built.get("sources"), sources(input_path, options))
 
 
-def _record_store(store_dir: Path, ingest_manifest_out, settings: dict, size: int) -> None:
+def _record_store(store_dir: Path, ingest_manifest_out, settings: dict, size: int, columns) -> None:
     manifest = json.loads((store_dir / "manifest.json").read_text(encoding="utf-8"))
     ingested = json.loads(Path(ingest_manifest_out).read_text(encoding="utf-8"))
-    _record(store_dir / RECORD, manifest, ingested, settings, size)
+    _finish(store_dir, manifest, ingested, settings, size, columns)
 
 
-def _append(
-    input_path, encoding, ingest_manifest_out, store_dir: Path, record, settings, size, options, bounds, auto, say
-):
-    """The store of the grown input, planned as the earlier plan plus a part of the new vectors;
-    in full (saying why) where the grown input is not the earlier one with records added."""
-    old_size = record["input"]["size"]
+@dataclass(frozen=True)
+class _Append:
+    """An append's job: the grown input, the store's files and settings, the earlier record."""
+
+    input_path: str | os.PathLike
+    encoding: str
+    ingest_manifest_out: str | os.PathLike
+    store_dir: Path
+    record: dict
+    settings: dict
+    size: int  # the grown input's bytes
+    options: dict | None
+    bounds: dict | None
+    auto: dict  # stage.plan's keywords for `block_size: auto` (a plan made in full)
+    say: Callable[[str], None]
+
+
+def _append(job: _Append) -> Plan:
+    """The store of the grown input, planned as the earlier plan plus a part of the new vectors:
+    from the new records alone where the earlier store's encoding holds (store/extend.py), else
+    from the whole grown input (`_reingest`: in full, saying why, where the grown input is not
+    the earlier one with records added)."""
+    old_size = job.record["input"]["size"]
     t0 = time.perf_counter()
+    before, why = extend.earlier(job.store_dir, job.record)
+    new, why = extend.appended(job.input_path, old_size, before) if before is not None else (None, why)
+    # one pass over the input: the earlier bytes' SHA-256 (the check), then, where only the new
+    # records are read, the whole file's (the manifests'), the same digest continued
     hashing = ThreadPoolExecutor(1, thread_name_prefix="genotile-prefix")
-    prefix = hashing.submit(prefix_sha256, input_path, [old_size])
+    hashes = hashing.submit(prefix_sha256, job.input_path, [old_size] if new is None else [old_size, job.size])
     hashing.shutdown(wait=False)
+    if before is not None and new is not None:
+        p = _extend(job, before, new, hashes, t0)
+        if p is not None:
+            return p
+    else:
+        log.info("store: the whole grown input is read again: %s", why)
+    return _reingest(job, hashes)
+
+
+def _extend(job: _Append, before: extend.Earlier, new: extend.Appended, hashes, t0: float) -> Plan | None:
+    """The grown store from the earlier one's files and the new records alone (store/extend.py);
+    the same files as `_reingest` makes. None, with nothing written, where the earlier bytes
+    changed (then `_reingest` says so and makes the store in full)."""
+    record, store_dir = job.record, job.store_dir
+    n_old, n_fields = int(record["n_input"]), int(before.manifest["n_fields"])
+    index, first = _index_appended(record, n_old, new, job.settings["collapse"])
+    digests = hashes.result()
+    if digests.get(record["input"]["size"]) != record["input"]["sha256"] or job.size not in digests:
+        return None
+    t1 = time.perf_counter()
+    ids, sha256 = [*before.manifest["ids"], *new.ids], digests[job.size]
+    m = alignment_manifest(job.input_path, FastaReader.kind, job.encoding, ids, n_fields, new.keep.size, sha256)
+    m["sources"] = sources(job.input_path, job.options, input_sha256=sha256)
+    if job.settings["collapse"]:
+        record_distinct(m, None)  # the appended store's numbering: `_appended_plan`
+    p, parts = _appended_plan(m, record, index, n_old, job.bounds, job.say)
+    write_record(job.ingest_manifest_out, m)
+    write_plan(p, store_dir / "plan.json", store_dir / "perm.npy")
+    t2 = time.perf_counter()
+    old_rows = int(record["plan"]["n_vectors"])
+    rows = first[p.permutation()[old_rows:] - old_rows]  # the new records of the new store rows, in order
+    extend.write_planes(store_dir / "planes.npy", before.planes, new, rows)
+    manifest = _write_manifest(_categorical_keys(NUCLEOTIDE.name, new.enc), new.enc.layout, m, p, len(ids), None)
+    _with_parts(manifest, parts, p, len(ids) - n_old)
+    write_record(store_dir / "manifest.json", manifest)
+    log.info(
+        "store stages (s): ingest %.3f (the %d new records), plan %.3f, pack %.3f",
+        *(t1 - t0, len(new.ids), t2 - t1, time.perf_counter() - t2),
+    )
+    _finish(store_dir, manifest, m, job.settings, job.size, new.columns)
+    return p
+
+
+def _index_appended(record: dict, n_old: int, new: extend.Appended, collapse: bool) -> tuple[np.ndarray, np.ndarray]:
+    """(each input vector's store row, the first new record of each new row) where the new
+    records alone are read: the earlier vectors' rows as recorded, the new ones numbered after them
+    by first occurrence among themselves (`_distinct_index`: the earlier groups are the same, the
+    columns and their bases being the earlier ones)."""
+    recorded = record.get("distinct_index")
+    old = np.asarray(recorded, dtype=np.int64) if recorded is not None else np.arange(n_old)
+    first, index = new.distinct() if collapse else (np.arange(len(new.ids)), np.arange(len(new.ids)))
+    return np.concatenate([old, int(record["plan"]["n_vectors"]) + index]), first
+
+
+def _reingest(job: _Append, hashes) -> Plan:
+    """The grown store from an ingest of the whole grown input, planned as appended (or in
+    full, saying why: `hashes`' SHA-256 of the earlier bytes changed, or the earlier records
+    are not the first ones)."""
+    record, store_dir, settings = job.record, job.store_dir, job.settings
+    t0 = time.perf_counter()
     codes = store_dir / "codes.partial.npy"
     try:
         made = stage.ingest(
-            input_path,
-            encoding,
+            job.input_path,
+            job.encoding,
             codes,
-            ingest_manifest_out,
+            job.ingest_manifest_out,
             collapse_duplicates=settings["collapse"],
             hold=True,
-            **(options or {}),
+            **(job.options or {}),
         )
         m = made.manifest
         t1 = time.perf_counter()
         n_old = int(record["n_input"])
         why = None
-        if prefix.result().get(old_size) != record["input"]["sha256"]:
+        if hashes.result().get(record["input"]["size"]) != record["input"]["sha256"]:
             why = "the input's earlier bytes changed (an edit before the end, or records removed or reordered)"
         elif m["n_vectors"] < n_old or ids_digest(m["ids"][:n_old]) != record["ids_sha256"]:
             why = "the earlier records are not the first ones of the input"
         index = None
         if why is None:
             index, why = _distinct_index(m, record, n_old)
-        old_plan = Plan.from_json(record["plan"])
         if why is not None:  # in full, from this ingest
-            say(f"recomputing in full: {why}")
-            p = stage.plan(m, settings["block_size"], settings["seed"], bounds=bounds, **auto)
+            job.say(f"recomputing in full: {why}")
+            p = stage.plan(m, settings["block_size"], settings["seed"], bounds=job.bounds, **job.auto)
             parts: list[dict] = []
         else:
             assert index is not None
-            rows = int(index.max(initial=-1)) + 1 if index.size else 0
-            new_rows = rows - old_plan.n_vectors
-            segments = old_plan.segments + ((new_rows,) if new_rows else ())
-            collapsed = rows < index.size
-            for key in ("distinct_index", "n_distinct"):
-                m.pop(key, None)
-            if collapsed:
-                m["distinct_index"], m["n_distinct"] = index.tolist(), rows
-            p = Plan(
-                rows, old_plan.block_size, old_plan.seed, n_input=index.size if collapsed else 0, segments=segments
-            )
-            if bounds is not None:
-                check_plan(p.input_vectors, **bounds)
-            parts = list(record["parts"]) if new_rows else list(record["parts"][:-1])
-            n_new = m["n_vectors"] - n_old
-            if n_new:
-                pairs, every = n_new * n_old + n_new * (n_new - 1) // 2, p.input_vectors * (p.input_vectors - 1) // 2
-                say(
-                    f"{n_new} vectors appended to {n_old}: {pairs:,} pairs to compute (of {every:,}), "
-                    f"{len(p.appended_tiles())} of {len(p.tiles())} tiles; the earlier tiles are kept"
-                )
-            write_record(ingest_manifest_out, m)
+            p, parts = _appended_plan(m, record, index, n_old, job.bounds, job.say)
+            write_record(job.ingest_manifest_out, m)
         write_plan(p, store_dir / "plan.json", store_dir / "perm.npy")
         t2 = time.perf_counter()
         manifest = stage.pack(
@@ -343,14 +422,62 @@ def _append(
             store_dir / "planes.npy",
             store_dir / "manifest.json",
         )
-        if parts[: len(p.segments)]:  # before any tile reads it: the earlier parts' tiles are accepted
-            manifest["appended"] = {"parts": parts[: len(p.segments)], "vectors": m["n_vectors"] - n_old}
+        if _with_parts(manifest, parts, p, m["n_vectors"] - n_old):
             write_record(store_dir / "manifest.json", manifest)
     finally:
         codes.unlink(missing_ok=True)
     log.info("store stages (s): ingest %.3f, plan %.3f, pack %.3f", t1 - t0, t2 - t1, time.perf_counter() - t2)
-    _record(store_dir / RECORD, manifest, m, settings, size)
+    _finish(store_dir, manifest, m, settings, job.size, _columns(made))
     return p
+
+
+def _appended_plan(m: dict, record: dict, index: np.ndarray, n_old: int, bounds, say) -> tuple[Plan, list[dict]]:
+    """The appended plan of the grown input (the earlier plan, then a part of the new vectors'
+    rows) and the earlier parts its store records; `m`'s identical vectors set to `index`'s,
+    the append said."""
+    old_plan = Plan.from_json(record["plan"])
+    rows = int(index.max(initial=-1)) + 1 if index.size else 0
+    new_rows = rows - old_plan.n_vectors
+    segments = old_plan.segments + ((new_rows,) if new_rows else ())
+    collapsed = rows < index.size
+    for key in ("distinct_index", "n_distinct"):
+        m.pop(key, None)
+    if collapsed:
+        m["distinct_index"], m["n_distinct"] = index.tolist(), rows
+    p = Plan(rows, old_plan.block_size, old_plan.seed, n_input=index.size if collapsed else 0, segments=segments)
+    if bounds is not None:
+        check_plan(p.input_vectors, **bounds)
+    parts = list(record["parts"]) if new_rows else list(record["parts"][:-1])
+    n_new = m["n_vectors"] - n_old
+    if n_new:
+        pairs, every = n_new * n_old + n_new * (n_new - 1) // 2, p.input_vectors * (p.input_vectors - 1) // 2
+        say(
+            f"{n_new} vectors appended to {n_old}: {pairs:,} pairs to compute (of {every:,}), "
+            f"{len(p.appended_tiles())} of {len(p.tiles())} tiles; the earlier tiles are kept"
+        )
+    return p, parts
+
+
+def _with_parts(manifest: dict, parts: list[dict], p: Plan, n_new: int) -> bool:
+    """The store manifest given the earlier parts whose tiles are accepted (written then, before
+    any tile reads it); False where there are none."""
+    if not parts[: len(p.segments)]:
+        return False
+    manifest["appended"] = {"parts": parts[: len(p.segments)], "vectors": n_new}
+    return True
+
+
+def _columns(made) -> ColumnCounts | None:
+    """An ingest's column counts of every column (a nucleotide alignment held), else None."""
+    return made.stored.columns if isinstance(made.stored, HeldAlignment) else None
+
+
+def _finish(store_dir: Path, manifest: dict, ingest_manifest: dict, settings: dict, size: int, columns) -> None:
+    """The append record of the store just made, written last (with what the next append reads
+    in place of this input: store/extend.py), then the earlier stores' kept files removed."""
+    kept = extend.keep(store_dir, columns)
+    _record(store_dir / RECORD, manifest, ingest_manifest, settings, size, kept)
+    extend.forget(store_dir, None if kept is None else kept["token"])
 
 
 def _distinct_index(m: dict, record: dict, n_old: int) -> tuple[np.ndarray | None, str | None]:

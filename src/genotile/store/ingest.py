@@ -132,17 +132,7 @@ def ingest(
         assert issubclass(reader, AlignmentReader)
         aligned = path if in_memory else reader(path)
         ids, n_fields, n_kept, held = aligned.read(encoding, codes_out, hold, canonical=collapse_duplicates)
-        manifest = {
-            "genotile": __version__,
-            "input": str(path),
-            "input_sha256": sha256.result(),
-            "format": reader.kind,
-            "alphabet": encoding,
-            "n_vectors": len(ids),
-            "n_fields": int(n_fields),
-            "n_kept": n_kept,
-            "ids": ids,
-        }
+        manifest = alignment_manifest(path, reader.kind, encoding, ids, n_fields, n_kept, sha256.result())
         stored = held if held is not None else Path(codes_out)
     else:
         assert issubclass(reader, GenotypeReader)
@@ -167,11 +157,7 @@ def ingest(
             known = recorded or (None if digest is None else digest.result())
             manifest["sources"] = sources(path, options, input_sha256=manifest["input_sha256"], input_digest=known)
         if collapse:  # identical vectors computed once (duplicates.py)
-            first, index = _distinct(stored)
-            manifest["collapse_duplicates"] = True
-            if first.size < index.size:
-                manifest["n_distinct"] = int(first.size)
-                manifest["distinct_index"] = index.tolist()
+            record_distinct(manifest, _distinct(stored))
         if manifest_out is not None:
             write_record(manifest_out, manifest)
         return manifest
@@ -179,6 +165,31 @@ def ingest(
     if isinstance(stored, BedFile):  # counted by the pass that writes the store (store/pack.py)
         return Ingested(manifest, dataclasses.replace(stored, finish=finish), pending=True)
     return Ingested(finish(), stored)
+
+
+def alignment_manifest(path, kind: str, encoding: str, ids: list[str], n_fields: int, n_kept: int, sha256: str) -> dict:
+    """An alignment's ingest manifest, but what `ingest` adds after (sources, identical vectors);
+    an append's too (store/extend.py), which reads only the new records."""
+    return {
+        "genotile": __version__,
+        "input": str(path),
+        "input_sha256": sha256,
+        "format": kind,
+        "alphabet": encoding,
+        "n_vectors": len(ids),
+        "n_fields": int(n_fields),
+        "n_kept": int(n_kept),
+        "ids": ids,
+    }
+
+
+def record_distinct(manifest: dict, distinct: tuple[np.ndarray, np.ndarray] | None) -> None:
+    """An ingest manifest's record of identical vectors (store/duplicates.py): `distinct` is
+    distinct_rows' (first, index), None where an append numbers them itself (store/append.py)."""
+    manifest["collapse_duplicates"] = True
+    if distinct is not None and distinct[0].size < distinct[1].size:
+        manifest["n_distinct"] = int(distinct[0].size)
+        manifest["distinct_index"] = distinct[1].tolist()
 
 
 SHA_READ = 1 << 26  # bytes of a file read for its SHA-256 at a time (`_sha256`)

@@ -195,6 +195,7 @@ def store(
     bounds: dict | None = None,
     codes_out=None,
     after_pack: Callable[[Plan], None] | None = None,
+    on_ingest: Callable | None = None,
 ) -> Plan:
     """Stages 1-3 in one process, the workflow's `store` job: ingest, plan and pack.
 
@@ -227,6 +228,9 @@ def store(
         Called with the plan once the planes are packed and the codes removed: the store job's
         own work on the packed store (scripts/store.py: the plan shown, the early tiles of
         pairs/early.py), which this stage does not import.
+    on_ingest : callable, optional
+        Called with what `ingest` made (store/ingest.Ingested), before the plan: what an append
+        keeps of it (store/append.py: an alignment's column counts).
 
     Returns
     -------
@@ -248,6 +252,8 @@ def store(
             hold=codes_out is None,
             **(options or {}),
         )
+        if on_ingest is not None:
+            on_ingest(made)
         # a plain .bed is read by the pack, in one pass that also counts its calls: the ingest
         # manifest is written then, the plan made from it as it is so far
         ingested = made.manifest if made.pending else ingest_manifest_out

@@ -44,6 +44,9 @@ class HeldAlignment:
     rows: np.ndarray  # (vectors, fields) uint8: the sequences' bytes, folded (columns.fold_ascii)
     keep: np.ndarray  # (kept,) int64: the informative fields
     counts: np.ndarray  # (kept, 256) int64: encode.symbol_counts of the kept fields' codes
+    # a nucleotide alignment's bases counted in every column (None: other alphabets), which an
+    # append adds the new records' to (store/extend.py)
+    columns: ColumnCounts | None = None
 
     def codes_alike(self) -> np.ndarray:
         """(vectors, kept) uint8 rows equal exactly where their codes are (for distinct_rows):
@@ -145,7 +148,7 @@ def hold_regulars(
             first += layout.n
     if counted:
         keep = np.flatnonzero(bases.informative)
-        return HeldAlignment(alpha, whole, keep, bases.code_counts(keep))
+        return HeldAlignment(alpha, whole, keep, bases.code_counts(keep), bases)
     kept: list[np.ndarray] = []
     counts: list[np.ndarray] = []
     for c0 in range(0, length, COUNT_COLUMNS):  # a band of columns at a time: only the kept ones' counts kept
