@@ -159,24 +159,14 @@ b1_select(const unsigned long long* __restrict__ A, const unsigned long long* __
                     if (hist != nullptr) {  // uniform
                         const long long bin =
                             unique ? float_bin(__longlong_as_double((long long)v), h_low, h_high, h_scale, h_bins) : -1;
-                        // one shared atomic per distinct bin a warp (lanes out of the tile get distinct keys)
-                        const long long key = bin >= 0 ? bin : -1 - lane;
-                        const unsigned peers = __match_any_sync(0xffffffffu, (unsigned long long)key);
-                        if (bin >= 0 && lane == __ffs(peers) - 1) atomicAdd(&sh_hist[bin], (unsigned)__popc(peers));
+                        bool leader;  // one shared atomic a distinct bin a warp
+                        const unsigned add = warp_bin_peers(bin, lane, leader);
+                        if (leader) atomicAdd(&sh_hist[bin], add);
                     }
-                    const unsigned mask = __ballot_sync(0xffffffffu, keep);
-                    if (mask) {
-                        const int leader = __ffs(mask) - 1;
-                        unsigned long long base = 0;
-                        if (lane == leader) base = atomicAdd(counter, (unsigned long long)__popc(mask));
-                        base = __shfl_sync(0xffffffffu, base, leader);
-                        if (keep) {
-                            const unsigned long long slot = base + (unsigned long long)__popc(mask & ((1u << lane) - 1u));
-                            if (slot < (unsigned long long)cap) {
-                                idx[slot] = gi * n_total + gj;
-                                value[slot] = v;
-                            }
-                        }
+                    u64 slot;
+                    if (warp_slot(keep, lane, counter, slot) && slot < (u64)cap) {
+                        idx[slot] = gi * n_total + gj;
+                        value[slot] = v;
                     }
                 }
             }

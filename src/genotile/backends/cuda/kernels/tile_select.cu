@@ -204,11 +204,8 @@ extern "C" __global__ void __launch_bounds__(256) tile_select(const SelectParams
                             }
                         }
 #if GT_HIST_AGG
-                        // one atomic per distinct bin a warp (inactive lanes get distinct keys)
-                        const long long key = bin >= 0 ? bin : -1 - lane;
-                        const unsigned peers = __match_any_sync(0xffffffffu, (unsigned long long)key);
-                        const unsigned add = (unsigned)__popc(peers);
-                        const bool leader = bin >= 0 && lane == __ffs(peers) - 1;
+                        bool leader;  // one atomic a distinct bin a warp
+                        const unsigned add = warp_bin_peers(bin, lane, leader);
 #else
                         const unsigned add = 1u;
                         const bool leader = bin >= 0;
@@ -225,20 +222,11 @@ extern "C" __global__ void __launch_bounds__(256) tile_select(const SelectParams
                     }
                 }
                 if (mode == 0) {
-                    const unsigned mask = __ballot_sync(0xffffffffu, keep);
-                    if (mask) {
-                        const int leader = __ffs(mask) - 1;
-                        u64 base = 0;
-                        if (lane == leader) base = atomicAdd(counter, (u64)__popc(mask));
-                        base = __shfl_sync(0xffffffffu, base, leader);
-                        if (keep) {
-                            const u64 slot = base + (u64)__popc(mask & ((1u << lane) - 1u));
-                            if (slot < (u64)cap) {
-                                idx[slot] = gi * n_total + gj;
+                    u64 slot;
+                    if (warp_slot(keep, lane, counter, slot) && slot < (u64)cap) {
+                        idx[slot] = gi * n_total + gj;
 #pragma unroll
-                                for (int k = 0; k < K_COLS; ++k) cols[(i64)k * cap + (i64)slot] = out[k];
-                            }
-                        }
+                        for (int k = 0; k < K_COLS; ++k) cols[(i64)k * cap + (i64)slot] = out[k];
                     }
                 } else if (keep) {
                     // row-major rank of (gi, gj) among the tile's pairs (i < j on a diagonal tile)

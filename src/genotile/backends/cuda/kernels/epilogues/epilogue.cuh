@@ -40,6 +40,32 @@ __device__ __forceinline__ long long float_bin(double v, double low, double high
     return b < bins - 1 ? b : bins - 1;
 }
 
+// What the selecting kernels (tile_select.cu, b1_select.cu) do with a warp's pairs, one lane a
+// pair; every lane of the warp calls these together.
+//
+// warp_slot: a slot of the pairs buffer for each lane that keeps its pair, the warp's keeping lanes
+// taking consecutive slots from one atomicAdd on `counter` (by the lowest of them); false where
+// the lane keeps nothing (its `slot` untouched).
+__device__ __forceinline__ bool warp_slot(bool keep, int lane, u64* counter, u64& slot) {
+    const unsigned mask = __ballot_sync(0xffffffffu, keep);
+    if (!mask) return false;  // uniform
+    const int leader = __ffs(mask) - 1;
+    u64 base = 0;
+    if (lane == leader) base = atomicAdd(counter, (u64)__popc(mask));
+    base = __shfl_sync(0xffffffffu, base, leader);
+    slot = base + (u64)__popc(mask & ((1u << lane) - 1u));
+    return keep;
+}
+
+// warp_bin_peers: the lanes of the warp whose pair falls in the same histogram bin (bin >= 0; -1:
+// none), counted, so that one atomic a distinct bin adds them; `leader`: this lane adds them.
+__device__ __forceinline__ unsigned warp_bin_peers(long long bin, int lane, bool& leader) {
+    const long long key = bin >= 0 ? bin : -1 - lane;  // lanes without a bin get distinct keys
+    const unsigned peers = __match_any_sync(0xffffffffu, (u64)key);
+    leader = bin >= 0 && lane == __ffs(peers) - 1;
+    return (unsigned)__popc(peers);
+}
+
 template <int FusedId>
 struct Epilogue;  // one specialization a header of epilogues/
 
