@@ -44,11 +44,24 @@ def store(sm):
     def after_pack(p):
         # shown on the console too, before any tile job is scheduled
         what = f"{sm.wildcards.dataset} ({sm.wildcards.encoding})"
+        behind = resident.writing_manifests()  # a store made on the GPU: its manifests come after its first tiles
+        if not behind:
+            report_left_out(what)
+        print(f"genotile plan for {what}: {p.describe()}", file=sys.stderr)
+        try:
+            early_tiles(p)
+        finally:
+            resident.settle_manifests()
+        if behind:
+            report_left_out(what)
+
+    def report_left_out(what):
         skipped = left_out(json.loads(Path(sm.output.ingest).read_text()).get("counts") or {})
         if skipped:  # records the genotype rules left out, counted in summary.json too
             log.info("ingest: %s", skipped)
             print(f"genotile ingest for {what}: {skipped}", file=sys.stderr)
-        print(f"genotile plan for {what}: {p.describe()}", file=sys.stderr)
+
+    def early_tiles(p):
         # an appended plan's earlier tiles are kept: only its new ones are computed; in `auto` the
         # store job computes them itself on any backend (store/append.py: a few tiles of the new
         # vectors, each of which would pay a process start and numba's in its own job)

@@ -15,6 +15,7 @@ line naming the file.
 import io
 import json
 import shutil
+import threading
 
 import numpy as np
 import pytest
@@ -693,15 +694,17 @@ class HostSink:
         self.n, self.out, self.missing = n, np.zeros((rows_of.size, 2, words), dtype=np.uint64), 0
         self.flags = np.zeros((3, words), dtype=np.uint64)
         self.first_words: list[int] = []
+        self.lock = threading.Lock()
 
     def buffer(self, nbytes: int) -> np.ndarray:
         return np.full(nbytes, 0xA5, dtype=np.uint8)  # poisoned: only the records read may be used
 
     def block(self, words: np.ndarray, n_records: int, first_word: int) -> None:
-        self.first_words.append(first_word)
-        self.missing += bed_words.records_to_bits(
-            words, n_records, 0, words.shape[1], self.n, self.place, self.out, first_word, self.flags
-        )
+        with self.lock:  # the pass's threads hand blocks over at once, as to DeviceBits (its lock)
+            self.first_words.append(first_word)
+            self.missing += bed_words.records_to_bits(
+                words, n_records, 0, words.shape[1], self.n, self.place, self.out, first_word, self.flags
+            )
 
     def counts(self) -> tuple[np.ndarray, int]:
         return self.flags, self.missing

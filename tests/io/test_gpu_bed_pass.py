@@ -4,6 +4,8 @@ from it behind them) is the host's pass's, byte for byte: the rows, the counts, 
 the store job, and the tiles computed from the held rows. Skipped without a GPU.
 """
 
+import time
+
 import numpy as np
 import pytest
 from genodata import random_genotypes
@@ -111,4 +113,43 @@ def test_tiles_on_every_gpu_from_copies_of_the_held_store(tmp_path):
     for i, j in tiles:
         got, _, _ = read_tile(early.tile_path(store, "king", i, j))
         want = tile_arrays(store, "king", i, j, "numpy", tmp_path / "n.tile")
+        assert got.keys() == want.keys() and all(np.array_equal(got[k], want[k], equal_nan=True) for k in want)
+
+
+@needs_gpu
+def test_tiles_start_before_the_manifests_and_name_the_written_store(tmp_path, monkeypatch):
+    """The store job's tiles run while its manifests wait for the input's SHA-256 (written behind
+    them): from the provisional manifest, each tile file naming the store as written."""
+    from genotile.io.tilefile import read_tile
+    from genotile.pairs import stage as pairs_stage
+    from genotile.store import ingest as ingest_module
+    from genotile.store import stage as store_stage
+    from genotile.store.manifest import store_identity
+    from genotile.util.readback import load_json
+
+    real_sha = ingest_module._sha256
+    monkeypatch.setattr(ingest_module, "_sha256", lambda path: time.sleep(1.0) or real_sha(path))
+    g = random_genotypes(450, 700, p_missing=0.05, seed=8)
+    path = write_fileset(tmp_path / "x", g, padding="random")
+    host = store_job(path, tmp_path / "host")
+    out, seen = tmp_path / "device", {}
+    store = out / "store"
+
+    def tiles(p):
+        seen["before"] = (store / "manifest.json").exists(), (out / "ingest.json").exists()
+        for t in [(0, 0), (1, 4)]:
+            pairs_stage.tile(
+                store / "planes.npy", store / "manifest.json", store / "perm.npy", "king", *t,
+                threshold=None, dense=True, backend="cupy-b1", tile_out=tmp_path / f"d{t}.tile",
+            )  # fmt: skip
+
+    with resident.on_device():
+        store_stage.store(path, "genotype", out / "ingest.json", store, 5, 3, after_pack=tiles)
+    assert seen["before"] == (False, False)  # the tiles came first
+    assert {str(p.relative_to(out)): p.read_bytes() for p in sorted(out.rglob("*")) if p.is_file()} == host
+    identity = store_identity(load_json(store / "manifest.json", "manifest", ("plan",)))
+    for t in [(0, 0), (1, 4)]:
+        got, meta, _ = read_tile(tmp_path / f"d{t}.tile")
+        want = tile_arrays(store, "king", *t, "numpy", tmp_path / "n.tile")
+        assert meta["store"] == identity
         assert got.keys() == want.keys() and all(np.array_equal(got[k], want[k], equal_nan=True) for k in want)

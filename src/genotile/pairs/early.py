@@ -260,9 +260,10 @@ class DevicePool:
         self.executor.shutdown(wait=True, cancel_futures=True)
 
 
-def _compute_tile(store_dir, metric: str, i: int, j: int, settings: dict, store: str) -> str:
+def _compute_tile(store_dir, metric: str, i: int, j: int, settings: dict, store: str | None) -> str:
     """Tile (i, j) of `metric` into the store's early tiles, then its record (a record means a
-    whole tile); returns the GPU it ran on (CUDA_VISIBLE_DEVICES, "" where unset)."""
+    whole tile; `store`: the manifest's store_digest, None: taken once the tile is written, the
+    manifest then written too); returns the GPU it ran on (CUDA_VISIBLE_DEVICES, "" where unset)."""
     from genotile.pairs import stage
 
     store_dir = Path(store_dir)
@@ -278,6 +279,7 @@ def _compute_tile(store_dir, metric: str, i: int, j: int, settings: dict, store:
         tile_out=tile,
         **settings,
     )
+    store = store or store_digest(store_dir / "manifest.json")
     tile.with_suffix(".json").write_text(json.dumps(adoption_record(store, **settings)), encoding="utf-8")
     return os.environ.get(CUDA_DEVICES, "")
 
@@ -351,19 +353,21 @@ def compute_tiles(
         if gpu_only and not all(registry.uses_gpu(resolve(b)) for b in backends):
             log.info("tiles in store: no GPU backend here (%s); the tile jobs compute the tiles", sorted(backends))
             return 0.0
-        store = store_digest(store_dir / "manifest.json")
+        # the manifest's digest is taken after each tile in this process (a store made on the GPU
+        # has its manifest written behind the first tiles: store/resident.py)
         todo = [(metric, i, j) for metric in metrics for i, j in (plan.tiles() if tiles is None else tiles)]
         if pool is None:
             for metric, i, j in todo:
-                _compute_tile(store_dir, metric, i, j, metrics[metric], store)
+                _compute_tile(store_dir, metric, i, j, metrics[metric], None)
         elif _on_every_device(store_dir, len(pool.devices)):  # the store held on the GPU: a thread a GPU
             todo.sort(key=lambda t: t[1] == t[2])  # the larger off-diagonal tiles first
-            per = _threads_per_device(len(pool.devices), todo, lambda m, i, j: (m, i, j, metrics[m], store), store_dir)
+            per = _threads_per_device(len(pool.devices), todo, lambda m, i, j: (m, i, j, metrics[m], None), store_dir)
             log.info("tiles in store: per GPU %s (a thread each, the store copied to each)", per)
         else:
             from genotile.store import resident
 
             resident.settle()  # the workers read planes.npy: a store made on the GPU is written first
+            store = store_digest(store_dir / "manifest.json")
             todo.sort(key=lambda t: t[1] == t[2])  # the larger off-diagonal tiles first
             log.info("tiles in store: %d tile(s) on %d GPUs (%s)", len(todo), len(pool.devices), ",".join(pool.devices))
             done = [pool.executor.submit(_compute_tile, str(store_dir), m, i, j, metrics[m], store) for m, i, j in todo]

@@ -102,6 +102,10 @@ def tile(
         meta["backend"],
         tile_out,
     )
+    from genotile.store import resident
+
+    if resident.final_manifest(manifest_path):  # the job wrote it behind this tile: its checksum is in now
+        manifest = _load_manifest(manifest_path)
     meta["store"] = store_identity(manifest)  # lets the merge refuse a tile of another input or plan
     meta["params"] = metric.params  # ... or of other metric parameters (pairs/tilecheck.py)
     if "dense" in arrays:

@@ -409,6 +409,22 @@ def _pack_streamed(bed, ingest_manifest: dict, plan: Plan, perm: np.ndarray, pla
         counts = bed_reader.stream_to(bed.path, n_input, n_fields, sink, threads=threads, what=bed.what, pgen=bed.pgen)
         held = resident.hold(planes_out, sink.bits, sink.device, n_fields)
         resident.write_behind(planes_out, held, sink.write)
+        progress.finish(rows_of.size)
+        if bed.finish is None or manifest_out is None:
+            return _bed_manifest(
+                counts["missing_calls"] == 0, ingest_manifest, plan, n_input, n_fields, manifest_out, stored=STORED_BITS
+            )
+        # the manifests wait for the input's SHA-256 (one stream: ~1 GB/s), which the pass no longer
+        # hides: written behind the job's tiles, which start from the provisional one (store/resident.py)
+        finish, complete = bed.finish, counts["missing_calls"] == 0
+        provisional = _bed_manifest(complete, ingest_manifest, plan, n_input, n_fields, None, stored=STORED_BITS)
+        resident.manifests_behind(
+            planes_out,
+            manifest_out,
+            provisional,
+            lambda: _bed_manifest(complete, finish(counts), plan, n_input, n_fields, manifest_out, stored=STORED_BITS),
+        )
+        return provisional
     else:
         counts = _write_streamed(bed, rows_of, planes_out, threads)
     progress.finish(rows_of.size)
@@ -481,7 +497,10 @@ def open_store(planes_path, manifest_path):
     indexed by rows alike."""
     from genotile.store import resident
 
-    manifest = load_json(manifest_path, "store manifest", ("n_vectors", "layout", "plan", "ids", "input_sha256"))
+    # a store whose manifest this job is still writing (store/resident.py): its provisional one
+    manifest = resident.manifest_of(manifest_path) or load_json(
+        manifest_path, "store manifest", ("n_vectors", "layout", "plan", "ids", "input_sha256")
+    )
     held = resident.lookup(planes_path) if manifest.get("stored") == STORED_BITS else None
     # a store the job holds on its GPU (store/resident.py): its rows there, the file perhaps not written yet
     if held is not None:

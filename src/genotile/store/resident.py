@@ -7,7 +7,10 @@ of records transposed there) and kept there: the job's tiles read their blocks f
 makes on the device) rather than copying them from planes.npy, and planes.npy is written from
 the device on threads of its own meanwhile (`write_behind`), renamed into place once whole.
 The job waits for it before it ends (`settle`, store/stage.store): the tile jobs, the merge and
-any later run read the file, which is byte for byte the host's pass's.
+any later run read the file, which is byte for byte the host's pass's. The manifests wait for the
+input's SHA-256 (one stream, ~1 GB/s: most of the store's time once the GPU transposes), so they
+too are written behind the tiles (`manifests_behind`), which take the store's shape from a
+provisional manifest and the written one before they write their files (pairs/stage.tile).
 
 Asked for with `on_device()` around the store stage; elsewhere (a CPU store job, SLURM, `genotile
 run`, a store that does not fit the device) nothing is held and the host's pass writes the file.
@@ -16,6 +19,7 @@ run`, a store that does not fit the device) nothing is held and the host's pass 
 from __future__ import annotations
 
 import contextlib
+import json
 import logging
 import threading
 import time
@@ -38,6 +42,9 @@ class Held:
     error: list = field(default_factory=list)
     seconds: float = 0.0
     copies: dict = field(default_factory=dict)  # {device: the rows copied there (`spread`)}
+    manifest: dict | None = None  # the store manifest but its checksum, while `manifests_behind` writes it
+    manifest_path: str | None = None
+    manifests: threading.Thread | None = None
 
 
 _WANTED = threading.local()
@@ -94,6 +101,61 @@ def write_behind(planes_path, held: Held, write) -> None:
     held.writer.start()
 
 
+def manifests_behind(planes_path, manifest_path, provisional: dict, write) -> None:
+    """Write the store's manifests on a thread (`write()`: the ingest manifest and the store
+    manifest, once the input's SHA-256, one stream at ~1 GB/s, is in): the job's tiles, which
+    need only the store's shape, run meanwhile from `provisional` (the store manifest but its
+    checksum: `manifest_of`) and take the manifest as written before they write (`final_manifest`)."""
+    held = _HELD[_key(planes_path)]
+    held.manifest = json.loads(json.dumps(provisional))  # as a reader of the file would have it
+    held.manifest_path = _key(manifest_path)
+
+    def run() -> None:
+        try:
+            write()
+        except BaseException as exc:  # noqa: BLE001 -- raised by `settle`, in the job's thread
+            held.error.append(exc)
+
+    held.manifests = threading.Thread(target=run, name="genotile-manifests-behind", daemon=True)
+    held.manifests.start()
+
+
+def _pending(manifest_path) -> Held | None:
+    if not _HELD:
+        return None
+    key = _key(manifest_path)
+    return next((h for h in _HELD.values() if h.manifest_path == key and h.manifests is not None), None)
+
+
+def manifest_of(manifest_path) -> dict | None:
+    """The provisional store manifest (`manifests_behind`) of a held store whose manifest is being
+    written, else None (read the file)."""
+    held = _pending(manifest_path)
+    return None if held is None else held.manifest
+
+
+def final_manifest(manifest_path) -> bool:
+    """Wait until the store manifest at `manifest_path` is written where `manifests_behind` is
+    writing it (its writer's error raised): True; False where it was not being written."""
+    held = _pending(manifest_path)
+    if held is not None:
+        _join_manifests(held)
+    return held is not None
+
+
+def writing_manifests() -> bool:
+    """Whether a held store's manifests are being written (`manifests_behind`)."""
+    return any(held.manifests is not None for held in _HELD.values())
+
+
+def _join_manifests(held: Held) -> None:
+    if held.manifests is not None:
+        held.manifests.join()
+        held.manifests = None
+    if held.error:
+        raise held.error[0]
+
+
 def lookup(planes_path):
     """The rows of bits (a device array) of the held store of `planes_path` on the current GPU
     (where it was made, or a copy `spread` made), else None."""
@@ -130,8 +192,15 @@ def spread(planes_path, devices: int) -> bool:
     return True
 
 
+def settle_manifests() -> None:
+    """Wait for every held store's manifests (`manifests_behind`); the first error is raised."""
+    for held in list(_HELD.values()):
+        _join_manifests(held)
+
+
 def settle() -> None:
-    """Wait for every held store's file; the first writer's error is raised."""
+    """Wait for every held store's manifests and file; the first writer's error is raised."""
+    settle_manifests()
     for path, held in list(_HELD.items()):
         if held.writer is not None:
             held.writer.join()

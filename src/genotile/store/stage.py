@@ -284,8 +284,13 @@ def store(
             codes.unlink(missing_ok=True)
     # one line a benchmark reads (bench/bench_e2e.py): the job's benchmark file has only the total
     log.info("store stages (s): %s", ", ".join(f"{k} {v:.3f}" for k, v in seconds.items()))
-    if after_pack is not None:
-        after_pack(p)
+    from genotile.store import resident
+
+    try:
+        if after_pack is not None:
+            after_pack(p)
+    finally:  # a store made on the GPU: its manifests, written behind the job's tiles, are in
+        resident.settle_manifests()
     return p
 
 

@@ -602,7 +602,8 @@ def stream_to(
     """`write_streamed`'s one pass over a whole .bed (or a .pgen's records, `pgen`), each block of
     whole records handed to `sink` (backends/cuda/bed_device.DeviceBits: the GPU transposes it
     into the store's rows, which it holds) rather than transposed here; the VCF reader's counts
-    of the calls, as `write_streamed` returns them (from the sink's)."""
+    of the calls, as `write_streamed` returns them (from the sink's). The pass's threads hand
+    their blocks over as each is read: `sink.block` may be called by several at once."""
     bed = BedFile(str(path), int(n_samples), int(n_variants), what, pgen=pgen)
     return _stream(bed, [None], lambda part, pool: None, threads, sink)
 
