@@ -230,10 +230,11 @@ def store(
             dense_max=dense_max,
             bounds=bounds,
             on_ingest=lambda made: columns.append(_columns(made)),
+            # inside the store stage: a store made on the GPU computes its tiles while its
+            # manifests wait for the input's SHA-256 (store/resident.py); the record after them
+            after_pack=after_pack,
         )
         _record_store(store_dir, ingest_manifest_out, settings, os.path.getsize(input_path), columns[0])
-        if after_pack is not None:
-            after_pack(p)
         return p
     assert record is not None
     auto = {"metrics": metrics, "backend": backend, "dense_max": dense_max}
