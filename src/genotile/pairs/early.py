@@ -260,10 +260,14 @@ class DevicePool:
         self.executor.shutdown(wait=True, cancel_futures=True)
 
 
-def _compute_tile(store_dir, metric: str, i: int, j: int, settings: dict, store: str | None) -> str:
+def _compute_tile(
+    store_dir, metric: str, i: int, j: int, settings: dict, store: str | None, deferred: list | None = None
+) -> str:
     """Tile (i, j) of `metric` into the store's early tiles, then its record (a record means a
     whole tile; `store`: the manifest's store_digest, None: taken once the tile is written, the
-    manifest then written too); returns the GPU it ran on (CUDA_VISIBLE_DEVICES, "" where unset)."""
+    manifest then written too); returns the GPU it ran on (CUDA_VISIBLE_DEVICES, "" where unset).
+    `deferred`: the tile's writing and record appended there where its store's manifest is still
+    being written (pairs/stage.tile), to run once the tiles are counted."""
     from genotile.pairs import stage
 
     store_dir = Path(store_dir)
@@ -277,10 +281,19 @@ def _compute_tile(store_dir, metric: str, i: int, j: int, settings: dict, store:
         i,
         j,
         tile_out=tile,
+        deferred=deferred,
         **settings,
     )
-    store = store or store_digest(store_dir / "manifest.json")
-    tile.with_suffix(".json").write_text(json.dumps(adoption_record(store, **settings)), encoding="utf-8")
+
+    def record() -> None:
+        digest = store or store_digest(store_dir / "manifest.json")
+        tile.with_suffix(".json").write_text(json.dumps(adoption_record(digest, **settings)), encoding="utf-8")
+
+    if tile.exists():
+        record()
+    else:  # its writing deferred (appended before this, by this thread): its record after it
+        assert deferred is not None
+        deferred.append(record)
     return os.environ.get(CUDA_DEVICES, "")
 
 
@@ -356,12 +369,14 @@ def compute_tiles(
         # the manifest's digest is taken after each tile in this process (a store made on the GPU
         # has its manifest written behind the first tiles: store/resident.py)
         todo = [(metric, i, j) for metric in metrics for i, j in (plan.tiles() if tiles is None else tiles)]
+        deferred: list = []  # tiles written once the store's manifest is (pairs/stage.tile)
         if pool is None:
             for metric, i, j in todo:
-                _compute_tile(store_dir, metric, i, j, metrics[metric], None)
+                _compute_tile(store_dir, metric, i, j, metrics[metric], None, deferred)
         elif _on_every_device(store_dir, len(pool.devices)):  # the store held on the GPU: a thread a GPU
             todo.sort(key=lambda t: t[1] == t[2])  # the larger off-diagonal tiles first
-            per = _threads_per_device(len(pool.devices), todo, lambda m, i, j: (m, i, j, metrics[m], None), store_dir)
+            args = lambda m, i, j: (m, i, j, metrics[m], None, deferred)  # noqa: E731
+            per = _threads_per_device(len(pool.devices), todo, args, store_dir)
             log.info("tiles in store: per GPU %s (a thread each, the store copied to each)", per)
         else:
             from genotile.store import resident
@@ -376,6 +391,8 @@ def compute_tiles(
                 raise failed[0]
             on = [future.result() for future in done]
             log.info("tiles in store: per GPU %s", ", ".join(f"{d}: {on.count(d)}" for d in pool.devices))
+        for write in deferred:
+            write()
     except Exception:  # noqa: BLE001 -- the tile jobs compute what is missing
         log.warning("tiles in store: failed; the tile jobs compute the tiles", exc_info=True)
         clear(store_dir)

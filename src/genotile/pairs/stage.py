@@ -5,6 +5,8 @@ run` chains in one process (pipeline.py). The store they read is store/stage.py'
 import json
 import logging
 import time
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 from genotile.core.limits import check_threshold
@@ -35,6 +37,7 @@ def tile(
     backend,
     tile_out,
     metric_params=None,
+    deferred: list | None = None,
 ) -> dict:
     """One tile (bi, bj) of a metric, written as a checksummed tile file.
 
@@ -56,6 +59,12 @@ def tile(
         The tile file (io/tilefile.py: a, b, value columns, hist_*, dense*, meta, SHA-256).
     metric_params : dict, optional
         The epilogue's parameters (ccc2: multiplier, param).
+    deferred : list, optional
+        Where the store's manifest is still being written behind its store job's tiles
+        (store/resident.py: it waits for the input's SHA-256), the tile's writing is appended here
+        (a callable; the arrays of those in the list, at most DEFER_BYTES, held till then) rather
+        than waited for: the store job's next tiles are counted meanwhile. The caller runs them
+        in order; `tile_out` exists once written.
 
     Returns
     -------
@@ -104,7 +113,37 @@ def tile(
     )
     from genotile.store import resident
 
-    if resident.final_manifest(manifest_path):  # the job wrote it behind this tile: its checksum is in now
+    def write() -> None:
+        _write_tile(manifest_path, manifest, metric, metric_name, bi, bj, arrays, meta, tile_out)
+
+    later = _Deferred(write, sum(a.nbytes for a in arrays.values()))
+    held = sum(getattr(f, "nbytes", 0) for f in deferred or [])
+    if deferred is not None and held + later.nbytes <= DEFER_BYTES and resident.manifest_of(manifest_path):
+        deferred.append(later)
+    else:
+        write()
+    return meta
+
+
+@dataclass
+class _Deferred:
+    """A tile's writing, deferred (`tile`), and the bytes of the arrays it holds till then."""
+
+    write: Callable[[], None]
+    nbytes: int
+
+    def __call__(self) -> None:
+        self.write()
+
+
+DEFER_BYTES = 1 << 30  # tiles' arrays held at most while their store's manifest is written (`tile`'s deferred)
+
+
+def _write_tile(manifest_path, manifest: dict, metric, metric_name: str, bi, bj, arrays: dict, meta: dict, tile_out):
+    """The tile file of `tile`'s arrays and meta, its store named by the manifest as written."""
+    from genotile.store import resident
+
+    if resident.final_manifest(manifest_path):  # the job wrote it behind its tiles: its checksum is in now
         manifest = _load_manifest(manifest_path)
     meta["store"] = store_identity(manifest)  # lets the merge refuse a tile of another input or plan
     meta["params"] = metric.params  # ... or of other metric parameters (pairs/tilecheck.py)
@@ -126,7 +165,6 @@ def tile(
         meta["pairs_passing"],
         meta["seconds_total"],
     )
-    return meta
 
 
 def copies(manifest: dict):
