@@ -73,9 +73,12 @@ def tile(
     """
     check_threshold(threshold, f"threshold of {metric_name}")
     from genotile.pairs.tile import compute_tile
+    from genotile.store import resident
     from genotile.store.pack import open_store
 
     planes_mm, manifest, layout = open_store(planes, manifest_path)
+    # a manifest its store job writes behind its tiles (store/resident.py): this one lacks the checksum
+    provisional = manifest is resident.manifest_of(manifest_path)
     p = Plan.from_json(manifest["plan"])
     perm = load_permutation(perm_path, p.n_vectors)
     metric = get_metric(metric_name, **(metric_params or {}))
@@ -111,10 +114,10 @@ def tile(
         meta["backend"],
         tile_out,
     )
-    from genotile.store import resident
 
     def write() -> None:
-        _write_tile(manifest_path, manifest, metric, metric_name, bi, bj, arrays, meta, tile_out)
+        written = resident.final_manifest(manifest_path) if provisional else None
+        _write_tile(written or manifest, metric, metric_name, bi, bj, arrays, meta, tile_out)
 
     later = _Deferred(write, sum(a.nbytes for a in arrays.values()))
     held = sum(getattr(f, "nbytes", 0) for f in deferred or [])
@@ -139,12 +142,8 @@ class _Deferred:
 DEFER_BYTES = 1 << 30  # tiles' arrays held at most while their store's manifest is written (`tile`'s deferred)
 
 
-def _write_tile(manifest_path, manifest: dict, metric, metric_name: str, bi, bj, arrays: dict, meta: dict, tile_out):
-    """The tile file of `tile`'s arrays and meta, its store named by the manifest as written."""
-    from genotile.store import resident
-
-    if resident.final_manifest(manifest_path):  # the job wrote it behind its tiles: its checksum is in now
-        manifest = _load_manifest(manifest_path)
+def _write_tile(manifest: dict, metric, metric_name: str, bi, bj, arrays: dict, meta: dict, tile_out):
+    """The tile file of `tile`'s arrays and meta, its store named by `manifest` (as written)."""
     meta["store"] = store_identity(manifest)  # lets the merge refuse a tile of another input or plan
     meta["params"] = metric.params  # ... or of other metric parameters (pairs/tilecheck.py)
     if "dense" in arrays:

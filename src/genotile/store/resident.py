@@ -45,10 +45,12 @@ class Held:
     manifest: dict | None = None  # the store manifest but its checksum, while `manifests_behind` writes it
     manifest_path: str | None = None
     manifests: threading.Thread | None = None
+    written: dict | None = None  # the manifest as written (`final_manifest`)
 
 
 _WANTED = threading.local()
 _HELD: dict[str, Held] = {}
+_LOCK = threading.Lock()
 
 
 @contextlib.contextmanager
@@ -134,13 +136,24 @@ def manifest_of(manifest_path) -> dict | None:
     return None if held is None else held.manifest
 
 
-def final_manifest(manifest_path) -> bool:
-    """Wait until the store manifest at `manifest_path` is written where `manifests_behind` is
-    writing it (its writer's error raised): True; False where it was not being written."""
-    held = _pending(manifest_path)
-    if held is not None:
-        _join_manifests(held)
-    return held is not None
+def final_manifest(manifest_path) -> dict | None:
+    """The store manifest at `manifest_path` as written, where `manifests_behind` writes (or
+    wrote) it: waited for (its writer's error raised), read once; None where it was never
+    written behind."""
+    if not _HELD:
+        return None
+    key = _key(manifest_path)
+    held = next((h for h in _HELD.values() if h.manifest_path == key), None)
+    if held is None:
+        return None
+    _join_manifests(held)
+    with _LOCK:  # (a thread a GPU may ask at once)
+        if held.written is None:
+            from genotile.store.manifest import STORE_KEYS
+            from genotile.util.readback import load_json
+
+            held.written = load_json(manifest_path, "manifest", STORE_KEYS)
+    return held.written
 
 
 def writing_manifests() -> bool:
