@@ -26,18 +26,24 @@ import math
 # it shows and the memory, not the time: complete data is planned at these rates, an upper bound).
 # cupy-b1 and cupy-int8: bench/RESULTS.md "GPU tiles and ceilings" (2026-11-22, H200, whole tile
 # jobs of 16,384 x 16,384 x 65,536, memmap -> device -> tile file); cupy-b1 king instead from
-# "Session 12: king in one GEMM" (2026-11-27, one H200, bench_biobank 1,000,000 x 20,000: 1e16
-# comparisons in the store job's 25.47 s of tiles, kernels/b1_select.cu; 2 x H200 16.64 s), the
-# size a biobank plan asks about.
+# "Session 13: the store on the GPU" (2026-11-27, one H200, bench_biobank 1,000,000 x 20,000 and
+# x 50,000: 1e16 and 2.5e16 comparisons in the store job's 24.47 s and 53.77 s of tiles, 4.09e14
+# and 4.65e14/s, kernels/b1_select.cu; 4.3e14 between them), the size a biobank plan asks about.
 # numba and numpy: the 2-core rows of
 # "Genotype tiles" and "SNP distances" (2026-11-22, AMD EPYC, 2 threads; hamming taken equal to
 # snp), halved to a core.
 TILES: dict[str, dict[str, float]] = {
-    "cupy-b1": {"snp": 3.099e14, "hamming": 2.695e14, "ibs": 2.014e14, "king": 3.93e14, "ccc2": 1.583e14},
+    "cupy-b1": {"snp": 3.099e14, "hamming": 2.695e14, "ibs": 2.014e14, "king": 4.3e14, "ccc2": 1.583e14},
     "cupy-int8": {"snp": 1.415e14, "hamming": 1.184e14, "ibs": 7.895e13, "king": 8.133e13, "ccc2": 5.943e13},
     "numba": {"snp": 4.55e10, "hamming": 4.55e10, "ibs": 7.85e10, "king": 6.95e10, "ccc2": 8.35e10},
     "numpy": {"snp": 2.2e10, "hamming": 2.2e10, "ibs": 7.5e9, "king": 7.5e9, "ccc2": 6.0e9},
 }
+
+# --- each GPU's tile rate, as a share of one GPU's alone, where the store job shares its tiles out
+# among this many GPUs (pairs/early.py: a thread a GPU, the store copied to each). "Session 13: the
+# store on the GPU" (2 x H200, 1,000,000 x 20,000: 17.96 s of tiles where one GPU at the TILES rate
+# takes 11.63 s a half: 0.65; one GPU's own host counted its tiles at the rate above).
+MULTI_GPU: dict[int, float] = {1: 1.0, 2: 0.65}
 
 # --- the CPU backend `auto` takes for a tile (backends.resolve): the counts alone
 # (count_matrices) in pair-words (pairs x plane words of a vector) per second on the host's 2
@@ -68,6 +74,13 @@ STORE: dict[str, dict[int, float]] = {
     "fasta": {2: 3.06e8, 16: 3.0e8},
 }
 STORE_ALIASES = {"pgen": "bed", "bcf": "vcf", "vcz": "vcf"}
+# A whole .bed (or .pgen) store made on the GPU where the store job computes its tiles there
+# (store/resident.py: transposed on the device, the SHA-256 and the files written behind the
+# tiles): the store job less its tiles. "Session 13: the store on the GPU" (2026-11-27): one H200
+# host's 16 cores, 1,000,000 x 20,000 and x 50,000, 5.29 s and 5.90 s (mostly fixed: the .fam
+# read, the pass, the last writes; 5e9 genotypes/s between them); the 2 x H200 host's 32, 10.83 s
+# for 1,000,000 x 20,000 (the manifests still written before the tiles then: 1.85e9).
+STORE_GPU: dict[str, dict[int, float]] = {"bed": {16: 5.0e9, 32: 1.85e9}}
 
 # --- merge: seconds a run and a tile ("Session 9", 2026-11-26: merges of 0.44 s for 3 tiles and
 # 1.14 s for 10, nearly nothing passing), then the passing pairs' text rows (pairs.tsv.gz) and

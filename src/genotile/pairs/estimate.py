@@ -298,7 +298,7 @@ def estimate(
     jobs = 0 if in_store else math.ceil(tiles / tiles_per_job)
     # CPU tiles: a job of TILE_THREADS cores each, as many at once as the cores allow
     slots = gpus if gpu else max(1, cores // TILE_THREADS)
-    slot_rate = tile_rate if gpu else tile_rate * min(TILE_THREADS, cores)
+    slot_rate = tile_rate * measured.at_cores(measured.MULTI_GPU, gpus) if gpu else tile_rate * min(TILE_THREADS, cores)
     if tiles <= SCHEDULED_TILES_MAX:
         busiest = spread([p * float(n_fields) for p in tile_pairs(plan)], slots)
     else:  # so many tiles that they spread evenly
@@ -336,7 +336,9 @@ def estimate(
         + matrix_bytes / measured.at_cores(measured.MATRIX_BYTES, cores)
     )
     kind = input_format(metric, input_kind)
-    store_rate = measured.at_cores(measured.STORE[kind], cores)
+    # a .bed stored as bits by a store job computing its tiles on the GPU: made on the device
+    on_device = in_store and _stored_as_bits(metric, kind) and kind in measured.STORE_GPU
+    store_rate = measured.at_cores((measured.STORE_GPU if on_device else measured.STORE)[kind], cores)
     return Estimate(
         metric=metric.name,
         backend=backend,
