@@ -64,7 +64,7 @@ from genotile.io.readers.fasta import FastaReader, HeldAlignment
 from genotile.store import extend, stage
 from genotile.store.ingest import alignment_manifest, record_distinct
 from genotile.store.manifest import part_key, store_identity
-from genotile.store.pack import _categorical_keys, _write_manifest
+from genotile.store.pack import categorical_keys, write_manifest
 from genotile.store.sources import differences, sources
 from genotile.util.atomic import write_record
 from genotile.util.checksums import READ
@@ -355,7 +355,7 @@ def _extend(job: _Append, before: extend.Earlier, new: extend.Appended, hashes, 
     old_rows = int(record["plan"]["n_vectors"])
     rows = first[p.permutation()[old_rows:] - old_rows]  # the new records of the new store rows, in order
     extend.write_planes(store_dir / "planes.npy", before.planes, new, rows)
-    manifest = _write_manifest(_categorical_keys(NUCLEOTIDE.name, new.enc), new.enc.layout, m, p, len(ids), None)
+    manifest = write_manifest(categorical_keys(NUCLEOTIDE.name, new.enc), new.enc.layout, m, p, len(ids), None)
     _with_parts(manifest, parts, p, len(ids) - n_old)
     write_record(store_dir / "manifest.json", manifest)
     log.info(

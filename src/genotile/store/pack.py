@@ -46,7 +46,7 @@ def _categorical(codes, ingest_manifest: dict, gpu: bool = False):
     """(layout, rows -> planes, manifest keys) of an alphabet's store."""
     alphabet = ALPHABETS[ingest_manifest["alphabet"]]
     enc = categorical_encoding(symbol_counts(codes), alphabet.has_missing)
-    extra = _categorical_keys(alphabet.name, enc)
+    extra = categorical_keys(alphabet.name, enc)
     if gpu:
         from genotile.backends.cuda import cupy_pack
 
@@ -54,7 +54,7 @@ def _categorical(codes, ingest_manifest: dict, gpu: bool = False):
     return enc.layout, lambda rows: categorical_planes(rows, enc), extra
 
 
-def _categorical_keys(alphabet: str, enc) -> dict:
+def categorical_keys(alphabet: str, enc) -> dict:
     """The store manifest's keys of an alphabet's encoding."""
     return {
         "alphabet": alphabet,
@@ -195,7 +195,7 @@ def _pack_codes(
         layout, to_planes, extra = _categorical(codes, ingest_manifest, on_gpu)
     threads = 1 if on_gpu else usable_cpus(PACK_THREADS)
     planes = _write_planes(rows_of, layout, lambda rows: to_planes(codes[rows]), codes.shape[1], threads, planes_out)
-    return _write_manifest(extra, layout, ingest_manifest, plan, n_input, manifest_out), planes
+    return write_manifest(extra, layout, ingest_manifest, plan, n_input, manifest_out), planes
 
 
 def _pack_held(
@@ -215,8 +215,8 @@ def _pack_held(
     on_bytes = dataclasses.replace(enc, order=held.keep[enc.order], symbols=code_bytes(held.alphabet)[enc.symbols])
     planes = lambda rows: categorical_planes(held.rows, on_bytes, rows)  # noqa: E731
     made = _write_planes(rows_of, enc.layout, planes, held.rows.shape[1], usable_cpus(PACK_THREADS), planes_out)
-    extra = _categorical_keys(held.alphabet.name, enc)
-    return _write_manifest(extra, enc.layout, ingest_manifest, plan, n_input, manifest_out), made
+    extra = categorical_keys(held.alphabet.name, enc)
+    return write_manifest(extra, enc.layout, ingest_manifest, plan, n_input, manifest_out), made
 
 
 def _write_planes(
@@ -260,7 +260,10 @@ def _write_planes(
     return None
 
 
-def _write_manifest(extra: dict, layout, ingest_manifest: dict, plan: Plan, n_input: int, manifest_out) -> dict:
+def write_manifest(extra: dict, layout, ingest_manifest: dict, plan: Plan, n_input: int, manifest_out) -> dict:
+    """The store manifest of a store of `layout` packed from what `ingest_manifest` describes
+    (`extra`: its encoding's keys first), written to `manifest_out` (None: returned only); an
+    append's too (store/append.py), whose new records are packed alone."""
     manifest = {
         "genotile": __version__,
         **extra,
@@ -343,7 +346,7 @@ def _bed_manifest(
     extra = {"encoding": "genotype", "n_kept": int(n_fields), "ingest_counts": ingest_manifest.get("counts", {})}
     if stored is not None:
         extra["stored"] = stored
-    return _write_manifest(extra, layout, ingest_manifest, plan, n_input, manifest_out)
+    return write_manifest(extra, layout, ingest_manifest, plan, n_input, manifest_out)
 
 
 def _pack_bits(held, ingest_manifest: dict, plan: Plan, perm: np.ndarray, planes_out, manifest_out) -> dict:
