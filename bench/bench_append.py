@@ -112,6 +112,14 @@ def row(name: str, r: dict) -> str:
     return f"| {name} | {r['wall']:.2f} | {rules} | {rest:.2f} |"
 
 
+def report(lines: list[str], out: Path | None) -> None:
+    """A benchmark's lines printed, and written to `out` where given."""
+    text = "\n".join(lines)
+    print(text)
+    if out:
+        out.write_text(text + "\n")
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--n", type=int, default=15_800)
@@ -177,10 +185,7 @@ def main() -> int:
         f"store said: {'; '.join(again['said'])}",
         *query_lines,
     ]
-    text = "\n".join(lines)
-    print(text)
-    if args.out:
-        args.out.write_text(text + "\n")
+    report(lines, args.out)
     return 0 if same else 1
 
 

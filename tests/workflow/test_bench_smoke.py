@@ -103,3 +103,11 @@ def test_bench_append_smoke(tmp_path):
     # the rerun appended (its store said so) and its outputs are a fresh run's
     assert "8 vectors appended to 60" in table and "outputs identical: yes" in table, out
     assert "| append 8 |" in table and "| fresh 68 |" in table
+
+
+def test_bench_query_smoke(tmp_path):
+    out = run_bench("bench_query.py", "--tmp", str(tmp_path), "--out", str(tmp_path / "query.md")).stdout
+    table = (tmp_path / "query.md").read_text()
+    # the query beside FILE's dataset took FILE's store, and its outputs are those of both files read
+    assert "store job said: FILE's 300 vectors from its all-pairs store in" in table, out
+    assert "outputs identical: yes" in table and "| query, both files read |" in table

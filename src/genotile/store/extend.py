@@ -19,9 +19,10 @@ planes are what they were, and the grown store's planes are the earlier file's r
 then the new records' rows, encoded alone (`write_planes`). Anything else (a column made
 variable, an allele added or its rank changed, no counts kept, new records the one-pass reader
 does not take) is left to the ingest of the whole grown input, which gives the same store.
-A new token names each store's kept files; the record naming it is written last and the
-other tokens' files removed after it (`forget`), so a job killed before that leaves the earlier
-record with its own files whole.
+A query against this store's input reads its kept files the same way (store/against.py: the
+query's input counted as new records, `new_records` and `grown`). A new token names each store's
+kept files; the record naming it is written last and the other tokens' files removed after it
+(`forget`), so a job killed before that leaves the earlier record with its own files whole.
 """
 
 import contextlib
@@ -201,34 +202,53 @@ def appended(input_path, start: int, before: Earlier) -> tuple[Appended | None, 
     """The records from byte `start` on (appended), where the grown input keeps the earlier
     kept columns (their bases may change: the earlier rows are then encoded again); or None and
     why not."""
+    read, why = new_records(input_path, start, int(before.manifest["n_fields"]))
+    if read is None:
+        return None, why
+    ids, rows = read
+    if not set(ids).isdisjoint(before.manifest["ids"]):
+        return None, "a new record's length or ID is refused"
+    return grown(ids, rows, before)
+
+
+def new_records(input_path, start: int, n_fields: int) -> tuple[tuple[list[str], np.ndarray] | None, str]:
+    """(IDs, bytes) of the records of `input_path` from byte `start` on, as the one-pass reader
+    takes them, each of `n_fields` columns; or None and why not (then the whole input's read
+    says what is wrong, where anything is). An append's new records, or a query's input
+    (store/against.py)."""
     try:
         layout = fasta_mmap.open_regular(input_path, start)
     except GenotileError:  # the whole input's read says it, in its own words
         return None, "a new record's ID is refused"
     if layout is None or layout.n == 0:
         return None, "the new records are not laid out as the one-pass reader takes them"
-    ids, n_fields = before.manifest["ids"], int(before.manifest["n_fields"])
-    if layout.length != n_fields or not set(layout.ids).isdisjoint(ids):
+    if layout.length != n_fields:
         return None, "a new record's length or ID is refused"
     rows = layout.rows(0, layout.n)
     if not fasta_mmap.clean(rows):
         return None, "a new record holds a byte the one-pass reader does not take"
-    grown = ColumnCounts(n_fields)
-    grown.add(rows, canonical=True)  # folded as the store's held bytes, missing ones 0 (identical rows)
-    grown.update(before.columns)
-    keep = np.flatnonzero(grown.informative)
+    return (layout.ids, rows), ""
+
+
+def grown(ids: list[str], rows: np.ndarray, before: Earlier) -> tuple[Appended | None, str]:
+    """The new records `rows` (new_records') counted and added to the earlier input's counts,
+    where the grown counts keep the earlier kept columns; or None and why not."""
+    counts = ColumnCounts(rows.shape[1])
+    counts.add(rows, canonical=True)  # folded as the store's held bytes, missing ones 0 (identical rows)
+    counts.update(before.columns)
+    keep = np.flatnonzero(counts.informative)
     if not np.array_equal(keep, np.flatnonzero(before.columns.informative)):
         return None, "the new records make a constant column variable"
-    enc = categorical_encoding(grown.code_counts(keep), NUCLEOTIDE.has_missing)
+    enc = categorical_encoding(counts.code_counts(keep), NUCLEOTIDE.has_missing)
     earlier_enc = categorical_encoding(before.columns.code_counts(keep), NUCLEOTIDE.has_missing)
     if earlier_enc.layout != PlaneLayout.from_json(before.manifest["layout"]):
         return None, "the earlier store's layout is not its counts'"
     if same_encoding(enc, earlier_enc):
-        return Appended(layout.ids, rows, grown, keep, enc, None), ""
+        return Appended(ids, rows, counts, keep, enc, None), ""
     log.info(
         "store: the earlier rows' planes are encoded again (the new records change a column's bases or their order)"
     )
-    return Appended(layout.ids, rows, grown, keep, enc, earlier_enc), ""
+    return Appended(ids, rows, counts, keep, enc, earlier_enc), ""
 
 
 def same_encoding(a: CategoricalEncoding, b: CategoricalEncoding) -> bool:

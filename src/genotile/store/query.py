@@ -8,6 +8,9 @@ same pack as any store (store/stage.pack). Identical vectors are not collapsed i
 (the tiles hold cross pairs only, which the collapse's self pairs and weighing do not model);
 it costs a query nothing it would save often: the FILE is rarely full of copies of the input.
 
+Where FILE has an all-pairs store beside this one (store/against.py), the same store is made from
+it and the input alone, FILE not read (`reuse_file_store`); else both files are read, as above.
+
 What the workflow's store job runs for a dataset with `against:` (scripts/store.py), what
 `genotile run --against` runs (`current_query_store`) and what the API runs (`ingest_query`).
 """
@@ -157,18 +160,26 @@ def ingest_query(input_path, against, encoding: str, options: dict | None = None
         else:
             reader = QueryGenotypes(q, a, ENCODINGS[encoding].transposed, _sum_counts(q_counts, a_counts))
     made = stage.ingest(reader, encoding, None, None, collapse_duplicates=False, hold=held is not None)
-    m = made.manifest
+    paths = None if isinstance(input_path, Part) else (input_path, against)
+    complete_manifest(made.manifest, q, a, paths, options)
+    if manifest_out is not None:
+        write_record(manifest_out, made.manifest)
+    return made
+
+
+def complete_manifest(m: dict, q: Part, a: Part, paths, options: dict | None, against_digest=None) -> None:
+    """A query's ingest manifest given its query keys: the `query` record, the reader options and
+    (`paths`: the input's and FILE's, None for arrays) what the store was made from, for reruns
+    (genotile run); `against_digest`: FILE's content digest where it is known (store/sources.py)."""
     m["query"] = query_record(q, a)
     if options:
         m["options"] = {k: v for k, v in options.items() if v is not None}
-    if not isinstance(input_path, Part):  # what the store was made from, for reruns (genotile run)
+    if paths is not None:
+        input_path, against = paths
         m["sources"] = {
             "input": sources(input_path, options, input_sha256=q.sha256),
-            "against": sources(against, options, input_sha256=a.sha256),
+            "against": sources(against, options, input_sha256=a.sha256, input_digest=against_digest),
         }
-    if manifest_out is not None:
-        write_record(manifest_out, m)
-    return made
 
 
 def query_record(q: Part, a: Part) -> dict:
@@ -244,18 +255,49 @@ def query_store(
     store_dir = Path(store_dir)
     store_dir.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()
-    made = ingest_query(input_path, against, encoding, options, ingest_manifest_out)
+    reused = reuse_file_store(input_path, against, encoding, store_dir, options)
+    if reused is not None:  # FILE's all-pairs store and the input alone (store/against.py)
+        manifest = reused.manifest
+        write_record(ingest_manifest_out, manifest)
+    else:
+        made = ingest_query(input_path, against, encoding, options, ingest_manifest_out)
+        manifest = made.manifest
     t1 = time.perf_counter()
-    p = plan_query(made.manifest, block_size, seed, metrics=metrics, backend=backend)
+    p = plan_query(manifest, block_size, seed, metrics=metrics, backend=backend)
     if bounds is not None:
         check_query_bound(p, metrics, bounds["thresholds"], bounds["pairs_max"], bounds.get("where", ""))
     write_plan(p, store_dir / "plan.json", store_dir / "perm.npy")
     t2 = time.perf_counter()
-    pack_query(made, store_dir)
+    if reused is not None:
+        from genotile.store import against as file_store
+
+        file_store.pack(reused, p, store_dir)
+    else:
+        pack_query(made, store_dir)
     log.info("store stages (s): ingest %.3f, plan %.3f, pack %.3f", t1 - t0, t2 - t1, time.perf_counter() - t2)
     if after_pack is not None:
         after_pack(p)
     return p
+
+
+def reuse_file_store(input_path, against, encoding: str, store_dir: Path, options: dict | None):
+    """The query store's ingest from FILE's all-pairs store and the input alone (store/against.py
+    `Reused`), or None where FILE has no store that gives the same store (then both files are
+    read, `ingest_query`); one line in the log says which, and why."""
+    from genotile.store import against as file_store
+
+    found, why = file_store.find(against, encoding, store_dir, options)
+    reused, why = file_store.ingest(input_path, against, encoding, found) if found is not None else (None, why)
+    if reused is None:
+        log.info("query store (%s): both files read, FILE's all-pairs store not reused: %s", encoding, why)
+        return None
+    assert found is not None
+    complete_manifest(reused.manifest, *reused.parts, (input_path, against), options, against_digest=found.digest)
+    log.info(
+        "query store (%s): FILE's %d vectors from its all-pairs store in %s, the input's %d read",
+        *(encoding, len(found.kept.manifest["ids"]), found.folder, len(reused.new.ids)),
+    )
+    return reused
 
 
 def pack_query(made, store_dir) -> dict:
