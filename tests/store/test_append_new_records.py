@@ -14,6 +14,7 @@ import pytest
 
 from genotile.core.encode import MISSING, categorical_codes, categorical_encoding, categorical_planes, symbol_counts
 from genotile.errors import GenotileError
+from genotile.io.readers import fasta
 from genotile.store import append, extend, stage
 from tests.snakerun import write_fasta
 
@@ -83,9 +84,8 @@ def _files(work) -> dict:
     return out
 
 
-@pytest.fixture
-def ingests(monkeypatch):
-    """The inputs the whole-input ingest read during the test (store/stage.ingest)."""
+def spy_ingest(monkeypatch) -> list[str]:
+    """The inputs the whole-input ingest reads from now on (store/stage.ingest), a list filled."""
     read: list[str] = []
     ingest = stage.ingest
 
@@ -95,6 +95,12 @@ def ingests(monkeypatch):
 
     monkeypatch.setattr(stage, "ingest", spy)
     return read
+
+
+@pytest.fixture
+def ingests(monkeypatch):
+    """The inputs the whole-input ingest read during the test (store/stage.ingest)."""
+    return spy_ingest(monkeypatch)
 
 
 def _grow(tmp_path, name, steps, collapse, whole=False):
@@ -150,9 +156,12 @@ def test_an_append_keeping_the_encoding_reads_the_new_records_only_with_the_same
     ],
 )
 @pytest.mark.parametrize("collapse", [False, True])
+@pytest.mark.parametrize("past_the_bound", [False, True])
 def test_an_append_changing_a_columns_bases_encodes_the_earlier_rows_again_with_the_same_files(
-    tmp_path, added, collapse, ingests, caplog
+    tmp_path, added, collapse, past_the_bound, ingests, caplog, monkeypatch
 ):
+    if past_the_bound:  # an input too large to be held: its kept columns' codes counted (fasta.read_regular)
+        monkeypatch.setattr(fasta, "HOLD_BYTES", 0)
     reference, _ = _grow(tmp_path, "reference", [EARLIER, added, SAME], collapse, whole=True)
     ingests.clear()
     with caplog.at_level(logging.INFO, logger="genotile"):

@@ -166,6 +166,41 @@ class ColumnCounts:
     def informative(self) -> np.ndarray:
         return (self.bases > 0).sum(axis=0) >= 2
 
+    @classmethod
+    def of_span(cls, span: ColumnSpan, keep: np.ndarray, kept_bases: np.ndarray, rows: int) -> "ColumnCounts":
+        """What an append needs of a nucleotide alignment read without being held (store/extend.py),
+        from its columns' span and its kept columns' counts (`code_bases` of their codes).
+
+        The kept (informative) columns' counts are exact: their symbols' ranks, hence the planes,
+        depend on them. A constant column holds one base, or none where every record misses it:
+        its count of that base is 1, the others 0. That is all whether new records keep it
+        constant depends on (a column is informative where two bases are counted, whatever their
+        numbers), and all its encoding depends on while it is: none, it is not kept.
+
+        Parameters
+        ----------
+        span : ColumnSpan
+            The nucleotide span of every row (its `low` a column's one base where constant).
+        keep : numpy.ndarray
+            (kept,) int64: the informative columns, `span.informative`'s.
+        kept_bases : numpy.ndarray
+            (4, kept) int64: the kept columns' counts of A, C, G and T.
+        rows : int
+            The alignment's records.
+
+        Returns
+        -------
+        ColumnCounts
+        """
+        out = cls(span.low.size)
+        out.bases[:, keep] = kept_bases
+        constant = np.flatnonzero(~span.informative & (span.low != 255))
+        base = np.full(256, 0, dtype=np.int64)
+        base[np.frombuffer(NUCLEOTIDE_BYTES, dtype=np.uint8)] = np.arange(len(NUCLEOTIDE_BYTES))
+        out.bases[base[span.low[constant]], constant] = 1
+        out.rows = int(rows)
+        return out
+
     def code_counts(self, columns: np.ndarray) -> np.ndarray:
         """(columns, 256) int64: `symbol_counts` of the columns' codes (MISSING counted too)."""
         bases = self.bases[:, columns]
@@ -173,3 +208,14 @@ class ColumnCounts:
         counts[:, : bases.shape[0]] = bases.T
         counts[:, MISSING] = self.rows - bases.sum(axis=0)
         return counts
+
+
+def code_bases(codes: np.ndarray) -> np.ndarray:
+    """(4, columns) int64: each column's count of the nucleotide codes 0-3 (A, C, G, T) in a
+    block of codes, summed in uint8 over ColumnCounts.ROWS rows at a time (cannot overflow)."""
+    out = np.zeros((len(NUCLEOTIDE_BYTES), codes.shape[1]), dtype=np.int64)
+    for r0 in range(0, codes.shape[0], ColumnCounts.ROWS):
+        block = codes[r0 : r0 + ColumnCounts.ROWS]
+        for k in range(len(NUCLEOTIDE_BYTES)):
+            out[k] += np.add.reduce((block == k).view(np.uint8), axis=0, dtype=np.uint8)
+    return out

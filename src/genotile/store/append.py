@@ -20,9 +20,11 @@ over the earlier input and links to the earlier store's planes and manifest; whe
 records' counts added to them give the earlier encoding (the common case: a few hundred genomes
 added), the grown planes are the earlier rows, copied, then the new records' (`_extend`), and the
 whole-file SHA-256 the manifests record is the prefix check's digest continued over the new
-bytes, one pass. Otherwise (and where nothing was kept: another alphabet, an input too large to
-be held in memory when read) the whole grown input is read again (`_reingest`; its one line in
-the log says why), with the same files. The old store's files are replaced whole
+bytes, one pass. An input too large to be held in memory is read in one pass that counts only its
+kept columns' bases, and each constant column's one base: all the next append's encoding needs
+(store/extend.py). Otherwise (and where nothing was kept: another alphabet, an input the
+streaming reader reads) the whole grown input is read again (`_reingest`; its one line in the
+log says why), with the same files. The old store's files are replaced whole
 (util/atomic.py), never rewritten in place; the record is written last and the earlier store's
 kept files removed after it, so a job killed before it leaves the earlier record with its kept
 files, and the rerun appends to the earlier store again.
@@ -60,7 +62,7 @@ from genotile.core.encodings import ENCODINGS
 from genotile.core.limits import check_plan
 from genotile.core.plan import Plan
 from genotile.io.planfile import write_plan
-from genotile.io.readers.fasta import FastaReader, HeldAlignment
+from genotile.io.readers.fasta import FastaReader
 from genotile.store import extend, stage
 from genotile.store.ingest import alignment_manifest, record_distinct
 from genotile.store.manifest import part_key, store_identity
@@ -469,8 +471,9 @@ def _with_parts(manifest: dict, parts: list[dict], p: Plan, n_new: int) -> bool:
 
 
 def _columns(made) -> ColumnCounts | None:
-    """An ingest's column counts of every column (a nucleotide alignment held), else None."""
-    return made.stored.columns if isinstance(made.stored, HeldAlignment) else None
+    """What an ingest kept of its columns for the next append (Ingested.columns: a nucleotide
+    alignment's), else None."""
+    return made.columns
 
 
 def _finish(store_dir: Path, manifest: dict, ingest_manifest: dict, settings: dict, size: int, columns) -> None:

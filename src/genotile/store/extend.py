@@ -7,7 +7,12 @@ for the next append, with the store they made, beside the store and out of Snake
 (which Snakemake deletes before the job runs again), named in the append record (`kept`):
 
 - `kept-<token>.counts.npy`: int64 (4, columns), each column's count of A, C, G and T over every
-  earlier record (io/readers/fasta.py HeldAlignment.columns; the missing ones are the rest);
+  earlier record (io/readers/fasta.py HeldAlignment.columns; the missing ones are the rest).
+  Exact in the kept columns, whose counts rank their bases; a constant column's may be 1 for its
+  one base (none where every record misses it): an input too large to be held is read in one
+  pass that counts the kept columns' codes only (FastaReader.columns, ColumnCounts.of_span), and
+  a constant column stays constant, and out of the store, exactly where the new records hold no
+  other base there, whatever the numbers;
 - `kept-<token>.planes.npy` and `kept-<token>.manifest.json`: hard links to the store's files
   (no copy: the store's files are replaced whole, util/atomic.py, never rewritten, so a link
   keeps the content it was made with).
@@ -70,7 +75,7 @@ def kept_path(store_dir: Path, token: str, name: str) -> Path:
 def keep(store_dir: Path, columns: ColumnCounts | None) -> dict | None:
     """The files the next append reads in place of the earlier records (module docstring), made
     for the store just written in `store_dir`; the append record's `kept` entry, or None where
-    there are no counts (not a nucleotide alignment held in memory) or the links fail."""
+    there are no counts (not a nucleotide alignment read in one pass) or the links fail."""
     if columns is None:
         return None
     token = secrets.token_hex(8)
@@ -106,7 +111,7 @@ def earlier(store_dir: Path, record: dict) -> tuple[Earlier | None, str]:
     """The kept files the record names, checked against it; or None and why not."""
     kept = record.get("kept")
     if not isinstance(kept, dict) or not isinstance(kept.get("token"), str):
-        return None, "no column counts were kept of the earlier input (not held in memory when read)"
+        return None, "no column counts were kept of the earlier input (not read in one pass)"
     token = kept["token"]
     manifest = stage.read_recorded(kept_path(store_dir, token, "manifest.json"))
     if manifest is None or part_key(manifest) != record["parts"][-1]["key"]:

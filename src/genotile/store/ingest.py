@@ -28,6 +28,7 @@ from pathlib import Path
 
 import numpy as np
 
+from genotile.core.columns import ColumnCounts
 from genotile.core.encodings import ENCODINGS
 from genotile.core.registry import REGISTRY
 from genotile.errors import GenotileError
@@ -64,11 +65,16 @@ class Ingested:
     pending : bool
         The manifest lacks the .bed's counts and checksum and is not written yet: `stored.finish`
         does both with the counts of the pass that packs it.
+    columns : ColumnCounts or None
+        What an append reads in place of this input (store/extend.py): a nucleotide alignment's
+        base counts, held (HeldAlignment.columns) or read in one pass without being held
+        (FastaReader.columns); else None.
     """
 
     manifest: dict
     stored: Path | HeldAlignment | HeldBits | BedFile | np.ndarray
     pending: bool = False
+    columns: ColumnCounts | None = None
 
 
 def ingest(
@@ -127,6 +133,7 @@ def ingest(
     digest = hashing.submit(content_digest, path) if hold and not recorded and not in_memory else None
     hashing.shutdown(wait=False)
     manifest: dict
+    columns = None
     collapse = collapse_duplicates and encoding in COLLAPSIBLE
     if reader.source == "alignment":
         assert issubclass(reader, AlignmentReader)
@@ -134,6 +141,7 @@ def ingest(
         ids, n_fields, n_kept, held = aligned.read(encoding, codes_out, hold, canonical=collapse_duplicates)
         manifest = alignment_manifest(path, reader.kind, encoding, ids, n_fields, n_kept, sha256.result())
         stored = held if held is not None else Path(codes_out)
+        columns = held.columns if isinstance(held, HeldAlignment) else aligned.columns
     else:
         assert issubclass(reader, GenotypeReader)
         with path if isinstance(path, GenotypeArray) else reader(path, **given) as opened:
@@ -164,7 +172,7 @@ def ingest(
 
     if isinstance(stored, BedFile):  # counted by the pass that writes the store (store/pack.py)
         return Ingested(manifest, dataclasses.replace(stored, finish=finish), pending=True)
-    return Ingested(finish(), stored)
+    return Ingested(finish(), stored, columns=columns)
 
 
 def alignment_manifest(path, kind: str, encoding: str, ids: list[str], n_fields: int, n_kept: int, sha256: str) -> dict:

@@ -28,6 +28,7 @@ from typing import ClassVar
 
 import numpy as np
 
+from genotile.core.columns import ColumnCounts
 from genotile.core.encodings import ENCODINGS
 from genotile.errors import GenotileError
 
@@ -102,6 +103,9 @@ class AlignmentReader(Reader):
     alignment in memory)."""
 
     source = "alignment"
+    # what an append needs of the columns of an alignment `read` without being held (the store
+    # job's; core/columns.ColumnCounts, store/extend.py), where the reader took it; else None
+    columns: ColumnCounts | None = None
 
     @abstractmethod
     def __init__(self, path):

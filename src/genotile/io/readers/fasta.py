@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from genotile.core.columns import ColumnCounts, ColumnSpan, encode_ascii, fold_ascii
+from genotile.core.columns import ColumnCounts, ColumnSpan, code_bases, encode_ascii, fold_ascii
 from genotile.core.encode import ALPHABETS, MISSING, NUCLEOTIDE, Alphabet, ColumnScan, symbol_counts
 from genotile.errors import GenotileError
 from genotile.io import fasta_mmap, npy_rows
@@ -58,7 +58,14 @@ class HeldAlignment:
 
 
 class FastaReader(AlignmentReader):
-    """An aligned FASTA (optionally gzip or BGZF), read for an alphabet's store."""
+    """An aligned FASTA (optionally gzip or BGZF), read for an alphabet's store.
+
+    Attributes
+    ----------
+    columns : ColumnCounts or None
+        After a `read` to hold a nucleotide alignment too large to be held (the store job's),
+        read in one pass: what an append needs of its columns (ColumnCounts.of_span), else None.
+    """
 
     kind = "fasta"
     suffixes = (".fa", ".fasta", ".fas", ".fna", ".aln")
@@ -105,7 +112,12 @@ class FastaReader(AlignmentReader):
             held = hold_regular(layout, alpha, canonical)  # None: a byte for the streaming reader
             read = None if held is None else (layout.ids, layout.length, int(held.keep.size))
         elif layout is not None:
-            read = read_regular(layout, alpha, codes_out)
+            # the store job's codes, temporary: an append after it reads the new records alone
+            # given the kept columns' counts (counted as their codes are written) and each
+            # constant column's one base (store/extend.py)
+            columns = ColumnCounts(layout.length) if hold and alpha is NUCLEOTIDE else None
+            read = read_regular(layout, alpha, codes_out, columns)
+            self.columns = columns if read is not None else None
         ids, n_fields, n_kept = read or read_streaming(self.path, alpha, codes_out)
         return ids, n_fields, n_kept, held
 
@@ -162,13 +174,21 @@ def hold_regulars(
 COUNT_COLUMNS = 1 << 16  # columns of a held alignment counted at a time (other than nucleotide)
 
 
-def read_regular(layout: fasta_mmap.RegularFasta, alpha, codes_out) -> tuple[list[str], int, int] | None:
+def read_regular(
+    layout: fasta_mmap.RegularFasta, alpha, codes_out, columns: ColumnCounts | None = None
+) -> tuple[list[str], int, int] | None:
     """(IDs, fields, kept fields) of a regular alignment, read in one pass over its memory map
     (fasta_mmap): blocks of rows are gathered, their columns' symbol ranges kept (ColumnSpan),
     then the informative columns' codes written (from the bytes held in memory when they fit,
     else gathered again from the page cache), blocks on several threads (numpy releases the
     GIL). None, and nothing written, when a sequence holds a byte the fast path does not take:
-    the streaming reader then reads the file."""
+    the streaming reader then reads the file.
+
+    `columns` (nucleotide), given empty, is filled with what an append needs
+    (ColumnCounts.of_span): the kept columns' codes counted as each block is written, while in
+    cache (a few per cent of the pass where few columns are kept; counting every column's bases,
+    ColumnCounts.add, made each block of the scan ~3x slower), the constant columns' one base
+    from the span."""
     n, length = layout.n, layout.length
     chunk = _block_rows(length)
     held = n * length <= HOLD_BYTES  # small enough: gather once, keep the bytes for the codes
@@ -188,13 +208,20 @@ def read_regular(layout: fasta_mmap.RegularFasta, alpha, codes_out) -> tuple[lis
         with atomic_path(codes_out) as tmp, open(tmp, "wb") as fh:
             start = npy_rows.write_header(fh, (n, keep.size), np.uint8)
 
-            def write(r0: int) -> None:
+            def write(r0: int) -> np.ndarray | None:
                 r1 = min(n, r0 + chunk)
                 raw = whole[r0:r1] if whole is not None else layout.rows(r0, r1)  # held: the bytes were kept
                 codes = encode_ascii(alpha, raw if every else raw[:, keep])
                 npy_rows.pwrite_rows(fh.fileno(), codes, start + r0 * keep.size, tmp)
+                return None if columns is None else code_bases(codes)
 
-            list(pool.map(write, range(0, n, chunk)))
+            parts = list(pool.map(write, range(0, n, chunk)))
+    if columns is not None:
+        kept = np.zeros((columns.bases.shape[0], keep.size), dtype=np.int64)
+        for part in parts:
+            assert part is not None
+            kept += part
+        columns.update(ColumnCounts.of_span(span, keep, kept, n))
     return layout.ids, length, int(keep.size)
 
 
