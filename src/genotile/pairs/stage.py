@@ -60,11 +60,11 @@ def tile(
     metric_params : dict, optional
         The epilogue's parameters (ccc2: multiplier, param).
     deferred : list, optional
-        Where the store's manifest is still being written behind its store job's tiles
-        (store/resident.py: it waits for the input's SHA-256), the tile's writing is appended here
-        (a callable; the arrays of those in the list, at most DEFER_BYTES, held till then) rather
-        than waited for: the store job's next tiles are counted meanwhile. The caller runs them
-        in order; `tile_out` exists once written.
+        Where the tile was counted from a provisional manifest (its store job writes the manifest
+        behind its tiles, store/resident.py: it waits for the input's SHA-256), the tile's writing
+        is appended here (a callable; the arrays of those in the list, at most DEFER_BYTES, held
+        till then) rather than waited for: the store job's next tiles are counted meanwhile. The
+        caller runs them in order; `tile_out` exists once written.
 
     Returns
     -------
@@ -121,7 +121,7 @@ def tile(
 
     later = _Deferred(write, sum(a.nbytes for a in arrays.values()))
     held = sum(getattr(f, "nbytes", 0) for f in deferred or [])
-    if deferred is not None and held + later.nbytes <= DEFER_BYTES and resident.manifest_of(manifest_path):
+    if deferred is not None and provisional and held + later.nbytes <= DEFER_BYTES:
         deferred.append(later)
     else:
         write()

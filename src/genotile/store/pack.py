@@ -410,16 +410,14 @@ def _pack_streamed(bed, ingest_manifest: dict, plan: Plan, perm: np.ndarray, pla
         from genotile.store import resident
 
         counts = bed_reader.stream_to(bed.path, n_input, n_fields, sink, threads=threads, what=bed.what, pgen=bed.pgen)
-        held = resident.hold(planes_out, sink.bits, sink.device, n_fields)
-        resident.write_behind(planes_out, held, sink.write)
-        progress.finish(rows_of.size)
-        if bed.finish is None or manifest_out is None:
-            return _bed_manifest(
-                counts["missing_calls"] == 0, ingest_manifest, plan, n_input, n_fields, manifest_out, stored=STORED_BITS
-            )
+        resident.write_behind(planes_out, resident.hold(planes_out, sink.bits, sink.device, n_fields), sink.write)
+    else:
+        counts = _write_streamed(bed, rows_of, planes_out, threads)
+    progress.finish(rows_of.size)
+    complete, finish = counts["missing_calls"] == 0, bed.finish
+    if sink is not None and finish is not None and manifest_out is not None:
         # the manifests wait for the input's SHA-256 (one stream: ~1 GB/s), which the pass no longer
         # hides: written behind the job's tiles, which start from the provisional one (store/resident.py)
-        finish, complete = bed.finish, counts["missing_calls"] == 0
         provisional = _bed_manifest(complete, ingest_manifest, plan, n_input, n_fields, None, stored=STORED_BITS)
         resident.manifests_behind(
             planes_out,
@@ -428,12 +426,8 @@ def _pack_streamed(bed, ingest_manifest: dict, plan: Plan, perm: np.ndarray, pla
             lambda: _bed_manifest(complete, finish(counts), plan, n_input, n_fields, manifest_out, stored=STORED_BITS),
         )
         return provisional
-    else:
-        counts = _write_streamed(bed, rows_of, planes_out, threads)
-    progress.finish(rows_of.size)
-    if bed.finish is not None:
-        ingest_manifest = bed.finish(counts)
-    complete = counts["missing_calls"] == 0
+    if finish is not None:
+        ingest_manifest = finish(counts)
     return _bed_manifest(complete, ingest_manifest, plan, n_input, n_fields, manifest_out, stored=STORED_BITS)
 
 

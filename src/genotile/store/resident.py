@@ -122,28 +122,26 @@ def manifests_behind(planes_path, manifest_path, provisional: dict, write) -> No
     held.manifests.start()
 
 
-def _pending(manifest_path) -> Held | None:
+def _of_manifest(manifest_path) -> Held | None:
+    """The held store whose manifest `manifests_behind` writes (or wrote) at `manifest_path`."""
     if not _HELD:
         return None
     key = _key(manifest_path)
-    return next((h for h in _HELD.values() if h.manifest_path == key and h.manifests is not None), None)
+    return next((h for h in _HELD.values() if h.manifest_path == key), None)
 
 
 def manifest_of(manifest_path) -> dict | None:
     """The provisional store manifest (`manifests_behind`) of a held store whose manifest is being
     written, else None (read the file)."""
-    held = _pending(manifest_path)
-    return None if held is None else held.manifest
+    held = _of_manifest(manifest_path)
+    return None if held is None or held.manifests is None else held.manifest
 
 
 def final_manifest(manifest_path) -> dict | None:
     """The store manifest at `manifest_path` as written, where `manifests_behind` writes (or
     wrote) it: waited for (its writer's error raised), read once; None where it was never
     written behind."""
-    if not _HELD:
-        return None
-    key = _key(manifest_path)
-    held = next((h for h in _HELD.values() if h.manifest_path == key), None)
+    held = _of_manifest(manifest_path)
     if held is None:
         return None
     _join_manifests(held)
