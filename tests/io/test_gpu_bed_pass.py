@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 from genodata import random_genotypes
 from test_bed import npy_bytes, reference_bits, reference_counts, store_job, tile_arrays, tiny_pass, write_fileset
+from tilesteps import assert_adopted_as_computed, spy_tile_steps
 
 from genotile.backends.cuda import cupy_common
 from genotile.core.encode import MISSING
@@ -159,29 +160,15 @@ def test_tiles_start_before_the_manifests_and_name_the_written_store(tmp_path, m
 def test_early_tiles_are_counted_while_the_manifests_wait_and_adopted_after(tmp_path, monkeypatch):
     """The store job's early tiles (pairs/early.compute_tiles) are counted while its manifests
     wait for the SHA-256, written once they are in, and adopted by their tile jobs."""
-    from genotile.io.tilefile import read_tile
     from genotile.pairs import early
-    from genotile.pairs import stage as pairs_stage
-    from genotile.pairs import tile as tile_module
     from genotile.store import ingest as ingest_module
     from genotile.store import stage as store_stage
 
-    real_sha, real_count, real_write = ingest_module._sha256, tile_module.compute_tile, pairs_stage._write_tile
+    real_sha = ingest_module._sha256
     out = tmp_path / "device"
     manifest = out / "store" / "manifest.json"
-    events: list[tuple[str, bool]] = []  # (counted / written, whether the manifest was there)
     monkeypatch.setattr(ingest_module, "_sha256", lambda path: time.sleep(1.5) or real_sha(path))
-
-    def counted(*a, **k):
-        events.append(("counted", manifest.exists()))
-        return real_count(*a, **k)
-
-    def written(*a, **k):
-        events.append(("written", manifest.exists()))
-        return real_write(*a, **k)
-
-    monkeypatch.setattr(tile_module, "compute_tile", counted)
-    monkeypatch.setattr(pairs_stage, "_write_tile", written)
+    events = spy_tile_steps(monkeypatch, manifest)
     path = write_fileset(tmp_path / "x", random_genotypes(450, 700, p_missing=0.05, seed=10), padding="random")
     settings = {"threshold": 0.1, "dense": False, "backend": "cupy-b1", "metric_params": None}
     plans = []
@@ -195,11 +182,4 @@ def test_early_tiles_are_counted_while_the_manifests_wait_and_adopted_after(tmp_
     n = len(plans[0].tiles())
     assert n == 6 and [e for e, _ in events] == ["counted"] * n + ["written"] * n  # every tile counted first
     assert not events[0][1] and all(there for e, there in events if e == "written")
-    for i, j in plans[0].tiles():  # adopted by the tile job, as the tile it would have computed
-        adopted, want = tmp_path / f"a{i}_{j}.npz", tmp_path / f"w{i}_{j}.npz"
-        assert early.adopt(manifest, "king", i, j, settings, adopted)
-        pairs_stage.tile(manifest.parent / "planes.npy", manifest, manifest.parent / "perm.npy", "king", i, j,
-                         tile_out=want, **{**settings, "backend": "numpy"})  # fmt: skip
-        (got, got_meta, _), (ref, ref_meta, _) = read_tile(adopted), read_tile(want)
-        assert got.keys() == ref.keys() and all(np.array_equal(got[k], ref[k], equal_nan=True) for k in ref)
-        assert got_meta["store"] == ref_meta["store"]
+    assert_adopted_as_computed(manifest, "king", plans[0].tiles(), settings, tmp_path)

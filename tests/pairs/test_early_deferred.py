@@ -9,12 +9,10 @@ import threading
 
 import numpy as np
 from snakerun import random_alignment, write_fasta
+from tilesteps import assert_adopted_as_computed, spy_tile_steps
 
 from genotile.core.plan import Plan
-from genotile.io.tilefile import read_tile
 from genotile.pairs import early
-from genotile.pairs import stage as pairs_stage
-from genotile.pairs import tile as tile_module
 from genotile.store import resident
 from genotile.store import stage as store_stage
 
@@ -29,21 +27,9 @@ def test_tiles_are_counted_first_and_written_after_the_manifest(tmp_path, monkey
     plan = Plan.from_json(json.loads(written)["plan"])
     manifest.unlink()  # being written behind the tiles: the provisional one lacks the checksum
     provisional = json.loads(written) | {"input_sha256": None, "sources": None}
-    go, events = threading.Event(), []
-    real_count, real_write = tile_module.compute_tile, pairs_stage._write_tile
-
-    def counted(*a, **k):
-        events.append(("counted", manifest.exists()))
-        if len(events) == len(plan.tiles()):  # the manifest comes in once every tile is counted
-            go.set()
-        return real_count(*a, **k)
-
-    def write_tile(*a, **k):
-        events.append(("written", manifest.exists()))
-        return real_write(*a, **k)
-
-    monkeypatch.setattr(tile_module, "compute_tile", counted)
-    monkeypatch.setattr(pairs_stage, "_write_tile", write_tile)
+    go = threading.Event()
+    # the manifest comes in once every tile is counted
+    events = spy_tile_steps(monkeypatch, manifest, lambda events: len(events) == len(plan.tiles()) and go.set())
     settings = {"threshold": 9, "dense": False, "backend": "numpy", "metric_params": None}
     try:
         resident.hold(store / "planes.npy", None, 0, 40)
@@ -57,10 +43,4 @@ def test_tiles_are_counted_first_and_written_after_the_manifest(tmp_path, monkey
     n = len(plan.tiles())
     assert n == 6 and [e for e, _ in events] == ["counted"] * n + ["written"] * n
     assert not any(there for e, there in events if e == "counted") and all(t for e, t in events if e == "written")
-    for i, j in plan.tiles():  # adopted, as the tile its job computes from the store as written
-        adopted, want = tmp_path / f"a{i}_{j}.npz", tmp_path / f"w{i}_{j}.npz"
-        assert early.adopt(manifest, "snp", i, j, settings, adopted)
-        pairs_stage.tile(store / "planes.npy", manifest, store / "perm.npy", "snp", i, j, tile_out=want, **settings)
-        (got, got_meta, _), (ref, ref_meta, _) = read_tile(adopted), read_tile(want)
-        assert got.keys() == ref.keys() and all(np.array_equal(got[k], ref[k]) for k in ref)
-        assert got_meta["store"] == ref_meta["store"] and got_meta["store"]["input_sha256"] is not None
+    assert_adopted_as_computed(manifest, "snp", plan.tiles(), settings, tmp_path)
