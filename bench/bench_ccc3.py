@@ -35,7 +35,8 @@ from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "src"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 try:
@@ -67,17 +68,28 @@ def genotypes(n, m, missing, seed):
 
 
 def block_rows(add, args, ceiling):
-    n, m = args.block, args.fields
+    """One block triple at --fields samples (the select path: planes too wide for the fused
+    kernel's shared memory) and at --fused-fields (cupy-b1 in the fused kernel and, beside it, in
+    the select path; cupy-int8's select path)."""
+    for m, middle in ((args.fields, args.middle), (args.fused_fields, 4 * args.middle)):
+        block_triple(add, args.block, m, middle, ceiling)
+
+
+def block_triple(add, n, m, middle, ceiling):
     g = genotypes(3 * n, m, 0.02, 1)
     layout = genotype_layout(g, "genotype_t")
     planes = genotype_planes(g, layout)
     blocks = [planes[b * n : (b + 1) * n] for b in range(3)]
     stats = [ccc3.vector_stats(b, layout) for b in blocks]
     products = sum(1 for ts in ccc3.count_terms(layout).values() for t in ts if t.left and t.right)
-    for backend, middle in (("cupy-b1", args.middle), ("cupy-int8", max(1, args.middle // 8))):
-        plan = ccc3.Plan3(3 * n, n, 1, n // middle)  # stage 0 of J = the first `middle` rows
-        run = lambda thr, plan=plan, backend=backend: cupy_ccc3.triples_device(  # noqa: E731
-            ENGINES[backend], blocks, stats, layout, plan, ccc3.Params(), (0, 1, 2), 0, thr
+    fused = cupy_ccc3.fused_applies(cupy_b1.ENGINE, layout, 0.5)
+    runs = [("cupy-b1", "auto", middle)]
+    runs += [("cupy-b1", "select", middle)] if fused else []
+    runs += [("cupy-int8", "select", max(1, middle // 8))]
+    for backend, path, rows in runs:
+        plan = ccc3.Plan3(3 * n, n, 1, n // rows)  # stage 0 of J = the first `rows` rows
+        run = lambda thr, plan=plan, backend=backend, path=path: cupy_ccc3.triples_device(  # noqa: E731
+            ENGINES[backend], blocks, stats, layout, plan, ccc3.Params(), (0, 1, 2), 0, thr, path=path
         )
         for _ in run(0.5):  # warm-up (compiles)
             pass
@@ -86,9 +98,10 @@ def block_rows(add, args, ceiling):
         passing = sum(values.shape[0] for *_, values in run(0.5))  # the chunks, one readback each
         seconds = time.perf_counter() - t0
         triples = len(plan.stage_rows(1, 0)) * n * n
+        how = "fused" if backend == "cupy-b1" and path == "auto" and fused else "select"
         add(
             backend,
-            f"block triple {n}x{n}x{n}, {len(plan.stage_rows(1, 0))} middle rows, {m} samples",
+            f"block triple {n}x{n}x{n}, {len(plan.stage_rows(1, 0))} middle rows, {m} samples, {how}",
             seconds,
             triples * m,
             triples * products * 64 * layout.words,
@@ -151,6 +164,58 @@ def e2e(add, args, ceiling, out):
     (out / "e2e_summary.json").write_text(
         json.dumps({k: summary[k] for k in ("triples_computed", "triples_passing", "timings", "plan")}, indent=1)
     )
+    return threshold, summary["triples_passing"], work / "ccc3" / "triples.tsv.gz"
+
+
+def workflow(add, args, ceiling, threshold, want_passing, want_triples, gpus: int):
+    """Goal 1's whole run: the e2e's genotypes as a PLINK 1 fileset (A1 = ALT), `snakemake
+    --cores N` with the default config and that threshold; per-rule seconds, GPU busy, and its
+    triples.tsv.gz against the in-process run's (or, without one, the first workflow run's).
+    `gpus`: the run sees GPUs 0 .. gpus - 1 (CUDA_VISIBLE_DEVICES). Returns its triples.tsv.gz."""
+    from bench_biobank import MAGIC, TWO_BIT, GpuBusy, bed_records
+    from bench_e2e import timed
+
+    work = Path(args.workdir) / f"workflow_{gpus}gpu"
+    shutil.rmtree(work, ignore_errors=True)
+    work.mkdir(parents=True)
+    n, m = args.e2e_snps, args.e2e_samples
+    g = genotypes(n, m, 0.05, 2)  # the e2e's: (SNPs, samples)
+    codes = TWO_BIT[np.minimum(g, 2)]
+    codes[g == 255] = 1
+    (work / "x.bed").write_bytes(MAGIC + bed_records(codes))
+    (work / "x.bim").write_text("".join(f"1\tsnp{k}\t0\t{k + 1}\tG\tA\n" for k in range(n)))
+    (work / "x.fam").write_text("".join(f"0\ts{k}\t0\t0\t0\t-9\n" for k in range(m)))
+    dataset = {"input": str(work / "x.bed"), "metrics": ["ccc3"]}
+    config = {"datasets": {"c3": dataset}, "thresholds": {"ccc3": threshold}}
+    (work / "config.yaml").write_text(json.dumps({**config, "report": False}))
+    cmd = [sys.executable, "-m", "snakemake", "-s", str(REPO / "Snakefile"), "--directory", str(work)]
+    cmd += ["--configfile", str(work / "config.yaml"), "--cores", str(args.cores)]
+    with GpuBusy(work / "gpu_busy.csv") as busy:
+        env = {**os.environ, "CUDA_VISIBLE_DEVICES": ",".join(map(str, range(gpus)))}
+        seconds = timed(cmd, env=env, log=work / "snakemake.log")
+    rules: dict[str, float] = {}
+    for f in (work / "benchmarks").rglob("*.tsv"):
+        rule = f.stem.split("_")[0]
+        rules[rule] = rules.get(rule, 0.0) + float(f.read_text().splitlines()[1].split("\t")[0])
+    summary = json.loads((work / "results" / "c3" / "ccc3" / "summary.json").read_text())
+    got = gzip.decompress((work / "results" / "c3" / "ccc3" / "triples.tsv.gz").read_bytes())
+    same = want_triples is None or got == gzip.decompress(want_triples.read_bytes())
+    split = ", ".join(f"{k} {v:.2f}" for k, v in sorted(rules.items()))
+    triples = math.comb(n, 3)
+    add(
+        "cupy-b1",
+        f"whole snakemake run, {gpus} GPU(s), {n} SNPs x {m} samples .bed, threshold {threshold:.6g} "
+        f"(per rule, s: {split}; GPU busy {busy.summary()}; triples.tsv.gz equal to the reference's: "
+        f"{'yes' if same else 'NO'})",
+        seconds,
+        triples * m,
+        triples * 27 * 64 * -(-m // 64),
+        ceiling,
+        summary.get("triples_passing", -1),
+    )
+    if not same or (want_passing is not None and summary.get("triples_passing") != want_passing):
+        raise SystemExit("the workflow's triples differ from the in-process run's")
+    return work / "results" / "c3" / "ccc3" / "triples.tsv.gz", summary.get("triples_passing")
 
 
 def smoke(args) -> int:
@@ -211,11 +276,18 @@ def main():
     ap.add_argument("--block", type=int, default=4096)
     ap.add_argument("--fields", type=int, default=20000)
     ap.add_argument("--middle", type=int, default=64)
+    ap.add_argument("--fused-fields", type=int, default=2000, help="samples of the second block triple (fused)")
     ap.add_argument("--e2e-snps", type=int, default=20000)
     ap.add_argument("--e2e-samples", type=int, default=2000)
     ap.add_argument("--workdir", default="/tmp/bench_ccc3")
     ap.add_argument("--out", default=".")
     ap.add_argument("--skip-e2e", action="store_true")
+    ap.add_argument("--skip-blocks", action="store_true", help="no block-triple rows")
+    ap.add_argument(
+        "--workflow", type=int, nargs="*", help="goal 1's whole snakemake run on a .bed, on each number of GPUs given"
+    )
+    ap.add_argument("--threshold", type=float, help="the workflow runs' ccc3 threshold where --skip-e2e")
+    ap.add_argument("--cores", type=int, default=len(os.sched_getaffinity(0)))
     ap.add_argument("--smoke", action="store_true", help="tiny sizes, checked against numpy (CI; CPU without a GPU)")
     args = ap.parse_args()
     if args.smoke:
@@ -246,9 +318,13 @@ def main():
             flush=True,
         )
 
-    block_rows(add, args, ceiling)
+    if not args.skip_blocks:
+        block_rows(add, args, ceiling)
+    threshold, passing, triples_gz = args.threshold, None, None
     if not args.skip_e2e:
-        e2e(add, args, ceiling, out)
+        threshold, passing, triples_gz = e2e(add, args, ceiling, out)
+    for gpus in args.workflow or []:  # each run's triples equal to the first's (or the e2e's)
+        triples_gz, passing = workflow(add, args, ceiling, threshold, passing, triples_gz, gpus)
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
     result = {
         "date": datetime.date.today().isoformat(),

@@ -8,12 +8,18 @@ arguments) all take their settings from here, so that a tile job adopts the stor
 """
 
 from genotile.core import ccc3
+from genotile.core.blocks import gpu_tiles, visible_gpu_count
 from genotile.core.metrics import get_metric
 from genotile.core.plan import Plan
 from genotile.core.registry import REGISTRY, config_params
 from genotile.io.peer_formats import DATASET_KEYS
 
-CCC3_BLOCK_SIZE = 4096  # ccc3's blocks where `block_size: auto` (it sizes 2-way tiles only)
+CCC3_BLOCK_SIZE = 4096  # ccc3's blocks where `block_size: auto` (it sizes 2-way tiles only), jobs on the CPU
+# ... and jobs on a GPU: one block up to this many SNPs (the fused kernel skips the tiles below the
+# diagonal of a diagonal block triple, so one block costs no more than several, and a job's start
+# (process, CuPy, the store read: about a second) is paid once, not once per block triple: 35 jobs
+# at 20,000 SNPs in blocks of 4,096); its middle block in a stage a GPU (ccc3_plan_settings)
+CCC3_GPU_BLOCK_SIZE = 32768
 
 
 def dense_wanted(config: dict, plan: Plan) -> bool:
@@ -53,11 +59,23 @@ def tile_settings(config: dict, metric: str, plan: Plan) -> dict:
 
 def ccc3_plan_settings(config: dict) -> tuple[int, int]:
     """(block_size, stages) of ccc3 jobs: `ccc3:` in the config, block_size defaulting to the
-    2-way one (CCC3_BLOCK_SIZE where that is auto), stages to 1."""
+    2-way one; where that is auto, CCC3_BLOCK_SIZE for jobs on the CPU, CCC3_GPU_BLOCK_SIZE for
+    jobs on a GPU (core/blocks.gpu_tiles), whose stages then default to one a GPU this host lets
+    the run use (core/blocks.visible_gpu_count), so that every GPU takes a share; else 1.
+
+    >>> ccc3_plan_settings({"block_size": 1000, "backend": "numba"})
+    (1000, 1)
+    >>> ccc3_plan_settings({"block_size": "auto", "backend": "numpy", "ccc3": {"stages": 3}})
+    (4096, 3)
+    """
     c = config.get("ccc3") or {}
-    # `block_size: auto` sizes 2-way tiles; ccc3's blocks stay 4096 unless `ccc3:` sets them
-    two_way = config["block_size"] if config["block_size"] != "auto" else CCC3_BLOCK_SIZE
-    return c.get("block_size") or two_way, c.get("stages", 1)
+    gpu = config["block_size"] == "auto" and not c.get("block_size") and gpu_tiles(config.get("backend", "auto"))
+    if config["block_size"] != "auto":
+        two_way = config["block_size"]
+    else:  # `block_size: auto` sizes 2-way tiles; ccc3's blocks are fixed unless `ccc3:` sets them
+        two_way = CCC3_GPU_BLOCK_SIZE if gpu else CCC3_BLOCK_SIZE
+    stages = c.get("stages") or (max(1, visible_gpu_count()) if gpu else 1)
+    return c.get("block_size") or two_way, stages
 
 
 def triple_settings(config: dict) -> dict:

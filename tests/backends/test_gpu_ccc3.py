@@ -99,3 +99,59 @@ def test_device_chunks_are_bounded_and_the_run_writes_the_cpus_bytes(tmp_path, m
     assert got == want and gpu["triples_passing"] == cpu["triples_passing"] > 0
     if threshold is None:
         assert cpu["triples_passing"] == 21 * 20 * 19 // 6
+
+
+@needs_gpu
+@pytest.mark.parametrize("samples", [26, 300])  # planes of 1 and 5 words: padded to whole k-steps
+@pytest.mark.parametrize("threshold", ["fifth", "rare", -1.0, None])
+def test_fused_kernel_equals_numpy_across_tiles(monkeypatch, samples, threshold):
+    """The fused kernel (ccc3_fused) over blocks of 70 rows (64-row tiles and their ragged ends,
+    diagonal and off-diagonal block triples, middle blocks in 2 stages): the numpy path's triples
+    byte for byte; a null threshold forced through it too."""
+    from genotile.backends.cuda import ccc3_fused, cupy_ccc3
+
+    calls = []
+    real = ccc3_fused.triples_fused
+
+    def spy(*args, **kwargs):
+        calls.append(args[5])  # block ids
+        yield from real(*args, **kwargs)
+
+    monkeypatch.setattr(ccc3_fused, "triples_fused", spy)
+    monkeypatch.setattr(cupy_ccc3, "fused_applies", lambda *a: True)
+    monkeypatch.setattr(ccc3_fused, "J_PER_LAUNCH", 24)  # several launches a stage, ragged at the end
+    monkeypatch.setattr(ccc3_fused, "J_PER_BLOCK", 5)
+    g = np.ascontiguousarray(random_genotypes(samples, 150, p_missing=0.05, seed=41).T)
+    planes, layout, perm = store(g, 5)
+    plan = ccc3.Plan3(g.shape[0], 70, 5, 2)  # blocks of 70, 70, 10
+    params = ccc3.Params()
+    if isinstance(threshold, str):
+        arrays, _ = compute_triples(planes, layout, perm, plan, params, 0, 1, 1, 0, None, "numpy")
+        values = np.max([arrays[c] for c in ccc3.COLUMNS], axis=0)
+        threshold = float(np.quantile(values, 0.8 if threshold == "fifth" else 0.999))
+    passing = 0
+    for job in plan.jobs():
+        want, _ = compute_triples(planes, layout, perm, plan, params, *job, threshold, "numpy")
+        got, meta = compute_triples(planes, layout, perm, plan, params, *job, threshold, "cupy-b1")
+        assert arrays_digest(got) == arrays_digest(want), job
+        passing += want["a"].size
+    assert passing > 0 and len(calls) == len(plan.jobs())
+
+
+@needs_gpu
+def test_fused_kernel_cuts_its_launches_to_the_buffer(monkeypatch):
+    """A buffer of 3 triples: launches cut down along j, i and k until each fits; every chunk
+    one readback of at most 3; the same triples as numpy."""
+    from genotile.backends.cuda import cupy_ccc3
+
+    monkeypatch.setattr(cupy_ccc3, "INITIAL_CAPACITY", 1)
+    monkeypatch.setattr(cupy_ccc3, "MAX_CAPACITY", 3)
+    g = np.ascontiguousarray(random_genotypes(100, 80, p_missing=0.05, seed=43).T)
+    planes, layout, perm = store(g, 6)
+    plan = ccc3.Plan3(g.shape[0], 80, 6, 1)  # one block: the diagonal block triple
+    params = ccc3.Params()
+    want, _ = compute_triples(planes, layout, perm, plan, params, 0, 0, 0, 0, 0.05, "numpy")
+    sizes = [ids.shape[0] for ids, _ in iter_triples(planes, layout, perm, plan, params, 0, 0, 0, 0, 0.05, "cupy-b1")]
+    assert sum(sizes) == want["a"].size > 3 and all(1 <= t <= 3 for t in sizes)
+    got, _ = compute_triples(planes, layout, perm, plan, params, 0, 0, 0, 0, 0.05, "cupy-b1")
+    assert arrays_digest(got) == arrays_digest(want)

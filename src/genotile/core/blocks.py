@@ -99,10 +99,18 @@ def gpu_tiles(backend: str) -> bool:
         return True
     if backend != AUTO:
         return False
+    return visible_gpu_count() > 0
+
+
+def visible_gpu_count() -> int:
+    """NVIDIA devices this process may use, without CUDA or nvidia-smi: CUDA_VISIBLE_DEVICES's
+    list where it is set ("", -1 and NoDevFiles name none), else the host's /dev/nvidiaN."""
     visible = os.environ.get("CUDA_VISIBLE_DEVICES")
-    if visible is not None and visible.strip() in ("", "-1"):
-        return False
-    return any(name.startswith("nvidia") and name[6:].isdigit() for name in _dev_names())
+    if visible is not None:
+        if visible.strip() in ("", "-1", "NoDevFiles"):
+            return 0
+        return len([d for d in visible.split(",") if d.strip()])
+    return sum(1 for name in _dev_names() if name.startswith("nvidia") and name[6:].isdigit())
 
 
 def _dev_names() -> list[str]:

@@ -22,6 +22,7 @@ from collections.abc import Iterator
 
 import numpy as np
 
+from genotile.backends.cuda import ccc3_fused
 from genotile.backends.cuda import cupy_common as cc
 from genotile.core import ccc3
 
@@ -32,14 +33,33 @@ THREADS = 256
 OPTIONS = ("--fmad=false",)
 
 
+def fused_applies(engine, layout, threshold) -> bool:
+    """Whether a job runs in the fused kernel: cupy-b1's tensor cores, a threshold (a null one
+    keeps every triple: the select path's ranges bound its buffers as well), planes that fit."""
+    return engine.name == "cupy-b1" and threshold is not None and ccc3_fused.fits(layout.words)
+
+
 def _grid(total: int) -> int:
     return int(max(1, min(-(-total // THREADS), 65535 * 8)))
 
 
 def triples_device(
-    engine, blocks, stats, layout, plan, params, block_ids, stage, threshold, info: dict | None = None
+    engine,
+    blocks,
+    stats,
+    layout,
+    plan,
+    params,
+    block_ids,
+    stage,
+    threshold,
+    info: dict | None = None,
+    path: str = "auto",
 ) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]]:
-    """A ccc3 job's passing triples computed on the device, one readback a chunk.
+    """A ccc3 job's passing triples computed on the device, one readback a chunk: in the fused
+    kernel (`fused_applies`: cupy-b1, a threshold, planes that fit its shared memory; `path`
+    "fused" asks for it, "select" for the masked block, 8 count matrices and the select),
+    else the select path.
 
     Parameters
     ----------
@@ -58,6 +78,12 @@ def triples_device(
         As numba_ccc3.triples_chunks: ti, tj, tk (int64 (t,)) and values (float64 (t, 8));
         1 <= t <= MAX_CAPACITY, in no particular order.
     """
+    if path not in ("auto", "fused", "select"):
+        raise ValueError(f"path must be auto, fused or select, not {path!r}")
+    fused = path == "fused" or (path == "auto" and fused_applies(engine, layout, threshold))
+    if fused:
+        yield from ccc3_fused.triples_fused(blocks, stats, layout, plan, params, block_ids, stage, threshold, info)
+        return
     cp = cc.cupy_module()
     spent, t0 = 0.0, time.perf_counter()
     bi, bj, bk = block_ids

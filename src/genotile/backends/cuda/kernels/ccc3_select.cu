@@ -19,6 +19,8 @@
 // row, out_k[slot] = k, vals[slot * 8 + v]; slots past cap are counted but not written (the
 // host grows the buffer and runs the batch again).
 
+#include "epilogues/ccc3.cuh"
+
 #define GT_SEG(x, y) (3 * (x) + (y))
 
 extern "C" __global__ void ccc3_mask(const unsigned long long* __restrict__ left,
@@ -39,11 +41,6 @@ extern "C" __global__ void ccc3_mask(const unsigned long long* __restrict__ left
     }
 }
 
-__device__ __forceinline__ double gt_freq(long long c, long long s1, int a) {
-    double den = 2.0 * (double)c;
-    return a ? (double)s1 / den : (double)(2 * c - s1) / den;
-}
-
 extern "C" __global__ void ccc3_select(
     const int* __restrict__ t, const int* __restrict__ s_i, const int* __restrict__ s_j,
     const int* __restrict__ s_k, const int* __restrict__ s_ij, const int* __restrict__ s_ik,
@@ -54,7 +51,7 @@ extern "C" __global__ void ccc3_select(
     unsigned long long* counter, long long cap, int* __restrict__ out_row, int* __restrict__ out_k,
     double* __restrict__ vals) {
     // stat_x: (c, s1) pairs per row of the block (int64), as ccc3.vector_stats
-    const int alpha[2] = {2, 0}, beta[2] = {-1, 1};
+    const Ccc3Params prm = {mult, param, thr, null_thr};
     long long total = (long long)rows * n_k;
     if (e1 > total) e1 = total;
     for (long long e = e0 + blockIdx.x * (long long)blockDim.x + threadIdx.x; e < e1;
@@ -63,37 +60,9 @@ extern "C" __global__ void ccc3_select(
         int i = row % n_i, j = js[row / n_i];
         if ((same_ij && i >= j) || (same_jk && k <= j)) continue;
         long long cnt[8] = {t[e], s_i[e], s_j[e], s_k[e], s_ij[e], s_ik[e], s_jk[e], s_ijk[e]};
-        // which of (i, j, k) carry G in each count, in ccc3.COUNT_G order
-        const int gi[8] = {0, 1, 0, 0, 1, 1, 0, 1}, gj[8] = {0, 0, 1, 0, 1, 0, 1, 1},
-                  gk[8] = {0, 0, 0, 1, 0, 1, 1, 1};
-        long long ci = stat_i[2 * i], si = stat_i[2 * i + 1];
-        long long cj = stat_j[2 * j], sj = stat_j[2 * j + 1];
-        long long ck = stat_k[2 * k], sk = stat_k[2 * k + 1];
-        long long c_ijk = 8 * cnt[0];
-        bool ok = ci > 0 && cj > 0 && ck > 0 && c_ijk > 0;
         double v[8];
-        bool keep = null_thr != 0;
-        for (int abc = 0; abc < 8; ++abc) {
-            int a = abc >> 2, b = (abc >> 1) & 1, c = abc & 1;
-            double value = 0.0;
-            if (ok) {
-                long long r = 0;
-                for (int q = 0; q < 8; ++q) {
-                    long long coef = (long long)(gi[q] ? beta[a] : alpha[a]) *
-                                     (gj[q] ? beta[b] : alpha[b]) * (gk[q] ? beta[c] : alpha[c]);
-                    r += coef * cnt[q];
-                }
-                double fa = gt_freq(ci, si, a), fb = gt_freq(cj, sj, b), fc = gt_freq(ck, sk, c);
-                double lo = fmin(fa, fb), hi = fmax(fa, fb);
-                double fmn = fmin(lo, fc), fmd = fmax(lo, fmin(hi, fc)), fmx = fmax(hi, fc);
-                value = mult * ((double)r / (double)c_ijk);
-                value = value * (1.0 - param * fmn);
-                value = value * (1.0 - param * fmd);
-                value = value * (1.0 - param * fmx);
-            }
-            v[abc] = value;
-            keep = keep || value >= thr;
-        }
+        bool keep = ccc3_values(cnt, stat_i[2 * i], stat_i[2 * i + 1], stat_j[2 * j], stat_j[2 * j + 1],
+                                stat_k[2 * k], stat_k[2 * k + 1], prm, v);
         if (!keep) continue;
         unsigned long long slot = atomicAdd(counter, 1ULL);
         if ((long long)slot < cap) {

@@ -1,0 +1,210 @@
+"""ccc3 jobs in one fused kernel (kernels/ccc3_fused.cu): the 27 plane products of a block triple
+on the 1-bit tensor cores, the 8 counts kept in registers, the epilogue, threshold and compaction
+where they are; only the passing triples leave the GPU.
+
+The select path (cupy_ccc3) writes a masked block and 8 int32 count matrices a batch of middle
+rows and reads them back: 64 bytes of memory traffic a place, which at 2,000 samples outweighs
+the 1-bit products. Here a block of the grid holds a 64 x 64 tile of (i, k) and the whole of
+their planes in shared memory, and loops over its middle rows j, each j's 27 products masked in
+registers (`fits`: the planes of 128 rows, and 16 rows j, within the block's shared memory).
+
+Launches cover a range of middle rows j (and of i tiles); when more triples pass than the
+buffer holds, the range is run again with the buffer grown up to cupy_ccc3.MAX_CAPACITY, then
+cut in halves (j, then i, then k), so one readback is at most MAX_CAPACITY triples whatever the
+threshold lets through. Same triples, same bits as the select path (tests/backends/test_gpu_ccc3*).
+"""
+
+from __future__ import annotations
+
+import functools
+import time
+from collections.abc import Iterator
+
+import numpy as np
+
+from genotile.backends.cuda import cupy_common as cc
+from genotile.core import ccc3
+
+BLOCK_I = 64  # kFBlockI
+BLOCK_K = 64  # kFBlockK
+J_GROUP = 16  # kFJGroup
+THREADS = 512  # kFThreads
+J_PER_BLOCK = 32  # middle rows a grid block loops over in one launch
+J_PER_LAUNCH = 256  # middle rows of one launch
+SMEM_LIMIT = 227 * 1024  # an sm_90 block's opt-in shared memory (the device's own is asked at launch)
+OPTIONS = ("--fmad=false",)
+
+
+def padded_words(words: int) -> int:
+    """A plane's words in the kernel's operands: whole k-steps of 256 bits.
+
+    >>> padded_words(32), padded_words(33), padded_words(1)
+    (32, 36, 4)
+    """
+    return -(-words // 4) * 4
+
+
+def smem_bytes(words: int) -> int:
+    """Shared memory of one grid block: the i and k tiles' rows (each 3 planes, its stride 16 bytes
+    past a multiple of 128: fused_stride in the kernel) and J_GROUP rows j.
+
+    >>> smem_bytes(32)
+    112640
+    """
+    row = 3 * padded_words(words) * 8
+    stride = ((row + 111) // 128) * 128 + 16
+    return (BLOCK_I + BLOCK_K) * stride + J_GROUP * row
+
+
+def fits(words: int, limit: int = SMEM_LIMIT) -> bool:
+    """Whether planes of `words` words fit the fused kernel (about 4,300 samples on an sm_90 GPU).
+
+    >>> fits(32), fits(70)
+    (True, False)
+    """
+    return smem_bytes(words) <= limit
+
+
+@functools.cache
+def _kernel(device_id: int, smem: int):
+    kernel = cc.load_kernel("ccc3_fused.cu", "ccc3_fused", OPTIONS)
+    if kernel.max_dynamic_shared_size_bytes < smem:
+        kernel.max_dynamic_shared_size_bytes = smem
+    return kernel
+
+
+def operand(block, layout, tile: int):
+    """Block rows as the kernel reads them: uint64 (rows padded to whole `tile`s, 3 * wp), planes
+    L, H, V each padded to wp words with zeros; zero rows after the block's."""
+    cp = cc.cupy_module()
+    d = cc.to_device(block)
+    n, wp = d.shape[0], padded_words(layout.words)
+    out = cp.zeros((max(1, -(-n // tile)) * tile, 3, wp), dtype=cp.uint64)
+    segments = layout.segments()
+    for x, plane in enumerate(ccc3.PLANES):
+        a, b = segments[plane]
+        out[:n, x, : b - a] = d[:, a:b]
+    return out.reshape(out.shape[0], 3 * wp)
+
+
+def factors(stat, param: float) -> np.ndarray:
+    """float32 (rows, 2): 1 - P f(a) for a = 0, 1 of each row, as the epilogue computes the factor
+    in doubles (then rounded to float for the kernel's bound); 0 where the row has no sample.
+
+    >>> factors((np.array([2, 0]), np.array([1, 0])), 2 / 3).tolist()
+    [[0.5, 0.8333333134651184], [0.0, 0.0]]
+    """
+    c, s1 = (np.asarray(x, dtype=np.int64) for x in stat)
+    present = c > 0
+    den = 2.0 * np.where(present, c, 1).astype(np.float64)
+    f = np.stack([(2 * c - s1) / den, s1 / den], axis=1)
+    out = 1.0 - param * f
+    out[~present] = 0.0
+    return out.astype(np.float32)
+
+
+def _halves(item: tuple[int, ...]) -> list[tuple[int, ...]]:
+    """A launch's places (j0, j1, i0, i1, k0, k1: row ranges of blocks J, I, K) cut in two: along
+    j, else i, else k (down to one place, one triple at most: any buffer holds it).
+
+    >>> _halves((0, 4, 0, 100, 0, 90))
+    [(0, 2, 0, 100, 0, 90), (2, 4, 0, 100, 0, 90)]
+    >>> _halves((3, 4, 0, 100, 5, 90))
+    [(3, 4, 0, 50, 5, 90), (3, 4, 50, 100, 5, 90)]
+    >>> _halves((3, 4, 7, 8, 5, 90))
+    [(3, 4, 7, 8, 5, 47), (3, 4, 7, 8, 47, 90)]
+    """
+    j0, j1, i0, i1, k0, k1 = item
+    if j1 - j0 > 1:
+        mid = (j0 + j1) // 2
+        return [(j0, mid, i0, i1, k0, k1), (mid, j1, i0, i1, k0, k1)]
+    if i1 - i0 > 1:
+        mid = (i0 + i1) // 2
+        return [(j0, j1, i0, mid, k0, k1), (j0, j1, mid, i1, k0, k1)]
+    mid = (k0 + k1) // 2
+    return [(j0, j1, i0, i1, k0, mid), (j0, j1, i0, i1, mid, k1)]
+
+
+def triples_fused(
+    blocks, stats, layout, plan, params, block_ids, stage, threshold, info: dict | None = None
+) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]]:
+    """A ccc3 job's passing triples from the fused kernel, one readback a chunk (as
+    cupy_ccc3.triples_device: ti, tj, tk int64 (t,), rows of blocks I, J, K; values float64 (t, 8);
+    1 <= t <= cupy_ccc3.MAX_CAPACITY, in no particular order)."""
+    from genotile.backends.cuda.cupy_ccc3 import INITIAL_CAPACITY, MAX_CAPACITY  # the buffer's facts: one home
+
+    cp = cc.cupy_module()
+    spent, t0 = 0.0, time.perf_counter()
+    bi, bj, bk = block_ids
+    n_i, n_k = blocks[0].shape[0], blocks[2].shape[0]
+    d_i = operand(blocks[0], layout, BLOCK_I)
+    d_j = d_i if bj == bi else operand(blocks[1], layout, BLOCK_I)
+    d_k = d_j if bk == bj else operand(blocks[2], layout, BLOCK_K)  # BLOCK_K == BLOCK_I: padded alike
+    st = [cp.asarray(np.stack([c, s], axis=1).astype(np.int64)) for c, s in stats]
+    fs = [cp.asarray(factors(s, params.param)) for s in stats]
+    smem = smem_bytes(layout.words)
+    kernel = _kernel(cp.cuda.Device().id, smem)
+    wp = padded_words(layout.words)
+    rows = plan.stage_rows(bj, stage)
+    cap = max(1, min(INITIAL_CAPACITY, MAX_CAPACITY))
+    out = [cp.empty(cap, cp.int32) for _ in range(3)]
+    vals = cp.empty((cap, 8), cp.float64)
+    counter = cp.zeros(1, cp.uint64)
+    # launches' places (j0, j1, i0, i1, k0, k1), run in order; one that overflows is cut in two
+    todo: list[tuple[int, ...]] = [
+        (j0, min(rows.stop, j0 + J_PER_LAUNCH), 0, n_i, 0, n_k) for j0 in range(rows.start, rows.stop, J_PER_LAUNCH)
+    ]
+    todo.reverse()
+    while todo:
+        j0, j1, i0, i1, k0, k1 = item = todo.pop()
+        counter.fill(0)
+        z = max(1, -(-(j1 - j0) // J_PER_BLOCK))
+        tiles_k = -(-k1 // BLOCK_K) - k0 // BLOCK_K
+        tiles_i = -(-i1 // BLOCK_I) - i0 // BLOCK_I
+        kernel(
+            (tiles_k, tiles_i, z),
+            (THREADS,),
+            (
+                d_i,
+                d_j,
+                d_k,
+                np.int32(wp),
+                *(np.int32(x) for x in item),
+                st[0],
+                st[1],
+                st[2],
+                fs[0],
+                fs[1],
+                fs[2],
+                np.int32(bi == bj),
+                np.int32(bj == bk),
+                np.float64(params.multiplier),
+                np.float64(params.param),
+                np.float64(0.0 if threshold is None else threshold),
+                np.int32(threshold is None),  # every triple kept
+                counter,
+                np.int64(cap),
+                *out,
+                vals,
+            ),
+            shared_mem=smem,
+        )
+        n = int(counter.get()[0])
+        if n > cap:
+            if cap < MAX_CAPACITY:  # a larger buffer, the same range again
+                cap = min(MAX_CAPACITY, 1 << (n - 1).bit_length())
+                out = [cp.empty(cap, cp.int32) for _ in range(3)]
+                vals = cp.empty((cap, 8), cp.float64)
+                todo.append(item)
+            else:
+                todo += _halves(item)[::-1]
+            continue
+        if n:
+            chunk = tuple(a[:n].get().astype(np.int64) for a in out) + (vals[:n].get(),)
+            spent += time.perf_counter() - t0
+            yield chunk
+            t0 = time.perf_counter()
+    cp.cuda.get_current_stream().synchronize()
+    spent += time.perf_counter() - t0
+    if info is not None:
+        info["seconds_counts"] = spent
