@@ -12,6 +12,7 @@ Snakemake does not hand out GPU ids. A tile job that will use a GPU calls
 
 import contextlib
 import fcntl
+import functools
 import os
 import shutil
 import subprocess
@@ -24,8 +25,11 @@ from genotile.backends import registry
 ENV = "CUDA_VISIBLE_DEVICES"
 
 
+@functools.cache
 def host_gpu_count() -> int:
-    """GPUs on this host, read without initialising CUDA (nvidia-smi -L)."""
+    """GPUs on this host, read without initialising CUDA (nvidia-smi -L): asked once a process
+    (Snakemake's asked four times as it parsed the workflow and made the store job's resources,
+    a job twice)."""
     if shutil.which("nvidia-smi") is None:
         return 0
     try:
