@@ -91,7 +91,7 @@ def tiny_pass(monkeypatch) -> None:
 def no_numpy_bed(monkeypatch) -> None:
     """BedReader reads every .bed with pgenlib, pack packs from the codes (the path before the numpy readers)."""
     monkeypatch.setattr(BedReader, "plain", property(lambda self: False))
-    monkeypatch.setattr(PlinkReader, "held_bits", lambda self, threads=2: None)
+    monkeypatch.setattr(PlinkReader, "held_bits", lambda self, threads=2, device=False: None)
     monkeypatch.setattr(pack_module, "plain_bed", lambda *a: None)
 
 

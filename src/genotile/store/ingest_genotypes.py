@@ -28,6 +28,7 @@ from genotile.core.encodings import ENCODINGS
 from genotile.errors import GenotileError
 from genotile.io.ids import check_ids, check_unique
 from genotile.io.readers.base import GENOTYPE_OPTIONS, GenotypeReader
+from genotile.store import resident
 from genotile.util.atomic import atomic_path
 from genotile.util.cpus import usable_cpus
 from genotile.util.progress import Progress
@@ -268,7 +269,8 @@ def read_genotypes(reader: GenotypeReader, path, encoding: str, codes_out, hold:
         `codes_out`, written, or the .bed to read (io/readers/bed.py), or (no `codes_out`) the codes.
     """
     transposed = ENCODINGS[encoding].transposed
-    held = reader.held_bits() if hold and not transposed else None
+    # a store made on the GPU (store/resident.py on_device) is transposed there: none compiled here
+    held = reader.held_bits(device=resident.wanted()) if hold and not transposed else None
     if held is not None:  # a plain .bed, read by the pass that writes its store
         return [None] * held.n_variants, held
     if codes_out is None:  # the blocks of variant rows held, transposed where the vectors are samples

@@ -194,9 +194,10 @@ class GenotypeReader(Reader):
         or None (nothing written) where this reader or selection has no such path."""
         return None
 
-    def held_bits(self, threads: int = 2):
+    def held_bits(self, threads: int = 2, device: bool = False):
         """The calls of every variant held in memory as bits (bed.HeldBits), counted; None where
-        this reader or selection has no such form."""
+        this reader or selection has no such form. `device`: the pass is to hand its blocks to a
+        GPU's transposer (store/resident.py `on_device`), not to the compiled one."""
         return None
 
     def manifest_keys(self) -> dict:

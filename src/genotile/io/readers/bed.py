@@ -718,14 +718,15 @@ class BedReader(PlinkReader):
             self.stats[key] += value
         return n_var
 
-    def held_bits(self, threads: int = 2) -> BedFile | None:
+    def held_bits(self, threads: int = 2, device: bool = False) -> BedFile | None:
         """A `plain` .bed with variants as the store job reads it: not yet, but in the one pass
         that writes its store (`write_streamed`; `read_held` where identical samples are
         collapsed), which counts its calls; None where it is not one (its codes are read)."""
         n_variants = int(self.plan[0].size)
         if not self.plain:  # a selection of variants: pgenlib's counts of them (plink.PlinkReader)
-            return super().held_bits(threads)
+            return super().held_bits(threads, device)
         if not n_variants:
             return None
-        warm_kernel(self.path)  # its pass's compiled transposer loaded meanwhile
+        if not device:  # its pass's compiled transposer loaded meanwhile (the GPU's takes none)
+            warm_kernel(self.path)
         return BedFile(self.path, len(self.samples), n_variants, self._what())

@@ -370,7 +370,7 @@ class PlinkReader(GenotypeReader):
         st["all_missing"] += sum(p[2] for p in parts)
         return n_var
 
-    def held_bits(self, threads: int = 2):
+    def held_bits(self, threads: int = 2, device: bool = False):
         """Every sample's calls of the selected variants as the store job reads them: not yet, but
         in the one pass that writes its store (bed.write_streamed), its records made of pgenlib's
         counts (streamed.BedFile.pgen) and counted there (a split multi-allelic variant a record an
@@ -385,7 +385,8 @@ class PlinkReader(GenotypeReader):
         alleles = None if self.direct else allele.astype(np.uint32)
         records = PgenRecords(self.path, variant.astype(np.uint32), self._reader_args, self._subset, columns, alleles)
         bed = BedFile(self.path, len(self.samples), int(variant.size), pgen=records)
-        warm_kernel(self.path, bed.record_bytes)  # its pass's compiled kernels loaded meanwhile
+        # its pass's compiled kernels loaded meanwhile (on the GPU, the one making its records)
+        warm_kernel(self.path, bed.record_bytes, transposer=not device)
         return bed
 
     def manifest_keys(self) -> dict:

@@ -115,11 +115,13 @@ class BedFile:
         return len(MAGIC) + self.n_variants * record_bytes(self.n_samples)
 
 
-def warm_kernel(path, size: int | None = None) -> None:
+def warm_kernel(path, size: int | None = None, transposer: bool = True) -> None:
     """Import numba and load the compiled transposer (cached beside the package) on a thread, once,
     for the pass over a .bed that will take it (from COMPILED_BYTES): ~0.6 s of start-up, on the
     2-core VM, while the store job reads the .fam and .bim and makes the plan (the .bed's SHA-256
-    is hashed meanwhile too, without the GIL)."""
+    is hashed meanwhile too, without the GIL). `transposer` False: a pass whose blocks go to a
+    GPU's transposer (bed.stream_to), which takes only the kernel that makes a .pgen's records
+    (counts_to_records), and of a plain .bed none: nothing is loaded for it."""
     global _warming
     try:
         big = (os.path.getsize(path) if size is None else size) >= COMPILED_BYTES
@@ -130,10 +132,11 @@ def warm_kernel(path, size: int | None = None) -> None:
 
     def load() -> None:
         with contextlib.suppress(Exception):  # the pass imports it again, and says what failed
-            from genotile.io.readers.bed_kernels import records_to_bits
+            if transposer:
+                from genotile.io.readers.bed_kernels import records_to_bits
 
-            out, flags = np.zeros((1, 2, 1), dtype=np.uint64), np.zeros((3, 1), dtype=np.uint64)
-            records_to_bits(np.zeros((1, 1), dtype=np.uint64), 1, 0, 1, 1, np.zeros(32, np.int64), out, 0, flags)
+                out, flags = np.zeros((1, 2, 1), dtype=np.uint64), np.zeros((3, 1), dtype=np.uint64)
+                records_to_bits(np.zeros((1, 1), dtype=np.uint64), 1, 0, 1, 1, np.zeros(32, np.int64), out, 0, flags)
             from genotile.io.readers.bed_kernels import counts_to_records  # a .pgen's, or a selection's
 
             counts_to_records(np.zeros((1, 1), np.uint8), 1, np.zeros(8, np.uint8), 8, np.zeros(0, np.int64))
