@@ -12,10 +12,11 @@ from genotile.util import checksums
 
 @pytest.fixture
 def hashed(monkeypatch) -> list[str]:
-    """The files file_digest hashes, in order."""
+    """The files file_digest hashes, or file_pieces (a fingerprint's input: its pieces kept), in order."""
     seen: list[str] = []
-    real = checksums.file_digest
+    real, pieces = checksums.file_digest, checksums.file_pieces
     monkeypatch.setattr(sources_module, "file_digest", lambda path: seen.append(str(path)) or real(path))
+    monkeypatch.setattr(sources_module, "file_pieces", lambda path: seen.append(str(path)) or pieces(path))
     return seen
 
 

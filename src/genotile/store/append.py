@@ -3,9 +3,10 @@
 
 The store job keeps, beside its store and out of Snakemake's outputs (which Snakemake deletes
 before the job runs again), a record of what it made (`append.json`): the input's size and
-SHA-256, its IDs' digest, the settings, the identical vectors and the plan with the key and
-identity of each part. When the input is that file with records added after its last byte (the
-SHA-256 of its first `size` bytes is the recorded one, and a record starts there), the store is
+SHA-256 (with its pieces' SHA-256s and the SHA-256's state after its last byte: below), its IDs'
+digest, the settings, the identical vectors and the plan with the key and identity of each part.
+When the input is that file with records added after its last byte (its first `size` bytes are
+the recorded ones, `check_earlier`, and a record starts there), the store is
 made again over the grown input, with the earlier plan's permutation and blocks for the earlier
 vectors and the new ones permuted and blocked after them (core/plan.py `segments`): the earlier
 tiles hold the same pairs of the same vectors, and stay valid, since a pair's value depends on its
@@ -19,8 +20,8 @@ or make a constant column variable), so the record names, beside it, each column
 over the earlier input and links to the earlier store's planes and manifest; where the new
 records' counts added to them give the earlier encoding (the common case: a few hundred genomes
 added), the grown planes are the earlier rows, copied, then the new records' (`_extend`), and the
-whole-file SHA-256 the manifests record is the prefix check's digest continued over the new
-bytes, one pass. An input too large to be held in memory is read in one pass that counts only its
+whole-file SHA-256 the manifests record is resumed from the earlier one's state over the new
+bytes alone. An input too large to be held in memory is read in one pass that counts only its
 kept columns' bases, and each constant column's one base: all the next append's encoding needs
 (store/extend.py). Otherwise (and where nothing was kept: another alphabet, an input the
 streaming reader reads) the whole grown input is read again (`_reingest`; its one line in the
@@ -28,6 +29,19 @@ log says why), with the same files. The old store's files are replaced whole
 (util/atomic.py), never rewritten in place; the record is written last and the earlier store's
 kept files removed after it, so a job killed before it leaves the earlier record with its kept
 files, and the rerun appends to the earlier store again.
+
+The check of the earlier bytes (`check_earlier`): the record holds the SHA-256s of the earlier
+input's PIECE-byte pieces (util/checksums.file_pieces, the pieces of the input's digest; the
+last, partial one of the bytes up to its size) and the SHA-256's state after its last byte
+(util/sha256_state.py: libcrypto's SHA256_CTX through ctypes). The grown file's first bytes are
+hashed piece by piece on threads and compared with them (in the workflow, the pieces of the
+grown file that its fingerprint recorded when the workflow was parsed are compared instead,
+trusted as its digest is, and only the partial last piece is hashed), while the SHA-256 is
+resumed over the new bytes: no SHA-256 stream over the earlier bytes. The fresh store job keeps
+both from what it computes anyway (the state from its one SHA-256 pass, as fast as hashlib's;
+the pieces from the fingerprint or from the input's digest, else hashed beside it: store/ingest.py).
+A record without them (written by an earlier version, or without libcrypto) is checked in one
+SHA-256 stream over the whole grown file, as before; its store then records them.
 
 Identical vectors (store/duplicates.py): an appended vector identical to an earlier one is a row
 of its own (tiled against the earlier rows, where its pairs are), so that the earlier tiles'
@@ -67,9 +81,18 @@ from genotile.store import extend, stage
 from genotile.store.ingest import alignment_manifest, record_distinct
 from genotile.store.manifest import part_key, store_identity
 from genotile.store.pack import categorical_keys, write_manifest
-from genotile.store.sources import differences, sources
+from genotile.store.sources import differences, recorded_pieces, sources
+from genotile.util import checksums, sha256_state
 from genotile.util.atomic import write_record
-from genotile.util.checksums import READ
+from genotile.util.checksums import (
+    READ,
+    file_pieces,
+    file_sha256_resumable,
+    pieces,
+    pieces_digest,
+    range_digests,
+)
+from genotile.util.sha256_state import Sha256
 from genotile.version import __version__
 
 log = logging.getLogger("genotile")
@@ -98,14 +121,22 @@ def settings_of(encoding: str, options: dict | None, collapse: bool, block_size,
     }
 
 
-def _record(path: Path, manifest: dict, ingest_manifest: dict, settings: dict, size: int, kept: dict | None) -> None:
+def _record(
+    path: Path, manifest: dict, ingest_manifest: dict, settings: dict, size: int, kept: dict | None, checks: dict
+) -> None:
     """append.json for the store just made: written last, atomically; `kept`: what the next
-    append reads in place of this input (store/extend.py `keep`)."""
+    append reads in place of this input (store/extend.py `keep`); `checks`: what it checks the
+    earlier bytes with (`Checks.of`: the pieces' SHA-256s and the SHA-256's state)."""
     write_record(
         path,
         {
             "genotile": __version__,
-            "input": {"path": ingest_manifest["input"], "size": size, "sha256": ingest_manifest["input_sha256"]},
+            "input": {
+                "path": ingest_manifest["input"],
+                "size": size,
+                "sha256": ingest_manifest["input_sha256"],
+                **checks,
+            },
             "settings": settings,
             "n_input": int(ingest_manifest["n_vectors"]),
             "ids_sha256": ids_digest(manifest["ids"]),
@@ -122,9 +153,11 @@ def _part(manifest: dict) -> dict:
     return {"store": store_identity(manifest), "key": part_key(manifest)}
 
 
-def prefix_sha256(path, sizes: list[int]) -> dict[int, str]:
-    """{size: SHA-256 of the file's first `size` bytes} for each size, in one pass."""
-    digest, done = hashlib.sha256(), 0
+def prefix_sha256(path, sizes: list[int], states: dict[int, str] | None = None) -> dict[int, str]:
+    """{size: SHA-256 of the file's first `size` bytes} for each size, in one pass; `states`
+    given (libcrypto at hand), {size: the SHA-256's state there} added to it."""
+    digest = hashlib.sha256() if states is None else Sha256()
+    done = 0
     out: dict[int, str] = {}
     wanted = sorted(set(sizes))
     with open(path, "rb", buffering=0) as fh:
@@ -136,7 +169,99 @@ def prefix_sha256(path, sizes: list[int]) -> dict[int, str]:
                 digest.update(chunk)
                 done += len(chunk)
             out[size] = digest.hexdigest()
+            if isinstance(digest, Sha256) and states is not None:
+                states[size] = digest.state()
     return out
+
+
+@dataclass(frozen=True)
+class Checks:
+    """What an append's check of the earlier bytes found (`check_earlier`), and what the next
+    append checks the grown file with.
+
+    Attributes
+    ----------
+    earlier : bool
+        The grown file's first bytes are the earlier file's (its recorded pieces' SHA-256s, or
+        its recorded SHA-256).
+    sha256 : str or None
+        The grown file's SHA-256 (sha256sum's), where `earlier`.
+    state : str or None
+        The SHA-256's state after its last byte (util/sha256_state.py); None without libcrypto.
+    pieces : list of str or None
+        Its pieces' SHA-256s, hex (util/checksums.file_pieces); None without a state.
+    how : str
+        How the earlier bytes were checked, in words (the store job's log).
+    """
+
+    earlier: bool
+    sha256: str | None
+    state: str | None
+    pieces: list[str] | None
+    how: str
+
+    @staticmethod
+    def of(state: str | None, pieces: list[str] | None) -> dict:
+        """The record's keys for them (none where either is missing: the next append then checks
+        in one stream)."""
+        return {"sha256_state": state, "pieces": pieces} if state and pieces is not None else {}
+
+
+def check_earlier(path, recorded: dict, size: int) -> Checks:
+    """Whether the file at `path` (`size` bytes) starts with the earlier input `recorded`
+    (append.json's "input": size, SHA-256, and where the store job kept them, its pieces'
+    SHA-256s and the SHA-256's state after its last byte), and the grown file's SHA-256.
+
+    With the pieces and the state (and libcrypto: util/sha256_state.available), the earlier
+    bytes are checked piece by piece on threads (util/checksums.range_digests: the last,
+    partial piece's digest is of the bytes up to the earlier size), or against the pieces of
+    the grown file the workflow's fingerprint recorded, trusted as its digest is
+    (store/sources.recorded_pieces), its partial earlier piece hashed; and the SHA-256 is resumed
+    from the state over the new bytes alone, beside them. Otherwise (a record of an earlier
+    version, no libcrypto) the whole file in one stream, as sha256sum reads it.
+    """
+    old = int(recorded["size"])
+    state, earlier = recorded.get("sha256_state"), recorded.get("pieces")
+    if not (isinstance(state, str) and isinstance(earlier, list) and sha256_state.available()):
+        return _in_one_stream(path, recorded, size)
+    n_full = old // checksums.PIECE  # the earlier pieces that are the grown file's too
+    grown = recorded_pieces(path)
+    if grown is not None and len(grown) == len(pieces(size)) and grown[:n_full] == earlier[:n_full]:
+        spans, known, how = pieces(old)[n_full:], grown, "against the fingerprint's pieces"
+    else:
+        spans, known, how = pieces(old) + pieces(size)[n_full:], None, "on threads"
+    hashing = ThreadPoolExecutor(1, thread_name_prefix="genotile-resume")
+    try:
+        resumed = hashing.submit(file_sha256_resumable, path, old, state, end=size)
+        digests = [d.hex() for d in range_digests(path, spans)]
+        sha256, after = resumed.result()
+    except (ValueError, RuntimeError):  # a damaged state: in one stream
+        return _in_one_stream(path, recorded, size)
+    finally:
+        hashing.shutdown(wait=True)
+    n_old = len(pieces(old))
+    if known is None:
+        same, grown = digests[:n_old] == earlier, earlier[:n_full] + digests[n_old:]
+    else:
+        same, grown = digests == earlier[n_full:], known
+    how = f"{n_old} pieces {how}, the SHA-256 resumed over the {size - old:,} new bytes"
+    return Checks(True, sha256, after, grown, how) if same else Checks(False, None, None, None, how)
+
+
+def _in_one_stream(path, recorded: dict, size: int) -> Checks:
+    """`check_earlier` in one SHA-256 stream over the whole file (with its state at the end
+    where libcrypto is at hand, and then the pieces, hashed beside it, for the next append)."""
+    old = int(recorded["size"])
+    states: dict[int, str] | None = {} if sha256_state.available() else None
+    if states is None:
+        digests, grown = prefix_sha256(path, [old, size]), None
+    else:
+        with ThreadPoolExecutor(1, thread_name_prefix="genotile-pieces") as beside:
+            hashed = beside.submit(file_pieces, path, size)
+            digests, grown = prefix_sha256(path, [old, size], states), [d.hex() for d in hashed.result()]
+    if digests.get(old) != recorded["sha256"] or size not in digests:
+        return Checks(False, None, None, None, "in one stream")
+    return Checks(True, digests[size], (states or {}).get(size), grown, "in one stream")
 
 
 def _settings_changed(record: dict, settings: dict) -> str | None:
@@ -217,7 +342,7 @@ def store(
     if why is not None:
         if why:
             say(f"recomputing in full: {why}")
-        columns: list = []  # the ingest's column counts, kept for the next append (store/extend.py)
+        made: list = []  # what the ingest made: its column counts and checksums, for the next append
         p = stage.store(
             input_path,
             encoding,
@@ -231,12 +356,12 @@ def store(
             backend=backend,
             dense_max=dense_max,
             bounds=bounds,
-            on_ingest=lambda made: columns.append(_columns(made)),
+            on_ingest=made.append,
             # inside the store stage: a store made on the GPU computes its tiles while its
             # manifests wait for the input's SHA-256 (store/resident.py); the record after them
             after_pack=after_pack,
         )
-        _record_store(store_dir, ingest_manifest_out, settings, os.path.getsize(input_path), columns[0])
+        _record_store(store_dir, ingest_manifest_out, settings, os.path.getsize(input_path), made[0])
         return p
     assert record is not None
     auto = {"metrics": metrics, "backend": backend, "dense_max": dense_max}
@@ -288,10 +413,10 @@ def _kept(store_dir: Path, ingest_manifest, input_path, options, settings: dict)
     return os.path.isfile(input_path) and not differences(built.get("sources"), sources(input_path, options))
 
 
-def _record_store(store_dir: Path, ingest_manifest_out, settings: dict, size: int, columns) -> None:
+def _record_store(store_dir: Path, ingest_manifest_out, settings: dict, size: int, made) -> None:
     manifest = json.loads((store_dir / "manifest.json").read_text(encoding="utf-8"))
     ingested = json.loads(Path(ingest_manifest_out).read_text(encoding="utf-8"))
-    _finish(store_dir, manifest, ingested, settings, size, columns)
+    _finish(store_dir, manifest, ingested, settings, size, _columns(made), _checks(made))
 
 
 @dataclass(frozen=True)
@@ -318,13 +443,13 @@ def _append(job: _Append) -> Plan:
     the earlier one with records added)."""
     old_size = job.record["input"]["size"]
     t0 = time.perf_counter()
+    # the earlier bytes checked (their pieces on threads) and the grown file's SHA-256 (resumed
+    # over the new bytes) beside the reading of the new records: `check_earlier`
+    hashing = ThreadPoolExecutor(1, thread_name_prefix="genotile-prefix")
+    hashes = hashing.submit(_checked, job.input_path, job.record["input"], job.size)
+    hashing.shutdown(wait=False)
     before, why = extend.earlier(job.store_dir, job.record)
     new, why = extend.appended(job.input_path, old_size, before) if before is not None else (None, why)
-    # one pass over the input: the earlier bytes' SHA-256 (the check), then, where only the new
-    # records are read, the whole file's (the manifests'), the same digest continued
-    hashing = ThreadPoolExecutor(1, thread_name_prefix="genotile-prefix")
-    hashes = hashing.submit(prefix_sha256, job.input_path, [old_size] if new is None else [old_size, job.size])
-    hashing.shutdown(wait=False)
     if before is not None and new is not None:
         p = _extend(job, before, new, hashes, t0)
         if p is not None:
@@ -341,13 +466,15 @@ def _extend(job: _Append, before: extend.Earlier, new: extend.Appended, hashes, 
     record, store_dir = job.record, job.store_dir
     n_old, n_fields = int(record["n_input"]), int(before.manifest["n_fields"])
     index, first = _index_appended(record, n_old, new, job.settings["collapse"])
-    digests = hashes.result()
-    if digests.get(record["input"]["size"]) != record["input"]["sha256"] or job.size not in digests:
+    checked = hashes.result()
+    if not checked.earlier or checked.sha256 is None:
         return None
     t1 = time.perf_counter()
-    ids, sha256 = [*before.manifest["ids"], *new.ids], digests[job.size]
+    ids, sha256 = [*before.manifest["ids"], *new.ids], checked.sha256
     m = alignment_manifest(job.input_path, FastaReader.kind, job.encoding, ids, n_fields, new.keep.size, sha256)
-    m["sources"] = sources(job.input_path, job.options, input_sha256=sha256)
+    # the input's digest is its pieces' (util/checksums.file_digest): not hashed again
+    digest = None if checked.pieces is None else pieces_digest([bytes.fromhex(d) for d in checked.pieces])
+    m["sources"] = sources(job.input_path, job.options, input_sha256=sha256, input_digest=digest)
     if job.settings["collapse"]:
         record_distinct(m, None)  # the appended store's numbering: `_appended_plan`
     p, parts = _appended_plan(m, record, index, n_old, job.bounds, job.say)
@@ -364,7 +491,7 @@ def _extend(job: _Append, before: extend.Earlier, new: extend.Appended, hashes, 
         "store stages (s): ingest %.3f (the %d new records), plan %.3f, pack %.3f",
         *(t1 - t0, len(new.ids), t2 - t1, time.perf_counter() - t2),
     )
-    _finish(store_dir, manifest, m, job.settings, job.size, new.columns)
+    _finish(store_dir, manifest, m, job.settings, job.size, new.columns, Checks.of(checked.state, checked.pieces))
     return p
 
 
@@ -400,7 +527,7 @@ def _reingest(job: _Append, hashes) -> Plan:
         t1 = time.perf_counter()
         n_old = int(record["n_input"])
         why = None
-        if hashes.result().get(record["input"]["size"]) != record["input"]["sha256"]:
+        if not hashes.result().earlier:
             why = "the input's earlier bytes changed (an edit before the end, or records removed or reordered)"
         elif m["n_vectors"] < n_old or ids_digest(m["ids"][:n_old]) != record["ids_sha256"]:
             why = "the earlier records are not the first ones of the input"
@@ -430,7 +557,7 @@ def _reingest(job: _Append, hashes) -> Plan:
     finally:
         codes.unlink(missing_ok=True)
     log.info("store stages (s): ingest %.3f, plan %.3f, pack %.3f", t1 - t0, t2 - t1, time.perf_counter() - t2)
-    _finish(store_dir, manifest, m, settings, job.size, _columns(made))
+    _finish(store_dir, manifest, m, settings, job.size, _columns(made), _checks(made))
     return p
 
 
@@ -476,11 +603,34 @@ def _columns(made) -> ColumnCounts | None:
     return made.columns
 
 
-def _finish(store_dir: Path, manifest: dict, ingest_manifest: dict, settings: dict, size: int, columns) -> None:
+def _checks(made) -> dict:
+    """What an ingest kept of its input's checksums for the next append's check (Ingested's
+    sha256_state and pieces: the store job's ingest of a FASTA file), as recorded."""
+    return Checks.of(made.sha256_state, made.pieces)
+
+
+def _checked(path, recorded: dict, size: int) -> Checks:
+    """`check_earlier`, its time and how it checked logged in one line."""
+    t0 = time.perf_counter()
+    checked = check_earlier(path, recorded, size)
+    log.info(
+        "store: the earlier %s bytes checked in %.3f s (%s): %s",
+        f"{int(recorded['size']):,}",
+        time.perf_counter() - t0,
+        checked.how,
+        "the same" if checked.earlier else "changed",
+    )
+    return checked
+
+
+def _finish(
+    store_dir: Path, manifest: dict, ingest_manifest: dict, settings: dict, size: int, columns, checks: dict
+) -> None:
     """The append record of the store just made, written last (with what the next append reads
-    in place of this input: store/extend.py), then the earlier stores' kept files removed."""
+    in place of this input, store/extend.py, and checks its earlier bytes with, `Checks.of`),
+    then the earlier stores' kept files removed."""
     kept = extend.keep(store_dir, columns)
-    _record(store_dir / RECORD, manifest, ingest_manifest, settings, size, kept)
+    _record(store_dir / RECORD, manifest, ingest_manifest, settings, size, kept, checks)
     extend.forget(store_dir, None if kept is None else kept["token"])
 
 

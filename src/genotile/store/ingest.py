@@ -41,8 +41,10 @@ from genotile.store.duplicates import COLLAPSIBLE, distinct_rows, distinct_sampl
 from genotile.store.ingest_genotypes import check_options, genotype_manifest, read_genotypes, stream_bytes
 from genotile.store.inputs import inputs_of
 from genotile.store.pack import gpu_insisted
-from genotile.store.sources import content_digest, content_sha256, recorded_digest, sources
+from genotile.store.sources import content_digest, content_sha256, recorded_digest, recorded_pieces, sources
+from genotile.util import sha256_state
 from genotile.util.atomic import write_record
+from genotile.util.checksums import file_pieces, file_sha256_resumable, pieces_digest
 from genotile.util.cpus import usable_cpus
 from genotile.version import __version__
 
@@ -69,12 +71,21 @@ class Ingested:
         What an append reads in place of this input (store/extend.py): a nucleotide alignment's
         base counts, held (HeldAlignment.columns) or read in one pass without being held
         (FastaReader.columns); else None.
+    sha256_state : str or None
+        The input's SHA-256 state after its last byte (util/sha256_state.py), from the pass that
+        gave its SHA-256: an alignment file's, read by the store job (`hold`); else None.
+    pieces : list of str or None
+        The SHA-256s (hex) of its pieces (util/checksums.file_pieces), beside it: with them, an
+        append checks the earlier bytes on threads and resumes the SHA-256 over the new ones
+        (store/append.py).
     """
 
     manifest: dict
     stored: Path | HeldAlignment | HeldBits | BedFile | np.ndarray
     pending: bool = False
     columns: ColumnCounts | None = None
+    sha256_state: str | None = None
+    pieces: list[str] | None = None
 
 
 def ingest(
@@ -124,13 +135,24 @@ def ingest(
         what = "an array" if in_memory else str(path)
         raise GenotileError(f"option(s) {', '.join(sorted(given))} apply to {inputs_of('genotypes')}, not to {what}")
     given = check_options(options) if reader.options else given
+    # the store job's FASTA file: what the next append checks its earlier bytes with, and resumes
+    # its SHA-256 from (store/append.py), is kept too where libcrypto is at hand
+    appendable = hold and not in_memory and reader.source == "alignment" and os.path.isfile(path)
+    appendable = appendable and sha256_state.available()
     hold = hold and not gpu_insisted()
     # hashlib releases the GIL: the SHA-256, and (where the codes are not kept) the digest the
     # workflow's fingerprint did not record (store/sources.py), alongside the reading
     hashing = ThreadPoolExecutor(2, thread_name_prefix="genotile-sha256")
-    sha256 = hashing.submit(path.sha256) if in_memory else hashing.submit(_sha256, path)
+    states: list[str] | None = [] if appendable else None  # the SHA-256's state, from the same pass
+    sha256 = hashing.submit(path.sha256) if in_memory else hashing.submit(_sha256, path, states)
     recorded = None if in_memory else recorded_digest(path)
-    digest = hashing.submit(content_digest, path) if hold and not recorded and not in_memory else None
+    # an appendable file's pieces: as the fingerprint recorded them, else hashed with its digest
+    # (the digest is theirs), else beside
+    pieces = recorded_pieces(path) if appendable and recorded else None
+    hashed_pieces = hashing.submit(file_pieces, path) if appendable and pieces is None else None
+    digest = None
+    if hold and not recorded and not in_memory and hashed_pieces is None:
+        digest = hashing.submit(content_digest, path)
     hashing.shutdown(wait=False)
     manifest: dict
     columns = None
@@ -163,6 +185,8 @@ def ingest(
             manifest["input_sha256"] = sha256.result()
         if not in_memory:  # what the store was computed from (input, options, option files, index), for reruns
             known = recorded or (None if digest is None else digest.result())
+            if not known and hashed_pieces is not None:
+                known = pieces_digest(hashed_pieces.result())
             manifest["sources"] = sources(path, options, input_sha256=manifest["input_sha256"], input_digest=known)
         if collapse:  # identical vectors computed once (duplicates.py)
             record_distinct(manifest, _distinct(stored))
@@ -172,7 +196,12 @@ def ingest(
 
     if isinstance(stored, BedFile):  # counted by the pass that writes the store (store/pack.py)
         return Ingested(manifest, dataclasses.replace(stored, finish=finish), pending=True)
-    return Ingested(finish(), stored, columns=columns)
+    if not appendable:
+        return Ingested(finish(), stored, columns=columns)
+    made = finish()
+    if hashed_pieces is not None:
+        pieces = [d.hex() for d in hashed_pieces.result()]
+    return Ingested(made, stored, columns=columns, sha256_state=states[0] if states else None, pieces=pieces)
 
 
 def alignment_manifest(path, kind: str, encoding: str, ids: list[str], n_fields: int, n_kept: int, sha256: str) -> dict:
@@ -203,13 +232,19 @@ def record_distinct(manifest: dict, distinct: tuple[np.ndarray, np.ndarray] | No
 SHA_READ = 1 << 26  # bytes of a file read for its SHA-256 at a time (`_sha256`)
 
 
-def _sha256(path) -> str:
+def _sha256(path, states: list[str] | None = None) -> str:
     """sources.content_sha256 (what `sha256sum` prints, for a file), the file read SHA_READ at a
     time into one buffer: the hashing thread takes the GIL back once a read and once a hash, and
     beside a pass over a .bed on 16 threads each take can wait its turn (a 5 GB .bed hashed in
-    ~7 s in 4 MiB reads, there)."""
+    ~7 s in 4 MiB reads, there). `states`: given (a file, libcrypto at hand), the SHA-256's state
+    after the last byte is appended to it (util/checksums.file_sha256_resumable: the same pass,
+    as fast)."""
     if os.path.isdir(path):
         return content_sha256(path)
+    if states is not None:
+        sha256, state = file_sha256_resumable(path, read=SHA_READ)
+        states.append(state)
+        return sha256
     digest = hashlib.sha256()
     buffer = bytearray(SHA_READ)
     view = memoryview(buffer)

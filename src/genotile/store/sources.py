@@ -22,7 +22,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from genotile.util.atomic import write_text
-from genotile.util.checksums import file_digest, file_sha256
+from genotile.util.checksums import file_digest, file_pieces, file_sha256, pieces_digest
 
 
 def index_files(path) -> list[Path]:
@@ -108,6 +108,30 @@ def recorded_digest(path, records=FINGERPRINTS) -> str | None:
 
     The fingerprints were written when the workflow was parsed, the input hashed then: the store
     job need not hash it again (a second of CPU on a few GB)."""
+    found = _recorded(path, records)
+    return None if found is None else found[1]["digest"]
+
+
+def recorded_pieces(path, records=FINGERPRINTS) -> list[str] | None:
+    """The SHA-256s (hex) of `path`'s pieces (util/checksums.file_pieces) a workflow fingerprint
+    recorded with its digest, trusted as `recorded_digest` is (they are the digest's: checked);
+    else None. What the store job keeps for an append's check of the earlier bytes
+    (store/append.py), without hashing the input once more."""
+    found = _recorded(path, records)
+    if found is None:
+        return None
+    pieces = found[0].get("pieces")
+    if not isinstance(pieces, list) or not all(isinstance(p, str) and len(p) == 64 for p in pieces):
+        return None
+    try:
+        return pieces if pieces_digest([bytes.fromhex(p) for p in pieces]) == found[1]["digest"] else None
+    except ValueError:
+        return None
+
+
+def _recorded(path, records) -> tuple[dict, dict] | None:
+    """(the fingerprint, its input's record) of the fingerprint in `records` recorded for
+    `path` as its stat is now, else None."""
     try:
         key = _stat_key(path)
         candidates = sorted(Path(records).glob("*.json"))
@@ -124,7 +148,7 @@ def recorded_digest(path, records=FINGERPRINTS) -> str | None:
         if not isinstance(recorded, dict) or not isinstance(recorded.get("digest"), str):
             continue
         if record["stat"].get(recorded.get("path")) == key and recorded.get("size") == key[2]:
-            return recorded["digest"]
+            return record, recorded
     return None
 
 
@@ -208,8 +232,14 @@ def write_fingerprint(out, input_path, options: dict | None = None) -> Path:
         old = None
     if isinstance(old, dict) and old.get("stat") == stats:
         return out
-    current = sources(input_path, options)
-    record = {"sources": current, "stat": stats}
+    # a file's pieces kept with its digest (theirs): the store job keeps them for appends
+    pieces = file_pieces(input_path) if os.path.isfile(input_path) else None
+    current = sources(input_path, options, input_digest=None if pieces is None else pieces_digest(pieces))
+    record = {
+        "sources": current,
+        "stat": stats,
+        **({"pieces": [p.hex() for p in pieces]} if pieces is not None else {}),
+    }
     if isinstance(old, dict) and not differences(old.get("sources"), current):
         mtime = out.stat().st_mtime_ns
         write_text(out, json.dumps(record, indent=1) + "\n")

@@ -1,7 +1,10 @@
 """Checksums of files: the SHA-256 that manifests and summaries record (`file_sha256`, what
-`sha256sum` prints), and the content digest that input fingerprints compare (`file_digest`:
-the pieces of a file hashed on threads, so that parsing the workflow does not wait seconds on
-one SHA-256 stream over a multi-GB input)."""
+`sha256sum` prints; `file_sha256_resumable` keeps the state after the last byte, so that the
+SHA-256 of the file grown at its end is resumed over the new bytes alone: store/append.py), and
+the content digest that input fingerprints compare (`file_digest`: the pieces of a file hashed
+on threads, so that parsing the workflow does not wait seconds on one SHA-256 stream over a
+multi-GB input; an append checks its earlier bytes against the earlier file's pieces,
+`file_pieces`)."""
 
 import hashlib
 import os
@@ -43,31 +46,94 @@ def file_digest(path) -> str:
     ...     file_digest(fh.name) == hashlib.sha256(hashlib.sha256(b"abc").digest()).hexdigest()
     True
     """
-    with open(path, "rb") as fh:
-        size = os.fstat(fh.fileno()).st_size
+    return pieces_digest(file_pieces(path))
 
-        def piece(offset: int) -> bytes:
-            h = hashlib.sha256()
-            for start in range(offset, min(size, offset + PIECE), READ):
-                h.update(os.pread(fh.fileno(), min(READ, offset + PIECE - start, size - start), start))
-            return h.digest()
 
-        pieces = piece_digests(size, piece)
+def pieces_digest(digests: list[bytes]) -> str:
+    """`file_digest` of a file whose pieces' digests (`file_pieces`) are `digests`."""
     outer = hashlib.sha256()
-    for d in pieces:
+    for d in digests:
         outer.update(d)
     return outer.hexdigest()
 
 
-def piece_digests(size: int, digest_of, piece: int = PIECE) -> list[bytes]:
-    """[digest_of(offset) for each piece of `size` bytes], pieces of `piece` bytes hashed on
-    threads (`digests_on_threads`): the pieces of `file_digest`."""
-    return digests_on_threads(digest_of, range(0, size, piece))
+def file_pieces(path, size: int | None = None) -> list[bytes]:
+    """The SHA-256s of the PIECE-byte pieces of a file's first `size` bytes (None: all of it),
+    the last one shorter, hashed on threads: `file_digest`'s pieces; where `size` ends inside a
+    piece, the last is of the bytes up to `size` (an append's earlier file: store/append.py)."""
+    if size is None:
+        size = os.path.getsize(path)
+    return range_digests(path, pieces(size))
+
+
+def pieces(size: int) -> list[tuple[int, int]]:
+    """The (start, end) byte ranges of a `size`-byte file's PIECE-byte pieces, in order."""
+    return [(start, min(size, start + PIECE)) for start in range(0, size, PIECE)]
+
+
+def range_digests(path, ranges) -> list[bytes]:
+    """The SHA-256 of each (start, end) byte range of a file, read with pread, on threads
+    (`digests_on_threads`)."""
+    with open(path, "rb") as fh:
+
+        def digest_of(span: tuple[int, int]) -> bytes:
+            h = hashlib.sha256()
+            for at in range(span[0], span[1], READ):
+                h.update(os.pread(fh.fileno(), min(READ, span[1] - at), at))
+            return h.digest()
+
+        return digests_on_threads(digest_of, ranges)
+
+
+def file_sha256_resumable(
+    path, start: int = 0, state: str | None = None, read: int = READ, end: int | None = None
+) -> tuple[str, str]:
+    """The SHA-256 of a file (hex, what `sha256sum` prints) and the state after its last byte
+    (util/sha256_state.Sha256), in one stream: from `state` (the state after the file's first
+    `start` bytes, kept earlier) over the bytes from `start` on alone, or from its beginning.
+    Where libcrypto is not `sha256_state.available()`, RuntimeError.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        A readable file.
+    start : int
+        Where to read from: the length of `state` (0 without one).
+    state : str, optional
+        A `Sha256.state()` after the file's first `start` bytes.
+    read : int
+        Bytes read at a time, into one buffer.
+    end : int, optional
+        The file's size as it was taken (bytes after it, written since, are not read); None: to
+        its end.
+
+    Returns
+    -------
+    tuple of (str, str)
+        The SHA-256, hex, and the state after the file's last byte.
+    """
+    from genotile.util.sha256_state import Sha256
+
+    digest = Sha256(state)
+    if digest.length != start:
+        raise ValueError(f"a SHA-256 state after {digest.length} bytes, not {start}")
+    buffer = bytearray(read)
+    view = memoryview(buffer)
+    at = start
+    with open(path, "rb", buffering=0) as fh:
+        fh.seek(start)
+        while end is None or at < end:
+            got = fh.readinto(view if end is None else view[: min(read, end - at)])
+            if not got:
+                break
+            digest.update(view[:got])
+            at += got
+    return digest.hexdigest(), digest.state()
 
 
 def digests_on_threads(digest_of, items) -> list[bytes]:
     """[digest_of(item) for item in items], on threads where there are several (hashlib releases
-    the GIL on large buffers): `piece_digests`, and the pieces of a tile file's arrays
+    the GIL on large buffers): `range_digests`, and the pieces of a tile file's arrays
     (io/tilefile.py)."""
     items = list(items)
     if len(items) <= 1:
