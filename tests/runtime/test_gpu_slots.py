@@ -72,6 +72,25 @@ def test_respects_cuda_visible_devices(tmp_path, monkeypatch):
     assert list(tmp_path.iterdir()) == []  # no lock taken
 
 
+def test_jobs_share_out_the_devices_cuda_visible_devices_lists(tmp_path, monkeypatch):
+    """CUDA_VISIBLE_DEVICES listing several devices (a user's export): one-GPU jobs take one each,
+    not all the first; the variable is restored after."""
+    monkeypatch.setenv(ENV, "3,5")
+    ctx = mp.get_context("fork")
+    queue = ctx.Queue()
+    procs = [ctx.Process(target=_hold, args=(tmp_path, 8, queue, 1.0)) for _ in range(2)]
+    for p in procs:
+        p.start()
+    got = [queue.get(timeout=10) for _ in procs]
+    for p in procs:
+        p.join(10)
+    assert sorted(dev for _, dev, _ in got) == ["3", "5"]
+    assert all(dev == env for _, dev, env in got)
+    with gpu_slot(n_devices=8, lock_dir=tmp_path) as dev:
+        assert dev == "3" and os.environ[ENV] == "3"
+    assert os.environ[ENV] == "3,5"
+
+
 def test_no_devices_means_no_gpu(tmp_path):
     with gpu_slot(n_devices=0, lock_dir=tmp_path) as dev:
         assert dev is None and ENV not in os.environ

@@ -71,19 +71,28 @@ def default_lock_dir() -> Path:
 
 @contextlib.contextmanager
 def gpu_slot(n_devices: int | None = None, lock_dir=None, poll: float = 1.0, timeout: float | None = None):
-    """Yield the device id string this job may use (None: no GPU here)."""
-    if os.environ.get(ENV) is not None:
-        yield os.environ[ENV]
-        return
-    n = host_gpu_count() if n_devices is None else n_devices
-    if n <= 0:
+    """Yield the device id string this job may use (None: no GPU here): a free one of the host's
+    `n_devices` (default: all), or of those CUDA_VISIBLE_DEVICES lists where it lists several (a
+    user's export, or a SLURM job granted several: one-GPU jobs then share them out instead of all
+    taking the first); where it names one (or none), that.
+    """
+    before = os.environ.get(ENV)
+    if before is not None:
+        listed = [d.strip() for d in before.split(",") if d.strip()]
+        if len(listed) <= 1 or before.strip() in ("-1", "NoDevFiles"):
+            yield before
+            return
+        devices = listed
+    else:
+        devices = [str(k) for k in range(host_gpu_count() if n_devices is None else n_devices)]
+    if not devices:
         yield None
         return
     lock_dir = Path(lock_dir) if lock_dir is not None else default_lock_dir()
     lock_dir.mkdir(parents=True, exist_ok=True)
     start = time.monotonic()
     while True:
-        for device in range(n):
+        for device in devices:
             fh = open(lock_dir / f"gpu{device}.lock", "a+")
             try:
                 fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -94,16 +103,19 @@ def gpu_slot(n_devices: int | None = None, lock_dir=None, poll: float = 1.0, tim
             fh.truncate()
             fh.write(f"{os.getpid()}\n")
             fh.flush()
-            os.environ[ENV] = str(device)
+            os.environ[ENV] = device
             try:
-                yield str(device)
+                yield device
             finally:
-                del os.environ[ENV]
+                if before is None:
+                    del os.environ[ENV]
+                else:
+                    os.environ[ENV] = before
                 fcntl.flock(fh, fcntl.LOCK_UN)
                 fh.close()
             return
         if timeout is not None and time.monotonic() - start > timeout:
-            raise TimeoutError(f"no free GPU slot among {n} in {lock_dir} after {timeout} s")
+            raise TimeoutError(f"no free GPU slot among {len(devices)} in {lock_dir} after {timeout} s")
         time.sleep(poll)
 
 
@@ -111,6 +123,6 @@ def slot_for_backend(backend: str):
     """A GPU slot if `backend` may run on a GPU (backends/registry.py: a CuPy backend, or auto on
     a GPU host)."""
     uses = registry.uses_gpu(backend)
-    if uses or (uses is None and os.environ.get(ENV) is None and host_gpu_count() > 0):
+    if uses or (uses is None and visible_gpus()):
         return gpu_slot()
     return contextlib.nullcontext()
