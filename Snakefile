@@ -61,6 +61,7 @@ onstart:
 
 onsuccess:
     cancel_scheduler_timers()
+    exit_without_teardown()
 
 
 onerror:

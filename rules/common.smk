@@ -29,6 +29,7 @@ from genotile.store import manifest as _store_manifest  # noqa: E402
 from genotile.core import limits as _limits  # noqa: E402
 from genotile.runtime.rule import (
     cancel_scheduler_timers,
+    exit_without_teardown,
     warm_scheduler_imports,
 )  # noqa: E402, F401 (Snakefile's onstart and onsuccess)
 from genotile.pairs.early import clear_all as clear_early_tiles  # noqa: E402, F401

@@ -66,3 +66,45 @@ def test_another_caller_of_run_rule_goes_on(tmp_path):
     done = []
     run_rule(types.SimpleNamespace(log=[str(tmp_path / "in.log")], rule="demo"), lambda sm: done.append(sm.rule))
     assert done == ["demo"]  # and this test's process is still here
+
+
+CLI = """
+import atexit, sys
+from pathlib import Path
+
+from genotile.runtime.rule import exit_without_teardown
+
+out = Path(sys.argv[1])
+
+
+class Held:  # freed by the interpreter's teardown, which an exit without it skips
+    def __del__(self):
+        (out / "teardown").write_text("ran")
+
+
+held = Held()
+atexit.register(lambda: (out / "atexit").write_text("ran"))
+exit_without_teardown()  # the Snakefile's onsuccess
+sys.stdout.write("unflushed")
+sys.exit(int(sys.argv[2]))  # Snakemake's main, its run done
+"""
+
+
+def run_cli(tmp_path, name: str, status: int) -> subprocess.CompletedProcess:
+    script = tmp_path / name
+    script.write_text(textwrap.dedent(CLI))
+    return subprocess.run([sys.executable, str(script), str(tmp_path), str(status)], capture_output=True, text=True)
+
+
+def test_snakemakes_process_exits_without_its_teardown_after_a_run(tmp_path):
+    proc = run_cli(tmp_path, "snakemake", 0)
+    assert proc.returncode == 0 and proc.stdout == "unflushed", proc.stderr
+    assert (tmp_path / "atexit").read_text() == "ran" and not (tmp_path / "teardown").exists()
+
+
+def test_another_status_or_program_exits_as_usual(tmp_path):
+    proc = run_cli(tmp_path, "snakemake", 3)
+    assert proc.returncode == 3 and (tmp_path / "teardown").exists() and (tmp_path / "atexit").exists()
+    (tmp_path / "teardown").unlink()
+    proc = run_cli(tmp_path, "other.py", 0)  # not Snakemake's command line
+    assert proc.returncode == 0 and (tmp_path / "teardown").exists()
