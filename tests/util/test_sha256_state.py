@@ -65,7 +65,7 @@ def test_a_files_sha256_resumed_over_its_new_bytes_is_hashlibs(tmp_path, earlier
 
 
 def test_no_libcrypto_is_said_in_one_line(monkeypatch, caplog):
-    monkeypatch.setattr(sha256_state, "_candidates", lambda: ["/nonexistent/libcrypto.so.3"])
+    monkeypatch.setattr(sha256_state, "_candidates", lambda: iter(["/nonexistent/libcrypto.so.3"]))
     sha256_state._library.cache_clear()
     try:
         with caplog.at_level(logging.INFO, logger="genotile"):
@@ -84,3 +84,15 @@ def test_no_libcrypto_is_said_in_one_line(monkeypatch, caplog):
 def test_the_docstring_examples(module):
     result = doctest.testmod(module)
     assert result.attempted and result.failed == 0
+
+
+@needs_libcrypto
+def test_a_libcrypto_that_differs_from_hashlib_is_not_used(monkeypatch, caplog):
+    monkeypatch.setattr(sha256_state, "_resumed", lambda functions, data, cut: "0" * 64)
+    sha256_state._library.cache_clear()
+    try:
+        with caplog.at_level(logging.INFO, logger="genotile"):
+            assert not sha256_state.available()
+        assert len(caplog.records) == 1 and "SHA256_* differ from hashlib's" in caplog.records[0].message
+    finally:
+        sha256_state._library.cache_clear()

@@ -18,6 +18,7 @@ import functools
 import hashlib
 import logging
 import sys
+from collections.abc import Iterator
 
 import numpy as np
 
@@ -41,15 +42,16 @@ class _Ctx(ctypes.Structure):
     ]
 
 
-def _candidates() -> list[str]:
-    """Libraries that may hold SHA256_Init: `_hashlib` itself (dlsym on its handle searches the
-    libraries it loaded), then the libcrypto mapped into this process."""
+def _candidates() -> Iterator[str]:
+    """Libraries that may hold SHA256_Init, in turn (the first that passes is taken): `_hashlib`
+    itself (dlsym on its handle searches the libraries it loaded), the libcrypto mapped into
+    this process, then the one the linker finds."""
     import _hashlib
 
-    out = [_hashlib.__file__]
+    yield _hashlib.__file__
     try:
         with open("/proc/self/maps", encoding="utf-8") as fh:
-            out += sorted({line.split()[-1] for line in fh if "libcrypto" in line and "/" in line})
+            yield from sorted({line.split()[-1] for line in fh if "libcrypto" in line and "/" in line})
     except OSError:
         pass
     if sys.platform != "darwin":  # macOS's unversioned libcrypto aborts the process when loaded
@@ -57,8 +59,7 @@ def _candidates() -> list[str]:
 
         found = ctypes.util.find_library("crypto")
         if found:
-            out.append(found)
-    return out
+            yield found
 
 
 def _bind(path: str):
