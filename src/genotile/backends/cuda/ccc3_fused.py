@@ -23,6 +23,7 @@ from collections.abc import Iterator
 import numpy as np
 
 from genotile.backends.cuda import cupy_common as cc
+from genotile.backends.cuda.b1_layout import ATTR_SMEM_OPTIN
 from genotile.core import ccc3
 
 BLOCK_I = 64  # kFBlockI
@@ -31,7 +32,7 @@ J_GROUP = 16  # kFJGroup
 THREADS = 512  # kFThreads
 J_PER_BLOCK = 32  # middle rows a grid block loops over in one launch
 J_PER_LAUNCH = 256  # middle rows of one launch
-SMEM_LIMIT = 227 * 1024  # an sm_90 block's opt-in shared memory (the device's own is asked at launch)
+SMEM_LIMIT = 227 * 1024  # an sm_90 block's opt-in shared memory (`fits_device` asks the GPU's own)
 OPTIONS = ("--fmad=false",)
 
 
@@ -57,12 +58,21 @@ def smem_bytes(words: int) -> int:
 
 
 def fits(words: int, limit: int = SMEM_LIMIT) -> bool:
-    """Whether planes of `words` words fit the fused kernel (about 4,300 samples on an sm_90 GPU).
+    """Whether planes of `words` words fit the fused kernel within `limit` bytes of shared memory
+    a block (sm_90's 227 KiB: about 4,300 samples).
 
-    >>> fits(32), fits(70)
-    (True, False)
+    >>> fits(32), fits(70), fits(32, limit=99 * 1024)
+    (True, False, False)
     """
     return smem_bytes(words) <= limit
+
+
+def fits_device(words: int) -> bool:
+    """`fits` on this GPU: the shared memory it grants a block (sm_80: 163 KiB; sm_86/89: 99 KiB,
+    where 2,000 samples take the select path)."""
+    cp = cc.cupy_module()
+    optin = int(cp.cuda.runtime.deviceGetAttribute(ATTR_SMEM_OPTIN, cp.cuda.Device().id))
+    return fits(words, optin)
 
 
 @functools.cache

@@ -36,7 +36,7 @@ OPTIONS = ("--fmad=false",)
 def fused_applies(engine, layout, threshold) -> bool:
     """Whether a job runs in the fused kernel: cupy-b1's tensor cores, a threshold (a null one
     keeps every triple: the select path's ranges bound its buffers as well), planes that fit."""
-    return engine.name == "cupy-b1" and threshold is not None and ccc3_fused.fits(layout.words)
+    return engine.name == "cupy-b1" and threshold is not None and ccc3_fused.fits_device(layout.words)
 
 
 def _grid(total: int) -> int:
