@@ -136,13 +136,22 @@ def _halves(item: tuple[int, ...]) -> list[tuple[int, ...]]:
 
 
 def triples_fused(
-    blocks, stats, layout, plan, params, block_ids, stage, threshold, info: dict | None = None
+    blocks,
+    stats,
+    layout,
+    plan,
+    params,
+    block_ids,
+    stage,
+    threshold,
+    info: dict | None = None,
+    capacity: tuple[int, int] = (1 << 18, 1 << 20),
 ) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]]:
     """A ccc3 job's passing triples from the fused kernel, one readback a chunk (as
     cupy_ccc3.triples_device: ti, tj, tk int64 (t,), rows of blocks I, J, K; values float64 (t, 8);
-    1 <= t <= cupy_ccc3.MAX_CAPACITY, in no particular order)."""
-    from genotile.backends.cuda.cupy_ccc3 import INITIAL_CAPACITY, MAX_CAPACITY  # the buffer's facts: one home
-
+    1 <= t <= the most of `capacity`, in no particular order). `capacity`: the passing triples
+    buffered on the device at first and at most (cupy_ccc3's INITIAL_CAPACITY, MAX_CAPACITY)."""
+    initial, most = capacity
     cp = cc.cupy_module()
     spent, t0 = 0.0, time.perf_counter()
     bi, bj, bk = block_ids
@@ -156,7 +165,7 @@ def triples_fused(
     kernel = _kernel(cp.cuda.Device().id, smem)
     wp = padded_words(layout.words)
     rows = plan.stage_rows(bj, stage)
-    cap = max(1, min(INITIAL_CAPACITY, MAX_CAPACITY))
+    cap = max(1, min(initial, most))
     out = [cp.empty(cap, cp.int32) for _ in range(3)]
     vals = cp.empty((cap, 8), cp.float64)
     counter = cp.zeros(1, cp.uint64)
@@ -201,8 +210,8 @@ def triples_fused(
         )
         n = int(counter.get()[0])
         if n > cap:
-            if cap < MAX_CAPACITY:  # a larger buffer, the same range again
-                cap = min(MAX_CAPACITY, 1 << (n - 1).bit_length())
+            if cap < most:  # a larger buffer, the same range again
+                cap = min(most, 1 << (n - 1).bit_length())
                 out = [cp.empty(cap, cp.int32) for _ in range(3)]
                 vals = cp.empty((cap, 8), cp.float64)
                 todo.append(item)

@@ -82,7 +82,9 @@ def triples_device(
         raise ValueError(f"path must be auto, fused or select, not {path!r}")
     fused = path == "fused" or (path == "auto" and fused_applies(engine, layout, threshold))
     if fused:
-        yield from ccc3_fused.triples_fused(blocks, stats, layout, plan, params, block_ids, stage, threshold, info)
+        yield from ccc3_fused.triples_fused(
+            blocks, stats, layout, plan, params, block_ids, stage, threshold, info, (INITIAL_CAPACITY, MAX_CAPACITY)
+        )
         return
     cp = cc.cupy_module()
     spent, t0 = 0.0, time.perf_counter()
