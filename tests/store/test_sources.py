@@ -66,3 +66,26 @@ def test_unreadable_or_odd_fingerprints_are_passed_over(tmp_path, monkeypatch):
     write_fingerprint(records / "d.json", "in.fa")
     assert recorded_digest("in.fa") == checksums.file_digest("in.fa")
     assert recorded_digest(tmp_path / "absent.fa") is None
+
+
+def test_a_file_another_fingerprint_recorded_is_not_hashed_again(tmp_path, monkeypatch, hashed):
+    """A query's FILE that is another dataset's input: its fingerprint takes the pieces (and so the
+    digest) the other recorded while the file's stat is the one recorded with them."""
+    import json
+
+    monkeypatch.chdir(tmp_path)
+    path = tmp_path / "db.fa"
+    path.write_bytes(b">a\nACGT\n>b\nACGA\n")
+    records = sources_module.FINGERPRINTS
+    write_fingerprint(records / "db.json", "db.fa")
+    write_fingerprint(records / "q.against.json", "db.fa")
+    assert hashed == ["db.fa"], "hashed once"
+    db, q = (json.loads((records / f"{name}.json").read_text()) for name in ("db", "q.against"))
+    assert q["pieces"] == db["pieces"] and q["sources"] == db["sources"]
+    assert q["sources"]["input"]["digest"] == checksums.file_digest(path)
+    path.write_bytes(b">a\nACGT\n>b\nACGC\n")  # changed: the other's record no longer holds
+    write_fingerprint(records / "q.against.json", "db.fa")
+    assert hashed == ["db.fa", "db.fa"]
+    assert json.loads((records / "q.against.json").read_text())["sources"]["input"]["digest"] == checksums.file_digest(
+        path
+    )

@@ -232,8 +232,13 @@ def write_fingerprint(out, input_path, options: dict | None = None) -> Path:
         old = None
     if isinstance(old, dict) and old.get("stat") == stats:
         return out
-    # a file's pieces kept with its digest (theirs): the store job keeps them for appends
-    pieces = file_pieces(input_path) if os.path.isfile(input_path) else None
+    # a file's pieces kept with its digest (theirs): the store job keeps them for appends; those
+    # another fingerprint beside this one recorded for the file as it is now are taken (a query's
+    # FILE, another dataset's input: hashed once, not again at the parse that adds the query)
+    pieces = None
+    if os.path.isfile(input_path):
+        known = recorded_pieces(input_path, out.parent)
+        pieces = file_pieces(input_path) if known is None else [bytes.fromhex(p) for p in known]
     current = sources(input_path, options, input_digest=None if pieces is None else pieces_digest(pieces))
     record = {
         "sources": current,
