@@ -1,0 +1,33 @@
+"""bench/trace_snakemake.py: a whole run's split into Snakemake's phases and each job's start,
+imports, work and end (bench/RESULTS.md, "Session 14: the time around the jobs")."""
+
+import subprocess
+import sys
+
+import numpy as np
+from snakerun import REPO, random_alignment, snakemake_cmd, write_fasta
+
+
+def test_a_runs_split_names_every_phase_and_job(tmp_path):
+    write_fasta(tmp_path / "a.fa", random_alignment(np.random.default_rng(1), 6, 40))
+    config = {"datasets": {"d": {"input": str(tmp_path / "a.fa"), "metrics": ["snp"]}}, "report": False}
+    args = snakemake_cmd(tmp_path, config, "--cores", "2")[3:]  # after `python -m snakemake`
+    out = tmp_path / "split.md"
+    proc = subprocess.run(
+        [sys.executable, str(REPO / "bench" / "trace_snakemake.py"), "--out", str(out), "--", *args],
+        capture_output=True,
+        text=True,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    cells = [[c.strip() for c in line.strip("|").split("|")] for line in out.read_text().splitlines()[2:]]
+    rows = {name: value for name, value in cells}
+    assert [name.split(" (")[0] for name in rows if name.startswith("job ")] == [
+        "job store.py",
+        "job tile.py",
+        "job matrix.py",
+        "job merge.py",
+    ]
+    for name, value in rows.items():
+        assert all(float(v) >= 0 for v in value.split(" / ")), (name, value)
+    assert float(rows["whole run"]) >= float(rows["the Snakefile parsed (genotile's rules)"]) > 0
+    assert (tmp_path / "results" / "d" / "snp" / "pairs.tsv.gz").exists()
