@@ -102,12 +102,14 @@ def test_device_chunks_are_bounded_and_the_run_writes_the_cpus_bytes(tmp_path, m
 
 
 @needs_gpu
-@pytest.mark.parametrize("samples", [26, 300])  # planes of 1 and 5 words: padded to whole k-steps
+@pytest.mark.parametrize("kernel", ["resident", "streamed"])
+@pytest.mark.parametrize("samples", [26, 300, 1100])  # planes of 1, 5, 18 words: padded to 4 or 16 words
 @pytest.mark.parametrize("threshold", ["fifth", "rare", -1.0, None])
-def test_fused_kernel_equals_numpy_across_tiles(monkeypatch, samples, threshold):
-    """The fused kernel (ccc3_fused) over blocks of 70 rows (64-row tiles and their ragged ends,
-    diagonal and off-diagonal block triples, middle blocks in 2 stages): the numpy path's triples
-    byte for byte; a null threshold forced through it too."""
+def test_fused_kernel_equals_numpy_across_tiles(monkeypatch, kernel, samples, threshold):
+    """The fused kernels (ccc3_fused, planes held whole; ccc3_fused_streamed, planes through
+    cp.async stages of 16 words, 1100 samples in two) over blocks of 70 rows (64-row tiles and
+    their ragged ends, diagonal and off-diagonal block triples, middle blocks in 2 stages): the
+    numpy path's triples byte for byte; a null threshold forced through them too."""
     from genotile.backends.cuda import ccc3_fused, cupy_ccc3
 
     calls = []
@@ -115,7 +117,7 @@ def test_fused_kernel_equals_numpy_across_tiles(monkeypatch, samples, threshold)
 
     def spy(*args, **kwargs):
         calls.append(args[5])  # block ids
-        yield from real(*args, **kwargs)
+        yield from real(*args, **{**kwargs, "streamed": kernel == "streamed"})
 
     monkeypatch.setattr(ccc3_fused, "triples_fused", spy)
     monkeypatch.setattr(cupy_ccc3, "fused_applies", lambda *a: True)

@@ -32,6 +32,8 @@ J_GROUP = 16  # kFJGroup
 THREADS = 512  # kFThreads
 J_PER_BLOCK = 32  # middle rows a grid block loops over in one launch
 J_PER_LAUNCH = 256  # middle rows of one launch
+STREAM_CHUNK = 16  # kSChunk: words of a plane a stage of the streamed kernel holds
+STREAM_STAGES = 4  # kSStages
 SMEM_LIMIT = 227 * 1024  # an sm_90 block's opt-in shared memory (`fits_device` asks the GPU's own)
 OPTIONS = ("--fmad=false",)
 
@@ -75,20 +77,32 @@ def fits_device(words: int) -> bool:
     return fits(words, optin)
 
 
+def streamed_smem_bytes() -> int:
+    """Shared memory of one grid block of the streamed kernel (`ccc3_fused_streamed`): STAGES
+    stages of the tile's rows' and row j's STREAM_CHUNK words of each plane.
+
+    >>> streamed_smem_bytes()
+    206336
+    """
+    chunk = 3 * STREAM_CHUNK * 8
+    stride = ((chunk + 111) // 128) * 128 + 16
+    return STREAM_STAGES * ((BLOCK_I + BLOCK_K) * stride + chunk)
+
+
 @functools.cache
-def _kernel(device_id: int, smem: int):
-    kernel = cc.load_kernel("ccc3_fused.cu", "ccc3_fused", OPTIONS)
+def _kernel(device_id: int, smem: int, name: str = "ccc3_fused"):
+    kernel = cc.load_kernel("ccc3_fused.cu", name, OPTIONS)
     if kernel.max_dynamic_shared_size_bytes < smem:
         kernel.max_dynamic_shared_size_bytes = smem
     return kernel
 
 
-def operand(block, layout, tile: int):
+def operand(block, layout, tile: int, wp: int):
     """Block rows as the kernel reads them: uint64 (rows padded to whole `tile`s, 3 * wp), planes
     L, H, V each padded to wp words with zeros; zero rows after the block's."""
     cp = cc.cupy_module()
     d = cc.to_device(block)
-    n, wp = d.shape[0], padded_words(layout.words)
+    n = d.shape[0]
     out = cp.zeros((max(1, -(-n // tile)) * tile, 3, wp), dtype=cp.uint64)
     segments = layout.segments()
     for x, plane in enumerate(ccc3.PLANES):
@@ -146,24 +160,27 @@ def triples_fused(
     threshold,
     info: dict | None = None,
     capacity: tuple[int, int] = (1 << 18, 1 << 20),
+    streamed: bool = False,
 ) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]]:
     """A ccc3 job's passing triples from the fused kernel, one readback a chunk (as
     cupy_ccc3.triples_device: ti, tj, tk int64 (t,), rows of blocks I, J, K; values float64 (t, 8);
     1 <= t <= the most of `capacity`, in no particular order). `capacity`: the passing triples
-    buffered on the device at first and at most (cupy_ccc3's INITIAL_CAPACITY, MAX_CAPACITY)."""
+    buffered on the device at first and at most (cupy_ccc3's INITIAL_CAPACITY, MAX_CAPACITY).
+    `streamed`: the kernel for planes of any width (`ccc3_fused_streamed`: the tile's rows through
+    cp.async stages for each middle row), else the one holding them whole (`fits_device`)."""
     initial, most = capacity
     cp = cc.cupy_module()
     spent, t0 = 0.0, time.perf_counter()
     bi, bj, bk = block_ids
     n_i, n_k = blocks[0].shape[0], blocks[2].shape[0]
-    d_i = operand(blocks[0], layout, BLOCK_I)
-    d_j = d_i if bj == bi else operand(blocks[1], layout, BLOCK_I)
-    d_k = d_j if bk == bj else operand(blocks[2], layout, BLOCK_K)  # BLOCK_K == BLOCK_I: padded alike
+    wp = -(-layout.words // STREAM_CHUNK) * STREAM_CHUNK if streamed else padded_words(layout.words)
+    d_i = operand(blocks[0], layout, BLOCK_I, wp)
+    d_j = d_i if bj == bi else operand(blocks[1], layout, BLOCK_I, wp)
+    d_k = d_j if bk == bj else operand(blocks[2], layout, BLOCK_K, wp)  # BLOCK_K == BLOCK_I: padded alike
     st = [cp.asarray(np.stack([c, s], axis=1).astype(np.int64)) for c, s in stats]
     fs = [cp.asarray(factors(s, params.param)) for s in stats]
-    smem = smem_bytes(layout.words)
-    kernel = _kernel(cp.cuda.Device().id, smem)
-    wp = padded_words(layout.words)
+    smem = streamed_smem_bytes() if streamed else smem_bytes(layout.words)
+    kernel = _kernel(cp.cuda.Device().id, smem, "ccc3_fused_streamed" if streamed else "ccc3_fused")
     rows = plan.stage_rows(bj, stage)
     cap = max(1, min(initial, most))
     out = [cp.empty(cap, cp.int32) for _ in range(3)]

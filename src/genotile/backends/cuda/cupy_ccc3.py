@@ -59,7 +59,8 @@ def triples_device(
     """A ccc3 job's passing triples computed on the device, one readback a chunk: in the fused
     kernel (`fused_applies`: cupy-b1, a threshold, planes that fit its shared memory; `path`
     "fused" asks for it, "select" for the masked block, 8 count matrices and the select),
-    else the select path.
+    else the select path. `path` "streamed": the fused kernel for planes of any width
+    (ccc3_fused_streamed), asked for only: not yet measured on a GPU (issue 30 goal 2).
 
     Parameters
     ----------
@@ -78,13 +79,13 @@ def triples_device(
         As numba_ccc3.triples_chunks: ti, tj, tk (int64 (t,)) and values (float64 (t, 8));
         1 <= t <= MAX_CAPACITY, in no particular order.
     """
-    if path not in ("auto", "fused", "select"):
-        raise ValueError(f"path must be auto, fused or select, not {path!r}")
-    fused = path == "fused" or (path == "auto" and fused_applies(engine, layout, threshold))
+    if path not in ("auto", "fused", "streamed", "select"):
+        raise ValueError(f"path must be auto, fused, streamed or select, not {path!r}")
+    fused = path in ("fused", "streamed") or (path == "auto" and fused_applies(engine, layout, threshold))
     if fused:
-        yield from ccc3_fused.triples_fused(
-            blocks, stats, layout, plan, params, block_ids, stage, threshold, info, (INITIAL_CAPACITY, MAX_CAPACITY)
-        )
+        job = (blocks, stats, layout, plan, params, block_ids, stage, threshold, info)
+        capacity = (INITIAL_CAPACITY, MAX_CAPACITY)
+        yield from ccc3_fused.triples_fused(*job, capacity=capacity, streamed=path == "streamed")
         return
     cp = cc.cupy_module()
     spent, t0 = 0.0, time.perf_counter()

@@ -39,7 +39,9 @@ constexpr int kFWarpI = 16;
 constexpr int kFWarpK = 16;
 constexpr int kFWarpsK = kFBlockK / kFWarpK;  // 4
 constexpr int kFThreads = 32 * (kFBlockI / kFWarpI) * kFWarpsK;  // 512
-constexpr int kFJGroup = 16;  // j rows staged at a time
+constexpr int kFJGroup = 16;  // j rows staged at a time (ccc3_fused)
+constexpr int kSChunk = 16;   // words of a plane a stage holds (ccc3_fused_streamed): 4 k-steps
+constexpr int kSStages = 4;   // its cp.async stages
 
 // Index of count (gi, gj, gk) in ccc3.COUNTS: t, s_i, s_j, s_k, s_ij, s_ik, s_jk, s_ijk.
 __device__ __forceinline__ constexpr int count_index(int gi, int gj, int gk) {
@@ -66,30 +68,196 @@ __device__ __forceinline__ void stage_rows(unsigned dst, int stride, const char*
     }
 }
 
-extern "C" __global__ void __launch_bounds__(kFThreads, 1)
-ccc3_fused(const unsigned long long* __restrict__ d_i, const unsigned long long* __restrict__ d_j,
-           const unsigned long long* __restrict__ d_k, int wp, int j0, int j1, int i0, int i1,
-           int k0, int k1, const long long* __restrict__ stat_i,
-           const long long* __restrict__ stat_j, const long long* __restrict__ stat_k,
-           const float* __restrict__ f_i, const float* __restrict__ f_j,
-           const float* __restrict__ f_k, int same_ij, int same_jk, double mult, double param,
-           double thr, int null_thr, unsigned long long* counter, long long cap,
-           int* __restrict__ out_i, int* __restrict__ out_j, int* __restrict__ out_k,
-           double* __restrict__ vals) {
+// One k-step of 256 bits for this warp: its A fragments of planes x of 16 rows i at a_addr + x *
+// plane_bytes (+ off), masked by plane y of row j (jw: 32-bit words, plane y's at y * j_plane,
+// this k-step's first at 0: words t and t + 4), B fragments of planes z of its 16 columns k;
+// mma(X_i & Y_j, Z_k) added to count (x != V, y != V, z != V).
+__device__ __forceinline__ void mma_kstep(unsigned a_addr, unsigned b_addr, unsigned off, int plane_bytes,
+                                          const unsigned* jw_step, int j_plane, int t,
+                                          unsigned (&acc)[8][2][4]) {
+    unsigned a[3][4], b[3][2][2], jw[3][2];
+#pragma unroll
+    for (int x = 0; x < 3; ++x) {
+        ldmatrix_x4(a_addr + x * plane_bytes + off, a[x][0], a[x][1], a[x][2], a[x][3]);
+        ldmatrix_x4(b_addr + x * plane_bytes + off, b[x][0][0], b[x][0][1], b[x][1][0], b[x][1][1]);
+        // plane x of row j: 32-bit words t and t + 4 of this k-step
+        jw[x][0] = jw_step[x * j_plane + t];
+        jw[x][1] = jw_step[x * j_plane + t + 4];
+    }
+#pragma unroll
+    for (int x = 0; x < 3; ++x)
+#pragma unroll
+        for (int y = 0; y < 3; ++y) {
+            const unsigned m[4] = {a[x][0] & jw[y][0], a[x][1] & jw[y][0], a[x][2] & jw[y][1],
+                                   a[x][3] & jw[y][1]};
+#pragma unroll
+            for (int z = 0; z < 3; ++z)
+#pragma unroll
+                for (int nt = 0; nt < 2; ++nt) mma_b1(acc[count_index(x != 2, y != 2, z != 2)][nt], m, b[z][nt]);
+        }
+}
+
+__device__ __forceinline__ void zero_counts(unsigned (&acc)[8][2][4]) {
+#pragma unroll
+    for (int c = 0; c < 8; ++c)
+#pragma unroll
+        for (int nt = 0; nt < 2; ++nt)
+#pragma unroll
+            for (int e = 0; e < 4; ++e) acc[c][nt][e] = 0u;
+}
+
+// What the epilogue reads and writes besides the counts (the kernels' arguments).
+struct FusedOut {
+    const long long* stat_i;  // (c, s1) a row of blocks I, J, K (ccc3.vector_stats)
+    const long long* stat_j;
+    const long long* stat_k;
+    const float* f_i;  // 1 - P f(a), a = 0, 1, a row (ccc3_fused.factors)
+    const float* f_j;
+    const float* f_k;
+    int same_ij, same_jk;
+    Ccc3Params prm;
+    float mult_f;  // M as a float
+    float thr_lo;  // thr rounded down to a float
+    unsigned long long* counter;
+    long long cap;
+    int* out_i;
+    int* out_j;
+    int* out_k;
+    double* vals;
+};
+
+// The epilogue of middle row j for this lane's 8 places (i = i_base (+ 8), k = k_base + nt * 8
+// (+ 1)) within [i_min, i_end) x [k_min, k_end): triangle, float bound, exact values, compaction.
+__device__ __forceinline__ void epilogue_j(const unsigned (&acc)[8][2][4], int j, int i_base, int k_base,
+                                           int i_min, int i_end, int k_min, int k_end, const FusedOut& o) {
+    const long long cj = o.stat_j[2 * j], sj = o.stat_j[2 * j + 1];
+    const float fj0 = o.f_j[2 * j], fj1 = o.f_j[2 * j + 1];
+#pragma unroll
+    for (int nt = 0; nt < 2; ++nt)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+            const int i = i_base + ((e >> 1) << 3);
+            const int k = k_base + nt * 8 + (e & 1);
+            if (i < i_min || i >= i_end || k < k_min || k >= k_end || (o.same_ij && i >= j) ||
+                (o.same_jk && k <= j))
+                continue;
+            long long cnt[8];
+#pragma unroll
+            for (int c = 0; c < 8; ++c) cnt[c] = (int)acc[c][nt][e];
+            const long long ci = o.stat_i[2 * i], si = o.stat_i[2 * i + 1];
+            const long long ck = o.stat_k[2 * k], sk = o.stat_k[2 * k + 1];
+            const bool ok = ci > 0 && cj > 0 && ck > 0 && cnt[0] > 0;
+            bool candidate;
+            if (o.prm.null_thr) {
+                candidate = true;
+            } else if (!ok) {
+                candidate = 0.0 >= o.prm.thr;
+            } else {
+                // tallies r(a, b, c): rho(0) = 2V - G, rho(1) = G along each axis, in ints
+                // (exact); count index bits: gi, gj, gk as count_index
+                int u[2][2][2];
+#pragma unroll
+                for (int gi = 0; gi < 2; ++gi)
+#pragma unroll
+                    for (int gj = 0; gj < 2; ++gj)
+#pragma unroll
+                        for (int gk = 0; gk < 2; ++gk) u[gi][gj][gk] = (int)cnt[count_index(gi, gj, gk)];
+                int r1[2][2][2], r2[2][2][2], r3[2][2][2];
+#pragma unroll
+                for (int p1 = 0; p1 < 2; ++p1)
+#pragma unroll
+                    for (int p2 = 0; p2 < 2; ++p2) {
+                        r1[0][p1][p2] = 2 * u[0][p1][p2] - u[1][p1][p2];
+                        r1[1][p1][p2] = u[1][p1][p2];
+                    }
+#pragma unroll
+                for (int p0 = 0; p0 < 2; ++p0)
+#pragma unroll
+                    for (int p2 = 0; p2 < 2; ++p2) {
+                        r2[p0][0][p2] = 2 * r1[p0][0][p2] - r1[p0][1][p2];
+                        r2[p0][1][p2] = r1[p0][1][p2];
+                    }
+#pragma unroll
+                for (int p0 = 0; p0 < 2; ++p0)
+#pragma unroll
+                    for (int p1 = 0; p1 < 2; ++p1) {
+                        r3[p0][p1][0] = 2 * r2[p0][p1][0] - r2[p0][p1][1];
+                        r3[p0][p1][1] = r2[p0][p1][1];
+                    }
+                const float scale = o.mult_f / (8.0f * (float)cnt[0]);
+                const float fi[2] = {o.f_i[2 * i], o.f_i[2 * i + 1]}, fjv[2] = {fj0, fj1};
+                const float fk[2] = {o.f_k[2 * k], o.f_k[2 * k + 1]};
+                candidate = false;
+#pragma unroll
+                for (int abc = 0; abc < 8; ++abc) {
+                    const int a_ = abc >> 2, b_ = (abc >> 1) & 1, c_ = abc & 1;
+                    const float v = scale * (float)r3[a_][b_][c_] * fi[a_] * fjv[b_] * fk[c_];
+                    candidate = candidate || !(v + 1e-5f * fabsf(v) + 1e-30f < o.thr_lo);  // NaN: a candidate
+                }
+            }
+            if (!candidate) continue;
+            double v[8];
+            if (!ccc3_values(cnt, ci, si, cj, sj, ck, sk, o.prm, v)) continue;
+            const unsigned long long slot = atomicAdd(o.counter, 1ULL);
+            if ((long long)slot < o.cap) {
+                o.out_i[slot] = i;
+                o.out_j[slot] = j;
+                o.out_k[slot] = k;
+#pragma unroll
+                for (int c = 0; c < 8; ++c) o.vals[slot * 8 + c] = v[c];
+            }
+        }
+}
+
+__device__ __forceinline__ FusedOut fused_out(const long long* stat_i, const long long* stat_j,
+                                              const long long* stat_k, const float* f_i, const float* f_j,
+                                              const float* f_k, int same_ij, int same_jk, double mult,
+                                              double param, double thr, int null_thr,
+                                              unsigned long long* counter, long long cap, int* out_i,
+                                              int* out_j, int* out_k, double* vals) {
+    // thr rounded down to a float (never above thr): the bound compares floats
+    float thr_lo = (float)thr;
+    if ((double)thr_lo > thr) thr_lo = nextafterf(thr_lo, __int_as_float(0xff800000));  // toward -inf
+    return FusedOut{stat_i, stat_j, stat_k, f_i, f_j, f_k, same_ij, same_jk, Ccc3Params{mult, param, thr, null_thr},
+                    (float)mult, thr_lo, counter, cap, out_i, out_j, out_k, vals};
+}
+
+// The block's tile and middle rows: false where no place of it is in the launch's ranges or the
+// triangle leaves it no middle row.
+__device__ __forceinline__ bool block_range(int j0, int j1, int i0, int i1, int k0, int k1, int same_ij,
+                                            int same_jk, int& i_lo, int& k_lo, int& i_min, int& i_end,
+                                            int& k_min, int& k_end, int& ja, int& jb) {
+    // this block's tile (rows i_lo.., columns k_lo..) and its places' ranges within [i0, i1) x [k0, k1)
+    i_lo = (i0 / kFBlockI + blockIdx.y) * kFBlockI;
+    k_lo = (k0 / kFBlockK + blockIdx.x) * kFBlockK;
+    i_min = max(i_lo, i0), i_end = min(i_lo + kFBlockI, i1);
+    k_min = max(k_lo, k0), k_end = min(k_lo + kFBlockK, k1);
+    if (i_min >= i_end || k_min >= k_end) return false;
+    // this block's middle rows: its share of [j0, j1), then the triangle's
+    ja = j0 + (int)((long long)(j1 - j0) * blockIdx.z / gridDim.z);
+    jb = j0 + (int)((long long)(j1 - j0) * (blockIdx.z + 1) / gridDim.z);
+    if (same_ij) ja = max(ja, i_min + 1);  // some i < j
+    if (same_jk) jb = min(jb, k_end - 1);  // some k > j
+    return ja < jb;
+}
+
+#define GT_CCC3_FUSED_ARGS                                                                               \
+    const unsigned long long *__restrict__ d_i, const unsigned long long *__restrict__ d_j,              \
+        const unsigned long long *__restrict__ d_k, int wp, int j0, int j1, int i0, int i1, int k0, int k1, \
+        const long long *__restrict__ stat_i, const long long *__restrict__ stat_j,                      \
+        const long long *__restrict__ stat_k, const float *__restrict__ f_i, const float *__restrict__ f_j, \
+        const float *__restrict__ f_k, int same_ij, int same_jk, double mult, double param, double thr,  \
+        int null_thr, unsigned long long *counter, long long cap, int *__restrict__ out_i,               \
+        int *__restrict__ out_j, int *__restrict__ out_k, double *__restrict__ vals
+
+// Planes of up to a few thousand samples: the tile's rows whole in shared memory, loaded once.
+extern "C" __global__ void __launch_bounds__(kFThreads, 1) ccc3_fused(GT_CCC3_FUSED_ARGS) {
     extern __shared__ __align__(128) unsigned char smem[];
     const int row_bytes = 3 * wp * 8;
     const int stride = fused_stride(row_bytes);
-    // this block's tile (rows i_lo.., columns k_lo..) and its places' ranges within [i0, i1) x [k0, k1)
-    const int i_lo = (i0 / kFBlockI + blockIdx.y) * kFBlockI, k_lo = (k0 / kFBlockK + blockIdx.x) * kFBlockK;
-    const int i_min = max(i_lo, i0), i_end = min(i_lo + kFBlockI, i1);
-    const int k_min = max(k_lo, k0), k_end = min(k_lo + kFBlockK, k1);
-    if (i_min >= i_end || k_min >= k_end) return;
-    // this block's middle rows: its share of [j0, j1), then the triangle's
-    int ja = j0 + (int)((long long)(j1 - j0) * blockIdx.z / gridDim.z);
-    int jb = j0 + (int)((long long)(j1 - j0) * (blockIdx.z + 1) / gridDim.z);
-    if (same_ij) ja = max(ja, i_min + 1);  // some i < j
-    if (same_jk) jb = min(jb, k_end - 1);  // some k > j
-    if (ja >= jb) return;
+    int i_lo, k_lo, i_min, i_end, k_min, k_end, ja, jb;
+    if (!block_range(j0, j1, i0, i1, k0, k1, same_ij, same_jk, i_lo, k_lo, i_min, i_end, k_min, k_end, ja, jb))
+        return;
 
     const unsigned s_a = smem_u32(smem);
     const unsigned s_b = s_a + kFBlockI * stride;
@@ -110,12 +278,8 @@ ccc3_fused(const unsigned long long* __restrict__ d_i, const unsigned long long*
     const unsigned b_addr = s_b + (warp_k * kFWarpK + r8 + ((q >> 1) << 3)) * stride + ((q & 1) << 4);
     const int plane_bytes = wp * 8;
     const int ksteps = wp / 4;
-
-    const Ccc3Params prm = {mult, param, thr, null_thr};
-    const float mult_f = (float)mult;
-    // thr rounded down to a float (never above thr): the bound compares floats
-    float thr_lo = (float)thr;
-    if ((double)thr_lo > thr) thr_lo = nextafterf(thr_lo, __int_as_float(0xff800000));  // toward -inf
+    const FusedOut o = fused_out(stat_i, stat_j, stat_k, f_i, f_j, f_k, same_ij, same_jk, mult, param, thr,
+                                 null_thr, counter, cap, out_i, out_j, out_k, vals);
     // this lane's places: i = i_lo + warp_i * 16 + g (+ 8), k = k_lo + warp_k * 16 + nt * 8 + 2t (+ 1)
     const int i_base = i_lo + warp_i * kFWarpI + g;
     const int k_base = k_lo + warp_k * kFWarpK + 2 * t;
@@ -133,114 +297,84 @@ ccc3_fused(const unsigned long long* __restrict__ d_i, const unsigned long long*
             const int j = jg + jj;
             const unsigned* jrow = reinterpret_cast<const unsigned*>(s_jrows + jj * row_bytes);
             unsigned acc[8][2][4];  // s32 counts (every count < 2^31)
-#pragma unroll
-            for (int c = 0; c < 8; ++c)
-#pragma unroll
-                for (int nt = 0; nt < 2; ++nt)
-#pragma unroll
-                    for (int e = 0; e < 4; ++e) acc[c][nt][e] = 0u;
-            for (int ks = 0; ks < ksteps; ++ks) {
-                unsigned a[3][4], b[3][2][2], jw[3][2];
-#pragma unroll
-                for (int x = 0; x < 3; ++x) {
-                    const unsigned off = x * plane_bytes + ks * 32;
-                    ldmatrix_x4(a_addr + off, a[x][0], a[x][1], a[x][2], a[x][3]);
-                    ldmatrix_x4(b_addr + off, b[x][0][0], b[x][0][1], b[x][1][0], b[x][1][1]);
-                    // plane x of row j: 32-bit words t and t + 4 of this k-step
-                    jw[x][0] = jrow[(x * plane_bytes + ks * 32) / 4 + t];
-                    jw[x][1] = jrow[(x * plane_bytes + ks * 32) / 4 + t + 4];
-                }
-#pragma unroll
-                for (int x = 0; x < 3; ++x)
-#pragma unroll
-                    for (int y = 0; y < 3; ++y) {
-                        const unsigned m[4] = {a[x][0] & jw[y][0], a[x][1] & jw[y][0], a[x][2] & jw[y][1],
-                                               a[x][3] & jw[y][1]};
-#pragma unroll
-                        for (int z = 0; z < 3; ++z)
-#pragma unroll
-                            for (int nt = 0; nt < 2; ++nt)
-                                mma_b1(acc[count_index(x != 2, y != 2, z != 2)][nt], m, b[z][nt]);
-                    }
+            zero_counts(acc);
+            for (int ks = 0; ks < ksteps; ++ks)
+                mma_kstep(a_addr, b_addr, ks * 32, plane_bytes, jrow + ks * 8, plane_bytes / 4, t, acc);
+            epilogue_j(acc, j, i_base, k_base, i_min, i_end, k_min, k_end, o);
+        }
+    }
+}
+
+// Planes of any width (ccc3_fused_streamed): for each middle row j, the tile's rows and row j
+// streamed through kSStages cp.async stages, kSChunk words of each plane a stage (wp a multiple of
+// kSChunk), the counts of j added up over the chunks, then its epilogue. The tile's rows are read
+// again for every j (from L2: 128 rows x 3 planes x K bits a j, against 64 x 64 x 27 x K bit-MACs).
+extern "C" __global__ void __launch_bounds__(kFThreads, 1) ccc3_fused_streamed(GT_CCC3_FUSED_ARGS) {
+    extern __shared__ __align__(128) unsigned char smem[];
+    constexpr int kChunkBytes = 3 * kSChunk * 8;          // a row's chunk: 3 planes of kSChunk words
+    constexpr int kStride = ((kChunkBytes + 111) / 128) * 128 + 16;  // fused_stride(kChunkBytes)
+    constexpr int kStageBytes = (kFBlockI + kFBlockK) * kStride + kChunkBytes;
+    int i_lo, k_lo, i_min, i_end, k_min, k_end, ja, jb;
+    if (!block_range(j0, j1, i0, i1, k0, k1, same_ij, same_jk, i_lo, k_lo, i_min, i_end, k_min, k_end, ja, jb))
+        return;
+    const int chunks = wp / kSChunk;
+    const int steps = (jb - ja) * chunks;  // step s: middle row ja + s / chunks, chunk s % chunks
+    const long long row_bytes = 3LL * wp * 8;
+    const unsigned s_base = smem_u32(smem);
+    const char* gi = reinterpret_cast<const char*>(d_i) + (long long)i_lo * row_bytes;
+    const char* gk = reinterpret_cast<const char*>(d_k) + (long long)k_lo * row_bytes;
+    const char* gj = reinterpret_cast<const char*>(d_j);
+
+    // step s's copies into stage s % kSStages: 16-byte pieces of (row, plane, chunk words)
+    auto load = [&](int s) {
+        if (s < steps) {
+            const int j = ja + s / chunks, c = s % chunks;
+            const unsigned st = s_base + (s % kSStages) * kStageBytes;
+            constexpr int kPieces = kSChunk * 8 / 16;  // of a plane's chunk
+            for (int p = threadIdx.x; p < (kFBlockI + kFBlockK) * 3 * kPieces; p += kFThreads) {
+                const int r = p / (3 * kPieces), x = (p / kPieces) % 3, w = p % kPieces;
+                const char* src = (r < kFBlockI ? gi + (long long)r * row_bytes
+                                                : gk + (long long)(r - kFBlockI) * row_bytes) +
+                                  ((long long)x * wp + (long long)c * kSChunk) * 8 + w * 16;
+                cp_async_16(st + r * kStride + x * kSChunk * 8 + w * 16, src);
             }
-            // epilogue: this lane's 8 places of (i, j, k)
-            const long long cj = stat_j[2 * j], sj = stat_j[2 * j + 1];
-            const float fj0 = f_j[2 * j], fj1 = f_j[2 * j + 1];
+            if (threadIdx.x < 3 * kPieces) {
+                const int x = threadIdx.x / kPieces, w = threadIdx.x % kPieces;
+                cp_async_16(st + (kFBlockI + kFBlockK) * kStride + x * kSChunk * 8 + w * 16,
+                            gj + (long long)j * row_bytes + ((long long)x * wp + (long long)c * kSChunk) * 8 + w * 16);
+            }
+        }
+        cp_async_commit();  // an empty group past the last step keeps the count of groups
+    };
+
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    const int warp_i = warp / kFWarpsK, warp_k = warp % kFWarpsK;
+    const int g = lane >> 2, t = lane & 3;
+    const int q = lane >> 3, r8 = lane & 7;
+    const unsigned a_row = (warp_i * kFWarpI + r8 + ((q & 1) << 3)) * kStride + ((q >> 1) << 4);
+    const unsigned b_row = (kFBlockI + warp_k * kFWarpK + r8 + ((q >> 1) << 3)) * kStride + ((q & 1) << 4);
+    const FusedOut o = fused_out(stat_i, stat_j, stat_k, f_i, f_j, f_k, same_ij, same_jk, mult, param, thr,
+                                 null_thr, counter, cap, out_i, out_j, out_k, vals);
+    const int i_base = i_lo + warp_i * kFWarpI + g;
+    const int k_base = k_lo + warp_k * kFWarpK + 2 * t;
+
 #pragma unroll
-            for (int nt = 0; nt < 2; ++nt)
+    for (int s = 0; s < kSStages - 1; ++s) load(s);
+    unsigned acc[8][2][4];
+    zero_counts(acc);
+    for (int s = 0; s < steps; ++s) {
+        cp_async_wait<kSStages - 2>();  // step s's copies are in
+        __syncthreads();                // ... for every thread; stage (s - 1) % kSStages read by all
+        load(s + kSStages - 1);
+        const unsigned st = s_base + (s % kSStages) * kStageBytes;
+        const unsigned* jw = reinterpret_cast<const unsigned*>(smem + (s % kSStages) * kStageBytes +
+                                                               (kFBlockI + kFBlockK) * kStride);
 #pragma unroll
-                for (int e = 0; e < 4; ++e) {
-                    const int i = i_base + ((e >> 1) << 3);
-                    const int k = k_base + nt * 8 + (e & 1);
-                    if (i < i_min || i >= i_end || k < k_min || k >= k_end || (same_ij && i >= j) ||
-                        (same_jk && k <= j))
-                        continue;
-                    long long cnt[8];
-#pragma unroll
-                    for (int c = 0; c < 8; ++c) cnt[c] = (int)acc[c][nt][e];
-                    const long long ci = stat_i[2 * i], si = stat_i[2 * i + 1];
-                    const long long ck = stat_k[2 * k], sk = stat_k[2 * k + 1];
-                    const bool ok = ci > 0 && cj > 0 && ck > 0 && cnt[0] > 0;
-                    bool candidate;
-                    if (null_thr) {
-                        candidate = true;
-                    } else if (!ok) {
-                        candidate = 0.0 >= thr;
-                    } else {
-                        // tallies r(a, b, c): rho(0) = 2V - G, rho(1) = G along each axis, in ints
-                        // (exact); count index bits: gi, gj, gk as count_index
-                        int u[2][2][2];
-#pragma unroll
-                        for (int gi = 0; gi < 2; ++gi)
-#pragma unroll
-                            for (int gj = 0; gj < 2; ++gj)
-#pragma unroll
-                                for (int gk = 0; gk < 2; ++gk) u[gi][gj][gk] = (int)cnt[count_index(gi, gj, gk)];
-                        int r1[2][2][2], r2[2][2][2], r3[2][2][2];
-#pragma unroll
-                        for (int p1 = 0; p1 < 2; ++p1)
-#pragma unroll
-                            for (int p2 = 0; p2 < 2; ++p2) {
-                                r1[0][p1][p2] = 2 * u[0][p1][p2] - u[1][p1][p2];
-                                r1[1][p1][p2] = u[1][p1][p2];
-                            }
-#pragma unroll
-                        for (int p0 = 0; p0 < 2; ++p0)
-#pragma unroll
-                            for (int p2 = 0; p2 < 2; ++p2) {
-                                r2[p0][0][p2] = 2 * r1[p0][0][p2] - r1[p0][1][p2];
-                                r2[p0][1][p2] = r1[p0][1][p2];
-                            }
-#pragma unroll
-                        for (int p0 = 0; p0 < 2; ++p0)
-#pragma unroll
-                            for (int p1 = 0; p1 < 2; ++p1) {
-                                r3[p0][p1][0] = 2 * r2[p0][p1][0] - r2[p0][p1][1];
-                                r3[p0][p1][1] = r2[p0][p1][1];
-                            }
-                        const float scale = mult_f / (8.0f * (float)cnt[0]);
-                        const float fi[2] = {f_i[2 * i], f_i[2 * i + 1]}, fjv[2] = {fj0, fj1};
-                        const float fk[2] = {f_k[2 * k], f_k[2 * k + 1]};
-                        candidate = false;
-#pragma unroll
-                        for (int abc = 0; abc < 8; ++abc) {
-                            const int a_ = abc >> 2, b_ = (abc >> 1) & 1, c_ = abc & 1;
-                            const float v = scale * (float)r3[a_][b_][c_] * fi[a_] * fjv[b_] * fk[c_];
-                            candidate = candidate || !(v + 1e-5f * fabsf(v) + 1e-30f < thr_lo);  // NaN: a candidate
-                        }
-                    }
-                    if (!candidate) continue;
-                    double v[8];
-                    if (!ccc3_values(cnt, ci, si, cj, sj, ck, sk, prm, v)) continue;
-                    const unsigned long long slot = atomicAdd(counter, 1ULL);
-                    if ((long long)slot < cap) {
-                        out_i[slot] = i;
-                        out_j[slot] = j;
-                        out_k[slot] = k;
-#pragma unroll
-                        for (int c = 0; c < 8; ++c) vals[slot * 8 + c] = v[c];
-                    }
-                }
+        for (int ks = 0; ks < kSChunk / 4; ++ks)
+            mma_kstep(st + a_row, st + b_row, ks * 32, kSChunk * 8, jw + ks * 8, kSChunk * 2, t, acc);
+        if (s % chunks == chunks - 1) {  // row j's counts complete
+            epilogue_j(acc, ja + s / chunks, i_base, k_base, i_min, i_end, k_min, k_end, o);
+            zero_counts(acc);
         }
     }
 }
