@@ -61,7 +61,7 @@ def smem_bytes(words: int) -> int:
 
 def fits(words: int, limit: int = SMEM_LIMIT) -> bool:
     """Whether planes of `words` words fit the fused kernel within `limit` bytes of shared memory
-    a block (sm_90's 227 KiB: about 4,300 samples).
+    a block (sm_90's 227 KiB: up to 4,096 samples).
 
     >>> fits(32), fits(70), fits(32, limit=99 * 1024)
     (True, False, False)
