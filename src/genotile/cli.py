@@ -288,7 +288,12 @@ def _plan_parser(sub) -> None:
         "--fields", type=_positive, required=True, help="fields per vector (variants, columns or samples)"
     )
     plan.add_argument("--metric", choices=sorted(REGISTRY), required=True, help="the metric to plan")
-    plan.add_argument("--stages", type=_positive, default=1, help="ccc3: parts of the middle block, one job each")
+    plan.add_argument(
+        "--stages",
+        type=_positive,
+        default=None,
+        help="ccc3: parts of the middle block, one job each (default: as the workflow's, one a GPU on GPUs)",
+    )
     plan.add_argument(
         "--block-size",
         type=_block_size,
@@ -531,7 +536,10 @@ def _plan(args) -> None:
         from genotile.pairs.estimate import pass_fraction_for
         from genotile.triples.estimate import describe
 
-        block_size, _ = settings.ccc3_plan_settings({"block_size": args.block_size})
+        gpus = len(visible_gpus()) if args.gpus is None else args.gpus
+        block_size, stages = settings.ccc3_plan_settings(
+            {"block_size": args.block_size, "ccc3": {"stages": args.stages}}, gpus=gpus
+        )
         threshold = THRESHOLDS["ccc3"] if args.threshold is WORKFLOW_DEFAULT else args.threshold
         fraction, why = pass_fraction_for("ccc3", threshold, args.pass_fraction)
         print(
@@ -539,9 +547,10 @@ def _plan(args) -> None:
                 args.vectors,
                 args.fields,
                 block_size=block_size,
-                stages=args.stages,
+                stages=stages,
                 density=fraction,
                 missing=not args.complete,
+                gpus=gpus,
             )
         )
         print(

@@ -57,24 +57,28 @@ def tile_settings(config: dict, metric: str, plan: Plan) -> dict:
     }
 
 
-def ccc3_plan_settings(config: dict) -> tuple[int, int]:
+def ccc3_plan_settings(config: dict, gpus: int | None = None) -> tuple[int, int]:
     """(block_size, stages) of ccc3 jobs: `ccc3:` in the config, block_size defaulting to the
     2-way one; where that is auto, CCC3_BLOCK_SIZE for jobs on the CPU, CCC3_GPU_BLOCK_SIZE for
     jobs on a GPU (core/blocks.gpu_tiles), whose stages then default to one a GPU this host lets
-    the run use (core/blocks.visible_gpu_count), so that every GPU takes a share; else 1.
+    the run use (core/blocks.visible_gpu_count; `gpus` where given: `genotile plan --gpus`), so
+    that every GPU takes a share; else 1.
 
     >>> ccc3_plan_settings({"block_size": 1000, "backend": "numba"})
     (1000, 1)
     >>> ccc3_plan_settings({"block_size": "auto", "backend": "numpy", "ccc3": {"stages": 3}})
     (4096, 3)
+    >>> ccc3_plan_settings({"block_size": "auto"}, gpus=2)
+    (32768, 2)
     """
     c = config.get("ccc3") or {}
-    gpu = config["block_size"] == "auto" and not c.get("block_size") and gpu_tiles(config.get("backend", "auto"))
+    on_gpu = gpu_tiles(config.get("backend", "auto")) if gpus is None else gpus > 0
+    gpu = config["block_size"] == "auto" and not c.get("block_size") and on_gpu
     if config["block_size"] != "auto":
         two_way = config["block_size"]
     else:  # `block_size: auto` sizes 2-way tiles; ccc3's blocks are fixed unless `ccc3:` sets them
         two_way = CCC3_GPU_BLOCK_SIZE if gpu else CCC3_BLOCK_SIZE
-    stages = c.get("stages") or (max(1, visible_gpu_count()) if gpu else 1)
+    stages = c.get("stages") or (max(1, visible_gpu_count() if gpus is None else gpus) if gpu else 1)
     return c.get("block_size") or two_way, stages
 
 

@@ -189,6 +189,17 @@ def test_ccc3_plan_takes_the_default_threshold(capsys):
     assert "on the CPU (numba); the numpy backend's masked batches of 4,096 rows add 2.17 GB" in memory, memory
 
 
+def test_ccc3_plan_on_gpus_as_the_workflow_runs_it(capsys):
+    """On GPUs (the workflow's `block_size: auto`): one block of up to 32,768 SNPs, the middle
+    block in a stage a GPU, and the time at the fused kernel's measured rate (Session 14: 39.6 s
+    whole on one H100, 22.4 s on two H200s)."""
+    for gpus, stages, total in (("1", "1 stage(s)", "~40 s"), ("2", "2 stage(s)", "~24 s")):
+        assert main(["plan", "--metric", "ccc3", "--vectors", "20000", "--fields", "2000", "--gpus", gpus]) == 0
+        out = capsys.readouterr().out
+        assert f"blocks of 32,768, {stages}" in out, out
+        assert f"time on {gpus} GPU(s): {total}: counting" in out, out
+
+
 @pytest.mark.parametrize(
     ("args", "message"),
     [

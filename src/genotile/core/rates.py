@@ -98,6 +98,15 @@ MATRIX_BYTES: dict[int, float] = {2: 1.23e8, 16: 4.06e8}
 START = 2.4
 JOB_START = 0.34
 
+# --- ccc3 on a GPU: bit-MACs (triples x 27 plane products x 64 x plane words) per second a GPU in
+# the fused kernel (cupy-b1, a threshold, planes held whole: backends/cuda/ccc3_fused.py), and the
+# merge's seconds (a start, then a cost a passing triple). bench/RESULTS.md "Session 14: ccc3 in
+# one fused kernel" (2026-11-27, 20,000 SNPs x 2,000 samples, 7.37e16 bit-MACs: one H100's job
+# counted 30.83 s, 2.39e15/s; an H200's 31.66 s; the merge of 948,095 triples 4.81 s on the H100
+# host, its numba kernels compiled).
+CCC3_FUSED_BIT_MACS = 2.39e15
+CCC3_MERGE = {"start": 1.0, "per_triple": 4.0e-6}
+
 
 def at_cores(rates: dict[int, float], cores: int) -> float:
     """A rate measured at some core counts, at `cores`: the power law through the two measured

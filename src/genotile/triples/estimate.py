@@ -13,7 +13,9 @@ A density of 1 is a null threshold: refused beyond ccc3.NULL_THRESHOLD_MAX vecto
 """
 
 from genotile.backends.cpu.numba_ccc3 import CAPACITY
+from genotile.backends.cuda.ccc3_fused import fits
 from genotile.core import ccc3
+from genotile.core import rates as measured
 from genotile.core.bits import WORD_BITS, n_words
 from genotile.core.encodings import ENCODINGS
 from genotile.core.genotype import GenotypeLayout
@@ -41,7 +43,16 @@ def describe(
     density: float = 1.0,
     missing: bool = True,
     batch_rows: int = 4096,
+    gpus: int = 0,
 ) -> str:
+    """The plan's lines: jobs, triples, work, memory and output, and, on `gpus` GPUs where the
+    fused kernel applies (a threshold, planes it holds on an sm_90 GPU), the time (core/rates:
+    CCC3_FUSED_BIT_MACS a GPU over min(gpus, jobs) GPUs, the merge, the start).
+
+    >>> last = describe(20_000, 2_000, block_size=32_768, stages=2, density=1e-6, gpus=2).splitlines()[-1]
+    >>> last.split(":")[0], last.split(": ")[1].split(" (")[0]
+    ('  time on 2 GPU(s)', '~24 s')
+    """
     if not 0 <= density <= 1:
         raise GenotileError(f"density must be between 0 and 1, not {density}")
     # a density of 1 is a null threshold (any other: some threshold), held to the run's bound
@@ -62,16 +73,28 @@ def describe(
     sorted_at_once = 4 * ROW_BYTES * min(per_job, RUN_ROWS)
     job_memory = 3 * b * row_bytes + CAPACITY * ROW_BYTES + sorted_at_once
     numpy_batch = batch_rows * (3 * row_bytes + b * (8 * 8 + 8 * 8 + 1))
+    bit_macs = float(triples) * products * layout.words * WORD_BITS
+    lines = []
+    if gpus > 0 and threshold is not None and fits(layout.words):
+        counting = bit_macs / (measured.CCC3_FUSED_BIT_MACS * min(gpus, jobs))
+        merge = measured.CCC3_MERGE["start"] + measured.CCC3_MERGE["per_triple"] * passing
+        total = counting + merge + measured.START
+        lines.append(
+            f"  time on {gpus} GPU(s): ~{total:.2g} s: counting {counting:.3g} s (the fused kernel, "
+            f"{measured.CCC3_FUSED_BIT_MACS:.3g} bit-MAC/s a GPU), merge {merge:.2g} s, start {measured.START} s "
+            f"(one H100's rates; the store not counted)"
+        )
     return "\n".join(
         [
             f"ccc3 on {n_vectors:,} SNPs x {n_fields:,} samples, blocks of {block_size:,}, {stages} stage(s):",
             f"  {jobs:,} triple jobs ({jobs // stages:,} block triples I <= J <= K x {stages} stages); "
             f"{triples:,} unique triples",
             f"  work: {float(triples) * n_fields:.3g} element comparisons, "
-            f"{float(triples) * products * layout.words * WORD_BITS:.3g} bit-MACs ({products} plane products a triple)",
+            f"{bit_macs:.3g} bit-MACs ({products} plane products a triple)",
             f"  memory per job: {_size(job_memory)} on the CPU (numba); the numpy backend's masked batches of "
             f"{batch_rows:,} rows add {_size(numpy_batch)}",
             f"  output: {passing:.3g} passing triples: triple files {_size(passing * 88)}, "
             f"triples.tsv.gz ~{_size(passing * (3 * 12 + 8 * 20) / 3)}",
+            *lines,
         ]
     )
