@@ -16,7 +16,7 @@
 // of the select path, never stored; B fragments of planes z of its 16 columns k. mma(X_i & Y_j,
 // Z_k) is added to count (x != V, y != V, z != V) of ccc3.COUNT_G: 27 mmas a (warp tile, n8 tile).
 //
-// Epilogue (epilogues/ccc3.cuh), per j, for the 8 places a lane holds: the triangle (i < j where
+// Epilogue (ccc3_epilogue.cuh), per j, for the 8 places a lane holds: the triangle (i < j where
 // I = J, k > j where J = K) and, with a threshold, a bound in floats first: v ~ (M / c_ijk) r
 // Fi(a) Fj(b) Fk(c) with F(a) = 1 - P f(a) (the sort of the three f does not change the product,
 // only its rounding), a candidate where any v + 1e-5 |v| + 1e-30 >= thr (floats err by far less
@@ -31,7 +31,7 @@
 // whole kFBlockI / kFBlockK tiles with zero rows (padding bits and rows count nothing).
 
 #include "b1_mma_core.cuh"
-#include "epilogues/ccc3.cuh"
+#include "ccc3_epilogue.cuh"
 
 constexpr int kFBlockI = 64;
 constexpr int kFBlockK = 64;

@@ -19,7 +19,7 @@
 // row, out_k[slot] = k, vals[slot * 8 + v]; slots past cap are counted but not written (the
 // host grows the buffer and runs the batch again).
 
-#include "epilogues/ccc3.cuh"
+#include "ccc3_epilogue.cuh"
 
 #define GT_SEG(x, y) (3 * (x) + (y))
 

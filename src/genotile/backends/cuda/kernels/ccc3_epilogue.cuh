@@ -9,8 +9,8 @@
 //   f = s1 / (2.0 * c) or (2c - s1) / (2.0 * c); (min, mid, max) by min/max only;
 //   v = ((((M * (r / c_ijk)) * (1 - P fmin)) * (1 - P fmid)) * (1 - P fmax)), 0 unless ok
 //   (every c > 0 and c_ijk > 0).
-#ifndef GT_EPILOGUE_CCC3_CUH
-#define GT_EPILOGUE_CCC3_CUH
+#ifndef GT_CCC3_EPILOGUE_CUH
+#define GT_CCC3_EPILOGUE_CUH
 
 struct Ccc3Params {
     double mult;   // M
