@@ -416,7 +416,7 @@ def summary_config(wildcards):
     """What a merge records in summary.json under `config` (genotile.settings.summary_config);
     the triples merge's has no `metric` wildcard: ccc3's."""
     metric = wildcards.get("metric", "ccc3")
-    return _settings.summary_config(config, metric, wildcards.dataset)
+    return _settings.summary_config(config, metric, wildcards.dataset, CCC3_GPUS)
 
 
 def threshold_of(wildcards):
@@ -495,25 +495,29 @@ def all_outputs(wildcards):
 _CCC3_SHOWN = set()
 
 
+# ccc3's GPU defaults (blocks by the store's planes, a stage a GPU: genotile.settings) where this
+# process plans and runs the jobs on its own host; on a cluster the head and each job (which
+# parses this file again on its node) take the CPU's, so that all of them plan the same jobs
+CCC3_GPUS = None if workflow.local_exec and not workflow.remote_exec else 0
+
 # a ccc3 job's settings (genotile.settings.triple_settings): the triples rules' params, the plan's bound
 with one_line_errors():
-    TRIPLE_SETTINGS = _settings.triple_settings(config)
+    TRIPLE_SETTINGS = _settings.triple_settings(config, CCC3_GPUS)
 
 
 def ccc3_plan(dataset):
     """The ccc3 plan once the genotype_t store checkpoint has run; a null threshold past 2,000
     vectors, or whose triples would not fit the free disk, is refused here, before any triple
     job is scheduled."""
-    plan_json = checkpoints.store.get(
-        dataset=dataset, encoding=REGISTRY["ccc3"].encoding
-    ).output.plan
+    store = checkpoints.store.get(dataset=dataset, encoding=REGISTRY["ccc3"].encoding)
     s = TRIPLE_SETTINGS
     threshold = s["threshold"]
     plan = _triples.plan_triples(
-        read_plan(plan_json),
+        read_plan(store.output.plan),
         s["block_size"],
         s["stages"],
         threshold,
+        words=_triples.store_words(store.output.manifest),
         null_max=s["null_max"],
         where=f"dataset {dataset}: ",
     )

@@ -22,6 +22,7 @@ from genodata import MISSING, random_genotypes
 
 import genotile
 from genotile import settings
+from genotile.core import ccc3
 from genotile.core.limits import check_threshold
 from genotile.core.metrics import get_metric
 from genotile.errors import GenotileError
@@ -381,7 +382,7 @@ def test_the_defaults_are_the_workflows(g, monkeypatch):
     plan_triples = triples_stage.plan_triples
     monkeypatch.setattr(triples_stage, "plan_triples", lambda *a, **k: plans.append(a) or plan_triples(*a, **k))
     genotile.triplewise(g[:, :5], backend="numpy")
-    assert plans[0][1] == settings.ccc3_plan_settings(config)[0] == settings.CCC3_BLOCK_SIZE
+    assert plans[0][1] == settings.ccc3_plan_settings(config)[0] == ccc3.CPU_BLOCK_SIZE
 
 
 def test_reader_options_are_refused_for_arrays_alike_by_both_functions(g):

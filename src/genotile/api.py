@@ -20,7 +20,7 @@ are read in their own orientation, and a pandas object's index names its rows
 as allel's `to_n_alt()`.
 
 The defaults are the workflow's (config/config.yaml): `block_size="auto"` (store/stage.py
-resolve_auto_block_size; ccc3's blocks settings.CCC3_BLOCK_SIZE), `seed=1`, the matrix kept up
+resolve_auto_block_size; ccc3's blocks ccc3.CPU_BLOCK_SIZE), `seed=1`, the matrix kept up
 to `dense_max` 20,000 vectors. A threshold is checked as the workflow checks one
 (core/limits.check_threshold): a finite number or None.
 """
@@ -531,7 +531,7 @@ def triplewise(
         more than TRIPLEWISE_MAX (20 million, ~1.8 GB) passing is refused, a null threshold at
         the plan, a threshold once they pass (`genotile run` streams any number to a file).
     block_size : int or "auto"
-        ccc3's blocks; "auto" (the workflow's default) is settings.CCC3_BLOCK_SIZE, 4096.
+        ccc3's blocks; "auto" (the workflow's default) is ccc3.CPU_BLOCK_SIZE, 4096.
     backend, ids, rows, params, seed, samples, regions, filter_pass, multiallelic, workdir
         As for `pairwise` (ids name the variants; params: ccc3's multiplier and param).
 
@@ -563,7 +563,7 @@ def triplewise(
     block_size = settings.ccc3_plan_settings({"block_size": block_size})[0]  # "auto": the workflow's
     options = _reader_options(samples, regions, filter_pass, multiallelic)
     planes, layout, perm, plan, ids_out = _store(x, ccc3.NAME, ids, rows, options, block_size, seed, workdir)
-    plan3 = plan_triples(plan, block_size, 1, threshold)  # ccc3's plan and its bound on output
+    plan3 = plan_triples(plan, block_size, 1, threshold, words=layout.words)  # ccc3's plan and its bound on output
     if threshold is None and plan3.n_triples > TRIPLEWISE_MAX:
         raise GenotileError(
             f"triplewise with a null threshold would hold all {plan3.n_triples:,} triples of {plan3.n_vectors:,} "

@@ -14,13 +14,6 @@ from genotile.core.plan import Plan
 from genotile.core.registry import REGISTRY, config_params
 from genotile.io.peer_formats import DATASET_KEYS
 
-CCC3_BLOCK_SIZE = 4096  # ccc3's blocks where `block_size: auto` (it sizes 2-way tiles only), jobs on the CPU
-# ... and jobs on a GPU: one block up to this many SNPs (the fused kernel skips the tiles below the
-# diagonal of a diagonal block triple, so one block costs no more than several, and a job's start
-# (process, CuPy, the store read: about a second) is paid once, not once per block triple: 35 jobs
-# at 20,000 SNPs in blocks of 4,096); its middle block in a stage a GPU (ccc3_plan_settings)
-CCC3_GPU_BLOCK_SIZE = 32768
-
 
 def dense_wanted(config: dict, plan: Plan) -> bool:
     """Whether tiles keep their dense block (matrix.tsv): input vectors (where identical ones were
@@ -57,10 +50,12 @@ def tile_settings(config: dict, metric: str, plan: Plan) -> dict:
     }
 
 
-def ccc3_plan_settings(config: dict, gpus: int | None = None) -> tuple[int, int]:
+def ccc3_plan_settings(config: dict, gpus: int | None = None) -> tuple[int | str, int]:
     """(block_size, stages) of ccc3 jobs: `ccc3:` in the config, block_size defaulting to the
-    2-way one; where that is auto, CCC3_BLOCK_SIZE for jobs on the CPU, CCC3_GPU_BLOCK_SIZE for
-    jobs on a GPU (core/blocks.gpu_tiles), whose stages then default to one a GPU this host lets
+    2-way one; where that is auto, ccc3.CPU_BLOCK_SIZE for jobs on the CPU, and for jobs on a GPU
+    (core/blocks.gpu_tiles) "auto": the store's planes decide it (triples/stage.ccc3_block_size:
+    ccc3.GPU_BLOCK_SIZE where the fused kernel holds them, else ccc3.CPU_BLOCK_SIZE, the same in every
+    process that reads the store), and its stages then default to one a GPU this host lets
     the run use (core/blocks.visible_gpu_count; `gpus` where given: `genotile plan --gpus`), so
     that every GPU takes a share; else 1.
 
@@ -69,20 +64,20 @@ def ccc3_plan_settings(config: dict, gpus: int | None = None) -> tuple[int, int]
     >>> ccc3_plan_settings({"block_size": "auto", "backend": "numpy", "ccc3": {"stages": 3}})
     (4096, 3)
     >>> ccc3_plan_settings({"block_size": "auto"}, gpus=2)
-    (32768, 2)
+    ('auto', 2)
     """
     c = config.get("ccc3") or {}
     on_gpu = gpu_tiles(config.get("backend", "auto")) if gpus is None else gpus > 0
     gpu = config["block_size"] == "auto" and not c.get("block_size") and on_gpu
     if config["block_size"] != "auto":
         two_way = config["block_size"]
-    else:  # `block_size: auto` sizes 2-way tiles; ccc3's blocks are fixed unless `ccc3:` sets them
-        two_way = CCC3_GPU_BLOCK_SIZE if gpu else CCC3_BLOCK_SIZE
+    else:  # `block_size: auto` sizes 2-way tiles; ccc3's are fixed, or on a GPU resolved by the store
+        two_way = "auto" if gpu else ccc3.CPU_BLOCK_SIZE
     stages = c.get("stages") or (max(1, visible_gpu_count() if gpus is None else gpus) if gpu else 1)
     return c.get("block_size") or two_way, stages
 
 
-def triple_settings(config: dict) -> dict:
+def triple_settings(config: dict, gpus: int | None = None) -> dict:
     """A ccc3 job's settings: triples/stage.triple_job's keyword arguments besides its files, job
     and output (the triples rule's params; `params` its `ccc` param).
 
@@ -91,7 +86,7 @@ def triple_settings(config: dict) -> dict:
     dict
         {threshold, block_size, stages, null_max, backend, params}.
     """
-    block_size, stages = ccc3_plan_settings(config)
+    block_size, stages = ccc3_plan_settings(config, gpus)
     return {
         "threshold": config["thresholds"].get(ccc3.NAME),
         "block_size": block_size,
@@ -107,7 +102,7 @@ def ccc3_null_max(config: dict) -> int:
     return (config.get("ccc3") or {}).get("null_threshold_max", ccc3.NULL_THRESHOLD_MAX)
 
 
-def summary_config(config: dict, metric: str, dataset: str | None = None) -> dict:
+def summary_config(config: dict, metric: str, dataset: str | None = None, gpus: int | None = None) -> dict:
     """The settings a metric's summary.json records under `config` (and its merge checks its
     tiles against: threshold, params).
 
@@ -122,6 +117,8 @@ def summary_config(config: dict, metric: str, dataset: str | None = None) -> dic
         metric list or opt-in outputs (adding a metric or a format reruns no merge). None for
         `genotile run`, which has no dataset and records the settings it was given, in the
         order it always has.
+    gpus : int, optional
+        As `ccc3_plan_settings` (the workflow's: 0 where its jobs run on a cluster).
 
     Returns
     -------
@@ -146,7 +143,7 @@ def summary_config(config: dict, metric: str, dataset: str | None = None) -> dic
         }
     spec = config["datasets"][dataset]
     if triples:
-        block_size, stages = ccc3_plan_settings(config)
+        block_size, stages = ccc3_plan_settings(config, gpus)
         return {
             "dataset": dataset,
             **{k: v for k, v in spec.items() if k != "metrics"},

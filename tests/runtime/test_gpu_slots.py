@@ -91,6 +91,20 @@ def test_jobs_share_out_the_devices_cuda_visible_devices_lists(tmp_path, monkeyp
     assert os.environ[ENV] == "3,5"
 
 
+def test_a_slurm_jobs_slots_and_device_names_with_slashes(tmp_path, monkeypatch):
+    """Each SLURM job locks its own GPUs (every allocation numbers them from 0); a legacy MIG
+    name's slashes make no path."""
+    from genotile.runtime import gpu_slots
+
+    monkeypatch.delenv("GENOTILE_GPU_LOCK_DIR", raising=False)
+    monkeypatch.setenv("SLURM_JOB_ID", "4242")
+    assert gpu_slots.default_lock_dir().name.endswith("-job4242")
+    monkeypatch.setenv(ENV, "MIG-GPU-abc/1/0,MIG-GPU-abc/2/0")
+    with gpu_slot(lock_dir=tmp_path) as dev:
+        assert dev == "MIG-GPU-abc/1/0" == os.environ[ENV]
+    assert [p.name for p in tmp_path.iterdir()] == ["gpuMIG-GPU-abc_1_0.lock"]
+
+
 def test_no_devices_means_no_gpu(tmp_path):
     with gpu_slot(n_devices=0, lock_dir=tmp_path) as dev:
         assert dev is None and ENV not in os.environ

@@ -197,3 +197,27 @@ def test_genotile_run_refuses_a_null_threshold_past_the_free_disk(vcf, tmp_path,
     assert len(lines) == 1 and "ccc3 keeping every triple (threshold null) over 20 SNPs writes all 1,140" in lines[0]
     assert "100.3 kB of job files" in lines[0] and "more than the 1.0 kB free" in lines[0]
     assert "Traceback" not in err and not list((tmp_path / "o").rglob("triples_*.npz"))
+
+
+def test_an_auto_block_size_is_resolved_by_the_stores_planes(vcf, tmp_path):
+    """ccc3's GPU default, block_size "auto" (settings.ccc3_plan_settings on GPUs), is resolved
+    by the store's plane words in the run, its jobs and its merge alike: the one block the fused
+    kernel's planes allow here (ccc3.GPU_BLOCK_SIZE), the triples of that block size byte for byte;
+    where the workflow runs on a cluster (gpus 0) its settings are the CPU's, whatever the host."""
+    from genotile import pipeline, settings
+    from genotile.store.reuse import current_store
+    from genotile.triples.stage import ccc3_block_size
+
+    current_store(vcf[0], "genotype_t", tmp_path / "out", 64, 1)
+    store = tmp_path / "out" / "store" / "genotype_t"
+    runs = {}
+    for size in ("auto", ccc3.GPU_BLOCK_SIZE):
+        runs[size] = pipeline.run_ccc3(store, tmp_path / str(size), block_size=size, stages=2, threshold=0.21)
+    assert runs["auto"]["plan"]["block_size"] == ccc3.GPU_BLOCK_SIZE
+    assert runs["auto"]["triples_passing"] == runs[ccc3.GPU_BLOCK_SIZE]["triples_passing"] > 0
+    want = (tmp_path / str(ccc3.GPU_BLOCK_SIZE) / "triples.tsv.gz").read_bytes()
+    assert gzip.decompress((tmp_path / "auto" / "triples.tsv.gz").read_bytes()) == gzip.decompress(want)
+    assert ccc3_block_size("auto", 200) == ccc3.CPU_BLOCK_SIZE  # planes the fused kernel cannot hold
+    workflow = {"block_size": "auto", "backend": "auto", "ccc3": {}}
+    assert settings.ccc3_plan_settings(workflow, gpus=0) == (ccc3.CPU_BLOCK_SIZE, 1)
+    assert settings.ccc3_plan_settings(workflow, gpus=3) == ("auto", 3)

@@ -51,6 +51,13 @@ COUNT_G = {
 ALPHA, BETA = {0: 2, 1: 0}, {0: -1, 1: 1}  # rho(a) = ALPHA[a] V + BETA[a] G
 COLUMNS = tuple(f"ccc_{a}{b}{c}" for a, b, c in product((0, 1), repeat=3))  # bit order (id1, id2, id3)
 NULL_THRESHOLD_MAX = 2000  # vectors a null ccc3 threshold is allowed up to
+CPU_BLOCK_SIZE = 4096  # ccc3's blocks where `block_size: auto` (it sizes 2-way tiles only), jobs on the CPU
+# ... and jobs on a GPU whose planes the fused kernel holds (triples/stage.ccc3_block_size): one
+# block up to this many SNPs (the fused kernel skips the tiles below the
+# diagonal of a diagonal block triple, so one block costs no more than several, and a job's start
+# (process, CuPy, the store read: about a second) is paid once, not once per block triple: 35 jobs
+# at 20,000 SNPs in blocks of 4,096); its middle block in a stage a GPU (settings.ccc3_plan_settings)
+GPU_BLOCK_SIZE = 32768
 # Bytes a kept triple takes: in the jobs' files, as text, in triples.tsv.gz (the bundled example's
 # 941 SNPs, null threshold, 138,430,510 triples: 11.9 GB of job files, a 7.15 GB triples.tsv.gz;
 # `genotile run --metric ccc3`, 2026-11-27)
@@ -340,10 +347,23 @@ class Plan3(Plan):
         return [(i, j, k, s) for i, j, k in self.block_triples() for s in range(self.stages)]
 
     def stage_rows(self, bj: int, stage: int) -> range:
-        """Rows (within block J) of one stage: contiguous parts, sizes differing by at most one."""
+        """Rows (within block J) of one stage: contiguous parts, sizes differing by at most one;
+        where the plan is one block (its one block triple diagonal: row j has j x (n - 1 - j)
+        triples, most in the middle), parts of about equal triples, so that stages on as many
+        GPUs end together.
+
+        >>> [len(Plan3(1000, 1000, 1, stages=4).stage_rows(0, s)) for s in range(4)]
+        [326, 173, 174, 327]
+        >>> [len(Plan3(1000, 500, 1, stages=4).stage_rows(1, s)) for s in range(4)]
+        [125, 125, 125, 125]
+        """
         sl = self.block(bj)
         n = sl.stop - sl.start
-        return range(n * stage // self.stages, n * (stage + 1) // self.stages)
+        if self.n_blocks > 1 or self.stages == 1:
+            return range(n * stage // self.stages, n * (stage + 1) // self.stages)
+        done = np.cumsum(np.arange(n, dtype=np.float64) * (n - 1 - np.arange(n)))  # triples up to row j
+        cuts = [0, *np.searchsorted(done, done[-1] * np.arange(1, self.stages) / self.stages).tolist(), n]
+        return range(int(cuts[stage]), int(cuts[stage + 1]))
 
     @property
     def n_triples(self) -> int:

@@ -14,6 +14,7 @@ import contextlib
 import fcntl
 import functools
 import os
+import re
 import shutil
 import subprocess
 import tempfile
@@ -66,7 +67,11 @@ def store_job_gpus(bound: int) -> int:
 
 
 def default_lock_dir() -> Path:
-    return Path(os.environ.get("GENOTILE_GPU_LOCK_DIR", Path(tempfile.gettempdir()) / f"genotile-gpu-{os.getuid()}"))
+    """Where the slots' lock files are: GENOTILE_GPU_LOCK_DIR, else one a user (and a SLURM job:
+    each allocation numbers its own GPUs from 0, so two jobs' "gpu0" are different devices)."""
+    job = os.environ.get("SLURM_JOB_ID")
+    name = f"genotile-gpu-{os.getuid()}" + (f"-job{job}" if job else "")
+    return Path(os.environ.get("GENOTILE_GPU_LOCK_DIR", Path(tempfile.gettempdir()) / name))
 
 
 @contextlib.contextmanager
@@ -93,7 +98,7 @@ def gpu_slot(n_devices: int | None = None, lock_dir=None, poll: float = 1.0, tim
     start = time.monotonic()
     while True:
         for device in devices:
-            fh = open(lock_dir / f"gpu{device}.lock", "a+")
+            fh = open(lock_dir / f"gpu{re.sub(r'[^A-Za-z0-9._-]', '_', device)}.lock", "a+")  # MIG-GPU-<uuid>/1/0
             try:
                 fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:

@@ -22,7 +22,7 @@ from genotile.core.genotype import GenotypeLayout
 from genotile.core.plan import Plan
 from genotile.errors import GenotileError
 from genotile.triples.runs import RUN_ROWS
-from genotile.triples.stage import plan_triples
+from genotile.triples.stage import ccc3_block_size, plan_triples
 from genotile.triples.tile import ROW_BYTES
 
 
@@ -38,7 +38,7 @@ def describe(
     n_vectors: int,
     n_fields: int,
     *,
-    block_size: int = 4096,
+    block_size: int | str = 4096,
     stages: int = 1,
     density: float = 1.0,
     missing: bool = True,
@@ -58,6 +58,7 @@ def describe(
     # a density of 1 is a null threshold (any other: some threshold), held to the run's bound
     threshold = None if density >= 1 else density
     where = "--density 1 (a null threshold): "
+    block_size = ccc3_block_size(block_size, n_words(n_fields))  # "auto": by the planes, as the workflow's
     plan = plan_triples(Plan(n_vectors, block_size, 0), block_size, stages, threshold, where=where)
     blocks = plan.n_blocks
     jobs = blocks * (blocks + 1) * (blocks + 2) // 6 * stages

@@ -23,7 +23,29 @@ from genotile.util.readback import load_json, load_permutation
 log = logging.getLogger("genotile")
 
 
-def plan3(manifest: dict, block_size: int, stages: int) -> ccc3.Plan3:
+def ccc3_block_size(block_size, words: int) -> int:
+    """ccc3's block size: as given, or for "auto" (jobs on a GPU: settings.ccc3_plan_settings)
+    ccc3.GPU_BLOCK_SIZE where the fused kernel holds a tile's planes of `words` words (sm_90's
+    shared memory: backends/cuda/ccc3_fused.fits), else ccc3.CPU_BLOCK_SIZE: the select path's
+    batches grow as the block squared, and it computes a diagonal block triple whole.
+
+    >>> ccc3_block_size(1000, 32), ccc3_block_size("auto", 32), ccc3_block_size("auto", 313)
+    (1000, 32768, 4096)
+    """
+    if block_size != "auto":
+        return int(block_size)
+    from genotile.backends.cuda.ccc3_fused import fits
+
+    return ccc3.GPU_BLOCK_SIZE if fits(words) else ccc3.CPU_BLOCK_SIZE
+
+
+def store_words(manifest_path) -> int:
+    """A genotype_t store's plane words (its manifest's layout): what resolves a ccc3 block_size
+    of "auto" (`ccc3_block_size`) where the plan is made from the store's plan alone."""
+    return int(load_json(manifest_path, "store manifest", ("layout",))["layout"]["words"])
+
+
+def plan3(manifest: dict, block_size: int | str, stages: int) -> ccc3.Plan3:
     """The ccc3 plan over a store: its vectors and permutation seed, ccc3's own blocks and stages.
 
     Parameters
@@ -31,22 +53,28 @@ def plan3(manifest: dict, block_size: int, stages: int) -> ccc3.Plan3:
     manifest : dict
         The genotype_t store manifest (its plan gives n_vectors and seed).
     block_size, stages : int
-        `ccc3: block_size` and `ccc3: stages`.
+        `ccc3: block_size` (or "auto": `ccc3_block_size` by the store's planes) and `ccc3: stages`.
 
     Returns
     -------
     ccc3.Plan3
     """
-    return ccc3.Plan3.from_plan(Plan.from_json(manifest["plan"]), block_size, stages)
+    size = ccc3_block_size(block_size, int(manifest["layout"]["words"]))
+    return ccc3.Plan3.from_plan(Plan.from_json(manifest["plan"]), size, stages)
 
 
-def plan_triples(store_plan: Plan, block_size: int, stages: int, threshold, *, null_max=None, where="") -> ccc3.Plan3:
+def plan_triples(
+    store_plan: Plan, block_size: int | str, stages: int, threshold, *, words=None, null_max=None, where=""
+) -> ccc3.Plan3:
     """The triples' plan step: ccc3's plan over a store's 2-way plan, held to its bound on
     output (limits.check_plan: a null threshold past `null_max` vectors, default
     ccc3.NULL_THRESHOLD_MAX, is refused). Every ccc3 run plans here: the workflow's plan rule
-    and DAG (scripts/plan.py, rules/common.smk), each triple job, `run_ccc3` and `genotile plan`."""
+    and DAG (scripts/plan.py, rules/common.smk), each triple job, `run_ccc3` and `genotile plan`.
+    `words`: the store's plane words, which resolve a block_size of "auto" (`ccc3_block_size`)."""
     check_plan(store_plan.n_vectors, [ccc3.NAME], {ccc3.NAME: threshold}, ccc3_null_max=null_max, where=where)
-    return ccc3.Plan3.from_plan(store_plan, block_size, stages)
+    if block_size == "auto" and words is None:
+        raise ValueError("a ccc3 block_size of auto is resolved by the store's plane words: words=")
+    return ccc3.Plan3.from_plan(store_plan, ccc3_block_size(block_size, words or 0), stages)
 
 
 def _size(n: int) -> str:
@@ -152,7 +180,14 @@ def triple_job(
     """
     check_threshold(threshold, "threshold of ccc3")
     planes_mm, manifest, layout = open_store(planes, manifest_path)
-    plan = plan_triples(Plan.from_json(manifest["plan"]), block_size, stages, threshold, null_max=null_max)
+    plan = plan_triples(
+        Plan.from_json(manifest["plan"]),
+        block_size,
+        stages,
+        threshold,
+        words=int(manifest["layout"]["words"]),
+        null_max=null_max,
+    )
     prm = ccc3.Params.make(**(params or {}))
     perm = load_permutation(perm_path, plan.n_vectors)
     log.info(
