@@ -157,3 +157,17 @@ def test_fused_kernel_cuts_its_launches_to_the_buffer(monkeypatch):
     assert sum(sizes) == want["a"].size > 3 and all(1 <= t <= 3 for t in sizes)
     got, _ = compute_triples(planes, layout, perm, plan, params, 0, 0, 0, 0, 0.05, "cupy-b1")
     assert arrays_digest(got) == arrays_digest(want)
+
+
+def test_the_fused_kernel_leaves_extreme_parameters_to_the_select_path():
+    """Its float bound keeps a 1e-5 margin only for 2^-20 <= |M| <= 2^20 and |P| <= 2^20: further
+    out (floats under- or overflow) the select path computes the exact values (runs without a GPU:
+    decided before the device is asked)."""
+    from types import SimpleNamespace
+
+    from genotile.backends.cuda import cupy_ccc3
+
+    b1 = SimpleNamespace(name="cupy-b1")
+    layout = SimpleNamespace(words=32)
+    for multiplier, param in ((1e-40, 2 / 3), (4.5, -1e9), (1e30, 2 / 3)):
+        assert not cupy_ccc3.fused_applies(b1, layout, 0.3, ccc3.Params(multiplier, param))

@@ -33,9 +33,14 @@ THREADS = 256
 OPTIONS = ("--fmad=false",)
 
 
-def fused_applies(engine, layout, threshold) -> bool:
+def fused_applies(engine, layout, threshold, params=None) -> bool:
     """Whether a job runs in the fused kernel: cupy-b1's tensor cores, a threshold (a null one
-    keeps every triple: the select path's ranges bound its buffers as well), planes that fit."""
+    keeps every triple: the select path's ranges bound its buffers as well), planes that fit, and
+    the multiplier M and parameter P within 2^-20 <= |M| <= 2^20, |P| <= 2^20, where its float
+    bound keeps its 1e-5 margin (floats under- and overflow further out: the select path's exact
+    values then)."""
+    if params is not None and not (2.0**-20 <= abs(params.multiplier) <= 2.0**20 and abs(params.param) <= 2.0**20):
+        return False
     return engine.name == "cupy-b1" and threshold is not None and ccc3_fused.fits_device(layout.words)
 
 
@@ -81,7 +86,7 @@ def triples_device(
     """
     if path not in ("auto", "fused", "streamed", "select"):
         raise ValueError(f"path must be auto, fused, streamed or select, not {path!r}")
-    fused = path in ("fused", "streamed") or (path == "auto" and fused_applies(engine, layout, threshold))
+    fused = path in ("fused", "streamed") or (path == "auto" and fused_applies(engine, layout, threshold, params))
     if fused:
         job = (blocks, stats, layout, plan, params, block_ids, stage, threshold, info)
         capacity = (INITIAL_CAPACITY, MAX_CAPACITY)
