@@ -25,6 +25,7 @@ import numpy as np
 from genotile.backends.cuda import cupy_common as cc
 from genotile.backends.cuda.b1_layout import ATTR_SMEM_OPTIN
 from genotile.core import ccc3
+from genotile.errors import GenotileError
 
 BLOCK_I = 64  # kFBlockI
 BLOCK_K = 64  # kFBlockK
@@ -69,12 +70,15 @@ def fits(words: int, limit: int = SMEM_LIMIT) -> bool:
     return smem_bytes(words) <= limit
 
 
-def fits_device(words: int) -> bool:
-    """`fits` on this GPU: the shared memory it grants a block (sm_80: 163 KiB; sm_86/89: 99 KiB,
-    where 2,000 samples take the select path)."""
+def device_smem() -> int:
+    """The shared memory this GPU grants a block (sm_90: 227 KiB; sm_80: 163 KiB; sm_86/89: 99 KiB)."""
     cp = cc.cupy_module()
-    optin = int(cp.cuda.runtime.deviceGetAttribute(ATTR_SMEM_OPTIN, cp.cuda.Device().id))
-    return fits(words, optin)
+    return int(cp.cuda.runtime.deviceGetAttribute(ATTR_SMEM_OPTIN, cp.cuda.Device().id))
+
+
+def fits_device(words: int) -> bool:
+    """`fits` on this GPU (sm_86/89: 2,000 samples take the select path)."""
+    return fits(words, device_smem())
 
 
 def streamed_smem_bytes() -> int:
@@ -180,6 +184,12 @@ def triples_fused(
     st = [cp.asarray(np.stack([c, s], axis=1).astype(np.int64)) for c, s in stats]
     fs = [cp.asarray(factors(s, params.param)) for s in stats]
     smem = streamed_smem_bytes() if streamed else smem_bytes(layout.words)
+    if smem > device_smem():  # asked for by name (cupy_ccc3's path), where it does not fit
+        kernel_name = "streamed " if streamed else ""
+        raise GenotileError(
+            f"ccc3: the {kernel_name}fused kernel needs {smem:,} bytes of shared memory a block at "
+            f"{layout.words} plane words; this GPU grants {device_smem():,}"
+        )
     kernel = _kernel(cp.cuda.Device().id, smem, "ccc3_fused_streamed" if streamed else "ccc3_fused")
     rows = plan.stage_rows(bj, stage)
     cap = max(1, min(initial, most))
