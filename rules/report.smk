@@ -16,6 +16,8 @@ rule plot_histogram:
         ),
     log:
         "logs/{dataset}/{metric}/plot_histogram.log",
+    benchmark:
+        "benchmarks/{dataset}/{metric}/plot_histogram.tsv"
     # light: runs on the login node, not as a cluster job
     localrule: True
     conda:
@@ -39,6 +41,8 @@ rule plot_heatmap:
         ),
     log:
         "logs/{dataset}/{metric}/plot_heatmap.log",
+    benchmark:
+        "benchmarks/{dataset}/{metric}/plot_heatmap.tsv"
     conda:
         "../envs/report.yaml"
     params:
@@ -63,6 +67,8 @@ rule plot_king:
         ),
     log:
         "logs/{dataset}/king/plot_king.log",
+    benchmark:
+        "benchmarks/{dataset}/king/plot_king.tsv"
     conda:
         "../envs/report.yaml"
     script:
@@ -86,6 +92,8 @@ rule clusters:
         ),
     log:
         "logs/{dataset}/snp/clusters.log",
+    benchmark:
+        "benchmarks/{dataset}/snp/clusters.tsv"
     conda:
         "../envs/report.yaml"
     script:
@@ -114,6 +122,8 @@ rule plot_screen:
         ),
     log:
         "logs/{screen}/screen/plot_screen.log",
+    benchmark:
+        "benchmarks/{screen}/screen/plot_screen.tsv"
     conda:
         "../envs/report.yaml"
     params:
@@ -136,6 +146,8 @@ rule run_summary:
         ),
     log:
         "logs/run_summary.log",
+    benchmark:
+        "benchmarks/run_summary.tsv"
     # light: runs on the login node, not as a cluster job
     localrule: True
     conda:
