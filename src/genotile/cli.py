@@ -533,10 +533,12 @@ def _plan(args) -> None:
 
     if REGISTRY[args.metric].workload == "triples":
         from genotile import settings
+        from genotile.core.blocks import visible_gpu_count
         from genotile.pairs.estimate import pass_fraction_for
         from genotile.triples.estimate import describe
 
-        gpus = len(visible_gpus()) if args.gpus is None else args.gpus
+        # the GPUs the workflow's ccc3 stages count (settings.ccc3_plan_settings), not nvidia-smi's
+        gpus = visible_gpu_count() if args.gpus is None else args.gpus
         block_size, stages = settings.ccc3_plan_settings(
             {"block_size": args.block_size, "ccc3": {"stages": args.stages}}, gpus=gpus
         )

@@ -200,6 +200,15 @@ def test_ccc3_plan_on_gpus_as_the_workflow_runs_it(capsys):
         assert f"time on {gpus} GPU(s): {total}: counting" in out, out
 
 
+def test_ccc3_plan_counts_the_gpus_the_workflow_counts(capsys, monkeypatch):
+    """Without --gpus, the GPUs the workflow's ccc3 stages are cut for (core/blocks.visible_gpu_count:
+    CUDA_VISIBLE_DEVICES where set), so that the plan is the run's."""
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0,1")
+    assert main(["plan", "--metric", "ccc3", "--vectors", "20000", "--fields", "2000"]) == 0
+    out = capsys.readouterr().out
+    assert "blocks of 32,768, 2 stage(s)" in out and "time on 2 GPU(s)" in out, out
+
+
 @pytest.mark.parametrize(
     ("args", "message"),
     [
