@@ -102,14 +102,31 @@ def gpu_tiles(backend: str) -> bool:
     return visible_gpu_count() > 0
 
 
-def visible_gpu_count() -> int:
-    """NVIDIA devices this process may use, without CUDA or nvidia-smi: CUDA_VISIBLE_DEVICES's
-    list where it is set ("", -1 and NoDevFiles name none), else the host's /dev/nvidiaN."""
+def cuda_visible_devices() -> list[str] | None:
+    """The devices CUDA_VISIBLE_DEVICES lists ("", -1 and NoDevFiles list none); None where it
+    is not set (every device of the host is visible).
+
+    >>> import os; os.environ["CUDA_VISIBLE_DEVICES"] = "0, 2"; cuda_visible_devices()
+    ['0', '2']
+    >>> os.environ["CUDA_VISIBLE_DEVICES"] = "NoDevFiles"; cuda_visible_devices()
+    []
+    >>> del os.environ["CUDA_VISIBLE_DEVICES"]; cuda_visible_devices() is None
+    True
+    """
     visible = os.environ.get("CUDA_VISIBLE_DEVICES")
-    if visible is not None:
-        if visible.strip() in ("", "-1", "NoDevFiles"):
-            return 0
-        return len([d for d in visible.split(",") if d.strip()])
+    if visible is None:
+        return None
+    if visible.strip() in ("", "-1", "NoDevFiles"):
+        return []
+    return [d.strip() for d in visible.split(",") if d.strip()]
+
+
+def visible_gpu_count() -> int:
+    """NVIDIA devices this process may use, without CUDA or nvidia-smi: those CUDA_VISIBLE_DEVICES
+    lists where it is set, else the host's /dev/nvidiaN."""
+    listed = cuda_visible_devices()
+    if listed is not None:
+        return len(listed)
     return sum(1 for name in _dev_names() if name.startswith("nvidia") and name[6:].isdigit())
 
 

@@ -8,23 +8,21 @@ the partition the tile jobs are submitted to (`sinfo`).
 """
 
 import functools
-import os
 import shutil
 import subprocess
 
 from genotile.backends import registry
+from genotile.core.blocks import cuda_visible_devices
 from genotile.errors import GenotileError
-from genotile.runtime.gpu_slots import ENV, host_gpu_count
+from genotile.runtime.gpu_slots import host_gpu_count
 
 
 @functools.cache
 def gpu_visible() -> bool:
     """Whether this process may use an NVIDIA GPU: CUDA_VISIBLE_DEVICES names one (SLURM sets it
     in a job that got a GPU), or, where it is unset, `nvidia-smi -L` lists one."""
-    visible = os.environ.get(ENV)
-    if visible is not None:
-        return visible.strip() not in ("", "-1", "NoDevFiles")
-    return host_gpu_count() > 0
+    listed = cuda_visible_devices()
+    return bool(listed) if listed is not None else host_gpu_count() > 0
 
 
 @functools.cache

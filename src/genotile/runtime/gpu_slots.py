@@ -22,6 +22,7 @@ import time
 from pathlib import Path
 
 from genotile.backends import registry
+from genotile.core.blocks import cuda_visible_devices
 
 ENV = "CUDA_VISIBLE_DEVICES"
 
@@ -44,12 +45,8 @@ def visible_gpus() -> list[str]:
     """The GPUs this process may use, as CUDA_VISIBLE_DEVICES names them: its own list where it is
     set (SLURM sets it for a job granted GPUs; "", -1 and NoDevFiles name none), else every GPU of
     the host (`host_gpu_count`: "0", "1", ...)."""
-    visible = os.environ.get(ENV)
-    if visible is None:
-        return [str(k) for k in range(host_gpu_count())]
-    if visible.strip() in ("", "-1", "NoDevFiles"):
-        return []
-    return [d.strip() for d in visible.split(",") if d.strip()]
+    listed = cuda_visible_devices()
+    return [str(k) for k in range(host_gpu_count())] if listed is None else listed
 
 
 def default_gpu_bound(local: bool) -> int:
@@ -81,15 +78,11 @@ def gpu_slot(n_devices: int | None = None, lock_dir=None, poll: float = 1.0, tim
     user's export, or a SLURM job granted several: one-GPU jobs then share them out instead of all
     taking the first); where it names one (or none), that.
     """
-    before = os.environ.get(ENV)
-    if before is not None:
-        listed = [d.strip() for d in before.split(",") if d.strip()]
-        if len(listed) <= 1 or before.strip() in ("-1", "NoDevFiles"):
-            yield before
-            return
-        devices = listed
-    else:
-        devices = [str(k) for k in range(host_gpu_count() if n_devices is None else n_devices)]
+    before, listed = os.environ.get(ENV), cuda_visible_devices()
+    if listed is not None and len(listed) <= 1:
+        yield before
+        return
+    devices = listed or [str(k) for k in range(host_gpu_count() if n_devices is None else n_devices)]
     if not devices:
         yield None
         return
