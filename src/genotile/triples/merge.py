@@ -14,6 +14,7 @@ import numpy as np
 
 from genotile.core import ccc3
 from genotile.errors import GenotileError
+from genotile.io.matrix_tsv import COMPILED_MIN_FLOATS
 from genotile.io.mergecheck import block_of, check_settings
 from genotile.io.summary import input_provenance, output_records, versions
 from genotile.io.tilefile import Column, read_tile_columns
@@ -22,10 +23,6 @@ from genotile.util.atomic import write_text
 from genotile.util.cpus import usable_cpus
 from genotile.util.progress import Progress
 
-# values past which the merge loads numba to format them (io/text_kernels: 0.19 s a million values
-# against number_text's numpy path's 0.76 s, for numba's start of ~0.7 s; 948,095 triples on an
-# H200 host: the merge job 7.9 s)
-COMPILED_VALUES = 2_000_000
 MERGE_ROWS = 1 << 19  # triples sorted and formatted at once (a range of id1): ~0.3 GB of text tables
 CHECK_ROWS = 1 << 20  # rows of a job file read at once while checking it
 NAMES = ("a", "b", "c", *ccc3.COLUMNS)
@@ -173,8 +170,10 @@ def merge_triples(
             for r0 in range(start, end, CHECK_ROWS):
                 per_a += np.bincount(job.read("a", r0, min(end, r0 + CHECK_ROWS)), minlength=plan.n_vectors)
     bounds = _ranges(per_a, MERGE_ROWS)
-    if int(per_a.sum()) * len(ccc3.COLUMNS) >= COMPILED_VALUES:
-        with contextlib.suppress(ImportError):  # numba loaded: tsvgz formats the values compiled
+    # numba loaded where the values pay for its start (matrix_tsv's rule): tsvgz formats them
+    # compiled (948,095 triples' values took the merge job 5.7 s through the numpy path)
+    if int(per_a.sum()) * len(ccc3.COLUMNS) >= COMPILED_MIN_FLOATS:
+        with contextlib.suppress(ImportError):
             from genotile.io import text_kernels  # noqa: F401
     cuts = []  # per file, per run: the row where each range starts
     for job in files:

@@ -48,6 +48,12 @@ def padded_words(words: int) -> int:
     return -(-words // 4) * 4
 
 
+def _stride(row_bytes: int) -> int:
+    """A shared-memory row of `row_bytes`: 16 bytes past a multiple of 128 (the kernels'
+    fused_stride: an ldmatrix's 8 rows on distinct banks)."""
+    return ((row_bytes + 111) // 128) * 128 + 16
+
+
 def smem_bytes(words: int) -> int:
     """Shared memory of one grid block: the i and k tiles' rows (each 3 planes, its stride 16 bytes
     past a multiple of 128: fused_stride in the kernel) and J_GROUP rows j.
@@ -56,8 +62,7 @@ def smem_bytes(words: int) -> int:
     112640
     """
     row = 3 * padded_words(words) * 8
-    stride = ((row + 111) // 128) * 128 + 16
-    return (BLOCK_I + BLOCK_K) * stride + J_GROUP * row
+    return (BLOCK_I + BLOCK_K) * _stride(row) + J_GROUP * row
 
 
 def fits(words: int, limit: int = SMEM_LIMIT) -> bool:
@@ -89,8 +94,7 @@ def streamed_smem_bytes() -> int:
     206336
     """
     chunk = 3 * STREAM_CHUNK * 8
-    stride = ((chunk + 111) // 128) * 128 + 16
-    return STREAM_STAGES * ((BLOCK_I + BLOCK_K) * stride + chunk)
+    return STREAM_STAGES * ((BLOCK_I + BLOCK_K) * _stride(chunk) + chunk)
 
 
 @functools.cache

@@ -53,7 +53,7 @@ __device__ __forceinline__ constexpr int count_index(int gi, int gj, int gk) {
 
 // Shared-memory row stride for `row_bytes` of data: 16 bytes more than a multiple of 128, so the
 // 8 rows an ldmatrix reads fall on distinct banks.
-__host__ __device__ __forceinline__ int fused_stride(int row_bytes) {
+__host__ __device__ __forceinline__ constexpr int fused_stride(int row_bytes) {
     return ((row_bytes + 111) / 128) * 128 + 16;
 }
 
@@ -312,7 +312,7 @@ extern "C" __global__ void __launch_bounds__(kFThreads, 1) ccc3_fused(GT_CCC3_FU
 extern "C" __global__ void __launch_bounds__(kFThreads, 1) ccc3_fused_streamed(GT_CCC3_FUSED_ARGS) {
     extern __shared__ __align__(128) unsigned char smem[];
     constexpr int kChunkBytes = 3 * kSChunk * 8;          // a row's chunk: 3 planes of kSChunk words
-    constexpr int kStride = ((kChunkBytes + 111) / 128) * 128 + 16;  // fused_stride(kChunkBytes)
+    constexpr int kStride = fused_stride(kChunkBytes);
     constexpr int kStageBytes = (kFBlockI + kFBlockK) * kStride + kChunkBytes;
     int i_lo, k_lo, i_min, i_end, k_min, k_end, ja, jb;
     if (!block_range(j0, j1, i0, i1, k0, k1, same_ij, same_jk, i_lo, k_lo, i_min, i_end, k_min, k_end, ja, jb))
