@@ -21,15 +21,21 @@ def _hold(lock_dir, n, queue, hold_s):
         time.sleep(hold_s)
 
 
-def test_concurrent_jobs_get_distinct_devices(tmp_path):
+def _held_together(lock_dir, n, jobs: int) -> list:
+    """(pid, device, CUDA_VISIBLE_DEVICES) of `jobs` processes each holding a slot for a second."""
     ctx = mp.get_context("fork")
     queue = ctx.Queue()
-    procs = [ctx.Process(target=_hold, args=(tmp_path, 3, queue, 1.0)) for _ in range(3)]
+    procs = [ctx.Process(target=_hold, args=(lock_dir, n, queue, 1.0)) for _ in range(jobs)]
     for p in procs:
         p.start()
     got = [queue.get(timeout=10) for _ in procs]
     for p in procs:
         p.join(10)
+    return got
+
+
+def test_concurrent_jobs_get_distinct_devices(tmp_path):
+    got = _held_together(tmp_path, 3, 3)
     devices = sorted(dev for _, dev, _ in got)
     assert devices == ["0", "1", "2"]
     assert all(dev == env for _, dev, env in got)  # CUDA_VISIBLE_DEVICES set to the slot
@@ -76,14 +82,7 @@ def test_jobs_share_out_the_devices_cuda_visible_devices_lists(tmp_path, monkeyp
     """CUDA_VISIBLE_DEVICES listing several devices (a user's export): one-GPU jobs take one each,
     not all the first; the variable is restored after."""
     monkeypatch.setenv(ENV, "3,5")
-    ctx = mp.get_context("fork")
-    queue = ctx.Queue()
-    procs = [ctx.Process(target=_hold, args=(tmp_path, 8, queue, 1.0)) for _ in range(2)]
-    for p in procs:
-        p.start()
-    got = [queue.get(timeout=10) for _ in procs]
-    for p in procs:
-        p.join(10)
+    got = _held_together(tmp_path, 8, 2)
     assert sorted(dev for _, dev, _ in got) == ["3", "5"]
     assert all(dev == env for _, dev, env in got)
     with gpu_slot(n_devices=8, lock_dir=tmp_path) as dev:
