@@ -202,6 +202,13 @@ def _vcf_block(start: np.random.PCG64, skip: int, k: int, case: Case, parents: n
 
 
 def timed(cmd, env=None, cwd=None, log=None) -> float:
+    """Wall seconds of `cmd`, its output written to `log`. With GENOTILE_BENCH_TRACE set, a
+    `python -m snakemake` command runs under bench/trace_snakemake.py, which writes its split of
+    the run beside the log (`LOG.trace.md`): a diagnostic, its marks cost a file append each."""
+    cmd = [str(c) for c in cmd]
+    if os.environ.get("GENOTILE_BENCH_TRACE") and cmd[1:3] == ["-m", "snakemake"] and log is not None:
+        trace = [cmd[0], str(REPO / "bench" / "trace_snakemake.py"), "--out", f"{log}.trace.md", "--"]
+        cmd = trace + cmd[3:]
     t0 = time.perf_counter()
     proc = subprocess.run(cmd, env=env, cwd=cwd, capture_output=True, text=True)
     seconds = time.perf_counter() - t0
