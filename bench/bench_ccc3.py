@@ -68,9 +68,9 @@ def genotypes(n, m, missing, seed):
 
 
 def block_rows(add, args, ceiling):
-    """One block triple at --fields samples (the select path: planes too wide to be held by the
-    fused kernel; beside it the streamed fused kernel) and at --fused-fields (cupy-b1 in the fused
-    kernel and, beside it, in the select path; cupy-int8's select path)."""
+    """One block triple at --fields samples (planes too wide to be held: the streamed fused
+    kernel on sm_90) and at --fused-fields (the fused kernel holding the planes); beside each
+    cupy-b1's select path and cupy-int8's."""
     for m, middle in ((args.fields, args.middle), (args.fused_fields, 4 * args.middle)):
         block_triple(add, args.block, m, middle, ceiling)
 
@@ -82,11 +82,9 @@ def block_triple(add, n, m, middle, ceiling):
     blocks = [planes[b * n : (b + 1) * n] for b in range(3)]
     stats = [ccc3.vector_stats(b, layout) for b in blocks]
     products = sum(1 for ts in ccc3.count_terms(layout).values() for t in ts if t.left and t.right)
-    fused = cupy_ccc3.fused_applies(cupy_b1.ENGINE, layout, 0.5)
+    kernel = cupy_ccc3.fused_kernel(cupy_b1.ENGINE, layout, 0.5)  # the auto path's fused kernel, if any
     runs = [("cupy-b1", "auto", middle)]
-    # beside the auto path: the select path where the fused kernel runs, and the streamed fused
-    # kernel (asked for only) where the planes are too wide to be held
-    runs += [("cupy-b1", "select" if fused else "streamed", middle)]
+    runs += [("cupy-b1", "select", middle)]  # beside it: the select path
     runs += [("cupy-int8", "select", max(1, middle // 8))]
     for backend, path, rows in runs:
         plan = ccc3.Plan3(3 * n, n, 1, n // rows)  # stage 0 of J = the first `rows` rows
@@ -100,7 +98,7 @@ def block_triple(add, n, m, middle, ceiling):
         passing = sum(values.shape[0] for *_, values in run(0.5))  # the chunks, one readback each
         seconds = time.perf_counter() - t0
         triples = len(plan.stage_rows(1, 0)) * n * n
-        how = "fused" if backend == "cupy-b1" and path == "auto" and fused else path if path != "auto" else "select"
+        how = path if path != "auto" else f"fused ({kernel})" if backend == "cupy-b1" and kernel else "select"
         add(
             backend,
             f"block triple {n}x{n}x{n}, {len(plan.stage_rows(1, 0))} middle rows, {m} samples, {how}",

@@ -116,11 +116,11 @@ def test_fused_kernel_equals_numpy_across_tiles(monkeypatch, kernel, samples, th
     real = ccc3_fused.triples_fused
 
     def spy(*args, **kwargs):
-        calls.append(args[5])  # block ids
-        yield from real(*args, **{**kwargs, "streamed": kernel == "streamed"})
+        calls.append((args[5], kwargs["streamed"]))  # block ids, the kernel
+        yield from real(*args, **kwargs)
 
     monkeypatch.setattr(ccc3_fused, "triples_fused", spy)
-    monkeypatch.setattr(cupy_ccc3, "fused_applies", lambda *a: True)
+    monkeypatch.setattr(cupy_ccc3, "fused_kernel", lambda *a: kernel)
     monkeypatch.setattr(ccc3_fused, "J_PER_LAUNCH", 24)  # several launches a stage, ragged at the end
     monkeypatch.setattr(ccc3_fused, "J_PER_BLOCK", 5)
     g = np.ascontiguousarray(random_genotypes(samples, 150, p_missing=0.05, seed=41).T)
@@ -138,6 +138,23 @@ def test_fused_kernel_equals_numpy_across_tiles(monkeypatch, kernel, samples, th
         assert arrays_digest(got) == arrays_digest(want), job
         passing += want["a"].size
     assert passing > 0 and len(calls) == len(plan.jobs())
+    assert {streamed for _, streamed in calls} == {kernel == "streamed"}
+
+
+@needs_gpu
+def test_planes_too_wide_to_hold_take_the_streamed_kernel():
+    """cupy-b1 with a threshold: the resident kernel where the planes fit this GPU's shared
+    memory, the streamed one past it where the GPU grants its stages (sm_90), else the select
+    path; no threshold: the select path."""
+    from types import SimpleNamespace
+
+    from genotile.backends.cuda import ccc3_fused, cupy_b1, cupy_ccc3
+
+    smem = ccc3_fused.device_smem()
+    wide = "streamed" if ccc3_fused.streamed_smem_bytes() <= smem else None
+    for words, want in ((1, "resident"), (313, wide), (4_000, wide)):
+        assert cupy_ccc3.fused_kernel(cupy_b1.ENGINE, SimpleNamespace(words=words), 0.5) == want
+    assert cupy_ccc3.fused_kernel(cupy_b1.ENGINE, SimpleNamespace(words=1), None) is None
 
 
 @needs_gpu

@@ -217,7 +217,7 @@ def test_an_auto_block_size_is_resolved_by_the_stores_planes(vcf, tmp_path):
     assert runs["auto"]["triples_passing"] == runs[ccc3.GPU_BLOCK_SIZE]["triples_passing"] > 0
     want = (tmp_path / str(ccc3.GPU_BLOCK_SIZE) / "triples.tsv.gz").read_bytes()
     assert gzip.decompress((tmp_path / "auto" / "triples.tsv.gz").read_bytes()) == gzip.decompress(want)
-    assert ccc3_block_size("auto", 200) == ccc3.CPU_BLOCK_SIZE  # planes the fused kernel cannot hold
+    assert ccc3_block_size("auto", 2_000) == ccc3.GPU_BLOCK_SIZE  # wider planes: the streamed kernel
     workflow = {"block_size": "auto", "backend": "auto", "ccc3": {}}
     assert settings.ccc3_plan_settings(workflow, gpus=0) == (ccc3.CPU_BLOCK_SIZE, 1)
     assert settings.ccc3_plan_settings(workflow, gpus=3) == ("auto", 3)

@@ -99,7 +99,9 @@ START = 2.4
 JOB_START = 0.34
 
 # --- ccc3 on a GPU: bit-MACs (triples x 27 plane products x 64 x plane words) per second a GPU in
-# the fused kernel (cupy-b1, a threshold, planes held whole: backends/cuda/ccc3_fused.py), and the
+# the fused kernel (cupy-b1, a threshold: backends/cuda/ccc3_fused.py; the streamed kernel for wider
+# planes counted a block triple at 20,000 samples at 2.53e15 on the H100, the resident one at
+# 2,000 samples 2.45e15: one rate for both), and the
 # merge's seconds (a start, then a cost a passing triple). bench/RESULTS.md "Session 14: ccc3 in
 # one fused kernel" (2026-11-27, 20,000 SNPs x 2,000 samples, 7.37e16 bit-MACs: one H100's job
 # counted 30.83 s, 2.39e15/s; an H200's 31.66 s; the merge of 948,095 triples 4.81 s on the H100

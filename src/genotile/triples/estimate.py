@@ -13,7 +13,7 @@ A density of 1 is a null threshold: refused beyond ccc3.NULL_THRESHOLD_MAX vecto
 """
 
 from genotile.backends.cpu.numba_ccc3 import CAPACITY
-from genotile.backends.cuda.ccc3_fused import fits
+from genotile.backends.cuda.ccc3_fused import kernel_for
 from genotile.core import ccc3
 from genotile.core import rates as measured
 from genotile.core.bits import WORD_BITS, n_words
@@ -76,7 +76,7 @@ def describe(
     numpy_batch = batch_rows * (3 * row_bytes + b * (8 * 8 + 8 * 8 + 1))
     bit_macs = float(triples) * products * layout.words * WORD_BITS
     lines = []
-    if gpus > 0 and threshold is not None and fits(layout.words):
+    if gpus > 0 and threshold is not None and kernel_for(layout.words):  # resident or streamed: alike
         counting = bit_macs / (measured.CCC3_FUSED_BIT_MACS * min(gpus, jobs))
         merge = measured.CCC3_MERGE["start"] + measured.CCC3_MERGE["per_triple"] * passing
         total = counting + merge + measured.START

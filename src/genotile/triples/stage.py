@@ -25,18 +25,19 @@ log = logging.getLogger("genotile")
 
 def ccc3_block_size(block_size, words: int) -> int:
     """ccc3's block size: as given, or for "auto" (jobs on a GPU: settings.ccc3_plan_settings)
-    ccc3.GPU_BLOCK_SIZE where the fused kernel holds a tile's planes of `words` words (sm_90's
-    shared memory: backends/cuda/ccc3_fused.fits), else ccc3.CPU_BLOCK_SIZE: the select path's
-    batches grow as the block squared, and it computes a diagonal block triple whole.
+    ccc3.GPU_BLOCK_SIZE where a fused kernel takes planes of `words` words within sm_90's shared
+    memory (backends/cuda/ccc3_fused.kernel_for: the resident one, or the streamed one for wider
+    planes), else ccc3.CPU_BLOCK_SIZE: the select path's batches grow as the block squared, and
+    it computes a diagonal block triple whole.
 
     >>> ccc3_block_size(1000, 32), ccc3_block_size("auto", 32), ccc3_block_size("auto", 313)
-    (1000, 32768, 4096)
+    (1000, 32768, 32768)
     """
     if block_size != "auto":
         return int(block_size)
-    from genotile.backends.cuda.ccc3_fused import fits
+    from genotile.backends.cuda.ccc3_fused import kernel_for
 
-    return ccc3.GPU_BLOCK_SIZE if fits(words) else ccc3.CPU_BLOCK_SIZE
+    return ccc3.GPU_BLOCK_SIZE if kernel_for(words) else ccc3.CPU_BLOCK_SIZE
 
 
 def store_words(manifest_path) -> int:

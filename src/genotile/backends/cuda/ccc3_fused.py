@@ -86,6 +86,19 @@ def fits_device(words: int) -> bool:
     return fits(words, device_smem())
 
 
+def kernel_for(words: int, limit: int = SMEM_LIMIT) -> str | None:
+    """The fused kernel for planes of `words` words within `limit` bytes of shared memory a block:
+    "resident" (the tile's planes held whole: faster where they fit), else "streamed" (any width,
+    its fixed stages: sm_90's opt-in only), else None (the select path).
+
+    >>> kernel_for(32), kernel_for(313), kernel_for(313, limit=163 * 1024)
+    ('resident', 'streamed', None)
+    """
+    if fits(words, limit):
+        return "resident"
+    return "streamed" if streamed_smem_bytes() <= limit else None
+
+
 def streamed_smem_bytes() -> int:
     """Shared memory of one grid block of the streamed kernel (`ccc3_fused_streamed`): STAGES
     stages of the tile's rows' and row j's STREAM_CHUNK words of each plane.

@@ -39,9 +39,17 @@ def fused_applies(engine, layout, threshold, params=None) -> bool:
     the multiplier M and parameter P within 2^-20 <= |M| <= 2^20, |P| <= 2^20, where its float
     bound keeps its 1e-5 margin (floats under- and overflow further out: the select path's exact
     values then)."""
+    return fused_kernel(engine, layout, threshold, params) is not None
+
+
+def fused_kernel(engine, layout, threshold, params=None) -> str | None:
+    """Which fused kernel a job runs in where `fused_applies` (ccc3_fused.kernel_for on this GPU:
+    "resident" where the planes fit, "streamed" wider), else None."""
     if params is not None and not (2.0**-20 <= abs(params.multiplier) <= 2.0**20 and abs(params.param) <= 2.0**20):
-        return False
-    return engine.name == "cupy-b1" and threshold is not None and ccc3_fused.fits_device(layout.words)
+        return None
+    if engine.name != "cupy-b1" or threshold is None:
+        return None
+    return ccc3_fused.kernel_for(layout.words, ccc3_fused.device_smem())
 
 
 def _grid(total: int) -> int:
@@ -62,10 +70,10 @@ def triples_device(
     path: str = "auto",
 ) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]]:
     """A ccc3 job's passing triples computed on the device, one readback a chunk: in the fused
-    kernel (`fused_applies`: cupy-b1, a threshold, planes that fit its shared memory; `path`
-    "fused" asks for it, "select" for the masked block, 8 count matrices and the select),
-    else the select path. `path` "streamed": the fused kernel for planes of any width
-    (ccc3_fused_streamed), asked for only: not yet measured on a GPU (issue 30 goal 2).
+    kernel (`fused_kernel`: cupy-b1, a threshold; the kernel holding the planes where they fit
+    its shared memory, else the streamed one, `ccc3_fused_streamed`, where the GPU grants its
+    stages: sm_90), else the select path. `path` asks for one: "fused" (the resident kernel),
+    "streamed", "select" (the masked block, 8 count matrices and the select).
 
     Parameters
     ----------
@@ -86,11 +94,13 @@ def triples_device(
     """
     if path not in ("auto", "fused", "streamed", "select"):
         raise ValueError(f"path must be auto, fused, streamed or select, not {path!r}")
-    fused = path in ("fused", "streamed") or (path == "auto" and fused_applies(engine, layout, threshold, params))
-    if fused:
+    kernel = {"fused": "resident", "streamed": "streamed", "select": None}.get(path)
+    if path == "auto":
+        kernel = fused_kernel(engine, layout, threshold, params)
+    if kernel is not None:
         job = (blocks, stats, layout, plan, params, block_ids, stage, threshold, info)
         capacity = (INITIAL_CAPACITY, MAX_CAPACITY)
-        yield from ccc3_fused.triples_fused(*job, capacity=capacity, streamed=path == "streamed")
+        yield from ccc3_fused.triples_fused(*job, capacity=capacity, streamed=kernel == "streamed")
         return
     cp = cc.cupy_module()
     spent, t0 = 0.0, time.perf_counter()
