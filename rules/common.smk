@@ -366,13 +366,17 @@ def screen_sources(wildcards):
 
 def write_fingerprints():
     """Bring every dataset's and screen's fingerprint up to date (files are hashed again only
-    when their stat changed since the last hashes: cheap when nothing changed)."""
+    when their stat changed since the last hashes: cheap when nothing changed). A dataset's
+    input whose content changed for certain (a new fingerprint, another size: records appended)
+    is not hashed here but by its store job, which reruns on it, beside its own work (`defer`,
+    store/sources.py)."""
     for dataset, spec in config["datasets"].items():
         if Path(spec["input"]).exists():
             _sources.write_fingerprint(
                 dataset_fingerprint(dataset),
                 spec["input"],
                 dataset_options(dataset),
+                defer=True,
             )
         if spec.get("against") is not None and Path(spec["against"]).exists():
             _sources.write_fingerprint(

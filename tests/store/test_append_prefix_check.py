@@ -80,6 +80,32 @@ def test_an_edit_in_any_earlier_piece_is_caught(tmp_path, monkeypatch, fingerpri
 
 
 @needs_libcrypto
+def test_a_fingerprint_left_pending_is_checked_on_threads_and_filled_in(tmp_path, monkeypatch):
+    """The workflow leaves a grown input's digest to the store job (store/sources.py, `defer`):
+    the earlier bytes are then hashed on threads, an edit is still caught, and the pieces the
+    check computed complete the fingerprint."""
+    monkeypatch.chdir(tmp_path)
+    path, out = tmp_path / "in.fa", FINGERPRINTS / "d.json"
+    old = 3 * PIECE + 64
+    path.write_bytes(DATA[:old])
+    recorded = _recorded(path)
+    grown = bytearray(DATA[:-100])  # an edit, and bytes appended
+    grown[PIECE + 5] ^= 1
+    path.write_bytes(grown)
+    write_fingerprint(out, "in.fa", defer=True)
+    checked = append.check_earlier(path, recorded, len(grown))
+    assert not checked.earlier and "on threads" in checked.how
+    path.write_bytes(DATA)
+    write_fingerprint(out, "in.fa", defer=True)
+    assert json.loads(out.read_text())["sources"]["input"]["digest"] is None
+    checked = append.check_earlier(path, recorded, len(DATA))
+    assert checked.earlier and "on threads" in checked.how
+    assert checked.pieces == [d.hex() for d in file_pieces(path)]
+    append.complete_fingerprints(path, checksums.pieces_digest([bytes.fromhex(p) for p in checked.pieces]))
+    assert json.loads(out.read_text())["sources"]["input"]["digest"] == checksums.file_digest(path)
+
+
+@needs_libcrypto
 def test_an_append_checks_the_pieces_on_threads_with_the_same_files(tmp_path, caplog):
     reference, _ = _grow(tmp_path, "reference", [EARLIER, SAME], False, whole=True)
     with caplog.at_level(logging.INFO, logger="genotile"):

@@ -89,3 +89,68 @@ def test_a_file_another_fingerprint_recorded_is_not_hashed_again(tmp_path, monke
     assert json.loads((records / "q.against.json").read_text())["sources"]["input"]["digest"] == checksums.file_digest(
         path
     )
+
+
+def _record(path) -> dict:
+    import json
+
+    return json.loads(path.read_text())
+
+
+def test_a_changed_input_is_hashed_by_its_store_job_not_as_the_workflow_is_parsed(tmp_path, monkeypatch, hashed):
+    """`defer` (a workflow's dataset input, issue 27): where the content changed for certain (no
+    record, another size: records appended) the fingerprint is rewritten with its digest pending,
+    unhashed; whoever hashes the file next (the store job) fills it in, its mtime kept."""
+    monkeypatch.chdir(tmp_path)
+    path, out = tmp_path / "in.fa", sources_module.FINGERPRINTS / "d.json"
+    path.write_bytes(b">a\nACGT\n>b\nACGA\n")
+    write_fingerprint(out, "in.fa", defer=True)
+    assert hashed == [] and _record(out)["sources"]["input"] == {"path": "in.fa", "size": 16, "digest": None}
+    assert "pieces" not in _record(out) and recorded_digest("in.fa") is None
+    os.utime(out, ns=(10**18, 10**18))
+    assert sources("in.fa")["input"]["digest"] == checksums.file_digest(path)  # a store job's hash
+    assert hashed == ["in.fa"]
+    assert _record(out)["sources"]["input"]["digest"] == checksums.file_digest(path)
+    assert os.stat(out).st_mtime_ns == 10**18, "filled in, its mtime kept: nothing reruns"
+    assert recorded_digest("in.fa") == checksums.file_digest(path)
+    with open(path, "ab") as fh:  # records appended: another size
+        fh.write(b">c\nACGG\n")
+    write_fingerprint(out, "in.fa", defer=True)
+    assert hashed == ["in.fa"], "not hashed as the workflow is parsed"
+    assert _record(out)["sources"]["input"]["digest"] is None and os.stat(out).st_mtime_ns != 10**18
+    pieces = checksums.file_pieces(path)
+    sources_module.complete_fingerprints("in.fa", checksums.pieces_digest(pieces), pieces)
+    assert sources_module.recorded_pieces("in.fa") == [p.hex() for p in pieces]
+    assert recorded_digest("in.fa") == checksums.file_digest(path)
+
+
+def test_a_change_of_the_same_size_is_still_hashed_as_the_workflow_is_parsed(tmp_path, monkeypatch, hashed):
+    """A file restored with `cp -p` (another content, the same size, an older mtime) is told
+    apart only by its digest: hashed at once, deferred or not, and an unchanged content (`touch`)
+    keeps the fingerprint's mtime."""
+    monkeypatch.chdir(tmp_path)
+    path, out = tmp_path / "in.fa", sources_module.FINGERPRINTS / "d.json"
+    path.write_bytes(b">a\nACGT\n>b\nACGA\n")
+    write_fingerprint(out, "in.fa")
+    os.utime(out, ns=(10**18, 10**18))
+    before = os.stat(path)
+    os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns + 10**9))  # touched
+    write_fingerprint(out, "in.fa", defer=True)
+    assert hashed == ["in.fa", "in.fa"] and os.stat(out).st_mtime_ns == 10**18
+    path.write_bytes(b">a\nACGT\n>b\nACGC\n")
+    os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))
+    write_fingerprint(out, "in.fa", defer=True)
+    assert hashed == ["in.fa"] * 3 and os.stat(out).st_mtime_ns != 10**18
+    assert _record(out)["sources"]["input"]["digest"] == checksums.file_digest(path)
+
+
+def test_a_pending_digest_is_not_filled_in_once_the_file_changed_again(tmp_path, monkeypatch, hashed):
+    monkeypatch.chdir(tmp_path)
+    path, out = tmp_path / "in.fa", sources_module.FINGERPRINTS / "d.json"
+    path.write_bytes(b">a\nACGT\n")
+    write_fingerprint(out, "in.fa", defer=True)
+    digest = checksums.file_digest(path)
+    path.write_bytes(b">a\nACGA\n")  # after the fingerprint, before the hash was taken
+    sources_module.complete_fingerprints("in.fa", digest)
+    assert _record(out)["sources"]["input"]["digest"] is None
+    assert recorded_digest("in.fa") is None

@@ -7,6 +7,7 @@ import json
 import numpy as np
 import pytest
 
+from genotile.util.checksums import file_digest, file_pieces
 from tests.snakerun import snakemake, write_fasta
 
 RESULTS = ("pairs", "histogram.tsv", "matrix.tsv", "report/clusters.tsv")
@@ -83,6 +84,11 @@ def test_appended_records_compute_their_pairs_only_with_a_fresh_runs_outputs(tmp
         assert _outputs(grown, metric) == _outputs(fresh, metric)
     again = snakemake(grown, config)  # nothing changed: nothing runs
     assert "Nothing to be done" in again.stdout + again.stderr
+    # the grown input was hashed by the store jobs, not as the workflow was parsed (its size
+    # moved: store/sources.py, `defer`), and its fingerprint filled in with what they hashed
+    record = json.loads((grown / ".snakemake" / "genotile" / "sources" / "d.json").read_text())
+    assert record["sources"]["input"]["digest"] == file_digest(grown / "data.fa")
+    assert record["pieces"] == [p.hex() for p in file_pieces(grown / "data.fa")]
 
 
 def test_an_edit_before_the_end_recomputes_in_full_and_says_so(tmp_path):

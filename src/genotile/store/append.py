@@ -81,7 +81,7 @@ from genotile.store import extend, stage
 from genotile.store.ingest import alignment_manifest, record_distinct
 from genotile.store.manifest import part_key, store_identity
 from genotile.store.pack import categorical_keys, write_manifest
-from genotile.store.sources import differences, recorded_pieces, sources
+from genotile.store.sources import complete_fingerprints, differences, recorded_pieces, sources
 from genotile.util import checksums, sha256_state
 from genotile.util.atomic import write_record
 from genotile.util.checksums import (
@@ -475,6 +475,8 @@ def _extend(job: _Append, before: extend.Earlier, new: extend.Appended, hashes, 
     # the input's digest is its pieces' (util/checksums.file_digest): not hashed again
     digest = None if checked.pieces is None else pieces_digest([bytes.fromhex(d) for d in checked.pieces])
     m["sources"] = sources(job.input_path, job.options, input_sha256=sha256, input_digest=digest)
+    if digest is not None and checked.pieces is not None:  # a fingerprint that left them to this job
+        complete_fingerprints(job.input_path, digest, [bytes.fromhex(d) for d in checked.pieces])
     if job.settings["collapse"]:
         record_distinct(m, None)  # the appended store's numbering: `_appended_plan`
     p, parts = _appended_plan(m, record, index, n_old, job.bounds, job.say)

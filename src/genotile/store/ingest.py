@@ -41,7 +41,14 @@ from genotile.store.duplicates import COLLAPSIBLE, distinct_rows, distinct_sampl
 from genotile.store.ingest_genotypes import check_options, genotype_manifest, read_genotypes, stream_bytes
 from genotile.store.inputs import inputs_of
 from genotile.store.pack import gpu_insisted
-from genotile.store.sources import content_digest, content_sha256, recorded_digest, recorded_pieces, sources
+from genotile.store.sources import (
+    complete_fingerprints,
+    content_digest,
+    content_sha256,
+    recorded_digest,
+    recorded_pieces,
+    sources,
+)
 from genotile.util import sha256_state
 from genotile.util.atomic import write_record
 from genotile.util.checksums import file_pieces, file_sha256_resumable, pieces_digest
@@ -188,6 +195,9 @@ def ingest(
             if not known and hashed_pieces is not None:
                 known = pieces_digest(hashed_pieces.result())
             manifest["sources"] = sources(path, options, input_sha256=manifest["input_sha256"], input_digest=known)
+            if not recorded:  # a workflow fingerprint that left the digest to this job: filled in
+                hashed = None if hashed_pieces is None else hashed_pieces.result()
+                complete_fingerprints(path, manifest["sources"]["input"]["digest"], hashed)
         if collapse:  # identical vectors computed once (duplicates.py)
             record_distinct(manifest, _distinct(stored))
         if manifest_out is not None:

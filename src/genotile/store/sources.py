@@ -18,7 +18,7 @@ their sizes' sum, its SHA-256 and digest ones over each file's path and content 
 import hashlib
 import json
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from genotile.util.atomic import write_text
@@ -88,11 +88,12 @@ def _plain(value):
     return value
 
 
-def _file(path, sha256: str | None = None, digest: str | None = None) -> dict:
-    """Size and content digest (pieces hashed on threads: the workflow computes it at parse
-    time), `digest` where it is known; the SHA-256 as well where it is known already (a store's
-    ingest computed it)."""
-    digest = digest or content_digest(path)
+def _file(path, sha256: str | None = None, digest: str | None = None, pending: bool = False) -> dict:
+    """Size and content digest (pieces hashed on threads), `digest` where it is known; the
+    SHA-256 as well where it is known already (a store's ingest computed it). `pending`: the
+    digest left out (None) where it is not known, not hashed (a workflow fingerprint of an input
+    whose content changed for certain: `write_fingerprint`)."""
+    digest = digest or (None if pending else content_digest(path))
     return {"size": content_size(path), "digest": digest, **({"sha256": sha256} if sha256 else {})}
 
 
@@ -132,11 +133,19 @@ def recorded_pieces(path, records=FINGERPRINTS) -> list[str] | None:
 def _recorded(path, records) -> tuple[dict, dict] | None:
     """(the fingerprint, its input's record) of the fingerprint in `records` recorded for
     `path` as its stat is now, else None."""
+    for _, record, recorded in _fingerprints_of(path, records, pending=False):
+        return record, recorded
+    return None
+
+
+def _fingerprints_of(path, records, pending: bool) -> Iterator[tuple[Path, dict, dict]]:
+    """(file, fingerprint, its input's record) of each fingerprint in `records` recorded for
+    `path` as its stat is now: with a digest, or (`pending`) with its digest left pending."""
     try:
         key = _stat_key(path)
         candidates = sorted(Path(records).glob("*.json"))
     except OSError:
-        return None
+        return
     for candidate in candidates:
         try:
             record = json.loads(candidate.read_text())
@@ -145,23 +154,33 @@ def _recorded(path, records) -> tuple[dict, dict] | None:
         if not isinstance(record, dict) or not isinstance(record.get("stat"), dict):
             continue
         recorded = (record.get("sources") or {}).get("input") if isinstance(record.get("sources"), dict) else None
-        if not isinstance(recorded, dict) or not isinstance(recorded.get("digest"), str):
+        if not isinstance(recorded, dict) or "digest" not in recorded:
+            continue
+        if (recorded["digest"] is not None) if pending else not isinstance(recorded["digest"], str):
             continue
         if record["stat"].get(recorded.get("path")) == key and recorded.get("size") == key[2]:
-            return record, recorded
-    return None
+            yield candidate, record, recorded
 
 
 def sources(
-    input_path, options: dict | None = None, input_sha256: str | None = None, input_digest: str | None = None
+    input_path,
+    options: dict | None = None,
+    input_sha256: str | None = None,
+    input_digest: str | None = None,
+    pending: bool = False,
 ) -> dict:
     """{"input": {path, size, digest[, sha256]}, "options": {...}, "files": {name: {size, digest}}}.
 
     `files` holds the option files and, where `regions:` is given (the only case the index
     is read), the VCF's index files. `input_sha256`, `input_digest`: the input's checksum and
-    digest (`file_digest`) when already known.
+    digest (`file_digest`) when already known; `pending`: the input's digest None where it is
+    not known, not hashed (`write_fingerprint`).
     """
     options = {k: _plain(v) for k, v in sorted((options or {}).items()) if v is not None}
+    digest = input_digest or recorded_digest(input_path)
+    if digest is None and not pending:  # hashed here: a fingerprint that left it pending takes it
+        digest = content_digest(input_path)
+        complete_fingerprints(input_path, digest)
     files = {key: _file(p) for key, p in option_files(options).items()}
     files.update({key: _file(p) for key, p in fileset_files(input_path).items()})
     if options.get("regions") is not None:
@@ -169,7 +188,7 @@ def sources(
     return {
         "input": {
             "path": str(input_path),
-            **_file(input_path, input_sha256, input_digest or recorded_digest(input_path)),
+            **_file(input_path, input_sha256, digest, pending),
         },
         "options": options,
         "files": files,
@@ -189,7 +208,9 @@ def differences(recorded, current: dict) -> list[str]:
     if old.get("path") != new["path"]:
         out.append(f"input path ({old.get('path')} -> {new['path']})")
     if (old.get("digest"), old.get("size")) != (new["digest"], new["size"]):
-        out.append(f"input content of {new['path']} (digest {str(old.get('digest'))[:12]} -> {new['digest'][:12]})")
+        out.append(
+            f"input content of {new['path']} (digest {str(old.get('digest'))[:12]} -> {str(new['digest'])[:12]})"
+        )
     old_opts, new_opts = recorded.get("options") or {}, current["options"]
     for key in sorted(set(old_opts) | set(new_opts)):
         if old_opts.get(key) != new_opts.get(key):
@@ -214,12 +235,20 @@ def _stat_key(path) -> list:
     return [st.st_dev, st.st_ino, sum(f.st_size for _, f in files), each]
 
 
-def write_fingerprint(out, input_path, options: dict | None = None) -> Path:
+def write_fingerprint(out, input_path, options: dict | None = None, defer: bool = False) -> Path:
     """Keep `out` (a JSON of `sources`) current; rewrite it (new mtime) only when content changed.
 
     The files are hashed only when their stat (device, inode, size, mtime, ctime) differs from
     the one recorded with the last hashes; when only the stat moved, the record is refreshed
     with `out`'s old modification time kept, so nothing downstream reruns.
+
+    `defer`: where the input's content changed for certain without hashing it (no earlier
+    record, or the input's path or size differ from the recorded ones: records appended to a
+    FASTA), its digest and pieces are left pending (None) rather than hashed here, as the workflow
+    is parsed: the record is rewritten (new mtime) all the same, the store job that reruns on it
+    hashes the input beside its own work (store/ingest.py, store/append.py: as with no
+    fingerprint) and fills them in (`complete_fingerprints`). The workflow's dataset inputs:
+    an append's 6 GB took ~0.7 s of the parse on 16 cores, before any job could start.
     """
     out = Path(out)
     watched = [Path(input_path), *option_files(options).values(), *fileset_files(input_path).values()]
@@ -232,14 +261,20 @@ def write_fingerprint(out, input_path, options: dict | None = None) -> Path:
         old = None
     if isinstance(old, dict) and old.get("stat") == stats:
         return out
+    pending = defer and _changed_for_certain(old, input_path)
     # a file's pieces kept with its digest (theirs): the store job keeps them for appends; those
     # another fingerprint beside this one recorded for the file as it is now are taken (a query's
     # FILE, another dataset's input: hashed once, not again at the parse that adds the query)
     pieces = None
     if os.path.isfile(input_path):
         known = recorded_pieces(input_path, out.parent)
-        pieces = file_pieces(input_path) if known is None else [bytes.fromhex(p) for p in known]
-    current = sources(input_path, options, input_digest=None if pieces is None else pieces_digest(pieces))
+        if known is not None:
+            pieces = [bytes.fromhex(p) for p in known]
+        elif not pending:
+            pieces = file_pieces(input_path)
+    current = sources(
+        input_path, options, input_digest=None if pieces is None else pieces_digest(pieces), pending=pending
+    )
     record = {
         "sources": current,
         "stat": stats,
@@ -252,6 +287,37 @@ def write_fingerprint(out, input_path, options: dict | None = None) -> Path:
     else:
         write_text(out, json.dumps(record, indent=1) + "\n")
     return out
+
+
+def _changed_for_certain(old, input_path) -> bool:
+    """Whether the input's content differs from what the fingerprint `old` recorded, its digest
+    unseen: no record, or another path or size."""
+    recorded = (old.get("sources") or {}).get("input") if isinstance(old, dict) else None
+    if not isinstance(recorded, dict):
+        return True
+    return recorded.get("path") != str(input_path) or recorded.get("size") != content_size(input_path)
+
+
+def complete_fingerprints(path, digest: str, pieces: list[bytes] | None = None, records=FINGERPRINTS) -> None:
+    """Fill in the digest (and a file's pieces) of the fingerprints in `records` that left them
+    pending for `path` (`write_fingerprint`'s `defer`), where its stat is still the one recorded
+    there: unchanged since they were written, the content hashed since is the recorded one. Their
+    modification time is kept, so nothing reruns; later parses and store jobs take the digest
+    from them as from any (`recorded_digest`, `recorded_pieces`), and a later stat change of the
+    same content (`touch`) is told apart by it. What the store job calls once it has hashed its
+    input (store/ingest.py, store/append.py)."""
+    if pieces is not None and pieces_digest(pieces) != digest:
+        pieces = None
+    for candidate, record, recorded in _fingerprints_of(path, records, pending=True):
+        recorded["digest"] = digest
+        if pieces is not None and os.path.isfile(path):
+            record["pieces"] = [p.hex() for p in pieces]
+        try:
+            mtime = candidate.stat().st_mtime_ns
+            write_text(candidate, json.dumps(record, indent=1) + "\n")
+            os.utime(candidate, ns=(mtime, mtime))
+        except OSError:
+            continue
 
 
 def recorded_count(out, input_path, count: Callable[[Path], int]) -> int:
