@@ -6,6 +6,7 @@
 
 from snakemake.resources import Resource
 
+from genotile.core.blocks import share_host_gpus
 from genotile.runtime.deploy import export_package_source
 from genotile.runtime.gpu_slots import default_gpu_bound
 
@@ -57,6 +58,9 @@ onstart:
     hold_run_lock(workflow.execution_settings.lock)
     clear_early_tiles()
     warm_scheduler_imports()
+    # the GPUs this process read with nvidia-smi (the gpu bound, the jobs' resources), handed to
+    # the jobs it starts on this host, which need not read them again (core/blocks.py)
+    share_host_gpus()
 
 
 onsuccess:

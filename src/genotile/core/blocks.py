@@ -8,9 +8,11 @@ run on a GPU, and that device's memory. Block sizes change no output byte (the p
 depends on the seed alone), so the choice is free to change between versions.
 """
 
+import functools
 import math
 import os
 import shutil
+import socket
 import subprocess
 
 from genotile.core.encodings import ENCODINGS
@@ -138,19 +140,70 @@ def _dev_names() -> list[str]:
 
 
 def device_memory_bytes() -> int | None:
-    """The smallest visible GPU's memory, read by nvidia-smi; None where it cannot be read."""
+    """The smallest visible GPU's memory, read by nvidia-smi (`host_gpus`); None where it cannot
+    be read."""
+    return host_gpus()[1]
+
+
+# the host's GPUs as one process read them (`share_host_gpus`), for the processes it starts
+HOST_GPUS_ENV = "GENOTILE_HOST_GPUS"
+
+
+def _host_key() -> str:
+    """This host, and the SLURM job this process runs in (each job may see GPUs of its own)."""
+    return f"{socket.gethostname()}/{os.environ.get('SLURM_JOB_ID', '')}"
+
+
+def parse_host_gpus(out: str) -> tuple[int, int | None]:
+    r"""`nvidia-smi --query-gpu=index,memory.total --format=csv,noheader,nounits`'s output as (GPUs,
+    the smallest one's memory in bytes or None): a row a GPU, an index first (not its messages).
+
+    >>> parse_host_gpus("0, 81559\n1, 40960\n")
+    (2, 42949672960)
+    >>> parse_host_gpus("No devices were found\n")
+    (0, None)
+    >>> parse_host_gpus("0, [N/A]\n")
+    (1, None)
+    """
+    n, mib = 0, []
+    for line in out.splitlines():
+        fields = [f.strip() for f in line.split(",")]
+        if len(fields) >= 2 and fields[0].isdigit():
+            n += 1
+            if fields[1].isdigit():
+                mib.append(int(fields[1]))
+    return n, (min(mib) * 2**20 if mib else None)
+
+
+@functools.cache
+def host_gpus() -> tuple[int, int | None]:
+    """(the GPUs on this host, the smallest one's memory in bytes: None where unknown), read
+    without initialising CUDA, by one `nvidia-smi` a process: none where the process that started
+    this one on the same host and SLURM job shared what it read (`share_host_gpus`: Snakemake's,
+    for its local jobs) and nvidia-smi is at hand here too; (0, None) without nvidia-smi.
+    Snakemake's process, the store job and each tile job each asked twice or once before."""
     exe = shutil.which("nvidia-smi")
     if exe is None:
-        return None
+        return 0, None
+    shared = os.environ.get(HOST_GPUS_ENV, "").split(" ")
+    if len(shared) == 3 and shared[0] == _host_key() and shared[1].isdigit():
+        return int(shared[1]), int(shared[2]) if shared[2].isdigit() else None
     try:
         out = subprocess.run(
-            [exe, "--query-gpu=memory.total", "--format=csv,noheader,nounits"],
+            [exe, "--query-gpu=index,memory.total", "--format=csv,noheader,nounits"],
             capture_output=True,
             text=True,
-            timeout=20,
-            check=True,
+            timeout=30,
         ).stdout
-        mib = [int(line) for line in out.split() if line.strip().isdigit()]
-    except (OSError, subprocess.SubprocessError, ValueError):
-        return None
-    return min(mib) * 2**20 if mib else None
+    except (OSError, subprocess.SubprocessError):
+        return 0, None
+    return parse_host_gpus(out)
+
+
+def share_host_gpus() -> None:
+    """Where this process has read its host's GPUs (`host_gpus`), hand them to the processes it
+    starts (its environment: Snakemake's local jobs), so that they need not run nvidia-smi again;
+    a process on another host, or in another SLURM job, reads its own."""
+    if host_gpus.cache_info().currsize:
+        n, memory = host_gpus()
+        os.environ[HOST_GPUS_ENV] = f"{_host_key()} {n} {'-' if memory is None else memory}"

@@ -15,30 +15,22 @@ import fcntl
 import functools
 import os
 import re
-import shutil
-import subprocess
 import tempfile
 import time
 from pathlib import Path
 
 from genotile.backends import registry
-from genotile.core.blocks import cuda_visible_devices
+from genotile.core.blocks import cuda_visible_devices, host_gpus
 
 ENV = "CUDA_VISIBLE_DEVICES"
 
 
 @functools.cache
 def host_gpu_count() -> int:
-    """GPUs on this host, read without initialising CUDA (nvidia-smi -L): asked once a process
-    (Snakemake's asked four times as it parsed the workflow and made the store job's resources,
-    a job twice)."""
-    if shutil.which("nvidia-smi") is None:
-        return 0
-    try:
-        out = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True, timeout=30).stdout
-    except (OSError, subprocess.SubprocessError):
-        return 0
-    return sum(1 for line in out.splitlines() if line.startswith("GPU "))
+    """GPUs on this host, read without initialising CUDA (nvidia-smi: core/blocks.host_gpus, one
+    call a process with the device memory the store's plan reads, none in a job whose Snakemake
+    process shared its answer)."""
+    return host_gpus()[0]
 
 
 def visible_gpus() -> list[str]:
