@@ -130,6 +130,9 @@ def split(marks: list[tuple[float, int, str, str]], start: float, end: float) ->
         rows.append(
             (f"job {job['name']} (start / imports and preamble / work / end)", " / ".join(f"{p:.3f}" for p in parts))
         )
+    if not busy:  # a dry run, or nothing to do: no job, no scheduling
+        rows.append(("whole run (no job ran)", f"{end - start:.3f}"))
+        return rows
     idle, running, since = 0.0, 0, first("schedule >")
     for t, step in sorted([(a, 1) for a, _ in busy] + [(b, -1) for _, b in busy]):
         idle += t - since if running == 0 else 0.0

@@ -31,3 +31,21 @@ def test_a_runs_split_names_every_phase_and_job(tmp_path):
         assert all(float(v) >= 0 for v in value.split(" / ")), (name, value)
     assert float(rows["whole run"]) >= float(rows["the Snakefile parsed (genotile's rules)"]) > 0
     assert (tmp_path / "results" / "d" / "snp" / "pairs.tsv.gz").exists()
+
+
+def test_a_dry_run_is_split_up_to_its_dag(tmp_path):
+    """No job runs: the table ends with the whole run (issue 27: the parse of a large input timed
+    with `-n`)."""
+    write_fasta(tmp_path / "a.fa", random_alignment(np.random.default_rng(1), 6, 40))
+    config = {"datasets": {"d": {"input": str(tmp_path / "a.fa"), "metrics": ["snp"]}}, "report": False}
+    args = snakemake_cmd(tmp_path, config, "--cores", "2", "-n")[3:]
+    out = tmp_path / "split.md"
+    proc = subprocess.run(
+        [sys.executable, str(REPO / "bench" / "trace_snakemake.py"), "--out", str(out), "--", *args],
+        capture_output=True,
+        text=True,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    rows = dict((c.strip() for c in line.strip("|").split("|")) for line in out.read_text().splitlines()[2:])
+    assert list(rows)[-1] == "whole run (no job ran)" and not any(name.startswith("job ") for name in rows)
+    assert float(rows["the Snakefile parsed (genotile's rules)"]) > 0
