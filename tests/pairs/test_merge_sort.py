@@ -25,6 +25,32 @@ def test_sort_pairs_is_argsort_of_the_keys(n, size):
     assert np.array_equal(np.sort(order), np.arange(size))
 
 
+@pytest.mark.parametrize("threads", [2, 3, 16, 200])
+@pytest.mark.parametrize("spread", ["uniform", "one a", "few a", "pairs a < b"])
+def test_sort_pairs_in_ranges_on_threads_is_the_one_sort(monkeypatch, threads, spread):
+    """Ranges of a sorted on threads (merge._sort_in_ranges, from SORT_SPLIT_MIN pairs): the
+    keys and order of one sort, repeats in their order, whatever the spread of a (all pairs of
+    one vector, a few vectors, a < b as tiles hold them; more ranges than values of a)."""
+    monkeypatch.setattr(merge, "SORT_SPLIT_MIN", 1)
+    rng = np.random.default_rng(threads)
+    n, size = 1000, 5000
+    if spread == "uniform":
+        a, b = rng.integers(0, n, size), rng.integers(0, n, size)
+    elif spread == "one a":
+        a, b = np.full(size, 7), rng.integers(0, n, size)
+    elif spread == "few a":
+        a, b = rng.choice([0, 3, 999], size), rng.integers(0, 50, size)
+    else:
+        a = rng.integers(0, n - 1, size)
+        b = a + 1 + rng.integers(0, n - 1 - a, size)
+    keys, order = merge.sort_pairs(a, b, n, threads=threads)
+    want = a.astype(np.int64) * n + b
+    assert np.array_equal(order, np.argsort(want, kind="stable"))
+    assert np.array_equal(keys, want[order])
+    one_keys, one_order = merge.sort_pairs(a, b, n, threads=1)
+    assert np.array_equal(one_keys, keys) and np.array_equal(one_order, order)
+
+
 def test_sort_pairs_keeps_repeats_in_their_order():
     keys, order = merge.sort_pairs(np.array([3, 1, 3, 1]), np.array([4, 2, 4, 2]), 5)
     assert keys.tolist() == [7, 7, 19, 19] and order.tolist() == [1, 3, 0, 2]

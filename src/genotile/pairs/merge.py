@@ -63,13 +63,14 @@ def read_tiles(tile_paths, plan: Plan, metric: Metric, store=None, perm=None, ex
         raise GenotileError(f"{len(missing)} tile(s) missing, e.g. {missing[:5]}: rerun the tile jobs")
 
 
-def sort_pairs(a: np.ndarray, b: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
+def sort_pairs(a: np.ndarray, b: np.ndarray, n: int, threads: int | None = None) -> tuple[np.ndarray, np.ndarray]:
     """(keys, order): the pair keys a * n + b (0 <= a, b < n) in increasing order, and the
     permutation that sorts them (keys == (a * n + b)[order]; among equal keys, the first first).
 
     Each key and its position are one int64, key above position, sorted by value: 0.03 s for 2M
     pairs where np.argsort of the keys took 0.25 s (2 CPU cores, numpy 2.4); argsort where they
-    do not fit in 63 bits.
+    do not fit in 63 bits. From SORT_SPLIT_MIN pairs on, with several threads (`threads`, else
+    every usable CPU), ranges of a are sorted on threads (`_sort_in_ranges`): the same values.
 
     >>> keys, order = sort_pairs(np.array([2, 0, 0]), np.array([1, 2, 1]), 3)
     >>> keys.tolist(), order.tolist()
@@ -82,10 +83,46 @@ def sort_pairs(a: np.ndarray, b: np.ndarray, n: int) -> tuple[np.ndarray, np.nda
         return keys[order], order
     keys <<= shift
     keys |= np.arange(keys.size)
-    keys.sort()
+    threads = usable_cpus() if threads is None else threads
+    if threads > 1 and keys.size >= SORT_SPLIT_MIN:
+        keys = _sort_in_ranges(keys, a, n, threads)
+    else:
+        keys.sort()
     order = keys & ((1 << shift) - 1)
     keys >>= shift
     return keys, order
+
+
+SORT_SPLIT_MIN = 1 << 20  # pairs from which sort_pairs sorts ranges of them on threads
+SORT_RANGES = 4  # ranges a thread (pool.map hands them out as threads come free)
+
+
+def _sort_in_ranges(packed: np.ndarray, a: np.ndarray, n: int, threads: int) -> np.ndarray:
+    """np.sort(packed), where packed's values rise with `a` (a * n + b above a position): the
+    values put in ranges of a of about equal counts (each a's range number from a table, then
+    one radix argsort of the 8-bit numbers), each range then sorted in place on a thread (numpy's
+    sort releases the GIL). 9.9M pairs (2-core VM): 0.92 s of CPU in one sort, 0.68 s in 64
+    ranges, the ranges made in about 0.15 s of it."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    ranges = min(255, SORT_RANGES * threads)
+    a = np.asarray(a)
+    per_a = np.bincount(a, minlength=n)
+    before = np.cumsum(per_a) - per_a  # the pairs of a lesser a
+    cuts = (np.arange(1, ranges, dtype=np.int64) * a.size) // ranges
+    # a's range: how many of the equal-count cuts lie at or below the pairs before a
+    range_of = np.searchsorted(cuts, before, side="right").astype(np.uint8)
+    number = range_of[a]
+    packed = packed[np.argsort(number, kind="stable")]
+    starts = np.zeros(ranges + 1, dtype=np.int64)
+    np.cumsum(np.bincount(number, minlength=ranges), out=starts[1:])
+
+    def one(k: int) -> None:
+        packed[starts[k] : starts[k + 1]].sort()
+
+    with ThreadPoolExecutor(threads, thread_name_prefix="genotile-sort") as pool:
+        list(pool.map(one, range(ranges)))
+    return packed
 
 
 def merge_pairs(
