@@ -57,7 +57,7 @@ rule all:
 onstart:
     hold_run_lock(workflow.execution_settings.lock)
     clear_early_tiles()
-    warm_scheduler_imports()
+    skip_frame_imports()
     # the GPUs this process read with nvidia-smi (the gpu bound, the jobs' resources), handed to
     # the jobs it starts on this host, which need not read them again (core/blocks.py)
     share_host_gpus()

@@ -2,8 +2,8 @@ import json
 import sys
 from pathlib import Path
 
-from snakemake.exceptions import IncompleteCheckpointException, WorkflowError
-from snakemake.utils import min_version, validate
+from snakemake.exceptions import IncompleteCheckpointException
+from snakemake.utils import min_version
 
 min_version("9.0")
 
@@ -30,24 +30,26 @@ from genotile.core import limits as _limits  # noqa: E402
 from genotile.runtime.rule import (
     cancel_scheduler_timers,
     exit_without_teardown,
-    warm_scheduler_imports,
+    skip_frame_imports,
 )  # noqa: E402, F401 (Snakefile's onstart and onsuccess)
 from genotile.pairs.early import clear_all as clear_early_tiles  # noqa: E402, F401
 from genotile.runtime.workflow import (
     hold_run_lock,
     one_line,
     one_line_errors,
-    schema_error,
+    validate_config,
 )  # noqa: E402, F401 (Snakefile's onstart)
 
 # Every user error met while the workflow is parsed or its DAG built is one `genotile error:`
 # line and exit status 1 (runtime/workflow.py): the checks below run inside one_line_errors,
 # the rules' input, params and resources functions that can refuse are `one_line`.
 with one_line_errors():
-    try:
-        validate(config, schema="../config/schema/config.schema.yaml")
-    except WorkflowError as _exc:
-        raise schema_error(_exc) from None
+    # as snakemake.utils.validate(config, schema=...): defaults set, a refusal in one line; the
+    # YAML schema read once per content of its file (runtime/workflow.py validate_config)
+    if not workflow.modifier.skip_validation:
+        validate_config(
+            config, workflow.source_path("../config/schema/config.schema.yaml")
+        )
     # NaN passes a JSON schema's number type (YAML `.nan`): refused here, with infinity
     _limits.check_config_thresholds(config)
     # each dataset's input kind (FASTA, VCF/BCF, PLINK fileset, VCF-Zarr) against its metrics and options

@@ -101,17 +101,57 @@ def exit_without_teardown() -> None:
     sys.exit = quick
 
 
-def warm_scheduler_imports() -> None:
-    """Import pandas on a thread of Snakemake's own process as the first jobs start.
+# data-frame libraries Snakemake imports in its own process only to look for their objects among
+# a job's params (`skip_frame_imports`)
+FRAME_MODULES = ("pandas", "polars")
+_FRAMES_ABSENT = threading.Lock()
 
-    Snakemake's persistence layer imports pandas, where it is installed (the report's plots need
-    it), the first time it records or compares a job's params: as the store checkpoint finishes,
-    in the scheduler's thread, about half a second (one H100 machine) in which no tile job is
-    started. Imported here it overlaps the store job, which runs in a process of its own. Not a
-    daemon thread: an import cut short at exit could leave the interpreter in a bad state, and a
-    run shorter than the import pays it anyway when its first job is recorded."""
-    import importlib
-    import importlib.util
 
-    if importlib.util.find_spec("pandas") is not None:
-        threading.Thread(target=importlib.import_module, args=("pandas",), name="genotile-warm-imports").start()
+def skip_frame_imports() -> None:
+    """Keep Snakemake's own process from importing pandas (and polars) to look for their data
+    frames among the jobs' params, where no such object can be there: none was ever made in it.
+
+    Snakemake (9.x) imports them, where installed, in two places of every run: the `snakemake`
+    object of each `script:` job (`iocontainers.Snakemake._safely_store_params`, which takes a
+    module it cannot import as absent: pandas' frames are then not looked for), and its record of
+    a job's params (`persistence.Persistence._serialize_param_pandas`). Without the SLURM
+    executor plugin, which imports pandas anyway, the store job then started only once pandas was
+    imported: ~0.3 s after Snakemake called it on the H100 machine and on the 2-core VM, against
+    0.04-0.07 s for the jobs after it. Here, while a frame library is not imported in the process
+    (so no param can be its object), the first runs with it taken as absent (sys.modules' None,
+    under a lock, only for the call) and the second records params as without pandas; once it is
+    imported (by anything), both run as Snakemake wrote them. Snakemake's records and the jobs'
+    params are the same either way. Where Snakemake lacks either method, nothing is changed."""
+    try:
+        from snakemake import persistence
+        from snakemake.iocontainers import Snakemake
+    except ImportError:
+        return
+    # the class that defines it (PersistenceBase in 9.x)
+    Persistence = next(
+        (c for c in vars(persistence).values() if isinstance(c, type) and "_serialize_param_pandas" in vars(c)), None
+    )
+    store = getattr(Snakemake, "_safely_store_params", None)
+    with_pandas = getattr(Persistence, "_serialize_param_pandas", None)
+    builtin = getattr(Persistence, "_serialize_param_builtin", None)
+    if not all(callable(f) for f in (store, with_pandas, builtin)) or getattr(store, "genotile", False):
+        return
+
+    def store_params(self, params):
+        with _FRAMES_ABSENT:
+            absent = [name for name in FRAME_MODULES if name not in sys.modules]
+            for name in absent:
+                sys.modules[name] = None  # `import name` fails: not looked for
+            try:
+                return store(self, params)
+            finally:
+                for name in absent:
+                    if name in sys.modules and sys.modules[name] is None:
+                        del sys.modules[name]
+
+    def serialize_param(self, value):
+        return with_pandas(self, value) if "pandas" in sys.modules else builtin(self, value)
+
+    store_params.genotile = True  # type: ignore[attr-defined]
+    Snakemake._safely_store_params = store_params
+    Persistence._serialize_param_pandas = serialize_param  # type: ignore[union-attr]

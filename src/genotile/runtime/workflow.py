@@ -73,6 +73,63 @@ def schema_error(exc: BaseException) -> GenotileError:
     return GenotileError(f"config: {exc}")
 
 
+SCHEMA_CACHE = Path(".snakemake/genotile/schema")
+
+
+def validate_config(config: dict, schema_file, cache: Path = SCHEMA_CACHE) -> None:
+    """`snakemake.utils.validate(config, schema_file)` as the workflow called it: the config
+    checked against the JSON schema, each object's missing keys set to their schema `default`,
+    a refusal `schema_error`'s one line; with the schema read once per content of its file.
+
+    Snakemake reads the YAML schema with its own YAML loader (yte) on every parse: 0.12 s of the
+    2-core VM's ~0.25 s parse, the import of yte and the pure-Python YAML parse of 10 kB. Here it
+    is read so once, then kept as JSON in `cache` (beside the fingerprints: a dry run or a
+    refused config leaves nothing in results/) under its content's SHA-256, and the validator
+    Snakemake builds (Draft 2020-12, `properties` setting defaults first) is built from it:
+    the same checks, defaults and messages (tests/workflow/test_config_validation.py)."""
+    from jsonschema import Draft202012Validator, ValidationError, validators  # type: ignore[import-untyped]
+
+    schema = _schema(Path(schema_file), Path(cache))
+    validate_properties = Draft202012Validator.VALIDATORS["properties"]
+
+    def set_defaults(validator, properties, instance, subschema):  # as Snakemake's validate
+        for name, sub in properties.items():
+            if "default" in sub:
+                instance.setdefault(name, sub["default"])
+        yield from validate_properties(validator, properties, instance, subschema)
+
+    with_defaults = validators.extend(Draft202012Validator, {"properties": set_defaults})
+    try:
+        with_defaults(schema).validate(config)
+    except ValidationError as exc:
+        raise schema_error(exc) from None
+
+
+def _schema(path: Path, cache: Path) -> dict:
+    """The schema in `path` as Snakemake reads it (JSON, else YAML through yte), kept as JSON in
+    `cache` by the file's SHA-256; read from there while the content is the same."""
+    import hashlib
+    import json
+
+    text = path.read_bytes()
+    kept = cache / f"{hashlib.sha256(text).hexdigest()}.json"
+    try:
+        return json.loads(kept.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        pass
+    from snakemake.common.configfile import load_configfile
+
+    schema = json.loads(json.dumps(load_configfile(str(path))))  # plain dicts, as from YAML
+    try:
+        from genotile.util.atomic import write_text
+
+        kept.parent.mkdir(parents=True, exist_ok=True)
+        write_text(kept, json.dumps(schema) + "\n")
+    except OSError:
+        pass
+    return schema
+
+
 def hold_run_lock(enabled: bool = True, path: Path = RUN_LOCK) -> None:
     """Take the directory's run lock for this process, or refuse the run in one line.
 
