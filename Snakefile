@@ -57,7 +57,6 @@ rule all:
 onstart:
     hold_run_lock(workflow.execution_settings.lock)
     clear_early_tiles()
-    skip_frame_imports()
     # the GPUs this process read with nvidia-smi (the gpu bound, the jobs' resources), handed to
     # the jobs it starts on this host, which need not read them again (core/blocks.py)
     share_host_gpus()

@@ -31,7 +31,7 @@ from genotile.runtime.rule import (
     cancel_scheduler_timers,
     exit_without_teardown,
     skip_frame_imports,
-)  # noqa: E402, F401 (Snakefile's onstart and onsuccess)
+)  # noqa: E402, F401 (Snakefile's onsuccess)
 from genotile.pairs.early import clear_all as clear_early_tiles  # noqa: E402, F401
 from genotile.runtime.workflow import (
     hold_run_lock,
@@ -39,6 +39,10 @@ from genotile.runtime.workflow import (
     one_line_errors,
     validate_config,
 )  # noqa: E402, F401 (Snakefile's onstart)
+
+# Snakemake's process records and passes on the jobs' params without importing pandas, while
+# none of them can be a data frame (runtime/rule.py): from the DAG's first params check on
+skip_frame_imports()
 
 # Every user error met while the workflow is parsed or its DAG built is one `genotile error:`
 # line and exit status 1 (runtime/workflow.py): the checks below run inside one_line_errors,

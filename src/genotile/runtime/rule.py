@@ -114,7 +114,10 @@ def skip_frame_imports() -> None:
     Snakemake (9.x) imports them, where installed, in two places of every run: the `snakemake`
     object of each `script:` job (`iocontainers.Snakemake._safely_store_params`, which takes a
     module it cannot import as absent: pandas' frames are then not looked for), and its record of
-    a job's params (`persistence.Persistence._serialize_param_pandas`). Without the SLURM
+    a job's params and their comparison with the last run's as the DAG is built
+    (`persistence.PersistenceBase._serialize_param_pandas`: a run with nothing to do imported
+    pandas for it, 0.2-0.3 s of its ~1.2 s on the 2-core VM). Called as the workflow is parsed
+    (rules/common.smk), in every process that parses it. Without the SLURM
     executor plugin, which imports pandas anyway, the store job then started only once pandas was
     imported: ~0.3 s after Snakemake called it on the H100 machine and on the 2-core VM, against
     0.04-0.07 s for the jobs after it. Here, while a frame library is not imported in the process
