@@ -154,3 +154,19 @@ def test_a_pending_digest_is_not_filled_in_once_the_file_changed_again(tmp_path,
     sources_module.complete_fingerprints("in.fa", digest)
     assert _record(out)["sources"]["input"]["digest"] is None
     assert recorded_digest("in.fa") is None
+
+
+def test_a_file_hashed_for_one_fingerprint_completes_another_left_pending(tmp_path, monkeypatch, hashed):
+    """A dataset's input left pending, then the same file as another dataset's query FILE (not
+    deferred): hashed once, and both fingerprints hold the digest and pieces."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "db.fa").write_bytes(b">a\nACGT\n>b\nACGA\n")
+    records = sources_module.FINGERPRINTS
+    write_fingerprint(records / "db.json", "db.fa", defer=True)
+    os.utime(records / "db.json", ns=(10**18, 10**18))
+    write_fingerprint(records / "q.against.json", "db.fa")
+    assert hashed == ["db.fa"]
+    db, q = _record(records / "db.json"), _record(records / "q.against.json")
+    assert db["sources"] == q["sources"] and db["pieces"] == q["pieces"]
+    assert db["sources"]["input"]["digest"] == checksums.file_digest(tmp_path / "db.fa")
+    assert os.stat(records / "db.json").st_mtime_ns == 10**18

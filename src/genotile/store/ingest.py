@@ -195,9 +195,10 @@ def ingest(
             if not known and hashed_pieces is not None:
                 known = pieces_digest(hashed_pieces.result())
             manifest["sources"] = sources(path, options, input_sha256=manifest["input_sha256"], input_digest=known)
-            if not recorded:  # a workflow fingerprint that left the digest to this job: filled in
-                hashed = None if hashed_pieces is None else hashed_pieces.result()
-                complete_fingerprints(path, manifest["sources"]["input"]["digest"], hashed)
+            # a workflow fingerprint that left the digest to this job: filled in (also where
+            # another fingerprint of the same file had it)
+            hashed = None if hashed_pieces is None else hashed_pieces.result()
+            complete_fingerprints(path, manifest["sources"]["input"]["digest"], hashed)
         if collapse:  # identical vectors computed once (duplicates.py)
             record_distinct(manifest, _distinct(stored))
         if manifest_out is not None:

@@ -272,6 +272,9 @@ def write_fingerprint(out, input_path, options: dict | None = None, defer: bool 
             pieces = [bytes.fromhex(p) for p in known]
         elif not pending:
             pieces = file_pieces(input_path)
+            # another fingerprint beside this one that left them pending (the same file as
+            # another dataset's input, deferred just before) takes them too
+            complete_fingerprints(input_path, pieces_digest(pieces), pieces, out.parent)
     current = sources(
         input_path, options, input_digest=None if pieces is None else pieces_digest(pieces), pending=pending
     )
