@@ -6,7 +6,7 @@
 
 from snakemake.resources import Resource
 
-from genotile.core.blocks import share_host_gpus
+from genotile.core.blocks import prefetch_host_gpus, share_host_gpus
 from genotile.runtime.deploy import export_package_source
 from genotile.runtime.gpu_slots import default_gpu_bound
 
@@ -31,10 +31,10 @@ resource_scopes:
     gpu="local",
 
 
-if "gpu" not in workflow.global_resources:
-    workflow.register_resource(
-        "gpu", Resource("gpu", default_gpu_bound(local=not workflow.non_local_exec))
-    )
+# (nvidia-smi, for that bound, runs while the rules below are read: core/blocks.py; the bound
+# is set after them)
+if "gpu" not in workflow.global_resources and not workflow.non_local_exec:
+    prefetch_host_gpus()
 
 
 include: "rules/common.smk"
@@ -44,6 +44,12 @@ include: "rules/merge.smk"
 include: "rules/screen.smk"
 include: "rules/triples.smk"
 include: "rules/report.smk"
+
+
+if "gpu" not in workflow.global_resources:
+    workflow.register_resource(
+        "gpu", Resource("gpu", default_gpu_bound(local=not workflow.non_local_exec))
+    )
 
 
 rule all:

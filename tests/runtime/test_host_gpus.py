@@ -23,10 +23,10 @@ def fake_smi(tmp_path, monkeypatch):
     monkeypatch.setenv("PATH", f"{exe.parent}{os.pathsep}{os.environ['PATH']}")
     monkeypatch.delenv(blocks.HOST_GPUS_ENV, raising=False)
     monkeypatch.delenv("SLURM_JOB_ID", raising=False)
-    blocks.host_gpus.cache_clear()
+    blocks.forget_host_gpus()
     gpu_slots.host_gpu_count.cache_clear()
     yield calls
-    blocks.host_gpus.cache_clear()
+    blocks.forget_host_gpus()
     gpu_slots.host_gpu_count.cache_clear()
 
 
@@ -65,8 +65,22 @@ def test_a_shared_answer_spares_the_jobs_nvidia_smi(fake_smi, monkeypatch):
 
 def test_without_nvidia_smi_there_is_no_gpu(monkeypatch):
     monkeypatch.setenv("PATH", "/nonexistent")
-    blocks.host_gpus.cache_clear()
+    blocks.forget_host_gpus()
     try:
         assert blocks.host_gpus() == (0, None)
     finally:
-        blocks.host_gpus.cache_clear()
+        blocks.forget_host_gpus()
+
+
+def test_a_prefetch_reads_on_a_thread_once(fake_smi, monkeypatch):
+    """The Snakefile's prefetch: nvidia-smi runs on a thread while the rules are read; the bound's
+    later call waits for its answer and runs nothing more. None where CUDA_VISIBLE_DEVICES is set
+    (the GPUs it lists are the run's: nvidia-smi is not asked)."""
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0")
+    blocks.prefetch_host_gpus()
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES")
+    assert _count(fake_smi) == 0
+    blocks.prefetch_host_gpus()
+    assert blocks.host_gpus() == (2, 40960 * 2**20)
+    assert gpu_slots.default_gpu_bound(local=True) == 2
+    assert _count(fake_smi) == 1

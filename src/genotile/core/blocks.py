@@ -8,12 +8,12 @@ run on a GPU, and that device's memory. Block sizes change no output byte (the p
 depends on the seed alone), so the choice is free to change between versions.
 """
 
-import functools
 import math
 import os
 import shutil
 import socket
 import subprocess
+import threading
 
 from genotile.core.encodings import ENCODINGS
 from genotile.core.metrics import METRICS
@@ -175,13 +175,30 @@ def parse_host_gpus(out: str) -> tuple[int, int | None]:
     return n, (min(mib) * 2**20 if mib else None)
 
 
-@functools.cache
+_HOST_GPUS: list[tuple[int, int | None]] = []  # what host_gpus read, once a process
+_HOST_GPUS_LOCK = threading.Lock()
+
+
 def host_gpus() -> tuple[int, int | None]:
     """(the GPUs on this host, the smallest one's memory in bytes: None where unknown), read
-    without initialising CUDA, by one `nvidia-smi` a process: none where the process that started
-    this one on the same host and SLURM job shared what it read (`share_host_gpus`: Snakemake's,
-    for its local jobs) and nvidia-smi is at hand here too; (0, None) without nvidia-smi.
-    Snakemake's process, the store job and each tile job each asked twice or once before."""
+    without initialising CUDA, by one `nvidia-smi` a process (a second caller, another thread's
+    included, waits for the first's answer): none where the process that started this one on the
+    same host and SLURM job shared what it read (`share_host_gpus`: Snakemake's, for its local
+    jobs) and nvidia-smi is at hand here too; (0, None) without nvidia-smi. Snakemake's process,
+    the store job and each tile job each asked twice or once before."""
+    with _HOST_GPUS_LOCK:
+        if not _HOST_GPUS:
+            _HOST_GPUS.append(_read_host_gpus())
+        return _HOST_GPUS[0]
+
+
+def forget_host_gpus() -> None:
+    """Read the host's GPUs again at the next `host_gpus` (tests)."""
+    with _HOST_GPUS_LOCK:
+        _HOST_GPUS.clear()
+
+
+def _read_host_gpus() -> tuple[int, int | None]:
     exe = shutil.which("nvidia-smi")
     if exe is None:
         return 0, None
@@ -200,10 +217,20 @@ def host_gpus() -> tuple[int, int | None]:
     return parse_host_gpus(out)
 
 
+def prefetch_host_gpus() -> None:
+    """Start reading the host's GPUs (`host_gpus`) on a thread, where they will be asked for
+    (CUDA_VISIBLE_DEVICES unset): the Snakefile's, as it is parsed, so that nvidia-smi runs while
+    the rules are read rather than before (its `gpu` bound asks at the end)."""
+    if cuda_visible_devices() is None and not _HOST_GPUS:
+        threading.Thread(target=host_gpus, name="genotile-host-gpus", daemon=True).start()
+
+
 def share_host_gpus() -> None:
     """Where this process has read its host's GPUs (`host_gpus`), hand them to the processes it
     starts (its environment: Snakemake's local jobs), so that they need not run nvidia-smi again;
     a process on another host, or in another SLURM job, reads its own."""
-    if host_gpus.cache_info().currsize:
-        n, memory = host_gpus()
+    with _HOST_GPUS_LOCK:
+        known = list(_HOST_GPUS)
+    if known:
+        n, memory = known[0]
         os.environ[HOST_GPUS_ENV] = f"{_host_key()} {n} {'-' if memory is None else memory}"
