@@ -1,16 +1,22 @@
-import contextlib
-import json
-import logging
-import sys
-from pathlib import Path
+from genotile.store.sources import hash_ahead
 
-from genotile.core.registry import REGISTRY
-from genotile.io.readers.vcf import left_out
-from genotile.pairs import early
-from genotile.runtime.gpu_slots import slot_for_backend, visible_gpus
-from genotile.runtime.rule import run_rule
-from genotile.settings import ccc3_null_max, tile_settings
-from genotile.store import resident
+# an input the workflow's fingerprint left to this job (grown, or new: store/sources.py) is hashed
+# on threads from here on, while the job's modules are imported
+hash_ahead(snakemake.input.data)
+
+import contextlib  # noqa: E402
+import json  # noqa: E402
+import logging  # noqa: E402
+import sys  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+from genotile.core.registry import REGISTRY  # noqa: E402
+from genotile.io.readers.vcf import left_out  # noqa: E402
+from genotile.pairs import early  # noqa: E402
+from genotile.runtime.gpu_slots import slot_for_backend, visible_gpus  # noqa: E402
+from genotile.runtime.rule import run_rule  # noqa: E402
+from genotile.settings import ccc3_null_max, tile_settings  # noqa: E402
+from genotile.store import resident  # noqa: E402
 
 log = logging.getLogger("genotile")
 

@@ -106,6 +106,33 @@ def test_a_fingerprint_left_pending_is_checked_on_threads_and_filled_in(tmp_path
 
 
 @needs_libcrypto
+def test_the_pieces_hashed_as_the_store_job_started_are_taken_and_an_edit_still_caught(tmp_path, monkeypatch):
+    """scripts/store.py hashes a pending input ahead (store/sources.hash_ahead): the check compares
+    those pieces, hashing only the earlier file's partial last piece."""
+    from genotile.store import sources as sources_module
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(sources_module, "_AHEAD", {})
+    path, out = tmp_path / "in.fa", FINGERPRINTS / "d.json"
+    old = 3 * PIECE + 64
+    path.write_bytes(DATA[:old])
+    recorded = _recorded(path)
+    for k, at in enumerate((None, 5, 3 * PIECE + 10)):
+        grown = bytearray(DATA[: len(DATA) - 7 * k])  # another size each time: left pending
+        if at is not None:
+            grown[at] ^= 1
+        path.write_bytes(grown)
+        write_fingerprint(out, "in.fa", defer=True)
+        monkeypatch.setattr(sources_module, "_AHEAD", {})
+        sources_module.hash_ahead("in.fa")
+        checked = append.check_earlier(path, recorded, len(grown))
+        # an edit in a whole earlier piece shows in those pieces: then all hashed on threads
+        assert ("against the job's pieces" in checked.how) is (at is None or at >= 3 * PIECE), checked.how
+        assert checked.earlier is (at is None), at
+    assert checked.sha256 is None
+
+
+@needs_libcrypto
 def test_an_append_checks_the_pieces_on_threads_with_the_same_files(tmp_path, caplog):
     reference, _ = _grow(tmp_path, "reference", [EARLIER, SAME], False, whole=True)
     with caplog.at_level(logging.INFO, logger="genotile"):

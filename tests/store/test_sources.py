@@ -170,3 +170,28 @@ def test_a_file_hashed_for_one_fingerprint_completes_another_left_pending(tmp_pa
     assert db["sources"] == q["sources"] and db["pieces"] == q["pieces"]
     assert db["sources"]["input"]["digest"] == checksums.file_digest(tmp_path / "db.fa")
     assert os.stat(records / "db.json").st_mtime_ns == 10**18
+
+
+def test_a_pending_input_is_hashed_ahead_once_and_taken_while_its_stat_holds(tmp_path, monkeypatch, hashed):
+    """The store job starts hashing an input its fingerprint left pending first thing
+    (scripts/store.py, `hash_ahead`); its digest and pieces are then taken from that hash, not
+    hashed again, while the file is unchanged; nothing is started for a complete fingerprint."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(sources_module, "_AHEAD", {})
+    path, out = tmp_path / "in.fa", sources_module.FINGERPRINTS / "d.json"
+    path.write_bytes(b">a\nACGT\n>b\nACGA\n")
+    write_fingerprint(out, "in.fa")  # complete: nothing to hash ahead
+    sources_module.hash_ahead("in.fa")
+    assert sources_module.hashed_ahead("in.fa") is None and hashed == ["in.fa"]
+    with open(path, "ab") as fh:
+        fh.write(b">c\nACGG\n")
+    write_fingerprint(out, "in.fa", defer=True)
+    sources_module.hash_ahead("in.fa")
+    sources_module.hash_ahead("in.fa")  # once
+    assert sources_module.input_pieces("in.fa") == checksums.file_pieces(path)
+    assert sources("in.fa")["input"]["digest"] == checksums.file_digest(path)
+    assert hashed == ["in.fa", "in.fa"], "hashed once more, ahead"
+    assert _record(out)["sources"]["input"]["digest"] == checksums.file_digest(path)  # filled in
+    with open(path, "ab") as fh:  # changed since: not taken
+        fh.write(b">d\nACGG\n")
+    assert sources_module.hashed_ahead("in.fa") is None

@@ -81,7 +81,7 @@ from genotile.store import extend, stage
 from genotile.store.ingest import alignment_manifest, record_distinct
 from genotile.store.manifest import part_key, store_identity
 from genotile.store.pack import categorical_keys, write_manifest
-from genotile.store.sources import complete_fingerprints, differences, recorded_pieces, sources
+from genotile.store.sources import complete_fingerprints, differences, hashed_ahead, recorded_pieces, sources
 from genotile.util import checksums, sha256_state
 from genotile.util.atomic import write_record
 from genotile.util.checksums import (
@@ -225,9 +225,11 @@ def check_earlier(path, recorded: dict, size: int) -> Checks:
     if not (isinstance(state, str) and isinstance(earlier, list) and sha256_state.available()):
         return _in_one_stream(path, recorded, size)
     n_full = old // checksums.PIECE  # the earlier pieces that are the grown file's too
-    grown = recorded_pieces(path)
+    grown, whose = recorded_pieces(path), "the fingerprint's"
+    if grown is None and (ahead := hashed_ahead(path)) is not None:  # hashed since the job started
+        grown, whose = [p.hex() for p in ahead], "the job's"
     if grown is not None and len(grown) == len(pieces(size)) and grown[:n_full] == earlier[:n_full]:
-        spans, known, how = pieces(old)[n_full:], grown, "against the fingerprint's pieces"
+        spans, known, how = pieces(old)[n_full:], grown, f"against {whose} pieces"
     else:
         spans, known, how = pieces(old) + pieces(size)[n_full:], None, "on threads"
     hashing = ThreadPoolExecutor(1, thread_name_prefix="genotile-resume")

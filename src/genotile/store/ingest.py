@@ -45,13 +45,14 @@ from genotile.store.sources import (
     complete_fingerprints,
     content_digest,
     content_sha256,
+    input_pieces,
     recorded_digest,
     recorded_pieces,
     sources,
 )
 from genotile.util import sha256_state
 from genotile.util.atomic import write_record
-from genotile.util.checksums import file_pieces, file_sha256_resumable, pieces_digest
+from genotile.util.checksums import file_sha256_resumable, pieces_digest
 from genotile.util.cpus import usable_cpus
 from genotile.version import __version__
 
@@ -156,7 +157,7 @@ def ingest(
     # an appendable file's pieces: as the fingerprint recorded them, else hashed with its digest
     # (the digest is theirs), else beside
     pieces = recorded_pieces(path) if appendable and recorded else None
-    hashed_pieces = hashing.submit(file_pieces, path) if appendable and pieces is None else None
+    hashed_pieces = hashing.submit(input_pieces, path) if appendable and pieces is None else None
     digest = None
     if hold and not recorded and not in_memory and hashed_pieces is None:
         digest = hashing.submit(content_digest, path)

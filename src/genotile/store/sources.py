@@ -19,6 +19,7 @@ import hashlib
 import json
 import os
 from collections.abc import Callable, Iterator
+from concurrent.futures import Future
 from pathlib import Path
 
 from genotile.util.atomic import write_text
@@ -71,7 +72,10 @@ def content_sha256(path) -> str:
 
 def content_digest(path) -> str:
     """The content digest of an input (util/checksums.file_digest): of the file, or over a directory's files."""
-    return _over_tree(path, file_digest) if os.path.isdir(path) else file_digest(path)
+    if os.path.isdir(path):
+        return _over_tree(path, file_digest)
+    ahead = hashed_ahead(path)
+    return file_digest(path) if ahead is None else pieces_digest(ahead)
 
 
 def content_size(path) -> int:
@@ -160,6 +164,50 @@ def _fingerprints_of(path, records, pending: bool) -> Iterator[tuple[Path, dict,
             continue
         if record["stat"].get(recorded.get("path")) == key and recorded.get("size") == key[2]:
             yield candidate, record, recorded
+
+
+# a file's pieces being hashed since its store job started (`hash_ahead`): its absolute path ->
+# (its stat then, the pieces' future)
+_AHEAD: dict[str, tuple[list, Future]] = {}
+
+
+def hash_ahead(path, records=FINGERPRINTS) -> None:
+    """Start hashing the pieces of the file at `path` on threads, where a workflow fingerprint in
+    `records` left its digest pending for the file as it is now (`write_fingerprint`'s `defer`):
+    the store job that reruns on it needs them (its digest; an append's check of the earlier
+    bytes), and starting them first thing in the job hashes them while its modules are imported
+    (scripts/store.py). What hashes the file later in the process takes them (`input_pieces`,
+    `content_digest`, store/append.py), where its stat is still the one they were started on."""
+    if os.path.abspath(path) in _AHEAD or not os.path.isfile(path):
+        return
+    if not any(_fingerprints_of(path, records, pending=True)):
+        return
+    from concurrent.futures import ThreadPoolExecutor
+
+    key = _stat_key(path)
+    pool = ThreadPoolExecutor(1, thread_name_prefix="genotile-ahead")
+    _AHEAD[os.path.abspath(path)] = (key, pool.submit(file_pieces, path))
+    pool.shutdown(wait=False)
+
+
+def hashed_ahead(path) -> list[bytes] | None:
+    """The pieces `hash_ahead` hashed for `path` (waiting for them), where the file's stat is
+    still the one they were started on; else None."""
+    started = _AHEAD.get(os.path.abspath(path))
+    if started is None:
+        return None
+    key, future = started
+    try:
+        pieces = future.result()
+        return pieces if _stat_key(path) == key else None
+    except OSError:
+        return None
+
+
+def input_pieces(path) -> list[bytes]:
+    """util/checksums.file_pieces of the file at `path`, those `hash_ahead` hashed where it did."""
+    ahead = hashed_ahead(path)
+    return file_pieces(path) if ahead is None else ahead
 
 
 def sources(
