@@ -183,3 +183,41 @@ def test_early_tiles_are_counted_while_the_manifests_wait_and_adopted_after(tmp_
     assert n == 6 and [e for e, _ in events] == ["counted"] * n + ["written"] * n  # every tile counted first
     assert not events[0][1] and all(there for e, there in events if e == "written")
     assert_adopted_as_computed(manifest, "king", plans[0].tiles(), settings, tmp_path)
+
+
+@needs_gpu
+def test_two_tiles_at_once_on_the_gpu_holding_the_store(tmp_path, monkeypatch, caplog):
+    """On the GPU holding the store, the store job's tiles run two at once (pairs/early: a thread
+    each, the next tile counted while one is read back and written) where its memory holds both:
+    the tiles those of one at a time; one at a time where it does not."""
+    import logging
+
+    from genotile.io.tilefile import read_tile
+    from genotile.pairs import early
+    from genotile.store import stage as store_stage
+
+    path = write_fileset(tmp_path / "x", random_genotypes(450, 700, p_missing=0.05, seed=12), padding="random")
+    settings = {"threshold": 0.05, "dense": False, "backend": "cupy-b1", "metric_params": None}
+    got = {}
+    for in_flight in (1, 2):
+        monkeypatch.setattr(early, "TILES_IN_FLIGHT", in_flight)
+        store = tmp_path / f"in_flight_{in_flight}" / "store"
+        plans = []
+
+        def tiles(p, store=store, in_flight=in_flight, plans=plans):
+            plans.append(p)
+            assert early.tiles_in_flight(store, p.block_size) == in_flight
+            caplog.clear()
+            assert early.compute_tiles(store, p, {"king": settings}, gpu_only=False) > 0
+            assert f"({in_flight} at once)" in caplog.text
+            with monkeypatch.context() as m:
+                m.setattr(early, "TILE_BYTES_PER_ROW_BYTE", 1 << 40)  # no room for two
+                assert early.tiles_in_flight(store, p.block_size) == 1
+
+        with resident.on_device(), caplog.at_level(logging.INFO, logger="genotile"):
+            store_stage.store(path, "genotype", store.parent / "ingest.json", store, 150, 3, after_pack=tiles)
+        assert len(plans[0].tiles()) == 6
+        got[in_flight] = {t: read_tile(early.tile_path(store, "king", *t))[0] for t in plans[0].tiles()}
+    for t, arrays in got[1].items():
+        assert arrays.keys() == got[2][t].keys()
+        assert all(np.array_equal(arrays[k], got[2][t][k], equal_nan=True) for k in arrays)

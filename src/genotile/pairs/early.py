@@ -35,6 +35,10 @@ from pathlib import Path
 log = logging.getLogger("genotile")
 
 EARLY_DIR = "early"  # under results/<dataset>/store/<encoding>/
+# tiles a GPU holding the store computes at once (a thread each): while one tile's pairs are read
+# back and its file written, the next one's are counted; Session 14's H100 run idled ~0.35 s a tile
+TILES_IN_FLIGHT = 2
+TILE_BYTES_PER_ROW_BYTE = 6  # a tile's device arrays a byte of both blocks' held rows (planes, operands)
 EARLY_TILES_MAX = 16  # `auto`: a store job computes at most this many tiles (else its tile jobs do)
 MODES = ("auto", True, False)
 
@@ -305,17 +309,43 @@ def _on_every_device(store_dir, devices: int) -> bool:
     return resident.spread(Path(store_dir) / "planes.npy", devices)
 
 
-def _threads_per_device(devices: int, todo: list, args, store_dir) -> str:
-    """Compute the tiles `todo` ((metric, i, j) each) on a thread a GPU of this process, each
-    taking the next tile as it is free; "device: tiles in seconds, ..." of each GPU (its thread's
-    time in its tiles: with two GPUs each counted ~45% slower than one alone, Session 14)."""
+def _held(store_dir) -> bool:
+    """Whether this process holds the store on its current GPU (store/resident.py)."""
+    from genotile.store import resident
+
+    return resident.lookup(Path(store_dir) / "planes.npy") is not None
+
+
+def tiles_in_flight(store_dir, block_size: int) -> int:
+    """Tiles a GPU holding the store computes at once (`_threads_per_device`): TILES_IN_FLIGHT
+    where its free memory (and CuPy's pool's) holds that many tiles' device arrays beside the
+    store, at TILE_BYTES_PER_ROW_BYTE bytes a byte of a held row (a block's planes made from its
+    bits, then the GEMM's repacked operands, both blocks), else 1."""
+    from genotile.backends.cuda import cupy_common
+    from genotile.store import resident
+
+    bits = resident.lookup(Path(store_dir) / "planes.npy")
+    if bits is None:
+        return 1
+    cp = cupy_common.cupy_module()
+    free = cp.cuda.Device().mem_info[0] + cp.get_default_memory_pool().free_bytes()
+    tile = 2 * min(block_size, bits.shape[0]) * bits.shape[1] * bits.itemsize * TILE_BYTES_PER_ROW_BYTE
+    return TILES_IN_FLIGHT if free >= TILES_IN_FLIGHT * tile else 1
+
+
+def _threads_per_device(devices: int, todo: list, args, store_dir, in_flight: int = 1) -> str:
+    """Compute the tiles `todo` ((metric, i, j) each) on `in_flight` threads a GPU of this
+    process, each taking the next tile as it is free (while one reads its tile's pairs back and
+    writes it, another's are counted: no GPU waits between tiles); "device: tiles, threads'
+    seconds in them" of each GPU."""
     from genotile.backends.cuda import cupy_common
 
     cp = cupy_common.cupy_module()
     queue, lock = list(todo), threading.Lock()
     done, seconds = {d: 0 for d in range(devices)}, {d: 0.0 for d in range(devices)}
 
-    def run(device: int) -> None:
+    def run(worker: int) -> None:
+        device = worker % devices
         with cp.cuda.Device(device):
             while True:
                 with lock:
@@ -324,12 +354,13 @@ def _threads_per_device(devices: int, todo: list, args, store_dir) -> str:
                     metric, i, j = queue.pop(0)
                 t0 = time.perf_counter()
                 _compute_tile(store_dir, *args(metric, i, j))
-                done[device] += 1
-                seconds[device] += time.perf_counter() - t0
+                with lock:
+                    done[device] += 1
+                    seconds[device] += time.perf_counter() - t0
 
-    with ThreadPoolExecutor(devices, thread_name_prefix="genotile-gpu") as threads:
-        list(threads.map(run, range(devices)))  # the first error is raised
-    return ", ".join(f"{d}: {n} in {seconds[d]:.2f} s" for d, n in done.items())
+    with ThreadPoolExecutor(devices * in_flight, thread_name_prefix="genotile-gpu") as threads:
+        list(threads.map(run, range(devices * in_flight)))  # the first error is raised
+    return ", ".join(f"{d}: {n} in {seconds[d]:.2f} thread-s" for d, n in done.items())
 
 
 def compute_tiles(
@@ -367,21 +398,27 @@ def compute_tiles(
     started = time.perf_counter()
     try:
         backends = {settings["backend"] for settings in metrics.values()}
-        if gpu_only and not all(registry.uses_gpu(resolve(b)) for b in backends):
+        on_gpu = all(registry.uses_gpu(resolve(b)) for b in backends)
+        if gpu_only and not on_gpu:
             log.info("tiles in store: no GPU backend here (%s); the tile jobs compute the tiles", sorted(backends))
             return 0.0
         # the manifest's digest is taken after each tile in this process (a store made on the GPU
         # has its manifest written behind the first tiles: store/resident.py)
         todo = [(metric, i, j) for metric in metrics for i, j in (plan.tiles() if tiles is None else tiles)]
         deferred: list = []  # tiles written once the store's manifest is (pairs/stage.tile)
-        if pool is None:
+        args = lambda m, i, j: (m, i, j, metrics[m], None, deferred)  # noqa: E731
+        if pool is None and on_gpu and len(todo) > 1 and _held(store_dir):  # the store held on this GPU
+            in_flight = tiles_in_flight(store_dir, plan.block_size)
+            per = _threads_per_device(1, todo, args, store_dir, in_flight)
+            log.info("tiles in store: %s (%d at once)", per, in_flight)
+        elif pool is None:
             for metric, i, j in todo:
                 _compute_tile(store_dir, metric, i, j, metrics[metric], None, deferred)
-        elif _on_every_device(store_dir, len(pool.devices)):  # the store held on the GPU: a thread a GPU
+        elif _on_every_device(store_dir, len(pool.devices)):  # the store held on the GPU: threads a GPU
             todo.sort(key=lambda t: t[1] == t[2])  # the larger off-diagonal tiles first
-            args = lambda m, i, j: (m, i, j, metrics[m], None, deferred)  # noqa: E731
-            per = _threads_per_device(len(pool.devices), todo, args, store_dir)
-            log.info("tiles in store: per GPU %s (a thread each, the store copied to each)", per)
+            in_flight = tiles_in_flight(store_dir, plan.block_size)
+            per = _threads_per_device(len(pool.devices), todo, args, store_dir, in_flight)
+            log.info("tiles in store: per GPU %s (%d at once a GPU, the store copied to each)", per, in_flight)
         else:
             from genotile.store import resident
 
