@@ -129,7 +129,7 @@ def test_tiles_start_before_the_manifests_and_name_the_written_store(tmp_path, m
     from genotile.util.readback import load_json
 
     real_sha = ingest_module._sha256
-    monkeypatch.setattr(ingest_module, "_sha256", lambda path: time.sleep(1.0) or real_sha(path))
+    monkeypatch.setattr(ingest_module, "_sha256", lambda *a: time.sleep(1.0) or real_sha(*a))
     g = random_genotypes(450, 700, p_missing=0.05, seed=8)
     path = write_fileset(tmp_path / "x", g, padding="random")
     host = store_job(path, tmp_path / "host")
@@ -167,7 +167,7 @@ def test_early_tiles_are_counted_while_the_manifests_wait_and_adopted_after(tmp_
     real_sha = ingest_module._sha256
     out = tmp_path / "device"
     manifest = out / "store" / "manifest.json"
-    monkeypatch.setattr(ingest_module, "_sha256", lambda path: time.sleep(1.5) or real_sha(path))
+    monkeypatch.setattr(ingest_module, "_sha256", lambda *a: time.sleep(1.5) or real_sha(*a))
     events = spy_tile_steps(monkeypatch, manifest)
     path = write_fileset(tmp_path / "x", random_genotypes(450, 700, p_missing=0.05, seed=10), padding="random")
     settings = {"threshold": 0.1, "dense": False, "backend": "cupy-b1", "metric_params": None}
