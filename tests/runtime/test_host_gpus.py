@@ -21,7 +21,8 @@ def fake_smi(tmp_path, monkeypatch):
     exe.write_text(f'#!/bin/sh\necho "$*" >> {calls}\nprintf "0, 81559\\n1, 40960\\n"\n')
     exe.chmod(0o755)
     monkeypatch.setenv("PATH", f"{exe.parent}{os.pathsep}{os.environ['PATH']}")
-    monkeypatch.delenv(blocks.HOST_GPUS_ENV, raising=False)
+    monkeypatch.setenv(blocks.HOST_GPUS_ENV, "")  # recorded, so that the share_host_gpus of a test
+    monkeypatch.delenv(blocks.HOST_GPUS_ENV)  # is undone after it (it sets os.environ itself)
     monkeypatch.delenv("SLURM_JOB_ID", raising=False)
     blocks.forget_host_gpus()
     gpu_slots.host_gpu_count.cache_clear()

@@ -1,6 +1,7 @@
 """Glue for Snakemake `script:` rules: logging to the rule's log, clear errors."""
 
 import atexit
+import importlib.abc
 import logging
 import os
 import sys
@@ -104,7 +105,24 @@ def exit_without_teardown() -> None:
 # data-frame libraries Snakemake imports in its own process only to look for their objects among
 # a job's params (`skip_frame_imports`)
 FRAME_MODULES = ("pandas", "polars")
-_FRAMES_ABSENT = threading.Lock()
+
+
+class _FramesAbsent(importlib.abc.MetaPathFinder):
+    """An import finder that refuses the frame libraries to the threads in `threads` alone (each
+    while in Snakemake's `_safely_store_params`), where they are not imported yet: any other
+    thread imports them as usual (a sys.modules entry of None would refuse them to every thread)."""
+
+    def __init__(self) -> None:
+        self.threads: set[int] = set()
+
+    def find_spec(self, name, path=None, target=None):
+        top = name.partition(".")[0]  # (an imported library's own submodules load as usual)
+        if top in FRAME_MODULES and top not in sys.modules and threading.get_ident() in self.threads:
+            raise ModuleNotFoundError(f"No module named {name!r} (genotile: not looked for)", name=name)
+        return None
+
+
+_FRAMES_ABSENT = _FramesAbsent()
 
 
 def skip_frame_imports() -> None:
@@ -121,8 +139,9 @@ def skip_frame_imports() -> None:
     executor plugin, which imports pandas anyway, the store job then started only once pandas was
     imported: ~0.3 s after Snakemake called it on the H100 machine and on the 2-core VM, against
     0.04-0.07 s for the jobs after it. Here, while a frame library is not imported in the process
-    (so no param can be its object), the first runs with it taken as absent (sys.modules' None,
-    under a lock, only for the call) and the second records params as without pandas; once it is
+    (so no param can be its object), the first runs with it taken as absent (an import finder
+    refuses it to the calling thread alone, for the call: `_FramesAbsent`) and the second records
+    params as without pandas; once it is
     imported (by anything), both run as Snakemake wrote them. Snakemake's records and the jobs'
     params are the same either way. Where Snakemake lacks either method, nothing is changed."""
     try:
@@ -141,20 +160,18 @@ def skip_frame_imports() -> None:
         return
 
     def store_params(self, params):
-        with _FRAMES_ABSENT:
-            absent = [name for name in FRAME_MODULES if name not in sys.modules]
-            for name in absent:
-                sys.modules[name] = None  # `import name` fails: not looked for
-            try:
-                return store(self, params)
-            finally:
-                for name in absent:
-                    if name in sys.modules and sys.modules[name] is None:
-                        del sys.modules[name]
+        me = threading.get_ident()
+        _FRAMES_ABSENT.threads.add(me)  # `import pandas` fails in this thread alone: not looked for
+        try:
+            return store(self, params)
+        finally:
+            _FRAMES_ABSENT.threads.discard(me)
 
     def serialize_param(self, value):
         return with_pandas(self, value) if "pandas" in sys.modules else builtin(self, value)
 
+    if _FRAMES_ABSENT not in sys.meta_path:
+        sys.meta_path.insert(0, _FRAMES_ABSENT)
     store_params.genotile = True  # type: ignore[attr-defined]
     Snakemake._safely_store_params = store_params
     Persistence._serialize_param_pandas = serialize_param  # type: ignore[union-attr]
