@@ -35,8 +35,10 @@ from pathlib import Path
 log = logging.getLogger("genotile")
 
 EARLY_DIR = "early"  # under results/<dataset>/store/<encoding>/
-# tiles a GPU holding the store computes at once (a thread each): while one tile's pairs are read
-# back and its file written, the next one's are counted; Session 14's H100 run idled ~0.35 s a tile
+# tiles the one GPU holding the store computes at once (a thread each): while one tile's pairs
+# are read back and its file written, the next one's are counted. One H100 (Session 15): the tile
+# phase of 1M x 20k 24.32 s two at once, ~0.6 s over its kernels' time, where Session 14's one at
+# a time took 27.09 (another call: no same-call A/B yet). With several GPUs one at a time each.
 TILES_IN_FLIGHT = 2
 TILE_BYTES_PER_ROW_BYTE = 6  # a tile's device arrays a byte of both blocks' held rows (planes, operands)
 EARLY_TILES_MAX = 16  # `auto`: a store job computes at most this many tiles (else its tile jobs do)
@@ -437,11 +439,11 @@ def compute_tiles(
         elif pool is None:
             for metric, i, j in todo:
                 _compute_tile(store_dir, metric, i, j, metrics[metric], None, deferred)
-        elif _on_every_device(store_dir, len(pool.devices)):  # the store held on the GPU: threads a GPU
-            todo.sort(key=lambda t: t[1] == t[2])  # the larger off-diagonal tiles first
-            in_flight = tiles_in_flight(store_dir, plan.block_size)
-            per = _threads_per_device(len(pool.devices), todo, args, store_dir, in_flight)
-            log.info("tiles in store: per GPU %s (%d at once a GPU, the store copied to each)", per, in_flight)
+        elif _on_every_device(store_dir, len(pool.devices)):  # the store held on the GPU: a thread a GPU
+            # one tile at a time a GPU: two at once counted slower on 2 x H200 (Session 15, same
+            # call: the tile phase 13.3 s against 11.95; one at a time left no GPU waiting there)
+            per = _threads_per_device(len(pool.devices), todo, args, store_dir)
+            log.info("tiles in store: per GPU %s (a thread each, the store copied to each)", per)
         else:
             from genotile.store import resident
 
