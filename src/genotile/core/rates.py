@@ -40,10 +40,11 @@ TILES: dict[str, dict[str, float]] = {
 }
 
 # --- each GPU's tile rate, as a share of one GPU's alone, where the store job shares its tiles out
-# among this many GPUs (pairs/early.py: a thread a GPU, the store copied to each). "Session 13: the
-# store on the GPU" (2 x H200, 1,000,000 x 20,000: 17.96 s of tiles where one GPU at the TILES rate
-# takes 11.63 s a half: 0.65; one GPU's own host counted its tiles at the rate above).
-MULTI_GPU: dict[int, float] = {1: 1.0, 2: 0.65}
+# among this many GPUs (pairs/early.py: a thread a GPU, the store copied to each). bench/RESULTS.md
+# "Session 15: tiles two at once" (2 x H200, 1,000,000 x 20,000: 11.95 s of tiles a GPU where one
+# GPU at the TILES rate takes 11.63 s a half: 0.97; Session 13's 0.65 came from a numba warm-up
+# thread holding the GIL through the tiles, gone since 8f28cd6).
+MULTI_GPU: dict[int, float] = {1: 1.0, 2: 0.97}
 
 # --- the CPU backend `auto` takes for a tile (backends.resolve): the counts alone
 # (count_matrices) in pair-words (pairs x plane words of a vector) per second on the host's 2
