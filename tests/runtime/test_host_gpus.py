@@ -23,7 +23,8 @@ def fake_smi(tmp_path, monkeypatch):
     monkeypatch.setenv("PATH", f"{exe.parent}{os.pathsep}{os.environ['PATH']}")
     monkeypatch.setenv(blocks.HOST_GPUS_ENV, "")  # recorded, so that the share_host_gpus of a test
     monkeypatch.delenv(blocks.HOST_GPUS_ENV)  # is undone after it (it sets os.environ itself)
-    monkeypatch.delenv("SLURM_JOB_ID", raising=False)
+    for name in blocks.JOB_ID_VARIABLES:
+        monkeypatch.delenv(name, raising=False)
     blocks.forget_host_gpus()
     gpu_slots.host_gpu_count.cache_clear()
     yield calls
@@ -55,9 +56,10 @@ def test_a_shared_answer_spares_the_jobs_nvidia_smi(fake_smi, monkeypatch):
     blocks.share_host_gpus()
     assert _in_a_job() == f"(2, {40960 * 2**20})\n"
     assert _count(fake_smi) == 1, "the job did not run nvidia-smi"
-    # another SLURM job (its own GPUs), or no nvidia-smi there: read there, as before
-    assert _in_a_job({**os.environ, "SLURM_JOB_ID": "7"}) == f"(2, {40960 * 2**20})\n"
-    assert _count(fake_smi) == 2
+    # another batch job or step (its own GPUs), or no nvidia-smi there: read there, as before
+    for k, name in enumerate(("SLURM_JOB_ID", "SLURM_STEP_ID", "LSB_JOBID", "PBS_JOBID")):
+        assert _in_a_job({**os.environ, name: "7"}) == f"(2, {40960 * 2**20})\n"
+        assert _count(fake_smi) == 2 + k
     path = os.pathsep.join(
         p for p in os.environ["PATH"].split(os.pathsep) if not (p and os.path.isfile(os.path.join(p, "nvidia-smi")))
     )

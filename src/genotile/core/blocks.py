@@ -149,9 +149,17 @@ def device_memory_bytes() -> int | None:
 HOST_GPUS_ENV = "GENOTILE_HOST_GPUS"
 
 
+# the batch systems' job (and step) ids: each job, or step, may see GPUs of its own
+JOB_ID_VARIABLES = ("SLURM_JOB_ID", "SLURM_STEP_ID", "LSB_JOBID", "PBS_JOBID", "FLUX_JOB_ID")
+
+
 def _host_key() -> str:
-    """This host, and the SLURM job this process runs in (each job may see GPUs of its own)."""
-    return f"{socket.gethostname()}/{os.environ.get('SLURM_JOB_ID', '')}"
+    """This host, and the batch job (and step) this process runs in (each may see GPUs of its own).
+
+    >>> _host_key().endswith("/" * len(JOB_ID_VARIABLES)) == all(not os.environ.get(v) for v in JOB_ID_VARIABLES)
+    True
+    """
+    return socket.gethostname() + "".join(f"/{os.environ.get(v, '')}" for v in JOB_ID_VARIABLES)
 
 
 def parse_host_gpus(out: str) -> tuple[int, int | None]:
