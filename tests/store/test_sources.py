@@ -2,6 +2,7 @@
 the input's stat is the one recorded with it, and hashes the input where it is not."""
 
 import os
+import threading
 
 import pytest
 
@@ -187,6 +188,8 @@ def test_a_pending_input_is_hashed_ahead_once_and_taken_while_its_stat_holds(tmp
         fh.write(b">c\nACGG\n")
     write_fingerprint(out, "in.fa", defer=True)
     sources_module.hash_ahead("in.fa")
+    ahead = [t for t in threading.enumerate() if t.name == "genotile-ahead"]
+    assert all(t.daemon for t in ahead)  # a job failing meanwhile exits without waiting for it
     sources_module.hash_ahead("in.fa")  # once
     assert sources_module.input_pieces("in.fa") == checksums.file_pieces(path)
     assert sources("in.fa")["input"]["digest"] == checksums.file_digest(path)

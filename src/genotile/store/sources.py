@@ -182,12 +182,21 @@ def hash_ahead(path, records=FINGERPRINTS) -> None:
         return
     if not any(_fingerprints_of(path, records, pending=True)):
         return
-    from concurrent.futures import ThreadPoolExecutor
+    import threading
 
     key = _stat_key(path)
-    pool = ThreadPoolExecutor(1, thread_name_prefix="genotile-ahead")
-    _AHEAD[os.path.abspath(path)] = (key, pool.submit(file_pieces, path))
-    pool.shutdown(wait=False)
+    pieces: Future = Future()
+
+    def run() -> None:
+        try:
+            pieces.set_result(file_pieces(path))
+        except BaseException as error:  # noqa: BLE001 -- handed to whoever waits for the pieces
+            pieces.set_exception(error)
+
+    # a daemon: a job that fails before it needs the pieces exits at once, not after the whole
+    # file is hashed (an executor's thread is waited for at exit; helper-37's review)
+    threading.Thread(target=run, name="genotile-ahead", daemon=True).start()
+    _AHEAD[os.path.abspath(path)] = (key, pieces)
 
 
 def hashed_ahead(path) -> list[bytes] | None:
