@@ -187,4 +187,4 @@ def test_the_fused_kernel_leaves_extreme_parameters_to_the_select_path():
     b1 = SimpleNamespace(name="cupy-b1")
     layout = SimpleNamespace(words=32)
     for multiplier, param in ((1e-40, 2 / 3), (4.5, -1e9), (1e30, 2 / 3)):
-        assert not cupy_ccc3.fused_applies(b1, layout, 0.3, ccc3.Params(multiplier, param))
+        assert cupy_ccc3.fused_kernel(b1, layout, 0.3, ccc3.Params(multiplier, param)) is None

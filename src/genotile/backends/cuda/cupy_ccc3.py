@@ -33,18 +33,13 @@ THREADS = 256
 OPTIONS = ("--fmad=false",)
 
 
-def fused_applies(engine, layout, threshold, params=None) -> bool:
-    """Whether a job runs in the fused kernel: cupy-b1's tensor cores, a threshold (a null one
-    keeps every triple: the select path's ranges bound its buffers as well), planes that fit, and
-    the multiplier M and parameter P within 2^-20 <= |M| <= 2^20, |P| <= 2^20, where its float
-    bound keeps its 1e-5 margin (floats under- and overflow further out: the select path's exact
-    values then)."""
-    return fused_kernel(engine, layout, threshold, params) is not None
-
-
 def fused_kernel(engine, layout, threshold, params=None) -> str | None:
-    """Which fused kernel a job runs in where `fused_applies` (ccc3_fused.kernel_for on this GPU:
-    "resident" where the planes fit, "streamed" wider), else None."""
+    """Which fused kernel a job runs in (ccc3_fused.kernel_for on this GPU: "resident" where the
+    planes fit its shared memory, "streamed" wider), or None: the select path. It needs cupy-b1's
+    tensor cores, a threshold (a null one keeps every triple: the select path's ranges bound its
+    buffers as well), and the multiplier M and parameter P within 2^-20 <= |M| <= 2^20,
+    |P| <= 2^20, where its float bound keeps its 1e-5 margin (floats under- and overflow further
+    out: the select path's exact values then)."""
     if params is not None and not (2.0**-20 <= abs(params.multiplier) <= 2.0**20 and abs(params.param) <= 2.0**20):
         return None
     if engine.name != "cupy-b1" or threshold is None:
