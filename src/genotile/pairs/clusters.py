@@ -106,6 +106,7 @@ def clusters_of_tiles(tile_paths, manifest_path, out, metric: str = "snp") -> li
     The tiles are read and checked as the merge reads them (merge.read_tiles), their value
     columns and dense blocks left in the files."""
     from genotile.pairs.merge import read_tiles
+    from genotile.store import duplicates
 
     manifest = load_json(manifest_path, "manifest", STORE_KEYS)
     plan, m = Plan.from_json(manifest["plan"]), get_metric(metric)
@@ -115,8 +116,6 @@ def clusters_of_tiles(tile_paths, manifest_path, out, metric: str = "snp") -> li
     for path, arrays, _meta, _digest in read_tiles(tile_paths, plan, m, tile_identities(manifest), skip=skip):
         parts.append((arrays["a"], arrays["b"]))
         if index is not None:
-            from genotile.store import duplicates
-
             selves.append(duplicates.self_pairs(path, arrays, m, plan)["g"])
     labels = components_of_parts(plan.n_vectors, parts)
     if index is not None:

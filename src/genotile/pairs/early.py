@@ -438,7 +438,7 @@ def compute_tiles(
             log.info("tiles in store: %s (%d at once)", per, in_flight)
         elif pool is None:
             for metric, i, j in todo:
-                _compute_tile(store_dir, metric, i, j, metrics[metric], None, deferred)
+                _compute_tile(store_dir, *args(metric, i, j))
         elif _on_every_device(store_dir, len(pool.devices)):  # the store held on the GPU: a thread a GPU
             # one tile at a time a GPU: two at once counted slower on 2 x H200 (Session 15, same
             # call: the tile phase 13.3 s against 11.95; one at a time left no GPU waiting there)
