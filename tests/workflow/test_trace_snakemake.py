@@ -8,10 +8,12 @@ import numpy as np
 from snakerun import REPO, random_alignment, snakemake_cmd, write_fasta
 
 
-def test_a_runs_split_names_every_phase_and_job(tmp_path):
+def _split(tmp_path, *extra) -> dict:
+    """The table's rows ({phase: seconds}) of bench/trace_snakemake.py over a small snp run
+    (`extra`: further snakemake arguments)."""
     write_fasta(tmp_path / "a.fa", random_alignment(np.random.default_rng(1), 6, 40))
     config = {"datasets": {"d": {"input": str(tmp_path / "a.fa"), "metrics": ["snp"]}}, "report": False}
-    args = snakemake_cmd(tmp_path, config, "--cores", "2")[3:]  # after `python -m snakemake`
+    args = snakemake_cmd(tmp_path, config, "--cores", "2", *extra)[3:]  # after `python -m snakemake`
     out = tmp_path / "split.md"
     proc = subprocess.run(
         [sys.executable, str(REPO / "bench" / "trace_snakemake.py"), "--out", str(out), "--", *args],
@@ -19,8 +21,11 @@ def test_a_runs_split_names_every_phase_and_job(tmp_path):
         text=True,
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
-    cells = [[c.strip() for c in line.strip("|").split("|")] for line in out.read_text().splitlines()[2:]]
-    rows = {name: value for name, value in cells}
+    return dict((c.strip() for c in line.strip("|").split("|")) for line in out.read_text().splitlines()[2:])
+
+
+def test_a_runs_split_names_every_phase_and_job(tmp_path):
+    rows = _split(tmp_path)
     assert [name.split(" (")[0] for name in rows if name.startswith("job ")] == [
         "job store.py",
         "job tile.py",
@@ -36,16 +41,6 @@ def test_a_runs_split_names_every_phase_and_job(tmp_path):
 def test_a_dry_run_is_split_up_to_its_dag(tmp_path):
     """No job runs: the table ends with the whole run (issue 27: the parse of a large input timed
     with `-n`)."""
-    write_fasta(tmp_path / "a.fa", random_alignment(np.random.default_rng(1), 6, 40))
-    config = {"datasets": {"d": {"input": str(tmp_path / "a.fa"), "metrics": ["snp"]}}, "report": False}
-    args = snakemake_cmd(tmp_path, config, "--cores", "2", "-n")[3:]
-    out = tmp_path / "split.md"
-    proc = subprocess.run(
-        [sys.executable, str(REPO / "bench" / "trace_snakemake.py"), "--out", str(out), "--", *args],
-        capture_output=True,
-        text=True,
-    )
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    rows = dict((c.strip() for c in line.strip("|").split("|")) for line in out.read_text().splitlines()[2:])
+    rows = _split(tmp_path, "-n")
     assert list(rows)[-1] == "whole run (no job ran)" and not any(name.startswith("job ") for name in rows)
     assert float(rows["the Snakefile parsed (genotile's rules)"]) > 0
