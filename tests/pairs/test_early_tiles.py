@@ -3,6 +3,7 @@
 a tile of other settings is never adopted."""
 
 import json
+import re
 
 import numpy as np
 import pytest
@@ -215,3 +216,32 @@ def test_an_appends_few_new_tiles_are_computed_by_the_store_job_and_much_work_is
     assert not early.few_appended(tmp_path, big, big.appended_tiles())
     many = Plan(20_000, 1_000, 1, segments=(1_000,))  # 21 new tiles: more than EARLY_TILES_MAX
     assert not early.few_appended(tmp_path, many, many.appended_tiles())
+
+
+def test_a_tile_the_store_job_computed_takes_no_gpu(tmp_path, source):
+    """Its job only moves the file (adopt), so it does not hold the `gpu` resource: on a host of
+    one GPU the tile jobs would otherwise wait for one another. Forced here with `tile_gpu: true`
+    (every tile job asks for one) and a `gpu` bound of 1: the store job computed all 6 tiles, and
+    every tile job ran with gpu=0."""
+    cfg = {**config(source, True), "tile_gpu": True}
+    cfg["datasets"]["d"]["metrics"] = ["snp"]
+    proc = snakemake(tmp_path, cfg, "--resources", "gpu=1")
+    jobs = tile_job_resources(proc.stdout + proc.stderr)
+    assert len(jobs) == 6 and all(re.search(r"\bgpu=0\b", job) for job in jobs), jobs
+    logs = sorted((tmp_path / "logs" / "d" / "snp").glob("tile_*.log"))
+    assert len(logs) == 6 and all("computed by the store job" in log.read_text() for log in logs)
+
+
+def test_a_tile_job_with_nothing_left_asks_for_its_gpu(tmp_path, source):
+    """The same config, the store job computing no tile (`tiles_in_store: false`): each tile job
+    keeps the gpu=1 its `tile_gpu` asks for."""
+    cfg = {**config(source, False), "tile_gpu": True, "backend": "numpy"}
+    cfg["datasets"]["d"]["metrics"] = ["snp"]
+    proc = snakemake(tmp_path, cfg, "--resources", "gpu=1")
+    jobs = tile_job_resources(proc.stdout + proc.stderr)
+    assert len(jobs) == 6 and all(re.search(r"\bgpu=1\b", job) for job in jobs), jobs
+
+
+def tile_job_resources(log: str) -> list[str]:
+    """The `resources:` line of each tile job Snakemake's log shows."""
+    return re.findall(r"rule tile:\n(?:    (?!resources:).*\n)*    resources: (.*)", log)

@@ -50,6 +50,13 @@ def tile_path(store_dir, metric: str, i: int, j: int) -> Path:
     return Path(store_dir) / EARLY_DIR / metric / f"tile_{i}_{j}.npz"
 
 
+def left(store_dir, metric: str, i: int, j: int) -> bool:
+    """Whether the store job left tile (i, j) of `metric` with its record (`adopt` decides whether
+    it is taken): its tile job then needs no GPU (rules/common.smk, tile_gpus)."""
+    tile = tile_path(store_dir, metric, i, j)
+    return tile.is_file() and tile.with_suffix(".json").is_file()
+
+
 def store_digest(manifest_path) -> str:
     """The SHA-256 of the store manifest's bytes: its input and options (`sources`), plan, layout,
     IDs, duplicates and genotile version. A store rebuilt in any of these has another."""
