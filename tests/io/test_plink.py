@@ -123,6 +123,38 @@ def test_mixed_fids_and_a_psam_header(tmp_path):
         read_samples(tmp_path / "c.fam")
 
 
+@pytest.mark.parametrize(
+    "text, fast",
+    [
+        ("0 a 0 0 1 -9\n0 b 0 0 2 -9\n", True),
+        ("f1\ta\t0\t0\t1\t-9\r\nf2 \t b 0 0 2 -9", True),  # tabs, CRLF, no final newline
+        ("  f1   a\nf2 b 0\x0c0\n", True),  # leading blanks, two columns, a form feed between fields
+        ("f1 a 0 0 1 -9\n\nf2 b 0 0 2 -9\n", False),  # a blank line
+        ("##meta\nf1 a\n", False),
+        ("#FID IID SEX\nf1 a 1\n", False),  # a header: its columns named
+        ("#IID SEX\na 1\nb 2\n", False),
+        ("f1 a\nb\n", False),  # a short line: refused by the line-by-line reader, naming it
+    ],
+)
+def test_a_fam_read_in_one_pass_equals_it_read_line_by_line(tmp_path, text, fast):
+    """read_samples' one-pass reading (`_fast_samples`) of a .fam-shaped table, and where it
+    declines, the line-by-line reader: the same FIDs and IIDs (and errors) as splitting each line."""
+    from genotile.io.readers import plink_tables
+
+    path = tmp_path / "x.fam"
+    path.write_bytes(text.encode())
+    lines = path.read_text().split("\n")  # universal newlines, as read_samples reads
+    assert (plink_tables._fast_samples(path.read_text()) is not None) == fast
+    if text.startswith("f1 a\nb"):
+        with pytest.raises(GenotileError, match=r"x\.fam: line 2: 1 column\(s\), expected FID and IID"):
+            read_samples(path)
+        return
+    table = read_samples(path)
+    assert table == plink_tables._samples_by_line(path, lines)
+    body = [ln.split() for ln in lines if ln.strip() and not ln.startswith("#")]
+    assert table.iids == [f[1] if not text.startswith("#IID") else f[0] for f in body]
+
+
 @pytest.mark.peers  # needs plink2 / plink1.9
 def test_vcf_options_select_as_for_the_vcf(filesets, tmp_path):
     root = filesets["root"]
