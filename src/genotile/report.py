@@ -15,7 +15,6 @@ import json
 import logging
 import struct
 import zlib
-from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
@@ -23,13 +22,33 @@ import numpy as np
 from genotile.core.metrics import get_metric
 from genotile.errors import GenotileError
 from genotile.pairs import relatedness
+from genotile.report_table import run_summary, screen_row  # noqa: F401 - the report's, as they were
 from genotile.util.atomic import atomic_path, write_text
 
 log = logging.getLogger("genotile")
 KING_DEGREES = {"1st degree": 0.177, "2nd degree": 0.0884, "3rd degree": 0.0442, "duplicate/MZ": 0.354}
 
 
+def _skip_set_docstrings() -> None:
+    """Keep matplotlib from writing the docstrings of its artists' `set` methods as it imports.
+
+    Each Artist class made on import (about a hundred) has the text of every property it may set
+    written into its `set` method's docstring (matplotlib.artist.kwdoc, each setter's own
+    docstring parsed): about 0.08 s of matplotlib's 0.3 s import on the 2-core VM, for a
+    docstring no report job reads. Here it is empty (the methods, signatures and drawings are
+    the same); only where matplotlib.artist is not imported yet, and it has `kwdoc`."""
+    import sys
+
+    if "matplotlib.artist" in sys.modules:
+        return
+    import matplotlib.artist
+
+    if callable(getattr(matplotlib.artist, "kwdoc", None)):
+        matplotlib.artist.kwdoc = lambda artist: ""
+
+
 def _pyplot():
+    _skip_set_docstrings()
     import matplotlib
 
     matplotlib.use("Agg")
@@ -38,11 +57,23 @@ def _pyplot():
     return plt
 
 
+def _subplots(*args, **kwargs):
+    """pyplot.subplots' (figure, axes) without pyplot: a Figure on the Agg canvas, which pyplot's
+    figure manager, its backend selection and its import (~0.03 s) are not needed for. A plot
+    job draws one figure and saves it (`_save`)."""
+    _skip_set_docstrings()
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=kwargs.pop("figsize", None))
+    FigureCanvasAgg(fig)
+    return fig, fig.subplots(*args, **kwargs)
+
+
 def _placeholder(out, why: str) -> None:
     """A small image saying that the plot could not be drawn, and why."""
     try:
-        plt = _pyplot()
-        fig, ax = plt.subplots(figsize=(6, 1.5))
+        fig, ax = _subplots(figsize=(6, 1.5))
         ax.axis("off")
         ax.text(0.5, 0.5, f"plot not drawn: {why}"[:300], ha="center", va="center", wrap=True, parse_math=False)
         _save(fig, out)
@@ -94,7 +125,8 @@ def plain_labels(ids: list[str]) -> list[str]:
 def _save(fig, out) -> None:
     with atomic_path(out) as tmp:
         fig.savefig(tmp, format="png", dpi=110, bbox_inches="tight")
-    _pyplot().close(fig)
+    if fig.canvas.manager is not None:  # a figure of pyplot's (seaborn's clustermap): closed there
+        _pyplot().close(fig)
 
 
 def read_histogram(path) -> dict[str, list[tuple[str, str, int]]]:
@@ -109,13 +141,12 @@ def read_histogram(path) -> dict[str, list[tuple[str, str, int]]]:
 def plot_histogram(histogram_tsv, metric: str, out, threshold: float | None = None) -> None:
     """One panel per histogram column, over every pair (not only those passing the threshold),
     the threshold drawn on the metric's own column (a dashed red line; none when null)."""
-    plt = _pyplot()
     table = read_histogram(histogram_tsv)
     thresholded = _thresholded_columns(metric)
     # at most two panels a row: ccc2's four side by side shrink to unreadable in the report's page
     cols = min(len(table), 2)
     rows = -(-len(table) // cols)
-    fig, axes = plt.subplots(rows, cols, figsize=(4.5 * cols, 3.4 * rows), squeeze=False)
+    fig, axes = _subplots(rows, cols, figsize=(4.5 * cols, 3.4 * rows), squeeze=False)
     for ax, (column, bins) in zip(axes.flat, table.items(), strict=False):
         finite = [(float(lo), float(hi), c) for lo, hi, c in bins if lo not in ("-inf", "nan") and hi != "inf"]
         lows = np.array([b[0] for b in finite])
@@ -228,16 +259,16 @@ def plot_heatmap(matrix_tsv, metric: str, out, max_vectors: int):
     (`cluster_distances`), the diagonal and missing values masked (blank) and left out of the
     colour scale; a note instead when too large. Returns the seaborn ClusterGrid (None for a
     note)."""
-    plt = _pyplot()
     ids, values = read_matrix(matrix_tsv)
     if len(ids) > max_vectors or len(ids) < 2:
-        fig, ax = plt.subplots(figsize=(5, 1.5))
+        fig, ax = _subplots(figsize=(5, 1.5))
         ax.axis("off")
         ax.text(
             0.5, 0.5, f"{len(ids)} vectors: no heatmap (report_heatmap_max = {max_vectors})", ha="center", va="center"
         )
         _save(fig, out)
         return None
+    _pyplot()  # seaborn's clustermap draws on pyplot's figures
     import seaborn as sns
 
     column = get_metric(metric).dense_column
@@ -290,7 +321,6 @@ def plot_king(pairs_tsv, out, histogram_tsv=None, threshold: float | None = None
     `sampled` (pairs/sampled.SampledPairs: every pair of vectors drawn at random from the store,
     or of all of them), and the pairs that passed (pairs.tsv.gz) over it, as points; with a null
     threshold pairs.tsv.gz holds every pair, drawn as the density itself."""
-    plt = _pyplot()
     header, rows = read_pairs(pairs_tsv)
     col = {name: k for k, name in enumerate(header)}
     nsnp = np.array([float(r[col["nsnp"]]) for r in rows])
@@ -303,7 +333,7 @@ def plot_king(pairs_tsv, out, histogram_tsv=None, threshold: float | None = None
         keep = np.isfinite(s_kin) & np.isfinite(s_prop)
         background = (s_prop[keep], s_kin[keep])
     every = read_histogram(histogram_tsv).get("kinship") if histogram_tsv and Path(histogram_tsv).exists() else None
-    fig, axes = plt.subplots(
+    fig, axes = _subplots(
         1,
         2 if every else 1,
         figsize=(9.5 if every else 6, 4.2),
@@ -381,80 +411,6 @@ def _king_guides(ax, text: bool) -> None:
             ax.text(1.0, value, f" {label}", va="center", fontsize=7, transform=ax.get_yaxis_transform())
 
 
-def run_summary(summaries: list, benchmarks: list, out, screens: Sequence = ()) -> None:
-    """One row per dataset and metric: sizes, pairs, backend, rate, and time per stage; then one
-    per screen (`screen_row`)."""
-    from genotile.core.registry import REGISTRY
-
-    # benchmarks/<dataset>/<stage>.<encoding>.tsv (store: ingest, plan and pack) and
-    # benchmarks/<dataset>/<metric>/<stage>[_I_J].tsv (tile, matrix, merge)
-    stage_seconds: dict[tuple[str, str, str], float] = {}
-    for path in benchmarks:
-        parts = Path(path).parts
-        dataset = parts[parts.index("benchmarks") + 1]
-        name = Path(path).stem
-        if len(parts) - parts.index("benchmarks") == 3:
-            stage, owner = name.split(".", 1)
-        else:
-            stage, owner = name.split("_")[0], parts[-2]
-        with open(path) as fh:
-            row = next(csv.DictReader(fh, delimiter="\t"))
-        key = (dataset, owner, stage)
-        stage_seconds[key] = stage_seconds.get(key, 0.0) + float(row["s"])
-    header = [
-        "dataset",
-        "metric",
-        "vectors",
-        "fields",
-        "fields_kept",
-        "pairs",
-        "passing",
-        "threshold",
-        "backend",
-        "element_comparisons_per_s",
-        "store_s",
-        "tile_s",
-        "matrix_s",
-        "merge_s",
-    ]
-    lines = ["\t".join(header)]
-    for path in summaries:
-        with open(path) as fh:
-            s = json.load(fh)
-        dataset = s["config"].get("dataset", Path(path).parts[-3])
-        rate = s["timings"]["element_comparisons_per_s_counts"]
-        encoding = REGISTRY[s["metric"]].encoding
-        lines.append(
-            "\t".join(
-                str(x)
-                for x in [
-                    dataset,
-                    s["metric"],
-                    s["n_vectors"],
-                    s["n_fields"],
-                    s["n_fields_kept"],
-                    s.get("pairs_computed", s.get("triples_computed")),
-                    s.get("pairs_passing", s.get("triples_passing")),
-                    "" if s["threshold"] is None else s["threshold"],  # null: no threshold, an empty cell
-                    ",".join(s["backend"]),
-                    f"{rate:.3g}" if rate else "",
-                    *(
-                        f"{stage_seconds.get((dataset, owner, st), 0.0):.2f}"
-                        for owner, st in (
-                            (encoding, "store"),
-                            (s["metric"], "tile"),
-                            (s["metric"], "matrix"),
-                            (s["metric"], "merge"),
-                        )
-                    ),
-                ]
-            )
-        )
-    for path in screens:
-        lines.append("\t".join(screen_row(path, stage_seconds)))
-    write_text(out, "\n".join(lines) + "\n")
-
-
 class ScreenHits:
     """A screen's kept matches (matches.tsv.gz) as indices into its samples and signatures
     (the store manifest's order, which matches.tsv.gz follows), with the scores as printed."""
@@ -499,7 +455,7 @@ def plot_screen(hits: ScreenHits, summary_json, out, max_vectors: int) -> None:
     """Left: samples matched per signature (count and fraction of all samples). Right: the score
     of each kept match, signatures by the samples with at least one (samples without a match
     are left out: they would be blank columns), drawn up to `max_vectors` of each."""
-    plt = _pyplot()
+    _skip_set_docstrings()
     from matplotlib.ticker import MaxNLocator
 
     with open(summary_json, encoding="utf-8") as fh:
@@ -517,7 +473,7 @@ def plot_screen(hits: ScreenHits, summary_json, out, max_vectors: int) -> None:
     same_rows = heat and len(shown) == n_sigs  # the map's rows are the bars': name them once
     cols = matched.size if heat else 0
     heat_width = min(max(2.5, 0.25 * cols), 14.0)
-    fig, axes = plt.subplots(
+    fig, axes = _subplots(
         1,
         2,
         figsize=(4.2 + heat_width + 1.5, min(2.4 + 0.3 * max(len(shown), n_sigs if heat else 0), 14)),
@@ -572,32 +528,3 @@ def plot_screen(hits: ScreenHits, summary_json, out, max_vectors: int) -> None:
     )
     fig.tight_layout()
     _save(fig, out)
-
-
-def screen_row(summary_json, stage_seconds: dict[tuple[str, str, str], float]) -> list[str]:
-    """A screen's run_summary.tsv row (metric `screen`): samples as the vectors, signatures as
-    the fields, sample x signature pairs, those with a kept match, min_score as the threshold,
-    the ingest as the store stage; no fields kept, rate or matrix (empty cells)."""
-    with open(summary_json, encoding="utf-8") as fh:
-        s = json.load(fh)
-    screen = s["config"].get("screen", Path(summary_json).parts[-3])
-
-    def seconds(stage: str) -> str:
-        return f"{stage_seconds.get((screen, 'screen', stage), 0.0):.2f}"
-
-    return [
-        screen,
-        "screen",
-        str(s["n_samples"]),
-        str(s["n_signatures"]),
-        "",
-        str(s["pairs_computed"]),
-        str(s["pairs_passing"]),
-        "" if s["min_score"] is None else str(s["min_score"]),
-        ",".join(s["backend"]),
-        "",
-        seconds("ingest"),
-        seconds("tile"),
-        "",
-        seconds("merge"),
-    ]
