@@ -1,4 +1,13 @@
-from genotile.store.sources import hash_ahead
+import sys
+
+# The job's threads (the hash of its input below, CuPy's import or numba's start warmed beside
+# the ingest: pairs/early.py) hold the GIL for long stretches, while the ingest's numpy calls
+# release and take it back a few hundred times: each took up to the 5 ms switch interval to get
+# it back (the 2,000 new records' counts 0.13 s alone, 2.9 s beside a thread that holds the GIL,
+# 0.30 s with a 0.2 ms interval)
+sys.setswitchinterval(0.0002)
+
+from genotile.store.sources import hash_ahead  # noqa: E402
 
 # an input the workflow's fingerprint left to this job (grown, or new: store/sources.py) is hashed
 # on threads from here on, while the job's modules are imported
@@ -7,18 +16,23 @@ hash_ahead(snakemake.input.data)
 import contextlib  # noqa: E402
 import json  # noqa: E402
 import logging  # noqa: E402
-import sys  # noqa: E402
 from pathlib import Path  # noqa: E402
 
 from genotile.core.registry import REGISTRY  # noqa: E402
-from genotile.io.readers.vcf import left_out  # noqa: E402
 from genotile.pairs import early  # noqa: E402
-from genotile.runtime.gpu_slots import slot_for_backend, visible_gpus  # noqa: E402
 from genotile.runtime.rule import run_rule  # noqa: E402
 from genotile.settings import ccc3_null_max, tile_settings  # noqa: E402
 from genotile.store import resident  # noqa: E402
 
 log = logging.getLogger("genotile")
+
+
+def gpu_slots():
+    """runtime/gpu_slots, imported where the job was granted a GPU: it imports every backend
+    (genotile.backends), which a store job on the CPU does not use."""
+    from genotile.runtime import gpu_slots
+
+    return gpu_slots
 
 
 def store(sm):
@@ -44,7 +58,7 @@ def store(sm):
     backend = sm.config["backend"]
     may = bool(pairs) and (mode is True or (mode == "auto" and granted))
     # granted every GPU of the host (rules/common.smk store_gpus): a worker each, started now
-    devices = visible_gpus() if may and gpus > 1 else []
+    devices = gpu_slots().visible_gpus() if may and gpus > 1 else []
     pool = early.DevicePool(devices[:gpus]) if len(devices) > 1 else None
 
     def after_pack(p):
@@ -62,6 +76,8 @@ def store(sm):
             report_left_out(what)
 
     def report_left_out(what):
+        from genotile.io.readers.vcf import left_out
+
         skipped = left_out(json.loads(Path(sm.output.ingest).read_text()).get("counts") or {})
         if skipped:  # records the genotype rules left out, counted in summary.json too
             log.info("ingest: %s", skipped)
@@ -88,7 +104,7 @@ def store(sm):
     # a whole .bed's store made on the GPU and held there for the job's tiles, its file written
     # behind them (store/resident.py); with several GPUs written before they are shared out
     with (
-        slot_for_backend(backend) if granted and pool is None else contextlib.nullcontext(),
+        gpu_slots().slot_for_backend(backend) if granted and pool is None else contextlib.nullcontext(),
         resident.on_device(may and granted),
     ):
         warming = early.warm_gpu() if may and granted else None
