@@ -1,7 +1,6 @@
 """Glue for Snakemake `script:` rules: logging to the rule's log, clear errors."""
 
 import atexit
-import importlib.abc
 import logging
 import os
 import sys
@@ -107,10 +106,13 @@ def exit_without_teardown() -> None:
 FRAME_MODULES = ("pandas", "polars")
 
 
-class _FramesAbsent(importlib.abc.MetaPathFinder):
+class _FramesAbsent:
     """An import finder that refuses the frame libraries to the threads in `threads` alone (each
     while in Snakemake's `_safely_store_params`), where they are not imported yet: any other
-    thread imports them as usual (a sys.modules entry of None would refuse them to every thread)."""
+    thread imports them as usual (a sys.modules entry of None would refuse them to every thread).
+
+    A meta path finder needs only `find_spec`: not importlib.abc.MetaPathFinder's subclass, whose
+    import (importlib.resources with it, six modules) every job's process paid for run_rule."""
 
     def __init__(self) -> None:
         self.threads: set[int] = set()
