@@ -156,8 +156,8 @@ def tile_gpus(wildcards) -> int:
     """The `gpu` resource (0 or 1) of the rules that run a backend: config `tile_gpu`
     (runtime/gpu_request.py). A function, so that it is asked once the executor is known: on
     SLURM, `auto` asks `sinfo` whether the tile jobs' partition has GPUs. A tile the store job
-    computed (pairs/early.py) takes none: its job only moves the file into place, and the tile
-    jobs of a run on one GPU would otherwise wait for it one after another (~0.24 s each)."""
+    computed (pairs/early.py) takes none: its job only moves the file into place, and the
+    tile jobs of a run on one GPU would otherwise wait for it in turn (~0.24 s each)."""
     if {"i", "j", "metric"} <= set(wildcards.keys()) and _early.left(
         store_file("")(wildcards), wildcards.metric, int(wildcards.i), int(wildcards.j)
     ):
