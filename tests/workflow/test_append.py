@@ -78,10 +78,14 @@ def test_appended_records_compute_their_pairs_only_with_a_fresh_runs_outputs(tmp
             assert kept == set(before[metric])  # every earlier tile kept, not recomputed
             assert len(now) > len(before[metric])
             before[metric] = now
+            # the merge spliced the new rows into the text kept beside the store (pairs/splice.py)
+            assert "new rows spliced in" in (grown / "logs" / "d" / metric / "merge.log").read_text()
     write_fasta(fresh / "data.fa", seqs, [f"s{i}" for i in range(70)])
     snakemake(fresh, config)
     for metric in ("snp", "hamming"):
         assert _outputs(grown, metric) == _outputs(fresh, metric)
+        pairs = [w / "results" / "d" / metric / "pairs.tsv.gz" for w in (grown, fresh)]
+        assert pairs[0].read_bytes() == pairs[1].read_bytes()  # gzip's bytes too
     again = snakemake(grown, config)  # nothing changed: nothing runs
     assert "Nothing to be done" in again.stdout + again.stderr
     # the grown input was hashed by the store jobs, not as the workflow was parsed (its size

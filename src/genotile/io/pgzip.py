@@ -8,6 +8,7 @@ blocks and the level alone, not on the number of threads. The header is Python's
 with no name and mtime 0: equal texts cut into equal blocks give equal files.
 """
 
+import hashlib
 import os
 import struct
 import zlib
@@ -33,13 +34,33 @@ def header(level: int) -> bytes:
     return b"\x1f\x8b\x08\x00\x00\x00\x00\x00" + xfl + b"\xff"
 
 
-def _deflate(make: Callable[[], bytes], level: int) -> tuple[bytes, bytes]:
-    data = make()
+def deflate(data: bytes, level: int) -> bytes:
+    """One block's deflate stream, ended by a sync flush (on a byte boundary)."""
     z = zlib.compressobj(level, zlib.DEFLATED, -zlib.MAX_WBITS)
-    return data, z.compress(data) + z.flush(zlib.Z_SYNC_FLUSH)
+    return z.compress(data) + z.flush(zlib.Z_SYNC_FLUSH)
 
 
-def write_gzip(fh, blocks: Iterable[Callable[[], bytes]], level: int, threads: int | None = None) -> int:
+def inflate(packed: bytes) -> bytes:
+    """The text of one block `deflate` made (a raw deflate stream that ends in a sync flush,
+    with no final block: zlib.decompress would call it truncated)."""
+    return zlib.decompressobj(-zlib.MAX_WBITS).decompress(packed)
+
+
+def trailer(level: int, crc: int, size: int) -> bytes:
+    """What follows the last block: an empty final deflate block, the CRC-32 and the size."""
+    last = zlib.compressobj(level, zlib.DEFLATED, -zlib.MAX_WBITS)
+    return last.flush(zlib.Z_FINISH) + struct.pack("<II", crc, size & 0xFFFFFFFF)
+
+
+def _deflate(make: Callable[[], bytes], level: int, digest: bool) -> tuple[bytes, bytes, str]:
+    data = make()
+    packed = deflate(data, level)
+    return data, packed, hashlib.sha256(packed).hexdigest() if digest else ""
+
+
+def write_gzip(
+    fh, blocks: Iterable[Callable[[], bytes]], level: int, threads: int | None = None, index: list | None = None
+) -> int:
     """Write to binary file `fh` the gzip of the concatenated blocks; return the text's size.
 
     Parameters
@@ -52,6 +73,10 @@ def write_gzip(fh, blocks: Iterable[Callable[[], bytes]], level: int, threads: i
         zlib compression level.
     threads : int, optional
         Worker threads (default: `default_threads()`); 1 compresses in this thread.
+    index : list, optional
+        Where each block's (text bytes, compressed bytes, SHA-256 of the compressed bytes) is
+        appended in order: what a reader needs to check and inflate blocks on their own
+        (pairs/splice.py).
 
     Returns
     -------
@@ -62,24 +87,26 @@ def write_gzip(fh, blocks: Iterable[Callable[[], bytes]], level: int, threads: i
     crc, size = 0, 0
     fh.write(header(level))
 
-    def put(data: bytes, packed: bytes) -> None:
+    def put(data: bytes, packed: bytes, digest: str) -> None:
         nonlocal crc, size
         crc = zlib.crc32(data, crc)
         size += len(data)
         fh.write(packed)
+        if index is not None:
+            index.append((len(data), len(packed), digest))
 
+    digest = index is not None
     if threads == 1:
         for make in blocks:
-            put(*_deflate(make, level))
+            put(*_deflate(make, level, digest))
     else:
         with ThreadPoolExecutor(threads) as pool:
             pending: deque = deque()
             for make in blocks:
-                pending.append(pool.submit(_deflate, make, level))
+                pending.append(pool.submit(_deflate, make, level, digest))
                 if len(pending) >= 2 * threads:
                     put(*pending.popleft().result())
             while pending:
                 put(*pending.popleft().result())
-    last = zlib.compressobj(level, zlib.DEFLATED, -zlib.MAX_WBITS)
-    fh.write(last.flush(zlib.Z_FINISH) + struct.pack("<II", crc, size & 0xFFFFFFFF))
+    fh.write(trailer(level, crc, size))
     return size

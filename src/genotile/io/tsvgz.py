@@ -12,6 +12,7 @@ pairs.tsv.gz, level 9 (Python's default) took 24 s, level 6 12 s, level 1 3 s fo
 larger. The gzip header has no name and mtime 0, so equal tables give equal bytes.
 """
 
+import itertools
 import sys
 from collections.abc import Iterable, Sequence
 from typing import NamedTuple
@@ -118,7 +119,7 @@ def _float_text(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 class _Padded:
     """Entries text + end, each padded with zeros to `words` uint64 words; `masks`: which bytes
-    are the entry's."""
+    are the entry's; `lengths`: each entry's bytes."""
 
     def __init__(self, texts: Sequence[str], end: bytes):
         if isinstance(texts, ByteTexts):
@@ -128,6 +129,7 @@ class _Padded:
         lengths = np.fromiter(map(len, encoded), dtype=np.int64, count=len(encoded)) + len(end)
         blob = np.frombuffer(end.join(encoded) + end, dtype=np.uint8)
         starts = np.cumsum(lengths) - lengths
+        self.lengths = lengths
         self.words = -(-int(lengths.max(initial=1)) // 8)
         table = np.zeros((len(encoded), 8 * self.words), dtype=np.uint8)
         masks = np.zeros(table.shape, dtype=bool)
@@ -139,6 +141,7 @@ class _Padded:
 
     def _from_bytes(self, texts: ByteTexts, end: bytes) -> None:
         lengths = texts.lengths.astype(np.int64) + len(end)
+        self.lengths = lengths
         self.words = -(-int(lengths.max(initial=1)) // 8)
         table = np.zeros((len(texts), 8 * self.words), dtype=np.uint8)
         used = min(texts.chars.shape[1], 8 * self.words)
@@ -163,7 +166,9 @@ def _block_text(tables, indexes, r0: int, r1: int, chunk: int) -> bytes:
     return b"".join(_chunk_text(tables, indexes, c0, min(r1, c0 + chunk)) for c0 in range(r0, r1, chunk))
 
 
-def write_tsv_gz(out_path, header: Sequence[str], columns: Sequence, threads: int | None = None) -> int:
+def write_tsv_gz(
+    out_path, header: Sequence[str], columns: Sequence, threads: int | None = None, index: list | None = None
+) -> int:
     """Writes header and rows atomically; returns the number of rows.
 
     Parameters
@@ -174,16 +179,21 @@ def write_tsv_gz(out_path, header: Sequence[str], columns: Sequence, threads: in
         Each column's text per row (no tab or newline in a text).
     threads : int, optional
         Threads formatting and compressing (pgzip.default_threads()); the file is the same.
+    index : list, optional
+        Where each gzip block's (text bytes, compressed bytes, SHA-256 of those) is appended, the
+        header's block first (pgzip.write_gzip).
 
     Returns
     -------
     int
         Rows written.
     """
-    return write_tsv_gz_parts(out_path, header, [columns], threads)
+    return write_tsv_gz_parts(out_path, header, [columns], threads, index)
 
 
-def write_tsv_gz_parts(out_path, header: Sequence[str], parts: Iterable[Sequence], threads: int | None = None) -> int:
+def write_tsv_gz_parts(
+    out_path, header: Sequence[str], parts: Iterable[Sequence], threads: int | None = None, index: list | None = None
+) -> int:
     """`write_tsv_gz` of a table given as consecutive parts of rows, each asked for only when
     the writer reaches it (a merge too large to hold at once); one part is `write_tsv_gz`'s file,
     byte for byte. Returns the number of rows.
@@ -195,38 +205,81 @@ def write_tsv_gz_parts(out_path, header: Sequence[str], parts: Iterable[Sequence
     parts : iterable of sequences of columns
         Each part's columns as `write_tsv_gz`'s, of equal lengths within the part.
     threads : int, optional
+    index : list, optional
+        As `write_tsv_gz`'s.
     """
     rows = 0
 
     def blocks():
         nonlocal rows
-        yield lambda: ("\t".join(header) + "\n").encode("utf-8")
         for columns in parts:
-            n, part_blocks = _part_blocks(out_path, columns)
-            rows += n
-            yield from part_blocks
+            table = Table(columns, out_path)
+            rows += table.n
+            yield from table.blocks()
 
-    with atomic_path(out_path) as tmp, open(tmp, "wb") as raw:
-        pgzip.write_gzip(raw, blocks(), COMPRESSLEVEL, threads)
+    write_blocks(out_path, header, blocks(), threads, index)
     return rows
 
 
-def _part_blocks(out_path, columns: Sequence) -> tuple[int, list]:
-    """(rows, the callables making the text of each gzip block of these rows)."""
-    cells = [c if isinstance(c, Cells) else Cells(c, np.arange(len(c))) for c in columns]
-    n = len(cells[0].codes) if cells else 0
-    if any(len(c.codes) != n for c in cells):
-        raise ValueError(f"{out_path}: columns of unequal length {[len(c.codes) for c in cells]}")
-    tables: dict[tuple[int, bytes], _Padded] = {}  # a texts list shared by columns is padded once
-    padded, indexes = [], []
-    for k, c in enumerate(cells):
-        end = b"\n" if k == len(cells) - 1 else b"\t"
-        key = (id(c.texts), end)
-        if key not in tables:
-            tables[key] = _Padded(c.texts, end)
-        padded.append(tables[key])
-        indexes.append(np.asarray(c.codes, dtype=np.int64))
-    row_bytes = 8 * sum(t.words for t in padded)
-    chunk = max(1, CHUNK_BYTES // max(1, row_bytes))
-    block = chunk * max(1, BLOCK_BYTES // (chunk * max(1, row_bytes)))
-    return n, [(lambda r0=r0: _block_text(padded, indexes, r0, min(n, r0 + block), chunk)) for r0 in range(0, n, block)]
+def write_blocks(
+    out_path, header: Sequence[str], blocks: Iterable, threads: int | None = None, index: list | None = None
+) -> None:
+    """The gzip of the header line then the blocks' texts (callables), written atomically: the
+    file write_tsv_gz writes where the blocks are its (`Table.blocks`, or text cut the same way:
+    pairs/splice.py)."""
+    head = [lambda: ("\t".join(header) + "\n").encode("utf-8")]
+    with atomic_path(out_path) as tmp, open(tmp, "wb") as raw:
+        pgzip.write_gzip(raw, itertools.chain(head, blocks), COMPRESSLEVEL, threads, index)
+
+
+def rows_per_block(words: Sequence[int]) -> int:
+    """Rows of one gzip block of a table whose columns' padded entries take `words` uint64
+    words each (`Table.words`): a whole number of chunks of about CHUNK_BYTES, about
+    BLOCK_BYTES in all. The file's bytes depend on it (pgzip.py), so text spliced from other
+    files is cut with it too."""
+    row_bytes = max(1, 8 * sum(words))
+    chunk = max(1, CHUNK_BYTES // row_bytes)
+    return chunk * max(1, BLOCK_BYTES // (chunk * row_bytes))
+
+
+class Table:
+    """Rows as write_tsv_gz writes them: each column's texts padded once (a texts list shared by
+    columns of the same end once), and every row's code into them."""
+
+    def __init__(self, columns: Sequence, where=""):
+        cells = [c if isinstance(c, Cells) else Cells(c, np.arange(len(c))) for c in columns]
+        self.n = len(cells[0].codes) if cells else 0
+        if any(len(c.codes) != self.n for c in cells):
+            raise ValueError(f"{where}: columns of unequal length {[len(c.codes) for c in cells]}")
+        tables: dict[tuple[int, bytes], _Padded] = {}
+        self.padded: list[_Padded] = []
+        self.indexes: list[np.ndarray] = []
+        for k, c in enumerate(cells):
+            end = b"\n" if k == len(cells) - 1 else b"\t"
+            key = (id(c.texts), end)
+            if key not in tables:
+                tables[key] = _Padded(c.texts, end)
+            self.padded.append(tables[key])
+            self.indexes.append(np.asarray(c.codes, dtype=np.int64))
+
+    @property
+    def words(self) -> list[int]:
+        """Each column's padded entry width, in uint64 words (rows_per_block)."""
+        return [t.words for t in self.padded]
+
+    def text(self, r0: int, r1: int) -> bytes:
+        """The text of rows r0..r1-1."""
+        chunk = max(1, CHUNK_BYTES // max(1, 8 * sum(self.words)))
+        return _block_text(self.padded, self.indexes, r0, min(self.n, r1), chunk)
+
+    def row_lengths(self) -> np.ndarray:
+        """Each row's bytes (int64), its tabs and newline included."""
+        total = np.zeros(self.n, dtype=np.int64)
+        for t, i in zip(self.padded, self.indexes, strict=True):
+            total += t.lengths[i]
+        return total
+
+    def blocks(self, rows: int | None = None) -> list:
+        """Callables making the text of each gzip block (`rows` rows each: rows_per_block's)."""
+        rows = rows_per_block(self.words) if rows is None else rows
+        return [(lambda r0=r0: self.text(r0, r0 + rows)) for r0 in range(0, self.n, rows)]

@@ -5,7 +5,10 @@ seed or block size, so they are byte-identical across those choices.
 """
 
 import json
+import logging
 import time
+from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 
@@ -17,28 +20,36 @@ from genotile.errors import GenotileError
 from genotile.io.mergecheck import block_of, check_settings
 from genotile.io.summary import input_provenance, output_records, versions
 from genotile.io.tilefile import read_tile
-from genotile.io.tsvgz import Cells, text_column, write_tsv_gz
-from genotile.pairs import tilecheck
+from genotile.io.tsvgz import Cells, Table, rows_per_block, text_column, write_blocks
+from genotile.pairs import splice, tilecheck
 from genotile.util.atomic import write_text
 from genotile.util.cpus import usable_cpus
 from genotile.util.progress import Progress
 from genotile.util.readback import RERUN
 
+log = logging.getLogger("genotile")
+
 GATHER_CELLS = 1 << 20  # cells gathered into input order at a time (dense_values)
 GATHER_THREADS = 16  # threads gathering them, at most
 
 
-def read_tiles(tile_paths, plan: Plan, metric: Metric, store=None, perm=None, expect=None, skip=(), repeats=True):
+def read_tiles(
+    tile_paths, plan: Plan, metric: Metric, store=None, perm=None, expect=None, skip=(), repeats=True, light=()
+):
     """Yield (path, arrays, meta, sha256) for every tile, without its arrays named in `skip`
     (tilefile.read_tile); refuse a missing, foreign or repeated one, one of other settings
     (`expect`: threshold, params) and, given the permutation, one whose indices or dense block
     are not its blocks' (pairs/tilecheck.py; `repeats=False`: a pair listed twice is left to the
-    caller)."""
+    caller). The tiles whose file names are in `light` are read and checked against their digests
+    as any other, but their indices are not checked against the plan: the caller holds their
+    pairs already, checked when they were merged, where the file's digest is the one it knows
+    (pairs/splice.py)."""
     expected = set(plan.tiles())
     blocks = None if perm is None else block_of(plan, perm)
     seen = set()
     progress = Progress(f"{metric.name}: tiles read", total=len(expected))
     for path in tile_paths:
+        held = Path(path).name in light
         arrays, meta, digest = read_tile(path, skip)
         tile = tuple(meta["tile"])
         if meta["metric"] != metric.name or tile not in expected:
@@ -52,7 +63,7 @@ def read_tiles(tile_paths, plan: Plan, metric: Metric, store=None, perm=None, ex
         if tile in seen:
             raise GenotileError(f"tile {path}: tile {tile} given twice")
         check_settings(path, meta, expect or {})
-        if blocks is not None:
+        if blocks is not None and not held:
             tilecheck.check_pair_tile(path, arrays, meta, plan, metric, blocks, perm, repeats)
         seen.add(tile)
         progress.update(len(seen))
@@ -139,36 +150,139 @@ def merge_pairs(
     perm=None,
     expect=None,
     distinct_index=None,
+    keep_dir=None,
 ) -> dict:
     """pairs.tsv.gz from every tile; `distinct_index` (each input vector's distinct row, where
     identical vectors were collapsed): the tiles' pairs of distinct rows and self pairs expanded
-    to the input pairs (store/duplicates.py)."""
-    parts, paths, tiles, selves = [], [], [], []
-    hist: dict[str, np.ndarray] = {}
-    collapsed = distinct_index is not None
+    to the input pairs (store/duplicates.py). `keep_dir` (the store's folder): the file written
+    is kept there for the next append's merge, and an earlier merge's kept file gives this one,
+    its new pairs' rows spliced in, where it is provably the merge of the tiles kept since
+    (pairs/splice.py); else, and in a query, every tile's pairs are merged."""
+    if keep_dir is None or plan.n_against:
+        return _merge_full(tile_paths, ids, plan, metric, out_path, store, perm, expect, distinct_index, None)
+    kept = splice.load(keep_dir, metric, expect, ids, distinct_index)
+    if kept is not None:
+        try:
+            return _merge_spliced(kept, tile_paths, ids, plan, metric, out_path, store, perm, expect, distinct_index)
+        except splice.NotKept as why:
+            log.info("merge: the earlier pairs.tsv.gz kept beside the store is not used: %s", why)
+    return _merge_full(tile_paths, ids, plan, metric, out_path, store, perm, expect, distinct_index, keep_dir)
+
+
+class _Tiles(NamedTuple):
+    """What the merge read of the tiles: the pairs (and self pairs) of those it read whole, with
+    their paths; every tile's summary entry, the histograms' sums; the file name and digest of
+    every tile."""
+
+    parts: list[dict]
+    paths: list
+    selves: list[dict]
+    tiles: list[dict]
+    hist: dict
+    digests: dict[str, str]
+
+
+def _read_all(tile_paths, plan: Plan, metric: Metric, store, perm, expect, collapsed: bool, light: dict) -> _Tiles:
+    """Every tile, checked (read_tiles); the pairs of those not named in `light` (file name ->
+    digest), whose digest must be the one named there (else splice.NotKept)."""
+    got = _Tiles([], [], [], [], {}, {})
     if collapsed:
         from genotile.store import duplicates  # collapsed stores only (job start-up)
     # the dense block (GBs for 20,000 vectors) is matrix.tsv's, not read here. A pair listed twice
     # in a tile is found by the sort of all pairs below, not by a sort per tile (tilecheck), where
     # the tiles' pairs are the ones sorted: not where a collapsed store's pairs are expanded
-    read = read_tiles(tile_paths, plan, metric, store, perm, expect, skip=("dense",), repeats=collapsed)
+    read = read_tiles(tile_paths, plan, metric, store, perm, expect, skip=("dense",), repeats=collapsed, light=light)
     for path, arrays, meta, digest in read:
-        parts.append({k: arrays[k] for k in ("a", "b", *metric.columns)})
-        paths.append(path)
-        if collapsed:
-            selves.append(duplicates.self_pairs(path, arrays, metric, plan))
-        histogram.add(hist, arrays)
-        tiles.append({"tile": meta["tile"], "file": str(path), "sha256": digest, **meta})
+        name = Path(path).name
+        if name in light and light[name] != digest:
+            raise splice.NotKept(f"tile {path} is not the file merged then")
+        if name not in light:
+            got.parts.append({k: arrays[k] for k in ("a", "b", *metric.columns)})
+            got.paths.append(path)
+            if collapsed:
+                got.selves.append(duplicates.self_pairs(path, arrays, metric, plan))
+        histogram.add(got.hist, arrays)
+        got.tiles.append({"tile": meta["tile"], "file": str(path), "sha256": digest, **meta})
+        got.digests[name] = digest
+    return got
+
+
+def _sorted_pairs(got: _Tiles, ids: list[str], plan: Plan, metric: Metric, distinct_index, kinds=None):
+    """(a, b, columns, kinds): the pairs of the tiles read whole, expanded where collapsed,
+    sorted by a then b; the table's columns (Cells); each value column's text kind. `kinds`:
+    the value columns' where no tile was read whole."""
+    parts, collapsed = got.parts, distinct_index is not None
+    if not parts:
+        empty = {"a": np.zeros(0, np.int64), "b": np.zeros(0, np.int64)}
+        parts = [{**empty, **{c: np.zeros(0, _KIND_DTYPES[k]) for c, k in zip(metric.columns, kinds, strict=True)}}]
     merged = parts[0] if len(parts) == 1 else {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
-    if collapsed:
-        merged = duplicates.expand_merged(merged, selves, np.asarray(distinct_index), plan.n_vectors, metric)
+    if collapsed and got.parts:  # (no tile read whole: no pair to expand)
+        from genotile.store import duplicates
+
+        merged = duplicates.expand_merged(merged, got.selves, np.asarray(distinct_index), plan.n_vectors, metric)
     keys, order = sort_pairs(merged["a"], merged["b"], len(ids))
     if not collapsed:
-        _refuse_repeats(keys, order, [p["a"].size for p in parts], paths)
+        _refuse_repeats(keys, order, [p["a"].size for p in got.parts], got.paths)
     a, b = np.divmod(keys, len(ids))
     columns = [Cells(ids, a), Cells(ids, b)] + [_sorted_text(merged[c], order) for c in metric.columns]
-    write_tsv_gz(out_path, ("id1", "id2", *metric.columns), columns)
-    return {"pairs_passing": int(a.size), "tiles": tiles, "histograms": hist}
+    return a, b, columns, [_text_kind(merged[c].dtype) for c in metric.columns]
+
+
+_KIND_DTYPES = {"int": np.int64, "float": np.float64}
+
+
+def _text_kind(dtype: np.dtype) -> str:
+    """What a column's values' text depends on besides each value: integers in decimal whatever
+    their width, floats as the float64 they widen to (tsvgz.text_column), anything else its dtype."""
+    return "int" if dtype.kind in "iu" else "float" if dtype.kind == "f" else dtype.str
+
+
+def _merge_full(tile_paths, ids, plan, metric, out_path, store, perm, expect, distinct_index, keep_dir) -> dict:
+    """pairs.tsv.gz from every tile's pairs; kept in `keep_dir` (if given) for the next append."""
+    got = _read_all(tile_paths, plan, metric, store, perm, expect, distinct_index is not None, {})
+    a, _, columns, kinds = _sorted_pairs(got, ids, plan, metric, distinct_index)
+    table = Table(columns, out_path)
+    index: list | None = None if keep_dir is None else []
+    write_blocks(out_path, ("id1", "id2", *metric.columns), table.blocks(), index=index)
+    if keep_dir is not None:
+        rows_end = np.zeros(len(ids) + 1, dtype=np.int64)
+        np.cumsum(np.bincount(a, minlength=len(ids)), out=rows_end[1:])
+        row_ends = np.zeros(a.size + 1, dtype=np.int64)
+        np.cumsum(table.row_lengths(), out=row_ends[1:])
+        head = splice.identity(metric, expect, ids, distinct_index, plan.n_vectors)
+        columns_kept = {"words": table.words[2:], "kinds": kinds}
+        splice.save(keep_dir, head, out_path, got.digests, columns_kept, (rows_end, row_ends[rows_end]), index or [])
+    return {"pairs_passing": int(a.size), "tiles": got.tiles, "histograms": got.hist}
+
+
+def _merge_spliced(kept, tile_paths, ids, plan, metric, out_path, store, perm, expect, distinct_index) -> dict:
+    """pairs.tsv.gz as the kept text of the earlier merge with the new tiles' rows spliced in
+    (pairs/splice.py); splice.NotKept where it does not apply, before anything is written."""
+    got = _read_all(tile_paths, plan, metric, store, perm, expect, distinct_index is not None, kept.tiles)
+    gone = sorted(set(kept.tiles) - set(got.digests))
+    if gone:
+        raise splice.NotKept(f"it was merged from tiles no longer in the plan, e.g. {gone[0]}")
+    recorded = kept.record["cells"]
+    a, b, columns, kinds = _sorted_pairs(got, ids, plan, metric, distinct_index, recorded["kinds"])
+    if b.size and int(b.min()) < kept.n:
+        raise splice.NotKept("a tile merged since holds a pair of two earlier vectors")
+    if kinds != recorded["kinds"]:
+        raise splice.NotKept(f"its values were {recorded['kinds']}, the new ones {kinds}")
+    table = Table(columns, out_path)
+    words = table.words[:2] + [max(w, int(r)) for w, r in zip(table.words[2:], recorded["words"], strict=True)]
+    row_ends = np.cumsum(table.row_lengths())
+    old_bytes = sum(int(t) for t, _, _ in kept.record["text"]["blocks"][1:])
+    rows_end, bytes_end = splice.groups(kept, old_bytes)
+    buf = splice.inflate(kept, int(row_ends[-1]) if row_ends.size else 0)
+    buf[old_bytes:] = np.frombuffer(table.text(0, table.n), dtype=np.uint8)
+    grown = splice.Splice(buf, rows_end, bytes_end, a, row_ends, len(ids))
+    index: list = []
+    write_blocks(out_path, ("id1", "id2", *metric.columns), grown.blocks(rows_per_block(words)), index=index)
+    log.info("merge: %d earlier rows kept, %d new rows spliced in", int(rows_end[-1]), a.size)
+    head = splice.identity(metric, expect, ids, distinct_index, plan.n_vectors)
+    ends = (grown.rows_end, grown.bytes_end)
+    splice.save(kept.store_dir, head, out_path, got.digests, {"words": words[2:], "kinds": kinds}, ends, index)
+    return {"pairs_passing": grown.n_rows, "tiles": got.tiles, "histograms": got.hist}
 
 
 def _sorted_text(values: np.ndarray, order: np.ndarray) -> Cells:

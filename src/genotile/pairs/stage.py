@@ -325,6 +325,9 @@ def merge(
         perm,
         expect,
         distinct_index=manifest.get("distinct_index"),
+        # beside the store: the text kept for the next append's merge (pairs/splice.py), which
+        # Snakemake does not delete before this job runs again, as it does pairs_out
+        keep_dir=Path(manifest_path).parent,
     )
     outputs = {"pairs": pairs_out, **({"matrix": matrix_path} if matrix_path else {})}
     if histogram_out is not None:
