@@ -126,16 +126,97 @@ struct FusedOut {
     double* vals;
 };
 
+// The epilogue of one place (i, j, k) from its 8 counts: float bound, exact values, compaction.
+__device__ __forceinline__ void epilogue_place(const long long (&cnt)[8], int i, int j, int k, long long cj,
+                                               long long sj, float fj0, float fj1, const FusedOut& o) {
+    const long long ci = o.stat_i[2 * i], si = o.stat_i[2 * i + 1];
+    const long long ck = o.stat_k[2 * k], sk = o.stat_k[2 * k + 1];
+    const bool ok = ci > 0 && cj > 0 && ck > 0 && cnt[0] > 0;
+    bool candidate;
+    if (o.prm.null_thr) {
+        candidate = true;
+    } else if (!ok) {
+        candidate = 0.0 >= o.prm.thr;
+    } else {
+        // tallies r(a, b, c): rho(0) = 2V - G, rho(1) = G along each axis, in ints
+        // (exact); count index bits: gi, gj, gk as count_index
+        int u[2][2][2];
+#pragma unroll
+        for (int gi = 0; gi < 2; ++gi)
+#pragma unroll
+            for (int gj = 0; gj < 2; ++gj)
+#pragma unroll
+                for (int gk = 0; gk < 2; ++gk) u[gi][gj][gk] = (int)cnt[count_index(gi, gj, gk)];
+        int r1[2][2][2], r2[2][2][2], r3[2][2][2];
+#pragma unroll
+        for (int p1 = 0; p1 < 2; ++p1)
+#pragma unroll
+            for (int p2 = 0; p2 < 2; ++p2) {
+                r1[0][p1][p2] = 2 * u[0][p1][p2] - u[1][p1][p2];
+                r1[1][p1][p2] = u[1][p1][p2];
+            }
+#pragma unroll
+        for (int p0 = 0; p0 < 2; ++p0)
+#pragma unroll
+            for (int p2 = 0; p2 < 2; ++p2) {
+                r2[p0][0][p2] = 2 * r1[p0][0][p2] - r1[p0][1][p2];
+                r2[p0][1][p2] = r1[p0][1][p2];
+            }
+#pragma unroll
+        for (int p0 = 0; p0 < 2; ++p0)
+#pragma unroll
+            for (int p1 = 0; p1 < 2; ++p1) {
+                r3[p0][p1][0] = 2 * r2[p0][p1][0] - r2[p0][p1][1];
+                r3[p0][p1][1] = r2[p0][p1][1];
+            }
+        const float scale = o.mult_f / (8.0f * (float)cnt[0]);
+        const float fi[2] = {o.f_i[2 * i], o.f_i[2 * i + 1]}, fjv[2] = {fj0, fj1};
+        const float fk[2] = {o.f_k[2 * k], o.f_k[2 * k + 1]};
+        candidate = false;
+#pragma unroll
+        for (int abc = 0; abc < 8; ++abc) {
+            const int a_ = abc >> 2, b_ = (abc >> 1) & 1, c_ = abc & 1;
+            const float v = scale * (float)r3[a_][b_][c_] * fi[a_] * fjv[b_] * fk[c_];
+            candidate = candidate || !(v + 1e-5f * fabsf(v) + 1e-30f < o.thr_lo);  // NaN: a candidate
+        }
+    }
+    if (!candidate) return;
+    double v[8];
+    if (!ccc3_values(cnt, ci, si, cj, sj, ck, sk, o.prm, v)) return;
+    const unsigned long long slot = atomicAdd(o.counter, 1ULL);
+    if ((long long)slot < o.cap) {
+        o.out_i[slot] = i;
+        o.out_j[slot] = j;
+        o.out_k[slot] = k;
+#pragma unroll
+        for (int c = 0; c < 8; ++c) o.vals[slot * 8 + c] = v[c];
+    }
+}
+
 // The epilogue of middle row j for this lane's 8 places (i = i_base (+ 8), k = k_base + nt * 8
-// (+ 1)) within [i_min, i_end) x [k_min, k_end): triangle, float bound, exact values, compaction.
+// (+ 1)) within [i_min, i_end) x [k_min, k_end): the triangle, then epilogue_place. kRolled: the
+// places' counts copied out of the accumulators (compile-time indices: they stay in registers),
+// then one rolled loop a place, so that epilogue_place's body is in the kernel once, not 8 times
+// (its float bound and doubles made most of the streamed kernel's ~235 KB of SASS, more than the
+// instruction caches hold beside the main loop: 20,000 samples 48% -> 52% of the b1 ceiling, one
+// H100, RESULTS.md Session 16). The resident kernel keeps the 8 copies: at 2,000 samples its
+// epilogue comes every 8 k-steps, and the rolled loop's local array cost more (47% -> 42%).
+template <bool kRolled>
 __device__ __forceinline__ void epilogue_j(const unsigned (&acc)[8][2][4], int j, int i_base, int k_base,
                                            int i_min, int i_end, int k_min, int k_end, const FusedOut& o) {
     const long long cj = o.stat_j[2 * j], sj = o.stat_j[2 * j + 1];
     const float fj0 = o.f_j[2 * j], fj1 = o.f_j[2 * j + 1];
+    if constexpr (kRolled) {
+        unsigned held[8][8];  // [place nt * 4 + e][count]
 #pragma unroll
-    for (int nt = 0; nt < 2; ++nt)
+        for (int nt = 0; nt < 2; ++nt)
 #pragma unroll
-        for (int e = 0; e < 4; ++e) {
+            for (int e = 0; e < 4; ++e)
+#pragma unroll
+                for (int c = 0; c < 8; ++c) held[nt * 4 + e][c] = acc[c][nt][e];
+#pragma unroll 1
+        for (int pl = 0; pl < 8; ++pl) {
+            const int nt = pl >> 2, e = pl & 3;
             const int i = i_base + ((e >> 1) << 3);
             const int k = k_base + nt * 8 + (e & 1);
             if (i < i_min || i >= i_end || k < k_min || k >= k_end || (o.same_ij && i >= j) ||
@@ -143,70 +224,25 @@ __device__ __forceinline__ void epilogue_j(const unsigned (&acc)[8][2][4], int j
                 continue;
             long long cnt[8];
 #pragma unroll
-            for (int c = 0; c < 8; ++c) cnt[c] = (int)acc[c][nt][e];
-            const long long ci = o.stat_i[2 * i], si = o.stat_i[2 * i + 1];
-            const long long ck = o.stat_k[2 * k], sk = o.stat_k[2 * k + 1];
-            const bool ok = ci > 0 && cj > 0 && ck > 0 && cnt[0] > 0;
-            bool candidate;
-            if (o.prm.null_thr) {
-                candidate = true;
-            } else if (!ok) {
-                candidate = 0.0 >= o.prm.thr;
-            } else {
-                // tallies r(a, b, c): rho(0) = 2V - G, rho(1) = G along each axis, in ints
-                // (exact); count index bits: gi, gj, gk as count_index
-                int u[2][2][2];
-#pragma unroll
-                for (int gi = 0; gi < 2; ++gi)
-#pragma unroll
-                    for (int gj = 0; gj < 2; ++gj)
-#pragma unroll
-                        for (int gk = 0; gk < 2; ++gk) u[gi][gj][gk] = (int)cnt[count_index(gi, gj, gk)];
-                int r1[2][2][2], r2[2][2][2], r3[2][2][2];
-#pragma unroll
-                for (int p1 = 0; p1 < 2; ++p1)
-#pragma unroll
-                    for (int p2 = 0; p2 < 2; ++p2) {
-                        r1[0][p1][p2] = 2 * u[0][p1][p2] - u[1][p1][p2];
-                        r1[1][p1][p2] = u[1][p1][p2];
-                    }
-#pragma unroll
-                for (int p0 = 0; p0 < 2; ++p0)
-#pragma unroll
-                    for (int p2 = 0; p2 < 2; ++p2) {
-                        r2[p0][0][p2] = 2 * r1[p0][0][p2] - r1[p0][1][p2];
-                        r2[p0][1][p2] = r1[p0][1][p2];
-                    }
-#pragma unroll
-                for (int p0 = 0; p0 < 2; ++p0)
-#pragma unroll
-                    for (int p1 = 0; p1 < 2; ++p1) {
-                        r3[p0][p1][0] = 2 * r2[p0][p1][0] - r2[p0][p1][1];
-                        r3[p0][p1][1] = r2[p0][p1][1];
-                    }
-                const float scale = o.mult_f / (8.0f * (float)cnt[0]);
-                const float fi[2] = {o.f_i[2 * i], o.f_i[2 * i + 1]}, fjv[2] = {fj0, fj1};
-                const float fk[2] = {o.f_k[2 * k], o.f_k[2 * k + 1]};
-                candidate = false;
-#pragma unroll
-                for (int abc = 0; abc < 8; ++abc) {
-                    const int a_ = abc >> 2, b_ = (abc >> 1) & 1, c_ = abc & 1;
-                    const float v = scale * (float)r3[a_][b_][c_] * fi[a_] * fjv[b_] * fk[c_];
-                    candidate = candidate || !(v + 1e-5f * fabsf(v) + 1e-30f < o.thr_lo);  // NaN: a candidate
-                }
-            }
-            if (!candidate) continue;
-            double v[8];
-            if (!ccc3_values(cnt, ci, si, cj, sj, ck, sk, o.prm, v)) continue;
-            const unsigned long long slot = atomicAdd(o.counter, 1ULL);
-            if ((long long)slot < o.cap) {
-                o.out_i[slot] = i;
-                o.out_j[slot] = j;
-                o.out_k[slot] = k;
-#pragma unroll
-                for (int c = 0; c < 8; ++c) o.vals[slot * 8 + c] = v[c];
-            }
+            for (int c = 0; c < 8; ++c) cnt[c] = (int)held[pl][c];
+            epilogue_place(cnt, i, j, k, cj, sj, fj0, fj1, o);
         }
+    } else {
+#pragma unroll
+        for (int nt = 0; nt < 2; ++nt)
+#pragma unroll
+            for (int e = 0; e < 4; ++e) {
+                const int i = i_base + ((e >> 1) << 3);
+                const int k = k_base + nt * 8 + (e & 1);
+                if (i < i_min || i >= i_end || k < k_min || k >= k_end || (o.same_ij && i >= j) ||
+                    (o.same_jk && k <= j))
+                    continue;
+                long long cnt[8];
+#pragma unroll
+                for (int c = 0; c < 8; ++c) cnt[c] = (int)acc[c][nt][e];
+                epilogue_place(cnt, i, j, k, cj, sj, fj0, fj1, o);
+            }
+    }
 }
 
 __device__ __forceinline__ FusedOut fused_out(const long long* stat_i, const long long* stat_j,
@@ -300,7 +336,7 @@ extern "C" __global__ void __launch_bounds__(kFThreads, 1) ccc3_fused(GT_CCC3_FU
             zero_counts(acc);
             for (int ks = 0; ks < ksteps; ++ks)
                 mma_kstep(a_addr, b_addr, ks * 32, plane_bytes, jrow + ks * 8, plane_bytes / 4, t, acc);
-            epilogue_j(acc, j, i_base, k_base, i_min, i_end, k_min, k_end, o);
+            epilogue_j<false>(acc, j, i_base, k_base, i_min, i_end, k_min, k_end, o);
         }
     }
 }
@@ -373,7 +409,7 @@ extern "C" __global__ void __launch_bounds__(kFThreads, 1) ccc3_fused_streamed(G
         for (int ks = 0; ks < kSChunk / 4; ++ks)
             mma_kstep(st + a_row, st + b_row, ks * 32, kSChunk * 8, jw + ks * 8, kSChunk * 2, t, acc);
         if (s % chunks == chunks - 1) {  // row j's counts complete
-            epilogue_j(acc, ja + s / chunks, i_base, k_base, i_min, i_end, k_min, k_end, o);
+            epilogue_j<true>(acc, ja + s / chunks, i_base, k_base, i_min, i_end, k_min, k_end, o);
             zero_counts(acc);
         }
     }
