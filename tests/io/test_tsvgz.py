@@ -99,3 +99,32 @@ def test_parallel_gzip_empty(tmp_path):
     with open(path, "wb") as fh:
         assert pgzip.write_gzip(fh, [], level=1, threads=2) == 0
     assert gzip.decompress(path.read_bytes()) == b""
+
+
+@pytest.mark.parametrize("widest_used", [True, False])
+def test_a_long_id_list_is_padded_for_the_rows_ids_alone_with_the_same_bytes(tmp_path, monkeypatch, widest_used):
+    """Cells over a texts list far longer than the rows (a merge's IDs for a few passing pairs)
+    pad only the texts the rows use, as wide as the list's widest text, so the rows per gzip block
+    and the file are those of padding every text: here blocks of a few rows, non-ASCII IDs, and
+    the widest ID used by a row or by none."""
+    monkeypatch.setattr(tsvgz, "CHUNK_BYTES", 64)
+    monkeypatch.setattr(tsvgz, "BLOCK_BYTES", 256)
+    rng = np.random.default_rng(5)
+    ids = [f"s{k}" + "é" * int(rng.integers(0, 3)) for k in range(5000)]
+    ids[4321] = "w" * 40  # the widest: 41 bytes with its tab, 6 words
+    rows = 120
+    a = np.sort(rng.choice(np.delete(np.arange(5000), 4321), rows))
+    b = rng.integers(0, 5000, rows)
+    if widest_used:
+        b[7] = 4321
+    columns = [Cells(ids, a), Cells(ids, b), format_column(rng.integers(0, 99, rows))]
+    table = tsvgz.Table(columns)
+    assert len(table.padded[0].lengths) < len(ids) / 8  # padded for the rows' IDs alone
+    assert table.words[:2] == [6, 6]
+    write_tsv_gz(tmp_path / "sparse.gz", ["id1", "id2", "n"], columns)
+    monkeypatch.setattr(tsvgz, "SPARSE_TEXTS", 10**9)  # every text padded
+    assert len(tsvgz.Table(columns).padded[0].lengths) == len(ids)
+    write_tsv_gz(tmp_path / "dense.gz", ["id1", "id2", "n"], columns)
+    assert (tmp_path / "sparse.gz").read_bytes() == (tmp_path / "dense.gz").read_bytes()
+    text = gzip.decompress((tmp_path / "sparse.gz").read_bytes()).decode()
+    assert text.splitlines()[1:] == [f"{ids[x]}\t{ids[y]}\t{n}" for x, y, n in zip(a, b, columns[2], strict=True)]
