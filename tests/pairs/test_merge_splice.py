@@ -71,9 +71,11 @@ def test_appends_in_a_row_splice_the_full_merges_bytes(tmp_path, fasta_writer, r
         assert caplog.text.count(SPLICED) == len(METRICS), caplog.text
         assert NOT_USED not in caplog.text
         assert pairs_bytes(out) == fresh(tmp_path, fasta_writer, records[:grown], *collapse)
-        for metric in METRICS:  # one kept text, a hard link to the file written, and its groups
+        for metric in METRICS:  # one kept text, a copy of the file written (not a link to it), and its groups
             (text,) = kept_files(out, metric, "tsv.gz")
-            assert text.stat().st_ino == (out / metric / "pairs.tsv.gz").stat().st_ino
+            written = out / metric / "pairs.tsv.gz"
+            assert text.read_bytes() == written.read_bytes() and text.stat().st_ino != written.stat().st_ino
+            assert written.stat().st_nlink == 1  # `gunzip pairs.tsv.gz` refuses a file with other links
             assert len(kept_files(out, metric, "groups.npy")) == 1
 
 
@@ -94,7 +96,7 @@ def test_groups_give_each_id1s_rows_and_bytes(tmp_path, fasta_writer, records):
         assert bytes_end.tolist() == lengths[rows_end].tolist()
 
 
-@pytest.mark.parametrize("damage", ["flip", "missing", "groups", "record"])
+@pytest.mark.parametrize("damage", ["flip", "missing", "groups", "record", "no cells", "a list", "blocks", "layout"])
 def test_a_damaged_or_missing_kept_text_falls_back_to_the_full_merge(
     tmp_path, fasta_writer, records, caplog, blocks, damage
 ):
@@ -103,7 +105,9 @@ def test_a_damaged_or_missing_kept_text_falls_back_to_the_full_merge(
     run(fasta_writer(fasta, records[:40]), out)
     for metric in METRICS:
         (text,) = kept_files(out, metric, "tsv.gz")
-        if damage == "flip":  # a byte changed in place (the link's other name too)
+        record_path = splice.record_path(store(out, metric), metric)
+        record = json.loads(record_path.read_text())
+        if damage == "flip":  # a byte changed in place
             data = bytearray(text.read_bytes())
             data[len(data) // 2] ^= 0x20
             text.write_bytes(bytes(data))
@@ -112,8 +116,19 @@ def test_a_damaged_or_missing_kept_text_falls_back_to_the_full_merge(
         elif damage == "groups":
             (groups,) = kept_files(out, metric, "groups.npy")
             np.save(groups, np.zeros((2, 41), dtype=np.int64))
-        else:
-            splice.record_path(store(out, metric), metric).write_text("{not json")
+        elif damage == "record":
+            record_path.write_text("{not json")
+        elif damage == "no cells":  # JSON still, a part the splice reads gone
+            del record["cells"]
+            record_path.write_text(json.dumps(record))
+        elif damage == "a list":
+            record_path.write_text(json.dumps([1]))
+        elif damage == "blocks":
+            record["text"]["blocks"] = [["x", 1]]
+            record_path.write_text(json.dumps(record))
+        else:  # a record of another layout (a later genotile's)
+            record["layout"] = splice.LAYOUT + 1
+            record_path.write_text(json.dumps(record))
     caplog.clear()
     run(fasta_writer(fasta, records), out)
     assert SPLICED not in caplog.text

@@ -23,6 +23,9 @@ from genotile.io import pgzip
 from genotile.util.atomic import atomic_path
 
 COMPRESSLEVEL = 1
+# How a row's text is made (here, number_text, text_kernels): bumped with any change to it, so
+# that an append's merge never splices rows kept from an earlier format (pairs/splice.py)
+TEXT_FORMAT = 1
 TABLE_MAX = 1 << 20  # integers within a range this wide are formatted from a table of their strings
 CHUNK_BYTES = 1 << 21  # padded cell bytes gathered at once (cache-sized)
 BLOCK_BYTES = 1 << 23  # padded cell bytes of one gzip block (each compressed on its own)

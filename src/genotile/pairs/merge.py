@@ -166,6 +166,10 @@ def merge_pairs(
             return _merge_spliced(kept, tile_paths, ids, plan, metric, out_path, store, perm, expect, distinct_index)
         except splice.NotKept as why:
             log.info("merge: the earlier pairs.tsv.gz kept beside the store is not used: %s", why)
+        except (KeyError, TypeError, ValueError, AttributeError, IndexError) as exc:
+            # a kept record or file damaged past what load() checks: the full merge (which
+            # refuses, by name, what is wrong with a tile itself)
+            log.info("merge: the earlier pairs.tsv.gz kept beside the store is not used: damaged (%r)", exc)
     return _merge_full(tile_paths, ids, plan, metric, out_path, store, perm, expect, distinct_index, keep_dir)
 
 

@@ -11,8 +11,9 @@ file's recorded and the new rows' own), its gzip is the full merge's, byte for b
 (io/pgzip.py: the bytes depend on the blocks' text and the level alone).
 
 What is kept beside the store (Snakemake deletes pairs.tsv.gz before the merge runs again):
-`merged-<metric>-<token>.tsv.gz`, a hard link to the pairs.tsv.gz written (a copy where links
-fail: files are replaced whole, never rewritten in place); `merged-<metric>-<token>.groups.npy`,
+`merged-<metric>-<token>.tsv.gz`, a copy of the pairs.tsv.gz written (a reflink where the file
+system shares blocks; not a hard link, which would make `gunzip pairs.tsv.gz` refuse the file and
+its deletion free nothing); `merged-<metric>-<token>.groups.npy`,
 where each id1's rows end, in rows and in bytes of text (so the text is never parsed for them);
 and `merged-<metric>.json`, written last, which names them: the tile files the text was merged
 from (name and digest), the settings, the IDs' and the collapsed duplicates' digests, each value
@@ -41,7 +42,7 @@ import numpy as np
 
 from genotile.errors import GenotileError
 from genotile.io import pgzip
-from genotile.io.tsvgz import COMPRESSLEVEL
+from genotile.io.tsvgz import COMPRESSLEVEL, TEXT_FORMAT
 from genotile.util.atomic import atomic_path, write_record
 from genotile.util.cpus import usable_cpus
 from genotile.version import __version__
@@ -98,9 +99,14 @@ def _index_digest(index: np.ndarray) -> str:
     return hashlib.sha256(np.ascontiguousarray(index, dtype="<i8").tobytes()).hexdigest()
 
 
+LAYOUT = 1  # of the record: bumped with any change to what it holds or how it is read
+
+
 def identity(metric, expect, ids: list[str], distinct_index, n_distinct: int) -> dict:
     """What the text written now is a function of, besides its tiles (the record's head)."""
     return {
+        "layout": LAYOUT,
+        "text_format": TEXT_FORMAT,
         "genotile": __version__,
         "metric": metric.name,
         "columns": list(metric.columns),
@@ -121,7 +127,7 @@ def load(store_dir, metric, expect, ids: list[str], distinct_index) -> Kept | No
         return None
     try:
         why = _mismatch(record, metric, expect, ids, distinct_index)
-    except (KeyError, TypeError, ValueError) as exc:
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
         why = f"its record is damaged ({exc!r})"
     if why:
         log.info("merge: the earlier pairs.tsv.gz kept beside the store is not used: %s", why)
@@ -131,6 +137,10 @@ def load(store_dir, metric, expect, ids: list[str], distinct_index) -> Kept | No
 
 def _mismatch(record: dict, metric, expect, ids: list[str], distinct_index) -> str:
     """Why the record's text is not the merge of the current run's first vectors ('' if it is)."""
+    if not isinstance(record, dict) or record.get("layout") != LAYOUT:
+        return "a record of another layout"
+    if record.get("text_format") != TEXT_FORMAT:
+        return "rows formatted otherwise then (tsvgz.TEXT_FORMAT)"
     if record.get("genotile") != __version__:
         return f"written by genotile {record.get('genotile')}"
     if record["metric"] != metric.name or record["columns"] != list(metric.columns):
@@ -145,7 +155,26 @@ def _mismatch(record: dict, metric, expect, ids: list[str], distinct_index) -> s
     # the earlier tiles' pairs then expand to the same earlier pairs, and to no other
     if record["distinct"] != _index_digest(index[:n]) or (index[n:] < int(record["n_distinct"])).any():
         return "other identical vectors collapsed"
-    return ""
+    return _shape(record, len(metric.columns))
+
+
+def _shape(record: dict, n_columns: int) -> str:
+    """What is wrong with the parts of the record the splice reads ('' if nothing): a record
+    damaged but still JSON gives the full merge, not a traceback."""
+    tiles, cells, text, groups = record["tiles"], record["cells"], record["text"], record["groups"]
+    ok = (
+        isinstance(record["token"], str)
+        and isinstance(tiles, dict)
+        and all(isinstance(k, str) and isinstance(v, str) for k, v in tiles.items())
+        and len(cells["words"]) == n_columns == len(cells["kinds"])
+        and all(isinstance(w, int) and w > 0 for w in cells["words"])
+        and all(isinstance(k, str) for k in cells["kinds"])
+        and isinstance(text["size"], int)
+        and len(text["blocks"]) >= 1
+        and all(len(b) == 3 and [type(x) for x in b] == [int, int, str] for b in text["blocks"])
+        and isinstance(groups["sha256"], str)
+    )
+    return "" if ok else "its record is damaged"
 
 
 def inflate(kept: Kept, room: int) -> np.ndarray:
@@ -282,7 +311,7 @@ class Splice:
 
 
 def save(store_dir, head: dict, out_path, tiles: dict[str, str], columns: dict, ends, index: list) -> None:
-    """Keep the pairs.tsv.gz just written for the next append's merge: a hard link (or a copy),
+    """Keep the pairs.tsv.gz just written for the next append's merge: a copy (`_copy`),
     its groups, then the record naming them (`head`: `identity`; `tiles`: file name -> digest;
     `columns`: each value column's words and text kind; `ends`: (rows_end, bytes_end); `index`:
     pgzip's blocks); then the earlier tokens' files removed. A file system that refuses costs
@@ -292,7 +321,7 @@ def save(store_dir, head: dict, out_path, tiles: dict[str, str], columns: dict, 
     token: str | None = secrets.token_hex(8)
     text = _kept_path(store_dir, metric, str(token), "tsv.gz")
     try:
-        _link_or_copy(Path(out_path), text)
+        _copy(Path(out_path), text)
         groups = np.stack([np.asarray(e, dtype=np.int64) for e in ends])
         buf = io.BytesIO()
         np.save(buf, groups, allow_pickle=False)
@@ -315,11 +344,19 @@ def save(store_dir, head: dict, out_path, tiles: dict[str, str], columns: dict, 
     forget(store_dir, metric, token)
 
 
-def _link_or_copy(src: Path, dst: Path) -> None:
-    try:
-        os.link(src, dst)
-    except OSError:  # a file system without hard links
-        with atomic_path(dst) as tmp:
+FICLONE = 0x40049409  # Linux's ioctl sharing a file's blocks (btrfs, XFS, ...)
+
+
+def _copy(src: Path, dst: Path) -> None:
+    """dst, a copy of src made whole under a temporary name: a reflink where the file system
+    shares blocks (no bytes copied), else the kernel's copy (shutil.copyfile: sendfile)."""
+    with atomic_path(dst) as tmp:
+        try:
+            import fcntl
+
+            with open(src, "rb") as fin, open(tmp, "wb") as fout:
+                fcntl.ioctl(fout.fileno(), FICLONE, fin.fileno())
+        except (OSError, ImportError):
             shutil.copyfile(src, tmp)
 
 

@@ -195,8 +195,9 @@ __device__ __forceinline__ void epilogue_place(const long long (&cnt)[8], int i,
 
 // The epilogue of middle row j for this lane's 8 places (i = i_base (+ 8), k = k_base + nt * 8
 // (+ 1)) within [i_min, i_end) x [k_min, k_end): the triangle, then epilogue_place. kRolled: the
-// places' counts copied out of the accumulators (compile-time indices: they stay in registers),
-// then one rolled loop a place, so that epilogue_place's body is in the kernel once, not 8 times
+// places' counts copied out of the accumulators (read with compile-time indices, so that the
+// accumulators stay in registers; the copy, read with the loop's run-time place, is in local
+// memory), then one rolled loop a place, so that epilogue_place's body is in the kernel once, not 8 times
 // (its float bound and doubles made most of the streamed kernel's ~235 KB of SASS, more than the
 // instruction caches hold beside the main loop: 20,000 samples 48% -> 52% of the b1 ceiling, one
 // H100, RESULTS.md Session 16). The resident kernel keeps the 8 copies: at 2,000 samples its
