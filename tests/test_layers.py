@@ -3,7 +3,7 @@
 From the ground up: `util` (atomic writes, checksums, progress, CPU counts), `core` (arrays only,
 no file I/O), `io` (file formats and readers), `backends` (CPU and GPU kernels), `store` (the store
 stage: ingest, plan, pack), the workloads `screen`, `pairs` and `triples` (each on the store, none
-on another), then what runs them: `settings`, `pipeline`, `report`, `api`, `cli` and `runtime` (the
+on another), then what runs them: `settings`, `pipeline`, `report` (and `report_table`), `api`, `cli` and `runtime` (the
 Snakemake glue, imported only by rules/ and scripts/).
 """
 
@@ -23,6 +23,7 @@ FLOORS = {
     "genotile.settings": 6,
     "genotile.pipeline": 7,
     "genotile.report": 7,
+    "genotile.report_table": 7,
     "genotile.api": 8,
     "genotile.cli": 8,
     "genotile.runtime": 8,
