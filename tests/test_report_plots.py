@@ -211,3 +211,26 @@ def test_king_plot_draws_every_pairs_density_from_a_sample_under_the_passing_pai
     report.plot_king(tmp_path / "pairs.tsv.gz", tmp_path / "w.png", tmp_path / "histogram.tsv", 0.0442, whole)
     assert figures[1].axes[0].get_title().endswith("\nover all 780 pairs (grey)")
     assert (tmp_path / "k.png").stat().st_size > 10_000
+
+
+def test_contiguous_histogram_bins_are_one_filled_outline(tmp_path, monkeypatch):
+    """An snp histogram's integer bins (one a value, each 1 wide) and a float column's touching
+    bins are drawn as one filled step patch of their counts, not a bar a bin; bins with gaps
+    between them as bars."""
+    from matplotlib.patches import Rectangle, StepPatch
+
+    figures = []
+    original = report._save
+    monkeypatch.setattr(report, "_save", lambda fig, out: (figures.append(fig), original(fig, out)))
+    rows = ["column\tlow\thigh\tcount"] + [f"snp\t{v}\t{v}\t{v * 3}" for v in range(200)]
+    (tmp_path / "h.tsv").write_text("\n".join(rows) + "\n")
+    report.plot_histogram(tmp_path / "h.tsv", "snp", tmp_path / "h.png", threshold=10)
+    (step,) = [p for p in figures[-1].axes[0].patches if isinstance(p, StepPatch)]
+    values, edges, _ = step.get_data()
+    assert values.tolist() == [v * 3 for v in range(200)] and edges.tolist() == list(range(201))
+    assert not [p for p in figures[-1].axes[0].patches if isinstance(p, Rectangle)]
+    rows = ["column\tlow\thigh\tcount", "snp\t0\t0\t4", "snp\t5\t5\t2"]  # a gap: bars
+    (tmp_path / "g.tsv").write_text("\n".join(rows) + "\n")
+    report.plot_histogram(tmp_path / "g.tsv", "snp", tmp_path / "g.png")
+    bars = [p for p in figures[-1].axes[0].patches if isinstance(p, Rectangle)]
+    assert [b.get_height() for b in bars] == [4, 2]

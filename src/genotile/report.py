@@ -152,7 +152,12 @@ def plot_histogram(histogram_tsv, metric: str, out, threshold: float | None = No
         lows = np.array([b[0] for b in finite])
         widths = np.array([max(b[1] - b[0], 1.0) if b[0] == b[1] else b[1] - b[0] for b in finite])
         counts = np.array([b[2] for b in finite])
-        ax.bar(lows, counts, width=widths, align="edge", color="#3b6ea8", edgecolor="none")
+        if lows.size and np.array_equal(lows[1:], lows[:-1] + widths[:-1]):
+            # contiguous bins (every histogram genotile writes): one filled outline, not a bar
+            # artist a bin (an snp histogram's 2,000 bars took ~0.1 s to make and draw)
+            ax.stairs(counts, np.append(lows, lows[-1] + widths[-1]), fill=True, color="#3b6ea8", lw=0)
+        else:
+            ax.bar(lows, counts, width=widths, align="edge", color="#3b6ea8", edgecolor="none")
         used = np.flatnonzero(counts)
         if used.size:  # zoom on the occupied bins, widened to show the threshold
             low, high = lows[used[0]], lows[used[-1]] + widths[used[-1]]
