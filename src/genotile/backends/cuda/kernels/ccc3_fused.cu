@@ -193,6 +193,13 @@ __device__ __forceinline__ void epilogue_place(const long long (&cnt)[8], int i,
     }
 }
 
+// Whether place (i, j, k) is one of the launch's: within [i_min, i_end) x [k_min, k_end) and the
+// triangle (i < j where I = J, k > j where J = K).
+__device__ __forceinline__ bool in_place(int i, int j, int k, int i_min, int i_end, int k_min, int k_end,
+                                         const FusedOut& o) {
+    return !(i < i_min || i >= i_end || k < k_min || k >= k_end || (o.same_ij && i >= j) || (o.same_jk && k <= j));
+}
+
 // The epilogue of middle row j for this lane's 8 places (i = i_base (+ 8), k = k_base + nt * 8
 // (+ 1)) within [i_min, i_end) x [k_min, k_end): the triangle, then epilogue_place. kRolled: the
 // places' counts copied out of the accumulators (read with compile-time indices, so that the
@@ -220,9 +227,7 @@ __device__ __forceinline__ void epilogue_j(const unsigned (&acc)[8][2][4], int j
             const int nt = pl >> 2, e = pl & 3;
             const int i = i_base + ((e >> 1) << 3);
             const int k = k_base + nt * 8 + (e & 1);
-            if (i < i_min || i >= i_end || k < k_min || k >= k_end || (o.same_ij && i >= j) ||
-                (o.same_jk && k <= j))
-                continue;
+            if (!in_place(i, j, k, i_min, i_end, k_min, k_end, o)) continue;
             long long cnt[8];
 #pragma unroll
             for (int c = 0; c < 8; ++c) cnt[c] = (int)held[pl][c];
@@ -235,9 +240,7 @@ __device__ __forceinline__ void epilogue_j(const unsigned (&acc)[8][2][4], int j
             for (int e = 0; e < 4; ++e) {
                 const int i = i_base + ((e >> 1) << 3);
                 const int k = k_base + nt * 8 + (e & 1);
-                if (i < i_min || i >= i_end || k < k_min || k >= k_end || (o.same_ij && i >= j) ||
-                    (o.same_jk && k <= j))
-                    continue;
+                if (!in_place(i, j, k, i_min, i_end, k_min, k_end, o)) continue;
                 long long cnt[8];
 #pragma unroll
                 for (int c = 0; c < 8; ++c) cnt[c] = (int)acc[c][nt][e];
