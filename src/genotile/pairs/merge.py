@@ -262,6 +262,10 @@ def _merge_full(tile_paths, ids, plan, metric, out_path, store, perm, expect, di
 def _merge_spliced(kept, tile_paths, ids, plan, metric, out_path, store, perm, expect, distinct_index) -> dict:
     """pairs.tsv.gz as the kept text of the earlier merge with the new tiles' rows spliced in
     (pairs/splice.py); splice.NotKept where it does not apply, before anything is written."""
+    # the kept groups checked before the tiles are read: a damaged or missing file gives the full
+    # merge without reading every tile twice
+    old_bytes = sum(int(t) for t, _, _ in kept.record["text"]["blocks"][1:])
+    rows_end, bytes_end = splice.groups(kept, old_bytes)
     got = _read_all(tile_paths, plan, metric, store, perm, expect, distinct_index is not None, kept.tiles)
     gone = sorted(set(kept.tiles) - set(got.digests))
     if gone:
@@ -275,8 +279,6 @@ def _merge_spliced(kept, tile_paths, ids, plan, metric, out_path, store, perm, e
     table = Table(columns, out_path)
     words = table.words[:2] + [max(w, int(r)) for w, r in zip(table.words[2:], recorded["words"], strict=True)]
     row_ends = np.cumsum(table.row_lengths())
-    old_bytes = sum(int(t) for t, _, _ in kept.record["text"]["blocks"][1:])
-    rows_end, bytes_end = splice.groups(kept, old_bytes)
     buf = splice.inflate(kept, int(row_ends[-1]) if row_ends.size else 0)
     buf[old_bytes:] = np.frombuffer(table.text(0, table.n), dtype=np.uint8)
     grown = splice.Splice(buf, rows_end, bytes_end, a, row_ends, len(ids))
