@@ -94,8 +94,8 @@ def read_samples(path) -> SampleTable:
         table = _samples_by_line(path, text.split("\n"))
     if not table.iids:
         raise GenotileError(f"{path}: no samples")
-    check_ids(table.ids, path, "sample")
     ids = table.ids
+    check_ids(ids, path, "sample")
     if len(set(ids)) != len(ids):
         seen: set[str] = set()
         dup = next(i for i in ids if i in seen or seen.add(i))  # type: ignore[func-returns-value]
