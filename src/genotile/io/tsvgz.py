@@ -272,20 +272,20 @@ class Table:
         if any(len(c.codes) != self.n for c in cells):
             raise ValueError(f"{where}: columns of unequal length {[len(c.codes) for c in cells]}")
         ends = [b"\n" if k == len(cells) - 1 else b"\t" for k in range(len(cells))]
+        keys = [(id(c.texts), end) for c, end in zip(cells, ends, strict=True)]
+        codes = [np.asarray(c.codes, dtype=np.int64) for c in cells]
         codes_of: dict[tuple[int, bytes], list[np.ndarray]] = {}  # a texts list's codes, all its columns'
-        for c, end in zip(cells, ends, strict=True):
-            codes_of.setdefault((id(c.texts), end), []).append(np.asarray(c.codes, dtype=np.int64))
+        for key, column_codes in zip(keys, codes, strict=True):
+            codes_of.setdefault(key, []).append(column_codes)
         tables: dict[tuple[int, bytes], tuple[_Padded, np.ndarray | None]] = {}
         self.padded: list[_Padded] = []
         self.indexes: list[np.ndarray] = []
-        for c, end in zip(cells, ends, strict=True):
-            key = (id(c.texts), end)
+        for c, end, key, column_codes in zip(cells, ends, keys, codes, strict=True):
             if key not in tables:
                 tables[key] = _used_padded(c.texts, end, codes_of[key])
             padded, used = tables[key]
             self.padded.append(padded)
-            codes = np.asarray(c.codes, dtype=np.int64)
-            self.indexes.append(codes if used is None else np.searchsorted(used, codes))
+            self.indexes.append(column_codes if used is None else np.searchsorted(used, column_codes))
 
     @property
     def words(self) -> list[int]:
