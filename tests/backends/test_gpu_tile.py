@@ -303,14 +303,18 @@ sys.exit(1 if bad else 0)
 
 
 @needs_gpu
+@pytest.mark.parametrize("mainloop", ["default", "mma.sync"])
 @pytest.mark.parametrize("missing", [0.0, 0.05])
 @pytest.mark.parametrize("chunk", [4096, 200])
 @pytest.mark.parametrize("name", ["king", "ibs"])
-def test_select_in_the_gemm(name, missing, chunk, monkeypatch):
+def test_select_in_the_gemm(name, missing, chunk, mainloop, monkeypatch):
     """King and ibs tiles with b1_select's fused GEMM (path "gemm") equal numpy's, byte for byte,
     over block tiles cut by the edges of the tile and of the sub-tiles (1,100 vectors, blocks of
     600, sub-tiles of `chunk` rows), thresholds passing none, few and many pairs (the pairs buffer
-    overflowing), on complete data (counts with row sums) and with missing calls."""
+    overflowing), on complete data (counts with row sums) and with missing calls; with this GPU's
+    main loop (wgmma's on Hopper) and with mma.sync's."""
+    if mainloop == "mma.sync":
+        monkeypatch.setattr(b1_select, "uses_wgmma", lambda wgmma=None: False)
     monkeypatch.setattr(cupy_tile, "CHUNK_ROWS", chunk)
     monkeypatch.setattr(transfers, "PIECE_BYTES", 1 << 20)
     metric = get_metric(name)

@@ -35,6 +35,14 @@ from genotile.backends.cuda import cupy_common as cc
 # ms): this 51-53; 64 x 64 blocks 53-56; 128 x 128 blocks of 32 x 32 warps 52-54; cupy-b1's
 # 128 x 128 of 64 x 32 warps (two blocks an SM: 128 registers, spilled) 91, one block an SM 82.
 GEMM_TILE = b1_layout.TileConfig(64, 128, 32, 32, 4, min_blocks=2, group_m=16)
+# On Hopper (sm_90a) the main loop is the warpgroup MMA (kernels/b1_wgmma.cuh): two warpgroups of
+# 64 x 128, five stages of 32 KB (three k-tiles in flight), one block an SM (166 registers), the
+# epilogue through shared memory in a rolled loop. Measured on an H100 (bench/RESULTS.md, session
+# 17: one 32,768^2 x 20,000 king tile, ms, whole kernel / main loop alone): this 40.8 / 24.6;
+# six stages 42.0 / 26.5; the epilogue unrolled from registers 68.0 / 26.2 (its code outgrows
+# the instruction caches); 128 x 64 blocks, two an SM, 45.1 / 40.9; mma.sync's tiles 51.3 / 42.4.
+WGMMA_TILE = b1_layout.TileConfig(128, 128, 16, 128, 5, min_blocks=1, group_m=16)
+WGMMA_ALIGN = 1024  # shared memory the kernel may skip to put its stages on a 1024-byte boundary
 SUBTILE_SCALE = 4  # its sub-tiles are 4x the select path's edge: no count matrices to hold
 PACK_SHIFT = 16  # acc 1 holds het_i above het_j
 PACKED_MAX = (1 << PACK_SHIFT) - 1
@@ -142,35 +150,55 @@ def gemm_plan(metric, spec, plans: dict, hist_columns, threshold, dense: bool) -
     )
 
 
+def uses_wgmma(wgmma: bool | None = None) -> bool:
+    """Whether the fused GEMM runs wgmma's main loop here: on a compute capability 9.0 GPU
+    (Hopper), unless `wgmma` says otherwise (False: mma.sync's, as on every other GPU; tests
+    compare both)."""
+    cp = cc.cupy_module()
+    hopper = cp.cuda.Device().compute_capability == "90"
+    return hopper if wgmma is None else bool(wgmma) and hopper
+
+
+def tile_config(wgmma: bool) -> b1_layout.TileConfig:
+    return WGMMA_TILE if wgmma else GEMM_TILE
+
+
+def _smem_bytes(wgmma: bool, bins: int) -> int:
+    """A block's shared memory: its stages (and their alignment), then the histogram's counters."""
+    return tile_config(wgmma).smem_bytes + (WGMMA_ALIGN if wgmma else 0) + 4 * (bins + 3)
+
+
 @functools.cache
-def _kernels(fused_id: int, device_id: int, hist_bytes: int):
-    cfg = GEMM_TILE
-    options = (*cfg.options, f"-DGT_METRIC={fused_id}", "--fmad=false")
-    gemm = cc.load_kernel("b1_select.cu", "b1_select", options)
-    smem = cfg.smem_bytes + hist_bytes
+def _kernels(fused_id: int, device_id: int, bins: int, wgmma: bool):
+    cfg = tile_config(wgmma)
+    options = (*cfg.options, f"-DGT_METRIC={fused_id}", f"-DGT_WGMMA={int(wgmma)}", f"-DGT_EPILOGUE_SMEM={int(wgmma)}")
+    options = (*options, "--fmad=false")
+    gemm = cc.load_kernel("b1_select.cu", "b1_select", options, arch_specific=wgmma)
+    smem = _smem_bytes(wgmma, bins)
     if gemm.max_dynamic_shared_size_bytes < smem:
         gemm.max_dynamic_shared_size_bytes = smem
-    return gemm, cc.load_kernel("b1_select.cu", "pair_counts", options), smem
+    return gemm, cc.load_kernel("b1_select.cu", "pair_counts", options, arch_specific=wgmma), smem
 
 
-def fits_device(plan: GemmPlan) -> bool:
+def fits_device(plan: GemmPlan, wgmma: bool | None = None) -> bool:
     """Whether this GPU grants a block the kernel's shared memory (its stages and the histogram)."""
     cp = cc.cupy_module()
     optin = int(cp.cuda.runtime.deviceGetAttribute(b1_layout.ATTR_SMEM_OPTIN, cp.cuda.Device().id))
-    return GEMM_TILE.smem_bytes + 4 * (plan.hist[3] + 3) <= optin
+    return _smem_bytes(uses_wgmma(wgmma), plan.hist[3]) <= optin
 
 
 class GemmSelect:
     """The fused GEMM of one tile: its term tables, its launch a sub-tile, the recount."""
 
-    def __init__(self, plan: GemmPlan, metric_id: int):
+    def __init__(self, plan: GemmPlan, metric_id: int, wgmma: bool | None = None):
         cp = cc.cupy_module()
-        self.plan, self.cfg = plan, GEMM_TILE
+        wgmma = uses_wgmma(wgmma)
+        self.plan, self.cfg = plan, tile_config(wgmma)
         starts = b1_layout.ktile_starts(list(plan.pieces))
         self.term_kt = cp.asarray(starts[:-1].astype(np.int32))
         self.term_mult = cp.asarray(np.asarray(plan.term_mult, dtype=np.int64).astype(np.int32))
         self.group_kt = int(starts[plan.group_start])
-        self.gemm, self.recount_kernel, self.smem = _kernels(metric_id, cp.cuda.Device().id, 4 * (plan.hist[3] + 3))
+        self.gemm, self.recount_kernel, self.smem = _kernels(metric_id, cp.cuda.Device().id, plan.hist[3], wgmma)
 
     def operands(self, d, side: str):
         """One row chunk's operand: the pieces' word ranges side by side along K."""

@@ -76,7 +76,7 @@ def device_attr(name: str) -> int:
 
 
 @functools.cache
-def _load_module(filename: str, options: tuple[str, ...], device_id: int):
+def _load_module(filename: str, options: tuple[str, ...], device_id: int, arch_specific: bool = False):
     cp = cupy_module()
     # -D options become #define lines of the source: CuPy runs NVRTC on an empty file once per
     # process and distinct option set to key its kernel cache (~50 ms each on the H100 machine),
@@ -89,7 +89,82 @@ def _load_module(filename: str, options: tuple[str, ...], device_id: int):
         else:
             rest.append(option)
     code = "".join(defines) + kernel_source(filename)
+    if arch_specific:
+        return _arch_specific_module(code, ("--std=c++17", *rest), device_id)
     return cp.RawModule(code=code, options=("--std=c++17", *rest))
+
+
+def _arch_specific_module(code: str, options: tuple[str, ...], device_id: int):
+    """`code` compiled by NVRTC for this GPU's architecture-specific target (sm_90a on Hopper:
+    wgmma), loaded as a module. CuPy's RawModule always adds its own -arch=sm_XX, which cannot name
+    an "a" target, so NVRTC is called here; the cubin is kept in CuPy's kernel cache directory
+    under the hash of source, options, target and NVRTC version, as CuPy keeps its own."""
+    import hashlib
+
+    from cupy.cuda import function
+    from cupy_backends.cuda.libs import nvrtc
+
+    cp = cupy_module()
+    cc = cp.cuda.Device(device_id).compute_capability
+    arch = f"-arch=sm_{cc}a"
+    key = repr((code, options, arch, nvrtc.getVersion())).encode()
+    # CuPy's documented default when CUPY_CACHE_DIR is unset (its get_cache_dir is not in every release)
+    cache = os.environ.get("CUPY_CACHE_DIR") or str(Path.home() / ".cupy" / "kernel_cache")
+    path = Path(cache) / f"genotile-{hashlib.sha256(key).hexdigest()}.cubin"
+    try:
+        cubin = path.read_bytes()
+    except OSError:
+        prog = nvrtc.createProgram(code, "genotile.cu", (), ())
+        try:
+            try:
+                nvrtc.compileProgram(prog, [*options, arch])
+            except nvrtc.NVRTCError as e:
+                raise GenotileError(f"NVRTC could not compile a {arch[6:]} kernel: {nvrtc.getProgramLog(prog)}") from e
+            cubin = nvrtc.getCUBIN(prog)
+        finally:
+            nvrtc.destroyProgram(prog)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+        tmp.write_bytes(cubin)
+        os.replace(tmp, path)  # whole or absent for a concurrent reader
+    module = function.Module()
+    module.load(cubin)
+    return _ArchModule(module)
+
+
+class _ArchModule:
+    """A module loaded from a cubin: get_function as RawModule's."""
+
+    def __init__(self, module):
+        self.module = module
+
+    def get_function(self, name: str):
+        return _ArchKernel(self.module.get_function(name))
+
+
+class _ArchKernel:
+    """A cupy.cuda.function.Function called as a RawKernel: kernel(grid, block, args,
+    shared_mem=...), and its max_dynamic_shared_size_bytes read and set through the driver."""
+
+    _MAX_DYNAMIC_SHARED = 8  # CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
+
+    def __init__(self, func):
+        self.func = func
+
+    def __call__(self, grid, block, args, shared_mem: int = 0):
+        self.func(grid, block, args, shared_mem=shared_mem)
+
+    @property
+    def max_dynamic_shared_size_bytes(self) -> int:
+        from cupy_backends.cuda.api import driver
+
+        return int(driver.funcGetAttribute(self._MAX_DYNAMIC_SHARED, self.func.ptr))
+
+    @max_dynamic_shared_size_bytes.setter
+    def max_dynamic_shared_size_bytes(self, value: int) -> None:
+        from cupy_backends.cuda.api import driver
+
+        driver.funcSetAttribute(self.func.ptr, self._MAX_DYNAMIC_SHARED, int(value))
 
 
 _INCLUDE = re.compile(r'[ \t]*#[ \t]*include[ \t]+"([^"]+)"')
@@ -123,10 +198,12 @@ def kernel_source(filename: str) -> str:
     return expand(os.path.normpath(KERNEL_DIR / filename))
 
 
-def load_kernel(filename: str, name: str, options: tuple[str, ...] = ()):
-    """A kernel from kernels/<filename>, compiled by NVRTC for this GPU (CuPy picks sm_XX)."""
+def load_kernel(filename: str, name: str, options: tuple[str, ...] = (), arch_specific: bool = False):
+    """A kernel from kernels/<filename>, compiled by NVRTC for this GPU (CuPy picks sm_XX;
+    `arch_specific`: the sm_XXa target, whose instructions, such as Hopper's wgmma, run on this
+    architecture alone)."""
     cp = cupy_module()
-    return _load_module(filename, tuple(options), cp.cuda.Device().id).get_function(name)
+    return _load_module(filename, tuple(options), cp.cuda.Device().id, arch_specific).get_function(name)
 
 
 def new_output(shape, dtype):

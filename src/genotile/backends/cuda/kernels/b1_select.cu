@@ -20,7 +20,16 @@
 //   added to hist[0 .. bins + 3) once a block (null: none).
 // Operands as b1_mma_multistage.cu's (A: (Mp, KW), B: (Np, KW), rows padded to whole block tiles).
 
+#ifndef GT_EPILOGUE_SMEM
+#define GT_EPILOGUE_SMEM 0  // 1: the accumulators through shared memory, the pairs in a rolled loop
+#endif
+#ifndef GT_WGMMA
+#define GT_WGMMA 0  // 1: Hopper's warpgroup MMA main loop (b1_wgmma.cuh; sm_90a), 0: mma.sync's
+#endif
 #include "b1_mma_core.cuh"
+#if GT_WGMMA
+#include "b1_wgmma.cuh"
+#endif
 #include "epilogues/epilogue.cuh"
 #include "epilogues/ibs.cuh"
 #include "epilogues/king.cuh"
@@ -45,7 +54,12 @@ b1_select(const unsigned long long* __restrict__ A, const unsigned long long* __
           int value_col, unsigned long long* __restrict__ counter, long long* __restrict__ idx,
           unsigned long long* __restrict__ value, long long cap, unsigned long long* __restrict__ hist, double h_low,
           double h_high, double h_scale, int h_bins) {
-    extern __shared__ __align__(128) unsigned char smem[];
+    extern __shared__ __align__(1024) unsigned char smem_raw[];
+#if GT_WGMMA  // wgmma's swizzled operands start on 1024-byte boundaries (the host adds 1 KB of room)
+    unsigned char* const smem = smem_raw + ((1024u - (smem_u32(smem_raw) & 1023u)) & 1023u);
+#else
+    unsigned char* const smem = smem_raw;
+#endif
     const unsigned smem_base = smem_u32(smem);
     unsigned* const sh_hist = reinterpret_cast<unsigned*>(smem + kStages * kStageBytes);
     const int h_size = h_bins + 3;
@@ -67,6 +81,44 @@ b1_select(const unsigned long long* __restrict__ A, const unsigned long long* __
 #pragma unroll
             for (int e = 0; e < 4; ++e) acc0[i][j][e] = 0u, acc1[i][j][e] = 0u;
 
+#if GT_WGMMA
+    // kStages - 2 k-tiles in flight: the stage a k-tile's copies overwrite was read by the wgmmas
+    // of two k-tiles back, which every warpgroup has waited for (wgmma_wait<1>) before the barrier.
+    const unsigned a_rows = (threadIdx.x >> 7) * 64 * kRowBytes;  // this warpgroup's 64 rows
+#pragma unroll
+    for (int s = 0; s < kStages - 2; ++s) {
+        if (s < KT) load_ktile(smem_base, s, s, tt.plan);
+        cp_async_commit();
+    }
+    int term = 0;
+    int next_term_kt = 0;
+    for (int kt = 0; kt < KT; ++kt) {
+        cp_async_wait<kStages - 3>();
+        fence_proxy_async();
+        __syncthreads();
+        const int nk = kt + kStages - 2;
+        if (nk < KT) load_ktile(smem_base, nk % kStages, nk, tt.plan);
+        cp_async_commit();
+        const bool first = kt < group_kt;  // uniform across the block
+        if (kt == next_term_kt) {
+            const unsigned mult = (unsigned)term_mult[term];
+            if (mult != 1u) {  // Horner's rescaling needs the accumulators settled
+                wgmma_wait<0>();
+                if (first) fence_accumulators(acc0), rescale(acc0, mult);
+                else fence_accumulators(acc1), rescale(acc1, mult);
+            }
+            ++term;
+            next_term_kt = term < n_terms ? term_kt[term] : KT;
+        }
+        const unsigned stage = smem_base + (kt % kStages) * kStageBytes;
+        if (first) wgmma_ktile(acc0, stage, a_rows);
+        else wgmma_ktile(acc1, stage, a_rows);
+        wgmma_wait<1>();
+    }
+    wgmma_wait<0>();
+    fence_accumulators(acc0);
+    fence_accumulators(acc1);
+#else
 #pragma unroll
     for (int s = 0; s < kStages - 1; ++s) {
         if (s < KT) load_ktile(smem_base, s, s, tt.plan);
@@ -111,6 +163,7 @@ b1_select(const unsigned long long* __restrict__ A, const unsigned long long* __
         if (first) ktile(stage, nk, acc0);
         else ktile(stage, nk, acc1);
     }
+#endif
     cp_async_wait<0>();
 #ifdef GT_GEMM_ONLY  // benchmark: the main loop alone (one atomic a thread keeps the products live)
     unsigned sink = 0;
@@ -124,54 +177,86 @@ b1_select(const unsigned long long* __restrict__ A, const unsigned long long* __
     return;
 #endif
 
-    // Epilogue: accumulator e of mma tile (i, j) is row g (+8 for e >= 2), column 2t + (e & 1).
+    // Epilogue: one pair (row, col of the sub-tile) from its two accumulators, every lane of the
+    // warp together (the pairs' slots and histogram bins are taken a warp at a time).
     const unsigned fm0 = (unsigned)final_mult0, fm1 = (unsigned)final_mult1;
-    const int g = lane >> 2, t = lane & 3;
     const MetricParams no_params = {0.0, 0.0};
+    auto pair = [&](unsigned acc_0, unsigned acc_1, int row, int col) {
+        const long long gi = i0 + row, gj = j0 + col;
+        const bool unique = row < M && col < N && (!diag || gi < gj);
+        unsigned a[kAcc] = {acc_0 * fm0, acc_1 * fm1};
+        if (row < M && col < N) {  // row sums (null: none), as b1_mma_multistage's row_add / col_add
+            if (row_add0) a[0] += row_add0[row];
+            if (col_add0) a[0] += col_add0[col];
+            if (row_add1) a[1] += row_add1[row];
+            if (col_add1) a[1] += col_add1[col];
+        }
+        i64 c[kCounts];
+        MetricCounts::counts(a, c);
+        u64 out[kCols];
+        const bool keep = MetricEpilogue::values(c, out, 1, thr, no_params) && unique;
+        u64 v = out[0];
 #pragma unroll
-    for (int i = 0; i < kMmaM; ++i) {
+        for (int k = 1; k < kCols; ++k)
+            if (k == value_col) v = out[k];
+        if (hist != nullptr) {  // uniform
+            const long long bin =
+                unique ? float_bin(__longlong_as_double((long long)v), h_low, h_high, h_scale, h_bins) : -1;
+            bool leader;  // one shared atomic a distinct bin a warp
+            const unsigned add = warp_bin_peers(bin, lane, leader);
+            if (leader) atomicAdd(&sh_hist[bin], add);
+        }
+        u64 slot;
+        if (warp_slot(keep, lane, counter, slot) && slot < (u64)cap) {
+            idx[slot] = gi * n_total + gj;
+            value[slot] = v;
+        }
+    };
+    // Accumulator e of mma tile (i, j) is row g (+8 for e >= 2), column 2t + (e & 1).
+    const int g = lane >> 2, t = lane & 3;
+#if GT_EPILOGUE_SMEM
+    // Through shared memory, in a rolled loop: unrolled over a 16 x 128 warp tile's 64 pairs a
+    // thread, the epilogue's code outgrows the instruction caches (bench/RESULTS.md, session 16).
+    // The stages are free once every warp is past its main loop; both accumulator tiles go there,
+    // rows padded by 8 words (two-way bank conflicts at most as the fragments are written).
+    constexpr int kLd = kBlockN + 8;
+    static_assert(2 * kBlockM * kLd * 4 <= kStages * kStageBytes, "the accumulators fit in the stages");
+    unsigned* const sh_acc = reinterpret_cast<unsigned*>(smem);
+    __syncthreads();
+#pragma unroll
+    for (int i = 0; i < kMmaM; ++i)
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+            const int r = tt.warp_m * kWarpM + i * kInstrM + g + 8 * h;
+#pragma unroll
+            for (int j = 0; j < kMmaN; ++j) {
+                const int c = tt.warp_n * kWarpN + j * kInstrN + 2 * t;
+                *reinterpret_cast<uint2*>(&sh_acc[r * kLd + c]) = make_uint2(acc0[i][j][2 * h], acc0[i][j][2 * h + 1]);
+                *reinterpret_cast<uint2*>(&sh_acc[(kBlockM + r) * kLd + c]) =
+                    make_uint2(acc1[i][j][2 * h], acc1[i][j][2 * h + 1]);
+            }
+        }
+    __syncthreads();
+    static_assert(kBlockM * kBlockN % kThreads == 0, "every lane of a warp at every pair");
+#pragma unroll 1  // unrolled 2, 4 or 8 pairs at a time: no faster (History "Session 17")
+    for (int p = threadIdx.x; p < kBlockM * kBlockN; p += kThreads) {
+        const int r = p / kBlockN, c = p % kBlockN;
+        pair(sh_acc[r * kLd + c], sh_acc[(kBlockM + r) * kLd + c], m0 + r, n0 + c);
+    }
+#else
+#pragma unroll
+    for (int i = 0; i < kMmaM; ++i)
 #pragma unroll
         for (int h = 0; h < 2; ++h) {
             const int row = m0 + tt.warp_m * kWarpM + i * kInstrM + g + 8 * h;
-            const long long gi = i0 + row;
 #pragma unroll
-            for (int j = 0; j < kMmaN; ++j) {
+            for (int j = 0; j < kMmaN; ++j)
 #pragma unroll
-                for (int e = 0; e < 2; ++e) {
-                    const int col = n0 + tt.warp_n * kWarpN + j * kInstrN + 2 * t + e;
-                    const long long gj = j0 + col;
-                    const bool unique = row < M && col < N && (!diag || gi < gj);
-                    unsigned a[kAcc] = {acc0[i][j][2 * h + e] * fm0, acc1[i][j][2 * h + e] * fm1};
-                    if (row < M && col < N) {  // row sums (null: none), as b1_mma_multistage's row_add / col_add
-                        if (row_add0) a[0] += row_add0[row];
-                        if (col_add0) a[0] += col_add0[col];
-                        if (row_add1) a[1] += row_add1[row];
-                        if (col_add1) a[1] += col_add1[col];
-                    }
-                    i64 c[kCounts];
-                    MetricCounts::counts(a, c);
-                    u64 out[kCols];
-                    const bool keep = MetricEpilogue::values(c, out, 1, thr, no_params) && unique;
-                    u64 v = out[0];
-#pragma unroll
-                    for (int k = 1; k < kCols; ++k)
-                        if (k == value_col) v = out[k];
-                    if (hist != nullptr) {  // uniform
-                        const long long bin =
-                            unique ? float_bin(__longlong_as_double((long long)v), h_low, h_high, h_scale, h_bins) : -1;
-                        bool leader;  // one shared atomic a distinct bin a warp
-                        const unsigned add = warp_bin_peers(bin, lane, leader);
-                        if (leader) atomicAdd(&sh_hist[bin], add);
-                    }
-                    u64 slot;
-                    if (warp_slot(keep, lane, counter, slot) && slot < (u64)cap) {
-                        idx[slot] = gi * n_total + gj;
-                        value[slot] = v;
-                    }
-                }
-            }
+                for (int e = 0; e < 2; ++e)
+                    pair(acc0[i][j][2 * h + e], acc1[i][j][2 * h + e], row,
+                         n0 + tt.warp_n * kWarpN + j * kInstrN + 2 * t + e);
         }
-    }
+#endif
     if (hist != nullptr) {
         __syncthreads();
         for (int k = threadIdx.x; k < h_size; k += kThreads) {

@@ -1,0 +1,95 @@
+// genotile: Hopper's warpgroup 1-bit MMA (wgmma.mma_async ... .b1.b1.and.popc, sm_90a) for the
+// block tiles of b1_mma_core.cuh.
+//
+// Why: on an H100 the warpgroup instruction runs at 7.8e15 bit-MAC/s where mma.sync m16n8k256
+// reaches 5.3e15 (register-only loops, bench/RESULTS.md session 17), and it reads both operands
+// from shared memory itself: no ldmatrix, and a 64 x 128 warpgroup tile reads 6 KB of shared
+// memory a k-step where 8 warps of 32 x 32 tiles read 16 KB (mma.sync's king main loop is bound
+// by shared memory at ~48% of its own ceiling).
+//
+// Layout: b1_mma_core's stages are already wgmma's canonical K-major layout with the 128-byte
+// swizzle: row r of a k-tile at r * 128 bytes, its 16-byte chunk c at (c ^ (r & 7)) * 16, each
+// operand's region starting on a 1024-byte boundary (8 rows of 128 bytes: the swizzle's atom).
+// A descriptor names the region's start, the 1024-byte stride between 8-row groups and the
+// swizzle; k-step ks of a k-tile starts 32 bytes (256 bits) further along the row, the hardware
+// applying the swizzle to the whole address, as CUTLASS's and DeepGEMM's K-major SW128 tiles do.
+//
+// Accumulators: a warpgroup's 64 x kBlockN int32 tile (128 or 64 columns), a thread's 64 or 32
+// registers. Warp w of the group holds rows 16 w .. 16 w + 15 in mma.sync's m16n8 fragment layout,
+// one fragment per 8 columns: b1_mma_core's Accumulators[1][kBlockN / 8][4] (kWarpM 16, kWarpN =
+// kBlockN), so the epilogue is the same code.
+#ifndef GT_B1_WGMMA_CUH
+#define GT_B1_WGMMA_CUH
+
+#include "b1_mma_core.cuh"
+
+static_assert(kWarpM == 16 && kMmaM == 1 && (kWarpN == 128 || kWarpN == 64), "wgmma tiles: warps of 16 x 128 or 16 x 64");
+static_assert(kBlockN == kWarpN && kBlockM % 64 == 0, "wgmma tiles: a warpgroup's 64 rows, the block's columns");
+static_assert(kStageBytesA % 1024 == 0 && kStageBytes % 1024 == 0, "operand regions on 1024-byte boundaries");
+
+// Shared-memory matrix descriptor: start address >> 4 (bits 0-13), leading-dimension byte offset
+// >> 4 (bits 16-29; unused by swizzled K-major layouts), stride byte offset >> 4 (bits 32-45:
+// 1024 bytes between 8-row groups), base offset 0 (bits 49-51: the region is 1024-byte aligned),
+// layout 1 = 128-byte swizzle (bits 62-63).
+__device__ __forceinline__ unsigned long long wgmma_desc(unsigned addr) {
+    return (unsigned long long)((addr & 0x3FFFFu) >> 4) | (1ull << 16) | ((unsigned long long)(1024 >> 4) << 32) |
+           (1ull << 62);
+}
+
+__device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
+__device__ __forceinline__ void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
+template <int N>
+__device__ __forceinline__ void wgmma_wait() {
+    asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory");
+}
+// Shared memory written by cp.async (the generic proxy) is read next by wgmma (the async proxy).
+__device__ __forceinline__ void fence_proxy_async() { asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); }
+
+// Keeps the compiler from moving reads or writes of the accumulators across a wgmma wait: the
+// registers are "rewritten" here, after the wait, as CUTLASS's warpgroup_fence_operand.
+__device__ __forceinline__ void fence_accumulators(Accumulators& acc) {
+#pragma unroll
+    for (int j = 0; j < kMmaN; ++j)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) asm volatile("" : "+r"(acc[0][j][e])::"memory");
+}
+
+#define GT_WG_ACC4(j) "+r"(acc[0][j][0]), "+r"(acc[0][j][1]), "+r"(acc[0][j][2]), "+r"(acc[0][j][3])
+
+// acc += popc(A & B) over one k-step: A the warpgroup's 64 rows, B the block's kBlockN columns, 256 bits.
+__device__ __forceinline__ void wgmma_b1(Accumulators& acc, unsigned a_addr, unsigned b_addr) {
+    const unsigned long long da = wgmma_desc(a_addr), db = wgmma_desc(b_addr);
+#if GT_WARP_N == 128
+    asm volatile(
+        "{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n128k256.s32.b1.b1.and.popc "
+        "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+        "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
+        "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
+        "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, %64, %65, p;\n}\n"
+        : GT_WG_ACC4(0), GT_WG_ACC4(1), GT_WG_ACC4(2), GT_WG_ACC4(3), GT_WG_ACC4(4), GT_WG_ACC4(5), GT_WG_ACC4(6),
+          GT_WG_ACC4(7), GT_WG_ACC4(8), GT_WG_ACC4(9), GT_WG_ACC4(10), GT_WG_ACC4(11), GT_WG_ACC4(12),
+          GT_WG_ACC4(13), GT_WG_ACC4(14), GT_WG_ACC4(15)
+        : "l"(da), "l"(db));
+#else
+    asm volatile(
+        "{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n64k256.s32.b1.b1.and.popc "
+        "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+        "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, %32, %33, p;\n}\n"
+        : GT_WG_ACC4(0), GT_WG_ACC4(1), GT_WG_ACC4(2), GT_WG_ACC4(3), GT_WG_ACC4(4), GT_WG_ACC4(5), GT_WG_ACC4(6),
+          GT_WG_ACC4(7)
+        : "l"(da), "l"(db));
+#endif
+}
+#undef GT_WG_ACC4
+
+// One k-tile (four k-steps) of the warpgroup's rows into acc, committed as one group.
+__device__ __forceinline__ void wgmma_ktile(Accumulators& acc, unsigned stage, unsigned a_rows) {
+    wgmma_fence();
+#pragma unroll
+    for (int ks = 0; ks < kKSteps; ++ks) wgmma_b1(acc, stage + a_rows + 32 * ks, stage + kStageBytesA + 32 * ks);
+    wgmma_commit();
+}
+
+#endif  // GT_B1_WGMMA_CUH
