@@ -28,12 +28,15 @@ import math
 # jobs of 16,384 x 16,384 x 65,536, memmap -> device -> tile file); cupy-b1 king instead from
 # "Session 13: the store on the GPU" (2026-11-27, one H200, bench_biobank 1,000,000 x 20,000 and
 # x 50,000: 1e16 and 2.5e16 comparisons in the store job's 24.47 s and 53.77 s of tiles, 4.09e14
-# and 4.65e14/s, kernels/b1_select.cu; 4.3e14 between them), the size a biobank plan asks about.
+# and 4.65e14/s, kernels/b1_select.cu; 4.3e14 between them), the size a biobank plan asks about;
+# since "Session 17: wgmma" (2026-11-27, b1_select's Hopper main loop, kernels/b1_wgmma.cuh) 5.2e14:
+# one H100, 1e16 comparisons in 18.96-19.22 s of tiles over 4 runs (5.24e14/s); GPUs other than
+# Hopper keep mma.sync's main loop and the rate before it (4.3e14 on an H200, planned the same).
 # numba and numpy: the 2-core rows of
 # "Genotype tiles" and "SNP distances" (2026-11-22, AMD EPYC, 2 threads; hamming taken equal to
 # snp), halved to a core.
 TILES: dict[str, dict[str, float]] = {
-    "cupy-b1": {"snp": 3.099e14, "hamming": 2.695e14, "ibs": 2.014e14, "king": 4.3e14, "ccc2": 1.583e14},
+    "cupy-b1": {"snp": 3.099e14, "hamming": 2.695e14, "ibs": 2.014e14, "king": 5.2e14, "ccc2": 1.583e14},
     "cupy-int8": {"snp": 1.415e14, "hamming": 1.184e14, "ibs": 7.895e13, "king": 8.133e13, "ccc2": 5.943e13},
     "numba": {"snp": 4.55e10, "hamming": 4.55e10, "ibs": 7.85e10, "king": 6.95e10, "ccc2": 8.35e10},
     "numpy": {"snp": 2.2e10, "hamming": 2.2e10, "ibs": 7.5e9, "king": 7.5e9, "ccc2": 6.0e9},

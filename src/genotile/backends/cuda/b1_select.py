@@ -152,11 +152,19 @@ def gemm_plan(metric, spec, plans: dict, hist_columns, threshold, dense: bool) -
 
 def uses_wgmma(wgmma: bool | None = None) -> bool:
     """Whether the fused GEMM runs wgmma's main loop here: on a compute capability 9.0 GPU
-    (Hopper), unless `wgmma` says otherwise (False: mma.sync's, as on every other GPU; tests
-    compare both)."""
+    (Hopper) with an NVRTC that compiles for sm_90a (CUDA 12.0 on), unless `wgmma` says otherwise
+    (False: mma.sync's, as on every other GPU; tests compare both)."""
     cp = cc.cupy_module()
-    hopper = cp.cuda.Device().compute_capability == "90"
-    return hopper if wgmma is None else bool(wgmma) and hopper
+    able = cp.cuda.Device().compute_capability == "90" and _nvrtc_version() >= (12, 0)
+    return able if wgmma is None else bool(wgmma) and able
+
+
+@functools.cache
+def _nvrtc_version() -> tuple[int, int]:
+    from cupy_backends.cuda.libs import nvrtc
+
+    major, minor = nvrtc.getVersion()
+    return int(major), int(minor)
 
 
 def tile_config(wgmma: bool) -> b1_layout.TileConfig:
