@@ -119,6 +119,32 @@ def b1_ceiling(sms: int) -> dict:
     return best
 
 
+def wgmma_ceiling(sms: int) -> dict | None:
+    """Best bit-MAC/s of wgmma's register-free loop (kernels/b1_wgmma_peak.cu), on Hopper only:
+    b1_select's main loop there (bench/RESULTS.md "Session 17: wgmma")."""
+    from genotile.backends.cuda import b1_select
+
+    if not b1_select.uses_wgmma():
+        return None
+    cfg = b1_select.WGMMA_TILE
+    kernel = cc.load_kernel("b1_wgmma_peak.cu", "b1_wgmma_peak", cfg.options, arch_specific=True)
+    smem = (cfg.block_m + cfg.block_n) * 128 + b1_select.WGMMA_ALIGN  # one k-tile's stage, aligned
+    best = None
+    for per_sm in (1, 2):
+        blocks = sms * per_sm
+        sink = cp.zeros(blocks * 256, dtype=cp.int32)
+        iters = 1000
+        t = gpu_time(functools.partial(kernel, (blocks,), (256,), (np.int32(iters), sink), shared_mem=smem), reps=1)
+        iters = max(1000, int(iters * 0.05 / t))  # about 50 ms a launch
+        t = gpu_time(functools.partial(kernel, (blocks,), (256,), (np.int32(iters), sink), shared_mem=smem), reps=5)
+        # a block: 2 warpgroups x 4 k-steps an iteration, each 64 x block_n x 256 bit-MACs
+        rate = blocks * 2 * iters * 4 * 64 * cfg.block_n * 256 / t
+        print(f"  wgmma b1 peak: {per_sm} blocks/SM x 2 warpgroups: {rate:.3e} bit-MAC/s", flush=True)
+        if best is None or rate > best["bit_mac_per_s"]:
+            best = {"blocks_per_sm": per_sm, "seconds": t, "bit_mac_per_s": rate}
+    return best
+
+
 def int8_ceiling(size: int) -> dict:
     lhs = cp.random.randint(-128, 128, (size, size), dtype=cp.int8)
     rhs = cp.random.randint(-128, 128, (size, size), dtype=cp.int8)
@@ -556,6 +582,7 @@ def main():
 
     print("ceilings:", flush=True)
     ceil_b1 = b1_ceiling(sms)
+    ceil_wgmma = wgmma_ceiling(sms)  # Hopper: the instruction b1_select's main loop uses there
     ceil_i8 = int8_ceiling(args.gemm_size)
 
     m = n = args.rows
@@ -566,6 +593,7 @@ def main():
         "git": head,
         "date": datetime.date.today().isoformat(),
         "ceiling_b1": ceil_b1,
+        "ceiling_wgmma_b1": ceil_wgmma,
         "ceiling_int8": ceil_i8,
         "rows": rows_table,
     }
@@ -735,8 +763,15 @@ def main():
         "|---|---|",
         f"| mma.sync m16n8k256 b1 AND+POPC, register-only loop | {ceil_b1['bit_mac_per_s']:.3e} bit-MAC/s "
         f"({2 * ceil_b1['bit_mac_per_s'] / 1e12:.0f} TOPS) |",
+        *(
+            [f"| wgmma m64n128k256 b1 AND+POPC, shared-memory operands | {ceil_wgmma['bit_mac_per_s']:.3e} bit-MAC/s |"]
+            if ceil_wgmma
+            else []
+        ),
         f"| cuBLAS int8 gemmEx {ceil_i8['size']}^3 | {ceil_i8['mac_per_s']:.3e} MAC/s "
         f"({2 * ceil_i8['mac_per_s'] / 1e12:.0f} TOPS) |",
+        "",
+        "(% of ceiling: against mma.sync's b1 ceiling, as every earlier table; on Hopper wgmma's is higher)",
         "",
         "| metric | backend | what is timed | shape (M x N x fields) | time (ms) | comparisons/s | bit-MAC/s "
         "| % of ceiling | x numpy | x cupy-int8 |",

@@ -55,3 +55,15 @@ def test_package_data_ships_every_kernel_source():
         if path.is_file() and path.suffix in (".cu", ".cuh"):
             rel = path.relative_to(package).as_posix()
             assert any(fnmatch.fnmatch(rel, g) and rel.count("/") == g.count("/") for g in globs), rel
+
+
+def test_b1_select_has_the_mma_core_in_both_main_loops():
+    """kernel_source writes a header in place once, whatever the #if around its include: b1_select.cu
+    includes b1_mma_core.cuh before `#if GT_WGMMA` (whose b1_wgmma.cuh includes it again, dropped),
+    so that mma.sync's build (GT_WGMMA 0) has it too."""
+    source = cupy_common.kernel_source("b1_select.cu")
+    lines = source.splitlines()
+    core = lines.index("#define GT_B1_MMA_CORE_CUH")
+    wgmma_if = lines.index("#if GT_WGMMA")
+    assert core < wgmma_if < lines.index("#define GT_B1_WGMMA_CUH")
+    assert source.count('#line 1 "b1_mma_core.cuh"\n') == 1 and source.count('#line 1 "b1_wgmma.cuh"\n') == 1
