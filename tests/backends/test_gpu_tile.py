@@ -26,6 +26,7 @@ from genotile.core.encode import (
 from genotile.core.genotype import genotype_layout, genotype_planes
 from genotile.core.metrics import get_metric
 from genotile.core.plan import Plan
+from genotile.errors import GenotileError
 from genotile.pairs.tile import compute_tile
 
 HAS_GPU = cupy_common.has_gpu()
@@ -302,8 +303,25 @@ sys.exit(1 if bad else 0)
     assert run.returncode == 0, run.stdout + run.stderr
 
 
+def _record_gemm_selects(monkeypatch) -> list:
+    """Every b1_select.GemmSelect the tile path makes, kept (to ask which main loop it ran)."""
+    made: list = []
+
+    class Recorded(b1_select.GemmSelect):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            made.append(self)
+
+    monkeypatch.setattr(b1_select, "GemmSelect", Recorded)
+    return made
+
+
+def _hopper() -> bool:
+    return cupy_common.has_gpu() and cupy_common.cupy_module().cuda.Device().compute_capability == "90"
+
+
 @needs_gpu
-@pytest.mark.parametrize("mainloop", ["default", "mma.sync"])
+@pytest.mark.parametrize("mainloop", ["wgmma", "mma.sync"])
 @pytest.mark.parametrize("missing", [0.0, 0.05])
 @pytest.mark.parametrize("chunk", [4096, 200])
 @pytest.mark.parametrize("name", ["king", "ibs"])
@@ -311,10 +329,13 @@ def test_select_in_the_gemm(name, missing, chunk, mainloop, monkeypatch):
     """King and ibs tiles with b1_select's fused GEMM (path "gemm") equal numpy's, byte for byte,
     over block tiles cut by the edges of the tile and of the sub-tiles (1,100 vectors, blocks of
     600, sub-tiles of `chunk` rows), thresholds passing none, few and many pairs (the pairs buffer
-    overflowing), on complete data (counts with row sums) and with missing calls; with this GPU's
-    main loop (wgmma's on Hopper) and with mma.sync's."""
+    overflowing), on complete data (counts with row sums) and with missing calls; with each main
+    loop: wgmma's (Hopper's, the default there) and mma.sync's (every other GPU's)."""
+    if mainloop == "wgmma" and not _hopper():
+        pytest.skip("wgmma's main loop needs a Hopper GPU (compute capability 9.0)")
     if mainloop == "mma.sync":
         monkeypatch.setattr(b1_select, "uses_wgmma", lambda wgmma=None: False)
+    made = _record_gemm_selects(monkeypatch)
     monkeypatch.setattr(cupy_tile, "CHUNK_ROWS", chunk)
     monkeypatch.setattr(transfers, "PIECE_BYTES", 1 << 20)
     metric = get_metric(name)
@@ -336,6 +357,38 @@ def test_select_in_the_gemm(name, missing, chunk, mainloop, monkeypatch):
             got, meta = compute_tile(planes, layout, perm, plan, metric, bi, bj, thr, False, "cupy-b1")
             assert meta["pairs_passing"] == meta_np["pairs_passing"] == res.ri.size, (thr, bi, bj)
             assert not differences(got, want), (thr, bi, bj)
+    assert made and {g.wgmma for g in made} == {mainloop == "wgmma"}
+    assert {g.cfg for g in made} == {b1_select.WGMMA_TILE if mainloop == "wgmma" else b1_select.GEMM_TILE}
+
+
+@needs_gpu
+def test_wgmma_that_cannot_be_built_gives_mma_sync(monkeypatch, caplog):
+    """A wgmma GEMM that does not compile or load (an NVRTC or driver that refuses it) leaves that
+    GPU to mma.sync's main loop with one warning, the tile's bytes unchanged."""
+    if not _hopper():
+        pytest.skip("wgmma's main loop needs a Hopper GPU (compute capability 9.0)")
+    real = b1_select._kernels.__wrapped__
+
+    def refused(fused_id, device_id, bins, wgmma):
+        if wgmma:
+            raise GenotileError("NVRTC could not compile a sm_90a kernel: (a test)")
+        return real(fused_id, device_id, bins, wgmma)
+
+    monkeypatch.setattr(b1_select, "_kernels", refused)
+    monkeypatch.setattr(b1_select, "_WGMMA_FAILED", set())
+    made = _record_gemm_selects(monkeypatch)
+    metric = get_metric("king")
+    planes, layout = store(metric, 700, 2000, 5, 0.05)
+    plan = Plan(700, 400, 3)
+    perm = plan.permutation()
+    planes = planes[perm]
+    for bi, bj in plan.tiles():
+        want, _ = compute_tile(planes, layout, perm, plan, metric, bi, bj, 0.1, False, "numpy")
+        got, _ = compute_tile(planes, layout, perm, plan, metric, bi, bj, 0.1, False, "cupy-b1")
+        assert not differences(got, want), (bi, bj)
+    assert made and not any(g.wgmma for g in made)
+    assert not b1_select.uses_wgmma()  # this GPU is remembered: no second try a tile
+    assert sum("the wgmma GEMM could not be built" in r.getMessage() for r in caplog.records) == 1
 
 
 def test_gemm_plan_applies_to_king_and_ibs():

@@ -23,12 +23,15 @@ else takes the select path.
 from __future__ import annotations
 
 import functools
+import logging
 from dataclasses import dataclass
 
 import numpy as np
 
 from genotile.backends.cuda import b1_layout
 from genotile.backends.cuda import cupy_common as cc
+
+log = logging.getLogger("genotile")
 
 # Block tile 64 x 128, warp tiles 32 x 32 (two accumulator sets: 64 registers), 4 stages, two blocks
 # an SM. Measured on an H200 (bench/RESULTS.md, session 12: one 32,768 x 32,768 x 20,000 king tile,
@@ -155,8 +158,12 @@ def uses_wgmma(wgmma: bool | None = None) -> bool:
     (Hopper) with an NVRTC that compiles for sm_90a (CUDA 12.0 on), unless `wgmma` says otherwise
     (False: mma.sync's, as on every other GPU; tests compare both)."""
     cp = cc.cupy_module()
-    able = cp.cuda.Device().compute_capability == "90" and _nvrtc_version() >= (12, 0)
+    device = cp.cuda.Device()
+    able = device.compute_capability == "90" and _nvrtc_version() >= (12, 0) and device.id not in _WGMMA_FAILED
     return able if wgmma is None else bool(wgmma) and able
+
+
+_WGMMA_FAILED: set[int] = set()  # devices where wgmma's kernels did not compile or load: mma.sync's there
 
 
 @functools.cache
@@ -200,13 +207,23 @@ class GemmSelect:
 
     def __init__(self, plan: GemmPlan, metric_id: int, wgmma: bool | None = None):
         cp = cc.cupy_module()
-        wgmma = uses_wgmma(wgmma)
-        self.plan, self.cfg = plan, tile_config(wgmma)
+        device = cp.cuda.Device().id
+        self.wgmma = uses_wgmma(wgmma)
+        if self.wgmma:
+            try:
+                kernels = _kernels(metric_id, device, plan.hist[3], True)
+            except Exception as e:  # noqa: BLE001 -- NVRTC, ptxas or the driver: the other main loop is exact too
+                log.warning("GPU %d: the wgmma GEMM could not be built (%s); mma.sync's instead", device, e)
+                _WGMMA_FAILED.add(device)
+                self.wgmma = False
+        if not self.wgmma:
+            kernels = _kernels(metric_id, device, plan.hist[3], False)
+        self.gemm, self.recount_kernel, self.smem = kernels
+        self.plan, self.cfg = plan, tile_config(self.wgmma)  # the operands' row padding follows the kernel's tiles
         starts = b1_layout.ktile_starts(list(plan.pieces))
         self.term_kt = cp.asarray(starts[:-1].astype(np.int32))
         self.term_mult = cp.asarray(np.asarray(plan.term_mult, dtype=np.int64).astype(np.int32))
         self.group_kt = int(starts[plan.group_start])
-        self.gemm, self.recount_kernel, self.smem = _kernels(metric_id, cp.cuda.Device().id, plan.hist[3], wgmma)
 
     def operands(self, d, side: str):
         """One row chunk's operand: the pieces' word ranges side by side along K."""

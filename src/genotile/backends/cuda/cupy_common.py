@@ -13,9 +13,11 @@ into int64 where a bound could exceed 2**31 - 1.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import re
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -94,26 +96,34 @@ def _load_module(filename: str, options: tuple[str, ...], device_id: int, arch_s
     return cp.RawModule(code=code, options=("--std=c++17", *rest))
 
 
+_ARCH_LOCK = threading.Lock()  # the store job's tile threads (a GPU each) may ask for a kernel together
+
+
 def _arch_specific_module(code: str, options: tuple[str, ...], device_id: int):
     """`code` compiled by NVRTC for this GPU's architecture-specific target (sm_90a on Hopper:
     wgmma), loaded as a module. CuPy's RawModule always adds its own -arch=sm_XX, which cannot name
     an "a" target, so NVRTC is called here; the cubin is kept in CuPy's kernel cache directory
-    under the hash of source, options, target and NVRTC version, as CuPy keeps its own."""
+    under the hash of source, options, target and NVRTC version, as CuPy keeps its own, behind its
+    own SHA-256 (a damaged file is compiled again). The disk cache is best effort: none under
+    CUPY_CACHE_IN_MEMORY, and a directory that cannot be written only costs the compile."""
     import hashlib
 
     from cupy.cuda import function
     from cupy_backends.cuda.libs import nvrtc
 
     cp = cupy_module()
-    cc = cp.cuda.Device(device_id).compute_capability
-    arch = f"-arch=sm_{cc}a"
-    key = repr((code, options, arch, nvrtc.getVersion())).encode()
-    # CuPy's documented default when CUPY_CACHE_DIR is unset (its get_cache_dir is not in every release)
-    cache = os.environ.get("CUPY_CACHE_DIR") or str(Path.home() / ".cupy" / "kernel_cache")
-    path = Path(cache) / f"genotile-{hashlib.sha256(key).hexdigest()}.cubin"
-    try:
-        cubin = path.read_bytes()
-    except OSError:
+    arch = f"-arch=sm_{cp.cuda.Device(device_id).compute_capability}a"
+    key = hashlib.sha256(repr((code, options, arch, nvrtc.getVersion())).encode()).hexdigest()
+    path = _arch_cache_path(key)
+    with _ARCH_LOCK:
+        cubin = _read_cached(path)
+        if cubin is not None:
+            module = function.Module()
+            try:
+                module.load(cubin)
+                return _ArchModule(module)
+            except Exception:  # noqa: BLE001 -- a cubin the driver refuses: compiled again below
+                pass
         prog = nvrtc.createProgram(code, "genotile.cu", (), ())
         try:
             try:
@@ -123,13 +133,55 @@ def _arch_specific_module(code: str, options: tuple[str, ...], device_id: int):
             cubin = nvrtc.getCUBIN(prog)
         finally:
             nvrtc.destroyProgram(prog)
+        module = function.Module()
+        module.load(cubin)
+        if path is not None:
+            _write_cached(path, cubin)
+        return _ArchModule(module)
+
+
+def _arch_cache_path(key: str) -> Path | None:
+    if os.environ.get("CUPY_CACHE_IN_MEMORY", "0").lower() in ("1", "true", "yes", "on"):
+        return None
+    try:  # CuPy's documented default when CUPY_CACHE_DIR is unset (its get_cache_dir is not in every release)
+        cache = os.environ.get("CUPY_CACHE_DIR") or str(Path.home() / ".cupy" / "kernel_cache")
+    except RuntimeError:  # no home directory
+        return None
+    return Path(cache) / f"genotile-{key}.cubin"
+
+
+def _read_cached(path: Path | None) -> bytes | None:
+    """A cached cubin whose SHA-256 (its file's first 32 bytes) holds, else None."""
+    import hashlib
+
+    if path is None:
+        return None
+    try:
+        data = path.read_bytes()
+    except OSError:
+        return None
+    digest, cubin = data[:32], data[32:]
+    return cubin if cubin and hashlib.sha256(cubin).digest() == digest else None
+
+
+def _write_cached(path: Path, cubin: bytes) -> None:
+    """The cubin behind its SHA-256, written to a temporary file of its own, then renamed: whole
+    or absent for a concurrent reader; any OSError leaves the cache as it was."""
+    import hashlib
+    import tempfile
+
+    try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
-        tmp.write_bytes(cubin)
-        os.replace(tmp, path)  # whole or absent for a concurrent reader
-    module = function.Module()
-    module.load(cubin)
-    return _ArchModule(module)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix=".tmp")
+        try:
+            with os.fdopen(fd, "wb") as fh:
+                fh.write(hashlib.sha256(cubin).digest() + cubin)
+            os.replace(tmp, path)
+        except OSError:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+    except OSError:
+        pass
 
 
 class _ArchModule:

@@ -218,7 +218,7 @@ b1_select(const unsigned long long* __restrict__ A, const unsigned long long* __
     // Through shared memory, in a rolled loop: unrolled over a 16 x 128 warp tile's 64 pairs a
     // thread, the epilogue's code outgrows the instruction caches (bench/RESULTS.md, session 16).
     // The stages are free once every warp is past its main loop; both accumulator tiles go there,
-    // rows padded by 8 words (two-way bank conflicts at most as the fragments are written).
+    // rows padded by 8 words (a half-warp's 8-byte fragment stores then fall on distinct banks).
     constexpr int kLd = kBlockN + 8;
     static_assert(2 * kBlockM * kLd * 4 <= kStages * kStageBytes, "the accumulators fit in the stages");
     unsigned* const sh_acc = reinterpret_cast<unsigned*>(smem);

@@ -14,17 +14,18 @@
 // swizzle; k-step ks of a k-tile starts 32 bytes (256 bits) further along the row, the hardware
 // applying the swizzle to the whole address, as CUTLASS's and DeepGEMM's K-major SW128 tiles do.
 //
-// Accumulators: a warpgroup's 64 x kBlockN int32 tile (128 or 64 columns), a thread's 64 or 32
-// registers. Warp w of the group holds rows 16 w .. 16 w + 15 in mma.sync's m16n8 fragment layout,
-// one fragment per 8 columns: b1_mma_core's Accumulators[1][kBlockN / 8][4] (kWarpM 16, kWarpN =
-// kBlockN), so the epilogue is the same code.
+// Accumulators: a warpgroup's 64 x 128 int32 tile, a thread's 64 registers. Warp w of the group
+// holds rows 16 w .. 16 w + 15 in mma.sync's m16n8 fragment layout, one fragment per 8 columns:
+// b1_mma_core's Accumulators[1][16][4] (kWarpM 16, kWarpN 128), so the epilogue is the same code.
+// (m64n64 blocks, two an SM, were slower: shared memory again, bench/RESULTS.md session 17.)
 #ifndef GT_B1_WGMMA_CUH
 #define GT_B1_WGMMA_CUH
 
 #include "b1_mma_core.cuh"
 
-static_assert(kWarpM == 16 && kMmaM == 1 && (kWarpN == 128 || kWarpN == 64), "wgmma tiles: warps of 16 x 128 or 16 x 64");
-static_assert(kBlockN == kWarpN && kBlockM % 64 == 0, "wgmma tiles: a warpgroup's 64 rows, the block's columns");
+static_assert(kWarpM == 16 && kWarpN == 128 && kMmaM == 1 && kMmaN == 16, "wgmma tiles: warps of 16 x 128");
+static_assert(kBlockN == kWarpN && kBlockM % 64 == 0, "wgmma tiles: a warpgroup's 64 rows, the block's 128 columns");
+static_assert(kStages >= 3, "wgmma's pipeline: a stage being read, one waited for, one being loaded");
 static_assert(kStageBytesA % 1024 == 0 && kStageBytes % 1024 == 0, "operand regions on 1024-byte boundaries");
 
 // Shared-memory matrix descriptor: start address >> 4 (bits 0-13), leading-dimension byte offset
@@ -56,10 +57,9 @@ __device__ __forceinline__ void fence_accumulators(Accumulators& acc) {
 
 #define GT_WG_ACC4(j) "+r"(acc[0][j][0]), "+r"(acc[0][j][1]), "+r"(acc[0][j][2]), "+r"(acc[0][j][3])
 
-// acc += popc(A & B) over one k-step: A the warpgroup's 64 rows, B the block's kBlockN columns, 256 bits.
+// acc += popc(A & B) over one k-step: A the warpgroup's 64 rows, B the block's 128 columns, 256 bits.
 __device__ __forceinline__ void wgmma_b1(Accumulators& acc, unsigned a_addr, unsigned b_addr) {
     const unsigned long long da = wgmma_desc(a_addr), db = wgmma_desc(b_addr);
-#if GT_WARP_N == 128
     asm volatile(
         "{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n"
         "wgmma.mma_async.sync.aligned.m64n128k256.s32.b1.b1.and.popc "
@@ -71,21 +71,12 @@ __device__ __forceinline__ void wgmma_b1(Accumulators& acc, unsigned a_addr, uns
           GT_WG_ACC4(7), GT_WG_ACC4(8), GT_WG_ACC4(9), GT_WG_ACC4(10), GT_WG_ACC4(11), GT_WG_ACC4(12),
           GT_WG_ACC4(13), GT_WG_ACC4(14), GT_WG_ACC4(15)
         : "l"(da), "l"(db));
-#else
-    asm volatile(
-        "{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n"
-        "wgmma.mma_async.sync.aligned.m64n64k256.s32.b1.b1.and.popc "
-        "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
-        "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, %32, %33, p;\n}\n"
-        : GT_WG_ACC4(0), GT_WG_ACC4(1), GT_WG_ACC4(2), GT_WG_ACC4(3), GT_WG_ACC4(4), GT_WG_ACC4(5), GT_WG_ACC4(6),
-          GT_WG_ACC4(7)
-        : "l"(da), "l"(db));
-#endif
 }
 #undef GT_WG_ACC4
 
 // One k-tile (four k-steps) of the warpgroup's rows into acc, committed as one group.
 __device__ __forceinline__ void wgmma_ktile(Accumulators& acc, unsigned stage, unsigned a_rows) {
+    fence_accumulators(acc);  // the accumulators' last writes (zeroing, Horner's rescaling) before the fence
     wgmma_fence();
 #pragma unroll
     for (int ks = 0; ks < kKSteps; ++ks) wgmma_b1(acc, stage + a_rows + 32 * ks, stage + kStageBytesA + 32 * ks);
