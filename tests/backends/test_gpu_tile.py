@@ -229,14 +229,17 @@ def test_large_chunks_default_settings(monkeypatch):
     monkeypatch.setattr(transfers, "PIECE_BYTES", 32 << 20)
     monkeypatch.setattr(transfers, "STAGING_BUFFERS", 4)
     monkeypatch.setattr(cupy_tile, "INITIAL_CAPACITY", 1 << 22)
-    metric = get_metric("snp")
-    planes, layout = store(metric, 1300, 2000, 4, 0.0)
-    plan = Plan(1300, 700, 2)
+    assert_tiles_equal_numpy(get_metric("snp"), Plan(1300, 700, 2), store_args=(2000, 4, 0.0), threshold=30)
+
+
+def assert_tiles_equal_numpy(metric, plan: Plan, store_args: tuple, threshold) -> None:
+    """Every tile of `plan` from cupy-b1 equal numpy's, byte for byte (store(metric, n, *store_args))."""
+    planes, layout = store(metric, plan.n_vectors, *store_args)
     perm = plan.permutation()
     planes = planes[perm]
     for bi, bj in plan.tiles():
-        want, _ = compute_tile(planes, layout, perm, plan, metric, bi, bj, 30, False, "numpy")
-        got, _ = compute_tile(planes, layout, perm, plan, metric, bi, bj, 30, False, "cupy-b1")
+        want, _ = compute_tile(planes, layout, perm, plan, metric, bi, bj, threshold, False, "numpy")
+        got, _ = compute_tile(planes, layout, perm, plan, metric, bi, bj, threshold, False, "cupy-b1")
         assert not differences(got, want), (bi, bj)
 
 
@@ -377,15 +380,7 @@ def test_wgmma_that_cannot_be_built_gives_mma_sync(monkeypatch, caplog):
     monkeypatch.setattr(b1_select, "_kernels", refused)
     monkeypatch.setattr(b1_select, "_WGMMA_FAILED", set())
     made = _record_gemm_selects(monkeypatch)
-    metric = get_metric("king")
-    planes, layout = store(metric, 700, 2000, 5, 0.05)
-    plan = Plan(700, 400, 3)
-    perm = plan.permutation()
-    planes = planes[perm]
-    for bi, bj in plan.tiles():
-        want, _ = compute_tile(planes, layout, perm, plan, metric, bi, bj, 0.1, False, "numpy")
-        got, _ = compute_tile(planes, layout, perm, plan, metric, bi, bj, 0.1, False, "cupy-b1")
-        assert not differences(got, want), (bi, bj)
+    assert_tiles_equal_numpy(get_metric("king"), Plan(700, 400, 3), store_args=(2000, 5, 0.05), threshold=0.1)
     assert made and not any(g.wgmma for g in made)
     assert not b1_select.uses_wgmma()  # this GPU is remembered: no second try a tile
     assert sum("the wgmma GEMM could not be built" in r.getMessage() for r in caplog.records) == 1
