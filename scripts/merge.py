@@ -1,12 +1,5 @@
-from genotile.runtime import prestart
-
-# where an append started the run's tile worker (runtime/prestart.py), it imports what the
-# histogram's plot needs now, beside this merge, for the plot job after it
-if snakemake.config.get("report"):
-    prestart.warm_plots()
-
-from genotile.pairs import stage  # noqa: E402
-from genotile.runtime.rule import run_rule  # noqa: E402
+from genotile.pairs import stage
+from genotile.runtime.rule import run_rule
 
 run_rule(
     snakemake,

@@ -153,7 +153,6 @@ def test_the_workers_plot_is_the_jobs(tmp_path, monkeypatch):
     worker = _worker(path, "--plots")
     try:
         monkeypatch.setenv(prestart.ENV, str(path))
-        prestart.warm_plots()  # as the merge job starts: matplotlib imported there now
         assert prestart.plot_histogram(histogram, "snp", tmp_path / "worker.png", summary)
     finally:
         assert worker.stdin is not None

@@ -11,11 +11,6 @@ idle core, then computes the store job's tiles when the job asks (`compute`) int
 early tiles, with their records, by the same code as the job would (early._compute_tile): the
 tile jobs adopt them as before, and their bytes are the ones the job would have written.
 
-The same worker draws the append's histogram plot (`plot_histogram`, the job's report.plot_histogram
-with the job's arguments, in the same environment: the same bytes): the merge job asks it to
-import matplotlib as the merge begins (`warm_plots`), on a lowest-priority thread, so the
-plot_histogram job after the merge pays neither that import nor numpy's (0.44-0.46 -> 0.18-0.25 s).
-
 Only for a local run that runs jobs (the Snakefile's onstart `confirm`s it, which Snakemake calls
 neither for a dry run nor on a cluster; else the worker is stopped) and where the jobs run in
 Snakemake's own Python environment (no --sdm conda or apptainer); the worker also refuses a job
@@ -23,8 +18,7 @@ of another interpreter or genotile version. The worker ends when Snakemake's pro
 stdin is a pipe from it), when its socket is removed, or after IDLE_S without a request. Whatever
 fails, the store job computes its tiles itself, as before.
 
-This module imports only the standard library: the Snakefile and the store, merge and
-plot_histogram jobs import it.
+This module imports only the standard library: the Snakefile and the store job import it.
 """
 
 import contextlib
@@ -188,19 +182,6 @@ def plot_histogram(histogram_tsv, metric: str, out, summary_json) -> bool:
     return True
 
 
-def warm_plots() -> None:
-    """The merge job's start: the run's worker imports matplotlib and the report now, beside the
-    merge (the plot_histogram job after it asks the worker for its plot), not beside the tile
-    jobs before it. Nothing where there is no worker."""
-    path = available()
-    if path is None:
-        return
-    try:
-        _ask(path, {"warm_plots": True})
-    except (OSError, RuntimeError, ValueError):
-        pass
-
-
 def _ask(path: str, request: dict) -> dict:
     from genotile.version import __version__
 
@@ -232,8 +213,8 @@ def _plot(args: dict) -> dict:
 
 
 def _import_plots() -> None:
-    """matplotlib and the report imported ahead of the plot's request (`warm_plots`), on a thread
-    of the lowest priority (the merge runs beside it), as the plot job would import them."""
+    """matplotlib and the report imported ahead of the plot's request, on a thread of the lowest
+    priority (the tile jobs and the merge run beside it), as the plot job would import them."""
     try:
         os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 19)
         from genotile import report
@@ -251,8 +232,6 @@ def _serve(request: dict) -> dict:
 
     if request.get("python") != sys.executable or request.get("genotile") != __version__:
         return {"ok": False, "error": "another Python environment or genotile version"}
-    if "warm_plots" in request:
-        return {"ok": True, "warm_plots": True}
     if "plot_histogram" in request:
         try:
             return _plot(request["plot_histogram"])
@@ -315,7 +294,7 @@ def main(path: str, plots: bool = False) -> None:
                     reply = {"ok": False, "error": f"a request not understood: {exc}"}
                 fh.write(json.dumps(reply) + "\n")
                 fh.flush()
-            if plots and reply.get("warm_plots"):  # the merge began: the plot's imports beside it
+            if plots:  # the tiles served: the report's imports, while the tiles are merged
                 plots = False
                 threading.Thread(target=_import_plots, name="genotile-import-plots", daemon=True).start()
     finally:
