@@ -7,7 +7,7 @@
 from snakemake.resources import Resource
 
 from genotile.core.blocks import prefetch_host_gpus, share_host_gpus
-from genotile.runtime import prestart
+from genotile.pairs import prestart
 from genotile.runtime.deploy import export_package_source
 from genotile.runtime.gpu_slots import default_gpu_bound
 
@@ -16,7 +16,7 @@ configfile: "config/config.yaml"
 
 
 # an append pending on the CPU: numba started in a tile worker for its store job while Snakemake
-# reads the rules and builds the DAG, on a core it leaves idle (runtime/prestart.py; onstart below)
+# reads the rules and builds the DAG, on a core it leaves idle (pairs/prestart.py; onstart below)
 prestart.prestart(config)
 
 

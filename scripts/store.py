@@ -20,8 +20,7 @@ import logging  # noqa: E402
 from pathlib import Path  # noqa: E402
 
 from genotile.core.registry import REGISTRY  # noqa: E402
-from genotile.pairs import early  # noqa: E402
-from genotile.runtime import prestart  # noqa: E402
+from genotile.pairs import early, prestart  # noqa: E402
 from genotile.runtime.rule import run_rule  # noqa: E402
 from genotile.settings import ccc3_null_max, tile_settings  # noqa: E402
 from genotile.store import resident  # noqa: E402
@@ -63,7 +62,7 @@ def store(sm):
     devices = gpu_slots().visible_gpus() if may and gpus > 1 else []
     pool = early.DevicePool(devices[:gpus]) if len(devices) > 1 else None
     # a tile worker the Snakefile started for an append, numba loaded there while Snakemake
-    # started (runtime/prestart.py): it computes the new tiles on the CPU, and this job then warms
+    # started (pairs/prestart.py): it computes the new tiles on the CPU, and this job then warms
     # no numba on a thread beside its reading and packing
     worker = prestart.worker() if pairs and not granted and mode == "auto" else None
 

@@ -396,7 +396,7 @@ def _threads_per_device(devices: int, todo: list, args, store_dir, in_flight: in
 
 
 def _by_worker(worker, store_dir, todo: list, metrics: dict) -> bool:
-    """The tiles `todo` computed by `worker` (a prestarted worker's, runtime/prestart.py); False,
+    """The tiles `todo` computed by `worker` (a prestarted worker's, pairs/prestart.py); False,
     its partial tiles cleared, where it did not compute them all."""
     try:
         seconds = worker(store_dir, todo, metrics)
@@ -440,7 +440,7 @@ def compute_tiles(
     worker : callable, optional
         `worker(store_dir, todo, metrics)` computes the tiles `todo` ((metric, i, j) each) into
         the early tiles elsewhere and returns its seconds, or raises OSError, RuntimeError or
-        ValueError: a tile worker the Snakefile started, numba loaded there (runtime/prestart.py
+        ValueError: a tile worker the Snakefile started, numba loaded there (pairs/prestart.py
         `worker`), for tiles on the CPU; this process computes them where it fails. None: this
         process.
 

@@ -32,7 +32,6 @@ import socket
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 
@@ -100,9 +99,8 @@ def prestart(config: dict) -> None:
         return
     try:
         folder.mkdir(mode=0o700, exist_ok=True)
-        plots = ["--plots"] if config.get("report", True) else []
         _worker = subprocess.Popen(
-            [sys.executable, "-m", "genotile.runtime.prestart", path, *plots],
+            [sys.executable, "-m", "genotile.pairs.prestart", path],
             stdin=subprocess.PIPE,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
@@ -157,35 +155,15 @@ def compute(path: str, store_dir, todo: list, metrics: dict) -> float:
     early._compute_tile would here; its log lines logged here (prefixed "tile worker: "). Returns
     the worker's seconds; raises OSError or RuntimeError where it did not compute them all (the
     early tiles it left are then cleared by the caller)."""
+    from genotile.version import __version__
+
     request = {
+        "python": sys.executable,
+        "genotile": __version__,
         "store_dir": str(Path(store_dir).absolute()),
         "todo": [list(t) for t in todo],
         "metrics": metrics,
     }
-    return float(_ask(path, request)["seconds"])
-
-
-def plot_histogram(histogram_tsv, metric: str, out, summary_json) -> bool:
-    """The plot_histogram job's plot (report.plot_histogram, its threshold from `summary_json`)
-    drawn by the run's worker, matplotlib imported there while the store's tiles were merged;
-    False where there is no worker or it did not draw it (the job then draws it itself)."""
-    path = available()
-    if path is None:
-        return False
-    args = {"histogram_tsv": histogram_tsv, "metric": metric, "out": out, "summary_json": summary_json}
-    try:
-        _ask(path, {"plot_histogram": {k: str(Path(v).absolute()) if k != "metric" else v for k, v in args.items()}})
-    except (OSError, RuntimeError, ValueError) as exc:
-        log.info("the run's tile worker did not draw the plot (%s); drawing it here", exc)
-        return False
-    log.info("plot drawn by the run's tile worker (runtime/prestart.py)")
-    return True
-
-
-def _ask(path: str, request: dict) -> dict:
-    from genotile.version import __version__
-
-    request = {"python": sys.executable, "genotile": __version__, **request}
     for _ in range(int(WAIT_S / 0.01)):  # made as the worker starts: there unless it failed
         if os.path.exists(path):
             break
@@ -199,31 +177,8 @@ def _ask(path: str, request: dict) -> dict:
     for line in reply.get("lines") or []:
         log.info("tile worker: %s", line)
     if not reply.get("ok"):
-        raise RuntimeError(f"the tile worker did not do it: {reply.get('error', 'no reply')}")
-    return reply
-
-
-def _plot(args: dict) -> dict:
-    from genotile import report
-
-    report.plot_histogram(
-        args["histogram_tsv"], args["metric"], args["out"], report.run_threshold(args["summary_json"])
-    )
-    return {"ok": True}
-
-
-def _import_plots() -> None:
-    """matplotlib and the report imported ahead of the plot's request, on a thread of the lowest
-    priority (the tile jobs and the merge run beside it), as the plot job would import them."""
-    try:
-        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 19)
-        from genotile import report
-
-        report._skip_set_docstrings()
-        from matplotlib.backends.backend_agg import FigureCanvasAgg  # noqa: F401
-        from matplotlib.figure import Figure  # noqa: F401
-    except Exception:  # noqa: BLE001 -- a warm-up only: the request imports what it needs
-        pass
+        raise RuntimeError(f"the tile worker did not compute the tiles: {reply.get('error', 'no reply')}")
+    return float(reply["seconds"])
 
 
 def _serve(request: dict) -> dict:
@@ -232,11 +187,6 @@ def _serve(request: dict) -> dict:
 
     if request.get("python") != sys.executable or request.get("genotile") != __version__:
         return {"ok": False, "error": "another Python environment or genotile version"}
-    if "plot_histogram" in request:
-        try:
-            return _plot(request["plot_histogram"])
-        except Exception as exc:  # noqa: BLE001 -- said to the job, which draws it itself
-            return {"ok": False, "error": f"{type(exc).__name__}: {exc}"}
     lines: list[str] = []
     handler = _Lines(lines)
     log.addHandler(handler)
@@ -268,7 +218,7 @@ def _made_at(path: str) -> str:
     return f"{path}.tmp"
 
 
-def main(path: str, plots: bool = False) -> None:
+def main(path: str) -> None:
     """The worker: its socket made first (a job's request waits while numba starts), numba's start,
     then a request at a time until Snakemake's process ends (stdin), the socket is gone, or IDLE_S."""
     tmp = _made_at(path)
@@ -294,9 +244,6 @@ def main(path: str, plots: bool = False) -> None:
                     reply = {"ok": False, "error": f"a request not understood: {exc}"}
                 fh.write(json.dumps(reply) + "\n")
                 fh.flush()
-            if plots:  # the tiles served: the report's imports, while the tiles are merged
-                plots = False
-                threading.Thread(target=_import_plots, name="genotile-import-plots", daemon=True).start()
     finally:
         server.close()
         for name in (tmp, path):
@@ -307,4 +254,4 @@ def main(path: str, plots: bool = False) -> None:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1], plots="--plots" in sys.argv[2:])
+    main(sys.argv[1])

@@ -1,4 +1,4 @@
-"""The tile worker the Snakefile starts for a pending append (runtime/prestart.py): when it is
+"""The tile worker the Snakefile starts for a pending append (pairs/prestart.py): when it is
 started, what it computes (the tiles and records the store job would have written), what it
 refuses, and that it ends with Snakemake's process."""
 
@@ -12,8 +12,7 @@ import numpy as np
 import pytest
 from snakerun import assert_same_early_tiles, random_alignment, write_fasta
 
-from genotile.pairs import early
-from genotile.runtime import prestart
+from genotile.pairs import early, prestart
 
 
 def _store_record(root, dataset, size):
@@ -44,11 +43,9 @@ def test_no_worker_for_other_settings(tmp_path, monkeypatch):
     assert not prestart.wanted({**config, "tiles_in_store": False})
 
 
-def _worker(path, *args):
+def _worker(path):
     proc = subprocess.Popen(
-        [sys.executable, "-m", "genotile.runtime.prestart", str(path), *args],
-        stdin=subprocess.PIPE,
-        stderr=subprocess.PIPE,
+        [sys.executable, "-m", "genotile.pairs.prestart", str(path)], stdin=subprocess.PIPE, stderr=subprocess.PIPE
     )
     for _ in range(600):
         if path.exists():
@@ -134,28 +131,3 @@ def test_confirm_hands_the_socket_to_jobs_only_where_they_run_here(monkeypatch):
         assert worker.stdin.closed is not here
         prestart.stop()
         assert prestart.ENV not in os.environ and worker.stdin.closed
-
-
-def test_the_workers_plot_is_the_jobs(tmp_path, monkeypatch):
-    """The histogram's plot drawn by the worker (matplotlib imported there beforehand) has the
-    bytes the plot job draws itself; without a worker the job is told to draw it."""
-    pytest.importorskip("matplotlib")
-    from genotile import report
-
-    histogram = tmp_path / "histogram.tsv"
-    histogram.write_text("column\tlow\thigh\tcount\nsnp\t0\t1\t5\nsnp\t1\t2\t7\nsnp\t2\tinf\t1\n")
-    summary = tmp_path / "summary.json"
-    summary.write_text(json.dumps({"threshold": 1}))
-    report.plot_histogram(histogram, "snp", tmp_path / "job.png", report.run_threshold(summary))
-    monkeypatch.delenv(prestart.ENV, raising=False)
-    assert not prestart.plot_histogram(histogram, "snp", tmp_path / "none.png", summary)
-    path = tmp_path / "w.sock"
-    worker = _worker(path, "--plots")
-    try:
-        monkeypatch.setenv(prestart.ENV, str(path))
-        assert prestart.plot_histogram(histogram, "snp", tmp_path / "worker.png", summary)
-    finally:
-        assert worker.stdin is not None
-        worker.stdin.close()
-        worker.wait(timeout=30)
-    assert (tmp_path / "worker.png").read_bytes() == (tmp_path / "job.png").read_bytes()
