@@ -7,17 +7,11 @@
 from snakemake.resources import Resource
 
 from genotile.core.blocks import prefetch_host_gpus, share_host_gpus
-from genotile.pairs import prestart
 from genotile.runtime.deploy import export_package_source
 from genotile.runtime.gpu_slots import default_gpu_bound
 
 
 configfile: "config/config.yaml"
-
-
-# an append pending on the CPU: numba started in a tile worker for its store job while Snakemake
-# reads the rules and builds the DAG, on a core it leaves idle (pairs/prestart.py; onstart below)
-prestart.prestart(config)
 
 
 # --sdm conda: the rules' envs (envs/*.yaml) pip-install genotile from $GENOTILE_SOURCE, set
@@ -72,20 +66,12 @@ onstart:
     # the GPUs this process read with nvidia-smi (the gpu bound, the jobs' resources), handed to
     # the jobs it starts on this host, which need not read them again (core/blocks.py)
     share_host_gpus()
-    # the tile worker's socket handed to the jobs where they run here, in this environment
-    prestart.confirm(
-        workflow.local_exec
-        and not workflow.touch
-        and not workflow.deployment_settings.deployment_method
-    )
 
 
 onsuccess:
-    prestart.stop()
     cancel_scheduler_timers()
     exit_without_teardown()
 
 
 onerror:
-    prestart.stop()
     cancel_scheduler_timers()

@@ -20,7 +20,7 @@ import logging  # noqa: E402
 from pathlib import Path  # noqa: E402
 
 from genotile.core.registry import REGISTRY  # noqa: E402
-from genotile.pairs import early, prestart  # noqa: E402
+from genotile.pairs import early  # noqa: E402
 from genotile.runtime.rule import run_rule  # noqa: E402
 from genotile.settings import ccc3_null_max, tile_settings  # noqa: E402
 from genotile.store import resident  # noqa: E402
@@ -61,10 +61,6 @@ def store(sm):
     # granted every GPU of the host (rules/common.smk store_gpus): a worker each, started now
     devices = gpu_slots().visible_gpus() if may and gpus > 1 else []
     pool = early.DevicePool(devices[:gpus]) if len(devices) > 1 else None
-    # a tile worker the Snakefile started for an append, numba loaded there while Snakemake
-    # started (pairs/prestart.py): it computes the new tiles on the CPU, and this job then warms
-    # no numba on a thread beside its reading and packing
-    worker = prestart.worker() if pairs and not granted and mode == "auto" else None
 
     def after_pack(p):
         # a fresh store's tiles (a thread a GPU) trade the GIL far more often at 0.2 ms: the default
@@ -106,9 +102,7 @@ def store(sm):
             # job adopts a tile recorded with all of its params, with these values (pairs/early.py)
             settings = {m: tile_settings(sm.config, m, p) for m in pairs}
             gpu_only = mode == "auto" and not appended
-            seconds = early.compute_tiles(
-                store_dir, p, settings, gpu_only=gpu_only, pool=pool, tiles=tiles, worker=worker
-            )
+            seconds = early.compute_tiles(store_dir, p, settings, gpu_only=gpu_only, pool=pool, tiles=tiles)
             # one line a benchmark reads (bench/bench_e2e.py), as the store stages'
             done = len(tiles) * len(pairs) if seconds else 0
             log.info("store tiles (s): %.3f for %d tile(s)", seconds, done)
@@ -120,7 +114,7 @@ def store(sm):
         resident.on_device(may and granted),
     ):
         warming = early.warm_gpu() if may and granted else None
-        if warming is None and worker is None and pairs and mode == "auto" and backend in ("auto", "numba"):
+        if warming is None and pairs and mode == "auto" and backend in ("auto", "numba"):
             warming = early.warm_numba_for_append(store_dir)
         try:
             # the store's encoding, files and plan settings, as both stages take them

@@ -95,17 +95,3 @@ def jobs_run(output: str) -> dict[str, int]:
     for m in re.finditer(r"^(?:local)?(?:rule|checkpoint) (\w+):$", output, flags=re.MULTILINE):
         counts[m.group(1)] = counts.get(m.group(1), 0) + 1
     return counts
-
-
-def assert_same_early_tiles(root_a, tiles_a, root_b, tiles_b):
-    """Early tiles (pairs/early.py) made two ways, at the same paths under their roots: every
-    array, the tile's metadata (not its timings) and the record the same."""
-    from genotile.io.tilefile import read_tile
-
-    for a, b in zip(tiles_a, tiles_b, strict=True):
-        assert a.relative_to(root_a) == b.relative_to(root_b)
-        arrays_a, meta_a, _ = read_tile(a)
-        arrays_b, meta_b, _ = read_tile(b)
-        assert arrays_a.keys() == arrays_b.keys() and meta_a["tile"] == meta_b["tile"]
-        assert all(np.array_equal(arrays_a[k], arrays_b[k], equal_nan=True) for k in arrays_a)
-        assert a.with_suffix(".json").read_text() == b.with_suffix(".json").read_text()

@@ -19,7 +19,6 @@ FLOORS = {
     "genotile.store": 4,
     "genotile.screen": 5,
     "genotile.pairs": 5,
-    "genotile.pairs.prestart": 5,
     "genotile.triples": 5,
     "genotile.settings": 6,
     "genotile.pipeline": 7,

@@ -395,28 +395,8 @@ def _threads_per_device(devices: int, todo: list, args, store_dir, in_flight: in
     return ", ".join(f"{d}: {n} in {seconds[d]:.2f} thread-s" for d, n in done.items())
 
 
-def _by_worker(worker, store_dir, todo: list, metrics: dict) -> bool:
-    """The tiles `todo` computed by `worker` (a prestarted worker's, pairs/prestart.py); False,
-    its partial tiles cleared, where it did not compute them all."""
-    try:
-        seconds = worker(store_dir, todo, metrics)
-    except (OSError, RuntimeError, ValueError) as exc:
-        log.info("tiles in store: the prestarted tile worker did not compute them (%s); computing them here", exc)
-        clear(store_dir)
-        return False
-    log.info("tiles in store: %d tile(s) by the tile worker started with the run, in %.3f s", len(todo), seconds)
-    return True
-
-
 def compute_tiles(
-    store_dir,
-    plan,
-    metrics: dict,
-    *,
-    gpu_only: bool,
-    pool: DevicePool | None = None,
-    tiles=None,
-    worker=None,
+    store_dir, plan, metrics: dict, *, gpu_only: bool, pool: DevicePool | None = None, tiles=None
 ) -> float:
     """Compute every tile of `plan` (or `tiles` of it) for each metric into the store's early tiles.
 
@@ -437,12 +417,6 @@ def compute_tiles(
     tiles : list of (int, int), optional
         The tiles to compute (an appended plan's new ones, `Plan.appended_tiles`); every tile of
         the plan where None.
-    worker : callable, optional
-        `worker(store_dir, todo, metrics)` computes the tiles `todo` ((metric, i, j) each) into
-        the early tiles elsewhere and returns its seconds, or raises OSError, RuntimeError or
-        ValueError: a tile worker the Snakefile started, numba loaded there (pairs/prestart.py
-        `worker`), for tiles on the CPU; this process computes them where it fails. None: this
-        process.
 
     Returns
     -------
@@ -465,9 +439,7 @@ def compute_tiles(
         todo = [(metric, i, j) for metric in metrics for i, j in (plan.tiles() if tiles is None else tiles)]
         deferred: list = []  # tiles written once the store's manifest is (pairs/stage.tile)
         args = lambda m, i, j: (m, i, j, metrics[m], None, deferred)  # noqa: E731
-        if worker is not None and not on_gpu and pool is None and _by_worker(worker, store_dir, todo, metrics):
-            pass
-        elif pool is None and on_gpu and len(todo) > 1 and _held(store_dir):  # the store held on this GPU
+        if pool is None and on_gpu and len(todo) > 1 and _held(store_dir):  # the store held on this GPU
             in_flight = tiles_in_flight(store_dir, plan.block_size)
             per = _threads_per_device(1, todo, args, store_dir, in_flight)
             log.info("tiles in store: %s (%d at once)", per, in_flight)
