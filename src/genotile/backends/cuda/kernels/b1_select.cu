@@ -81,50 +81,14 @@ b1_select(const unsigned long long* __restrict__ A, const unsigned long long* __
 #pragma unroll
             for (int e = 0; e < 4; ++e) acc0[i][j][e] = 0u, acc1[i][j][e] = 0u;
 
+    // k-tiles in flight beside the one being multiplied. mma.sync: kStages - 1 (the stage a k-tile's
+    // copies overwrite was last read by ldmatrix before this k-tile's barrier). wgmma: kStages - 2
+    // (that stage was read by the wgmmas of two k-tiles back, which every warpgroup has waited for,
+    // wgmma_wait<1>, before the barrier).
+    constexpr int kAhead = GT_WGMMA ? kStages - 2 : kStages - 1;
 #if GT_WGMMA
-    // kStages - 2 k-tiles in flight: the stage a k-tile's copies overwrite was read by the wgmmas
-    // of two k-tiles back, which every warpgroup has waited for (wgmma_wait<1>) before the barrier.
     const unsigned a_rows = (threadIdx.x >> 7) * 64 * kRowBytes;  // this warpgroup's 64 rows
-#pragma unroll
-    for (int s = 0; s < kStages - 2; ++s) {
-        if (s < KT) load_ktile(smem_base, s, s, tt.plan);
-        cp_async_commit();
-    }
-    int term = 0;
-    int next_term_kt = 0;
-    for (int kt = 0; kt < KT; ++kt) {
-        cp_async_wait<kStages - 3>();
-        fence_proxy_async();
-        __syncthreads();
-        const int nk = kt + kStages - 2;
-        if (nk < KT) load_ktile(smem_base, nk % kStages, nk, tt.plan);
-        cp_async_commit();
-        const bool first = kt < group_kt;  // uniform across the block
-        if (kt == next_term_kt) {
-            const unsigned mult = (unsigned)term_mult[term];
-            if (mult != 1u) {  // Horner's rescaling needs the accumulators settled
-                wgmma_wait<0>();
-                if (first) fence_accumulators(acc0), rescale(acc0, mult);
-                else fence_accumulators(acc1), rescale(acc1, mult);
-            }
-            ++term;
-            next_term_kt = term < n_terms ? term_kt[term] : KT;
-        }
-        const unsigned stage = smem_base + (kt % kStages) * kStageBytes;
-        if (first) wgmma_ktile(acc0, stage, a_rows);
-        else wgmma_ktile(acc1, stage, a_rows);
-        wgmma_wait<1>();
-    }
-    wgmma_wait<0>();
-    fence_accumulators(acc0);
-    fence_accumulators(acc1);
 #else
-#pragma unroll
-    for (int s = 0; s < kStages - 1; ++s) {
-        if (s < KT) load_ktile(smem_base, s, s, tt.plan);
-        cp_async_commit();
-    }
-
     // One k-tile's four k-steps into accumulator set `acc` (the next k-tile's copies issued after
     // the first k-step's mmas, as b1_mma_multistage's GT_LOAD_LATE).
     auto ktile = [&](unsigned stage, int nk, Accumulators& acc) {
@@ -142,27 +106,56 @@ b1_select(const unsigned long long* __restrict__ A, const unsigned long long* __
             }
         }
     };
+#endif
+#pragma unroll
+    for (int s = 0; s < kAhead; ++s) {
+        if (s < KT) load_ktile(smem_base, s, s, tt.plan);
+        cp_async_commit();
+    }
 
     int term = 0;
     int next_term_kt = 0;
     for (int kt = 0; kt < KT; ++kt) {
-        cp_async_wait<kStages - 2>();
+        cp_async_wait<kAhead - 1>();
+#if GT_WGMMA
+        fence_proxy_async();
+#endif
         __syncthreads();
-        const int nk = kt + kStages - 1;
+        const int nk = kt + kAhead;
+#if GT_WGMMA
+        if (nk < KT) load_ktile(smem_base, nk % kStages, nk, tt.plan);
+        cp_async_commit();
+#endif
         const bool first = kt < group_kt;  // uniform across the block
         if (kt == next_term_kt) {
             const unsigned mult = (unsigned)term_mult[term];
             if (mult != 1u) {
+#if GT_WGMMA  // Horner's rescaling needs the accumulators settled
+                wgmma_wait<0>();
+                if (first) fence_accumulators(acc0), rescale(acc0, mult);
+                else fence_accumulators(acc1), rescale(acc1, mult);
+#else
                 if (first) rescale(acc0, mult);
                 else rescale(acc1, mult);
+#endif
             }
             ++term;
             next_term_kt = term < n_terms ? term_kt[term] : KT;
         }
         const unsigned stage = smem_base + (kt % kStages) * kStageBytes;
+#if GT_WGMMA
+        if (first) wgmma_ktile(acc0, stage, a_rows);
+        else wgmma_ktile(acc1, stage, a_rows);
+        wgmma_wait<1>();
+#else
         if (first) ktile(stage, nk, acc0);
         else ktile(stage, nk, acc1);
+#endif
     }
+#if GT_WGMMA
+    wgmma_wait<0>();
+    fence_accumulators(acc0);
+    fence_accumulators(acc1);
 #endif
     cp_async_wait<0>();
 #ifdef GT_GEMM_ONLY  // benchmark: the main loop alone (one atomic a thread keeps the products live)
