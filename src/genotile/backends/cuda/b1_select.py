@@ -186,8 +186,8 @@ def _smem_bytes(wgmma: bool, bins: int) -> int:
 @functools.cache
 def _kernels(fused_id: int, device_id: int, bins: int, wgmma: bool):
     cfg = tile_config(wgmma)
-    options = (*cfg.options, f"-DGT_METRIC={fused_id}", f"-DGT_WGMMA={int(wgmma)}", f"-DGT_EPILOGUE_SMEM={int(wgmma)}")
-    options = (*options, "--fmad=false")
+    defines = (f"-DGT_METRIC={fused_id}", f"-DGT_WGMMA={int(wgmma)}", f"-DGT_EPILOGUE_SMEM={int(wgmma)}")
+    options = (*cfg.options, *defines, "--fmad=false")
     gemm = cc.load_kernel("b1_select.cu", "b1_select", options, arch_specific=wgmma)
     smem = _smem_bytes(wgmma, bins)
     if gemm.max_dynamic_shared_size_bytes < smem:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import hashlib
 import os
 import re
 import threading
@@ -106,8 +107,6 @@ def _arch_specific_module(code: str, options: tuple[str, ...], device_id: int):
     under the hash of source, options, target and NVRTC version, as CuPy keeps its own, behind its
     own SHA-256 (a damaged file is compiled again). The disk cache is best effort: none under
     CUPY_CACHE_IN_MEMORY, and a directory that cannot be written only costs the compile."""
-    import hashlib
-
     from cupy.cuda import function
     from cupy_backends.cuda.libs import nvrtc
 
@@ -152,8 +151,6 @@ def _arch_cache_path(key: str) -> Path | None:
 
 def _read_cached(path: Path | None) -> bytes | None:
     """A cached cubin whose SHA-256 (its file's first 32 bytes) holds, else None."""
-    import hashlib
-
     if path is None:
         return None
     try:
@@ -167,8 +164,8 @@ def _read_cached(path: Path | None) -> bytes | None:
 def _write_cached(path: Path, cubin: bytes) -> None:
     """The cubin behind its SHA-256, written to a temporary file of its own, then renamed: whole
     or absent for a concurrent reader; any OSError leaves the cache as it was."""
-    import hashlib
-    import tempfile
+    import tempfile  # only where a cubin was compiled: not on every import of this module
+
 
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
