@@ -166,7 +166,6 @@ def _write_cached(path: Path, cubin: bytes) -> None:
     or absent for a concurrent reader; any OSError leaves the cache as it was."""
     import tempfile  # only where a cubin was compiled: not on every import of this module
 
-
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix=".tmp")
