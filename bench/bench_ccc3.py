@@ -22,6 +22,7 @@ store, job, run and merge code this bench drives is exercised.
 """
 
 import argparse
+import contextlib
 import datetime
 import gzip
 import json
@@ -32,6 +33,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from unittest import mock
 
 import numpy as np
 
@@ -46,7 +48,7 @@ except ImportError:  # --smoke runs the CPU rows without it
 from bench_gpu import b1_ceiling, gpu_present  # noqa: E402
 
 from genotile import backends  # noqa: E402
-from genotile.backends.cuda import cupy_b1, cupy_ccc3, cupy_int8  # noqa: E402
+from genotile.backends.cuda import b1_select, cupy_b1, cupy_ccc3, cupy_int8  # noqa: E402
 from genotile.core import ccc3  # noqa: E402
 from genotile.core.genotype import genotype_layout, genotype_planes  # noqa: E402
 from genotile.core.plan import Plan  # noqa: E402
@@ -69,8 +71,8 @@ def genotypes(n, m, missing, seed):
 
 def block_rows(add, args, ceiling):
     """One block triple at --fields samples (planes too wide to be held: the streamed fused
-    kernel on sm_90) and at --fused-fields (the fused kernel holding the planes); beside each
-    cupy-b1's select path and cupy-int8's."""
+    kernel on sm_90: on Hopper the warpgroup MMA's, beside it mma.sync's) and at --fused-fields
+    (the fused kernel holding the planes); beside each cupy-b1's select path and cupy-int8's."""
     for m, middle in ((args.fields, args.middle), (args.fused_fields, 4 * args.middle)):
         block_triple(add, args.block, m, middle, ceiling)
 
@@ -83,22 +85,30 @@ def block_triple(add, n, m, middle, ceiling):
     stats = [ccc3.vector_stats(b, layout) for b in blocks]
     products = sum(1 for ts in ccc3.count_terms(layout).values() for t in ts if t.left and t.right)
     kernel = cupy_ccc3.fused_kernel(cupy_b1.ENGINE, layout, 0.5)  # the auto path's fused kernel, if any
-    runs = [("cupy-b1", "auto", middle)]
-    runs += [("cupy-b1", "select", middle)]  # beside it: the select path
-    runs += [("cupy-int8", "select", max(1, middle // 8))]
-    for backend, path, rows in runs:
+    runs = [("cupy-b1", "auto", middle, True)]
+    if kernel == "streamed" and b1_select.uses_wgmma():  # Hopper's wgmma kernel; beside it mma.sync's
+        runs += [("cupy-b1", "auto", middle, False)]
+    runs += [("cupy-b1", "select", middle, True)]  # beside it: the select path
+    runs += [("cupy-int8", "select", max(1, middle // 8), True)]
+    for backend, path, rows, wgmma in runs:
         plan = ccc3.Plan3(3 * n, n, 1, n // rows)  # stage 0 of J = the first `rows` rows
-        run = lambda thr, plan=plan, backend=backend, path=path: cupy_ccc3.triples_device(  # noqa: E731
-            ENGINES[backend], blocks, stats, layout, plan, ccc3.Params(), (0, 1, 2), 0, thr, path=path
+        info: dict = {}
+        run = lambda thr, plan=plan, backend=backend, path=path, info=info: cupy_ccc3.triples_device(  # noqa: E731
+            ENGINES[backend], blocks, stats, layout, plan, ccc3.Params(), (0, 1, 2), 0, thr, info, path=path
         )
-        for _ in run(0.5):  # warm-up (compiles)
-            pass
-        cp.cuda.Device().synchronize()
-        t0 = time.perf_counter()
-        passing = sum(values.shape[0] for *_, values in run(0.5))  # the chunks, one readback each
-        seconds = time.perf_counter() - t0
+        mma_sync = (
+            contextlib.nullcontext() if wgmma else mock.patch.object(b1_select, "uses_wgmma", lambda w=None: False)
+        )
+        with mma_sync:
+            for _ in run(0.5):  # warm-up (compiles)
+                pass
+            cp.cuda.Device().synchronize()
+            t0 = time.perf_counter()
+            passing = sum(values.shape[0] for *_, values in run(0.5))  # the chunks, one readback each
+            seconds = time.perf_counter() - t0
         triples = len(plan.stage_rows(1, 0)) * n * n
-        how = path if path != "auto" else f"fused ({kernel})" if backend == "cupy-b1" and kernel else "select"
+        fused = f"fused ({info['kernel']})" if "kernel" in info else "select"
+        how = path if path != "auto" else fused
         add(
             backend,
             f"block triple {n}x{n}x{n}, {len(plan.stage_rows(1, 0))} middle rows, {m} samples, {how}",

@@ -67,3 +67,47 @@ def test_b1_select_has_the_mma_core_in_both_main_loops():
     wgmma_if = lines.index("#if GT_WGMMA")
     assert core < wgmma_if < lines.index("#define GT_B1_WGMMA_CUH")
     assert source.count('#line 1 "b1_mma_core.cuh"\n') == 1 and source.count('#line 1 "b1_wgmma.cuh"\n') == 1
+
+
+def _compiled_lines(source: str, wgmma: int) -> list[str]:
+    """The lines of `source` (comments cut) that a build with GT_WGMMA = `wgmma` compiles, as far
+    as `#if GT_WGMMA` and `#if !GT_WGMMA` decide; any other condition is taken as true, both of its
+    branches kept (more lines than any build has)."""
+    out: list[str] = []
+    stack: list[list[bool]] = []  # each #if: [its branch taken, decided by GT_WGMMA]
+    for line in source.splitlines():
+        code = line.split("//")[0]
+        directive = re.match(r"\s*#\s*(if|ifdef|ifndef|elif|else|endif)\b(.*)", code)
+        if directive is None:
+            if all(taken for taken, _ in stack):
+                out.append(code)
+            continue
+        kind, condition = directive.group(1), directive.group(2).strip()
+        if kind in ("if", "ifdef", "ifndef"):
+            decided = kind == "if" and condition in ("GT_WGMMA", "!GT_WGMMA")
+            stack.append([not decided or bool(wgmma) == (condition == "GT_WGMMA"), decided])
+        elif kind in ("else", "elif"):
+            stack[-1][0] = not stack[-1][0] if stack[-1][1] else True
+        else:
+            stack.pop()
+    assert not stack, "an #if without its #endif"
+    return out
+
+
+WGMMA_CODE = re.compile(r"wgmma\.|fence\.proxy\.async|\bwgmma_\w+\s*[<(]")
+
+
+@pytest.mark.parametrize("name", ["ccc3_fused.cu", "b1_select.cu"])
+def test_wgmma_is_compiled_only_in_the_gt_wgmma_build(name):
+    """ccc3_fused.cu and b1_select.cu are built twice: by CuPy's RawModule for any GPU (GT_WGMMA 0),
+    and for sm_90a (GT_WGMMA 1, Hopper). wgmma's PTX assembles for sm_90a alone, so the plain build
+    has none of it, nor a call of wgmma.cuh's helpers; ccc3's sm_90a build holds its wgmma kernel
+    alone (NVRTC's time), its plain build the mma.sync kernels."""
+    source = cupy_common.kernel_source(name)
+    plain, hopper = ("\n".join(_compiled_lines(source, w)) for w in (0, 1))
+    assert not WGMMA_CODE.search(plain), WGMMA_CODE.search(plain)
+    assert WGMMA_CODE.search(hopper)
+    if name == "ccc3_fused.cu":
+        kernels = re.compile(r'extern "C" __global__ void __launch_bounds__\([^)]*\) (\w+)\(')
+        assert kernels.findall(plain) == ["ccc3_fused", "ccc3_fused_streamed"]
+        assert kernels.findall(hopper) == ["ccc3_fused_wgmma"]

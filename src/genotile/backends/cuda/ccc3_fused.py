@@ -8,6 +8,13 @@ the 1-bit products. Here a block of the grid holds a 64 x 64 tile of (i, k) and 
 their planes in shared memory, and loops over its middle rows j, each j's 27 products masked in
 registers (`fits`: the planes of 128 rows, and 16 rows j, within the block's shared memory).
 
+Planes too wide for that (any width, where the GPU grants its stages: sm_90) take the streamed
+kernel, the tile's rows through cp.async stages for each middle row: `ccc3_fused_streamed` on
+mma.sync, or on Hopper `ccc3_fused_wgmma`, the same block tiles on the warpgroup MMA (the sm_90a
+build of the same file, GT_WGMMA; b1_select.uses_wgmma's policy decides, a GPU where it does not
+build falls back to mma.sync's with one warning). `launch` holds each kernel's threads and shared
+memory, `_grid` their grid.
+
 Launches cover a range of middle rows j (and of i tiles); when more triples pass than the
 buffer holds, the range is run again with the buffer grown up to cupy_ccc3.MAX_CAPACITY, then
 cut in halves (j, then i, then k), so one readback is at most MAX_CAPACITY triples whatever the
@@ -17,15 +24,20 @@ threshold lets through. Same triples, same bits as the select path (tests/backen
 from __future__ import annotations
 
 import functools
+import logging
 import time
 from collections.abc import Iterator
+from dataclasses import dataclass
 
 import numpy as np
 
+from genotile.backends.cuda import b1_select
 from genotile.backends.cuda import cupy_common as cc
 from genotile.backends.cuda.b1_layout import ATTR_SMEM_OPTIN
 from genotile.core import ccc3
 from genotile.errors import GenotileError
+
+log = logging.getLogger("genotile")
 
 BLOCK_I = 64  # kFBlockI
 BLOCK_K = 64  # kFBlockK
@@ -35,6 +47,9 @@ J_PER_BLOCK = 32  # middle rows a grid block loops over in one launch
 J_PER_LAUNCH = 256  # middle rows of one launch
 STREAM_CHUNK = 16  # kSChunk: words of a plane a stage of the streamed kernel holds
 STREAM_STAGES = 4  # kSStages
+WGMMA_THREADS = 256  # kWgThreads: ccc3_fused_wgmma's two warpgroups
+WGMMA_STAGES = 4  # kWgStages
+WGMMA_ALIGN = 1024  # shared memory it may skip to put its stages on a 1024-byte boundary (the swizzle's atom)
 SMEM_LIMIT = 227 * 1024  # an sm_90 block's opt-in shared memory (`fits_device` asks the GPU's own)
 OPTIONS = ("--fmad=false",)
 
@@ -89,7 +104,8 @@ def fits_device(words: int) -> bool:
 def kernel_for(words: int, limit: int = SMEM_LIMIT) -> str | None:
     """The fused kernel for planes of `words` words within `limit` bytes of shared memory a block:
     "resident" (the tile's planes held whole: faster where they fit), else "streamed" (any width,
-    its fixed stages: sm_90's opt-in only), else None (the select path).
+    its fixed stages: sm_90's opt-in only; mma.sync's, the larger of the two streamed kernels', as
+    a Hopper that cannot build `ccc3_fused_wgmma` runs them), else None (the select path).
 
     >>> kernel_for(32), kernel_for(313), kernel_for(313, limit=163 * 1024)
     ('resident', 'streamed', None)
@@ -110,12 +126,93 @@ def streamed_smem_bytes() -> int:
     return STREAM_STAGES * ((BLOCK_I + BLOCK_K) * _stride(chunk) + chunk)
 
 
+def wgmma_smem_bytes() -> int:
+    """Shared memory of one grid block of `ccc3_fused_wgmma`: WGMMA_STAGES stages of one k-tile
+    (STREAM_CHUNK words) of the tile's rows' 3 planes, i's and k's each a region of 64 rows of 128
+    bytes, row j's 3 x 128 bytes in 1 KB (the next stage on a 1024-byte boundary), and the alignment.
+
+    >>> wgmma_smem_bytes()
+    201728
+    """
+    chunk = STREAM_CHUNK * 8  # one 128-byte swizzled row
+    return WGMMA_STAGES * (3 * (BLOCK_I + BLOCK_K) * chunk + 1024) + WGMMA_ALIGN
+
+
+@dataclass(frozen=True)
+class FusedKernel:
+    """One fused kernel's launch: its name in kernels/ccc3_fused.cu, threads a block, dynamic shared
+    memory a block, and whether it is the sm_90a build (GT_WGMMA: `ccc3_fused_wgmma`)."""
+
+    name: str
+    threads: int
+    smem: int
+    wgmma: bool = False
+
+
+def launch(words: int, streamed: bool, wgmma: bool = False) -> FusedKernel:
+    """The kernel for planes of `words` words: the resident one, the streamed one, or (`streamed`
+    and `wgmma`: Hopper) the streamed one on the warpgroup MMA. Their grid is one (`_grid`).
+
+    >>> launch(32, False).name, launch(313, True).threads, launch(313, True, wgmma=True).threads
+    ('ccc3_fused', 512, 256)
+    """
+    if not streamed:
+        return FusedKernel("ccc3_fused", THREADS, smem_bytes(words))
+    if wgmma:
+        return FusedKernel("ccc3_fused_wgmma", WGMMA_THREADS, wgmma_smem_bytes(), wgmma=True)
+    return FusedKernel("ccc3_fused_streamed", THREADS, streamed_smem_bytes())
+
+
+def _grid(item: tuple[int, ...]) -> tuple[int, int, int]:
+    """A launch's grid, every fused kernel's (block_range in the kernels): a block a 64 x 64 tile
+    of (i, k) over [i0, i1) x [k0, k1), J_PER_BLOCK middle rows of [j0, j1) a block along z.
+
+    >>> _grid((0, 70, 0, 100, 10, 130))
+    (3, 2, 3)
+    """
+    j0, j1, i0, i1, k0, k1 = item
+    tiles_k = -(-k1 // BLOCK_K) - k0 // BLOCK_K
+    tiles_i = -(-i1 // BLOCK_I) - i0 // BLOCK_I
+    return tiles_k, tiles_i, max(1, -(-(j1 - j0) // J_PER_BLOCK))
+
+
 @functools.cache
-def _kernel(device_id: int, smem: int, name: str = "ccc3_fused"):
-    kernel = cc.load_kernel("ccc3_fused.cu", name, OPTIONS)
-    if kernel.max_dynamic_shared_size_bytes < smem:
-        kernel.max_dynamic_shared_size_bytes = smem
+def _kernel(device_id: int, spec: FusedKernel):
+    options = (*OPTIONS, "-DGT_WGMMA=1") if spec.wgmma else OPTIONS
+    kernel = cc.load_kernel("ccc3_fused.cu", spec.name, options, arch_specific=spec.wgmma)
+    if kernel.max_dynamic_shared_size_bytes < spec.smem:
+        kernel.max_dynamic_shared_size_bytes = spec.smem
     return kernel
+
+
+def _fits(spec: FusedKernel, words: int) -> None:
+    if spec.smem > device_smem():  # asked for by name (cupy_ccc3's path), where it does not fit
+        raise GenotileError(
+            f"ccc3: the {spec.name} kernel needs {spec.smem:,} bytes of shared memory a block at "
+            f"{words} plane words; this GPU grants {device_smem():,}"
+        )
+
+
+def load(words: int, streamed: bool, wgmma: bool | None = None):
+    """(kernel, FusedKernel) of a job on this GPU. The streamed path runs `ccc3_fused_wgmma` where
+    b1_select.uses_wgmma says (Hopper, an NVRTC that compiles sm_90a, no failed wgmma build on this
+    GPU; `wgmma` False: mma.sync's, as elsewhere); one that does not compile or load leaves this GPU
+    to mma.sync's kernels, with one warning (b1_select's policy: the GPU remembered, for the b1
+    GEMM's wgmma main loop as well)."""
+    device = cc.cupy_module().cuda.Device().id
+    if streamed and b1_select.uses_wgmma(wgmma):
+        spec = launch(words, True, wgmma=True)
+        _fits(spec, words)
+        try:
+            return _kernel(device, spec), spec
+        except Exception as e:  # noqa: BLE001 -- NVRTC, ptxas or the driver: mma.sync's kernel is exact too
+            log.warning(
+                "GPU %d: ccc3's wgmma kernel could not be built (%s); the streamed mma.sync kernel instead", device, e
+            )
+            b1_select._WGMMA_FAILED.add(device)
+    spec = launch(words, streamed)
+    _fits(spec, words)
+    return _kernel(device, spec), spec
 
 
 def operand(block, layout, tile: int, wp: int):
@@ -182,13 +279,16 @@ def triples_fused(
     info: dict | None = None,
     capacity: tuple[int, int] = (1 << 18, 1 << 20),
     streamed: bool = False,
+    wgmma: bool | None = None,
 ) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]]:
     """A ccc3 job's passing triples from the fused kernel, one readback a chunk (as
     cupy_ccc3.triples_device: ti, tj, tk int64 (t,), rows of blocks I, J, K; values float64 (t, 8);
     1 <= t <= the most of `capacity`, in no particular order). `capacity`: the passing triples
     buffered on the device at first and at most (cupy_ccc3's INITIAL_CAPACITY, MAX_CAPACITY).
-    `streamed`: the kernel for planes of any width (`ccc3_fused_streamed`: the tile's rows through
-    cp.async stages for each middle row), else the one holding them whole (`fits_device`)."""
+    `streamed`: the kernel for planes of any width (the tile's rows through cp.async stages for
+    each middle row: `ccc3_fused_wgmma` on Hopper, else `ccc3_fused_streamed`; `wgmma` False:
+    the latter there too, `load`), else the one holding them whole (`fits_device`). `info` gets
+    "kernel", the kernel's name, and "seconds_counts" (cupy_ccc3.triples_device)."""
     initial, most = capacity
     cp = cc.cupy_module()
     spent, t0 = 0.0, time.perf_counter()
@@ -200,14 +300,9 @@ def triples_fused(
     d_k = d_j if bk == bj else operand(blocks[2], layout, BLOCK_K, wp)  # BLOCK_K == BLOCK_I: padded alike
     st = [cp.asarray(np.stack([c, s], axis=1).astype(np.int64)) for c, s in stats]
     fs = [cp.asarray(factors(s, params.param)) for s in stats]
-    smem = streamed_smem_bytes() if streamed else smem_bytes(layout.words)
-    if smem > device_smem():  # asked for by name (cupy_ccc3's path), where it does not fit
-        kernel_name = "streamed " if streamed else ""
-        raise GenotileError(
-            f"ccc3: the {kernel_name}fused kernel needs {smem:,} bytes of shared memory a block at "
-            f"{layout.words} plane words; this GPU grants {device_smem():,}"
-        )
-    kernel = _kernel(cp.cuda.Device().id, smem, "ccc3_fused_streamed" if streamed else "ccc3_fused")
+    kernel, spec = load(layout.words, streamed, wgmma)
+    if info is not None:
+        info["kernel"] = spec.name
     rows = plan.stage_rows(bj, stage)
     cap = max(1, min(initial, most))
     out = [cp.empty(cap, cp.int32) for _ in range(3)]
@@ -219,14 +314,11 @@ def triples_fused(
     ]
     todo.reverse()
     while todo:
-        j0, j1, i0, i1, k0, k1 = item = todo.pop()
+        item = todo.pop()  # (j0, j1, i0, i1, k0, k1)
         counter.fill(0)
-        z = max(1, -(-(j1 - j0) // J_PER_BLOCK))
-        tiles_k = -(-k1 // BLOCK_K) - k0 // BLOCK_K
-        tiles_i = -(-i1 // BLOCK_I) - i0 // BLOCK_I
         kernel(
-            (tiles_k, tiles_i, z),
-            (THREADS,),
+            _grid(item),
+            (spec.threads,),
             (
                 d_i,
                 d_j,
@@ -250,7 +342,7 @@ def triples_fused(
                 *out,
                 vals,
             ),
-            shared_mem=smem,
+            shared_mem=spec.smem,
         )
         n = int(counter.get()[0])
         if n > cap:

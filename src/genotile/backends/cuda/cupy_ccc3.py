@@ -66,9 +66,10 @@ def triples_device(
 ) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]]:
     """A ccc3 job's passing triples computed on the device, one readback a chunk: in the fused
     kernel (`fused_kernel`: cupy-b1, a threshold; the kernel holding the planes where they fit
-    its shared memory, else the streamed one, `ccc3_fused_streamed`, where the GPU grants its
-    stages: sm_90), else the select path. `path` asks for one: "fused" (the resident kernel),
-    "streamed", "select" (the masked block, 8 count matrices and the select).
+    its shared memory, else the streamed one, where the GPU grants its stages: sm_90, on Hopper
+    `ccc3_fused_wgmma`, else `ccc3_fused_streamed`), else the select path. `path` asks for one:
+    "fused" (the resident kernel), "streamed", "select" (the masked block, 8 count matrices and
+    the select).
 
     Parameters
     ----------
@@ -79,7 +80,8 @@ def triples_device(
         (rows, layout.total_words) each, and their ccc3.vector_stats).
     info : dict, optional
         Gets "seconds_counts" once the last chunk is out: the time spent in here (uploads,
-        device work, readbacks), not the caller's between chunks.
+        device work, readbacks), not the caller's between chunks; and "kernel", the fused kernel's
+        name (ccc3_fused.launch), where one ran.
 
     Yields
     ------

@@ -8,11 +8,8 @@
 // by shared memory at ~48% of its own ceiling).
 //
 // Layout: b1_mma_core's stages are already wgmma's canonical K-major layout with the 128-byte
-// swizzle: row r of a k-tile at r * 128 bytes, its 16-byte chunk c at (c ^ (r & 7)) * 16, each
-// operand's region starting on a 1024-byte boundary (8 rows of 128 bytes: the swizzle's atom).
-// A descriptor names the region's start, the 1024-byte stride between 8-row groups and the
-// swizzle; k-step ks of a k-tile starts 32 bytes (256 bits) further along the row, the hardware
-// applying the swizzle to the whole address, as CUTLASS's and DeepGEMM's K-major SW128 tiles do.
+// swizzle (wgmma.cuh): row r of a k-tile at r * 128 bytes, its 16-byte chunk c at (c ^ (r & 7)) *
+// 16, each operand's region starting on a 1024-byte boundary.
 //
 // Accumulators: a warpgroup's 64 x 128 int32 tile, a thread's 64 registers. Warp w of the group
 // holds rows 16 w .. 16 w + 15 in mma.sync's m16n8 fragment layout, one fragment per 8 columns:
@@ -22,29 +19,12 @@
 #define GT_B1_WGMMA_CUH
 
 #include "b1_mma_core.cuh"
+#include "wgmma.cuh"
 
 static_assert(kWarpM == 16 && kWarpN == 128 && kMmaM == 1 && kMmaN == 16, "wgmma tiles: warps of 16 x 128");
 static_assert(kBlockN == kWarpN && kBlockM % 64 == 0, "wgmma tiles: a warpgroup's 64 rows, the block's 128 columns");
 static_assert(kStages >= 3, "wgmma's pipeline: a stage being read, one waited for, one being loaded");
 static_assert(kStageBytesA % 1024 == 0 && kStageBytes % 1024 == 0, "operand regions on 1024-byte boundaries");
-
-// Shared-memory matrix descriptor: start address >> 4 (bits 0-13), leading-dimension byte offset
-// >> 4 (bits 16-29; unused by swizzled K-major layouts), stride byte offset >> 4 (bits 32-45:
-// 1024 bytes between 8-row groups), base offset 0 (bits 49-51: the region is 1024-byte aligned),
-// layout 1 = 128-byte swizzle (bits 62-63).
-__device__ __forceinline__ unsigned long long wgmma_desc(unsigned addr) {
-    return (unsigned long long)((addr & 0x3FFFFu) >> 4) | (1ull << 16) | ((unsigned long long)(1024 >> 4) << 32) |
-           (1ull << 62);
-}
-
-__device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
-__device__ __forceinline__ void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
-template <int N>
-__device__ __forceinline__ void wgmma_wait() {
-    asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory");
-}
-// Shared memory written by cp.async (the generic proxy) is read next by wgmma (the async proxy).
-__device__ __forceinline__ void fence_proxy_async() { asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); }
 
 // Keeps the compiler from moving reads or writes of the accumulators across a wgmma wait: the
 // registers are "rewritten" here, after the wait, as CUTLASS's warpgroup_fence_operand.

@@ -29,9 +29,20 @@
 //
 // Operands: blocks I, J, K repacked as uint32 rows of 3 planes x wp uint64 words, rows padded to
 // whole kFBlockI / kFBlockK tiles with zero rows (padding bits and rows count nothing).
+//
+// Kernels (ccc3_fused.py `launch`): ccc3_fused (the planes held whole) and ccc3_fused_streamed (any
+// width, mma.sync) in the plain build (CuPy's RawModule, every GPU); ccc3_fused_wgmma (the streamed
+// kernel on Hopper's warpgroup MMA) alone in the GT_WGMMA build (sm_90a: its PTX assembles for no
+// other target). All three share the block tile, grid, middle rows and epilogue below.
 
+#ifndef GT_WGMMA
+#define GT_WGMMA 0  // 1: the streamed kernel on Hopper's warpgroup MMA alone (ccc3_fused_wgmma; sm_90a)
+#endif
 #include "b1_mma_core.cuh"
 #include "ccc3_epilogue.cuh"
+#if GT_WGMMA
+#include "wgmma.cuh"
+#endif
 
 constexpr int kFBlockI = 64;
 constexpr int kFBlockK = 64;
@@ -39,9 +50,7 @@ constexpr int kFWarpI = 16;
 constexpr int kFWarpK = 16;
 constexpr int kFWarpsK = kFBlockK / kFWarpK;  // 4
 constexpr int kFThreads = 32 * (kFBlockI / kFWarpI) * kFWarpsK;  // 512
-constexpr int kFJGroup = 16;  // j rows staged at a time (ccc3_fused)
-constexpr int kSChunk = 16;   // words of a plane a stage holds (ccc3_fused_streamed): 4 k-steps
-constexpr int kSStages = 4;   // its cp.async stages
+constexpr int kSChunk = 16;  // words of a plane a stage holds (ccc3_fused_streamed, ccc3_fused_wgmma): 4 k-steps
 
 // Index of count (gi, gj, gk) in ccc3.COUNTS: t, s_i, s_j, s_k, s_ij, s_ik, s_jk, s_ijk.
 __device__ __forceinline__ constexpr int count_index(int gi, int gj, int gk) {
@@ -97,11 +106,12 @@ __device__ __forceinline__ void mma_kstep(unsigned a_addr, unsigned b_addr, unsi
         }
 }
 
-__device__ __forceinline__ void zero_counts(unsigned (&acc)[8][2][4]) {
+template <int N>  // n8 tiles a lane holds: 2 (mma.sync's 16 x 16 warp tiles), 4 (wgmma's 16 x 32)
+__device__ __forceinline__ void zero_counts(unsigned (&acc)[8][N][4]) {
 #pragma unroll
     for (int c = 0; c < 8; ++c)
 #pragma unroll
-        for (int nt = 0; nt < 2; ++nt)
+        for (int nt = 0; nt < N; ++nt)
 #pragma unroll
             for (int e = 0; e < 4; ++e) acc[c][nt][e] = 0u;
 }
@@ -290,6 +300,11 @@ __device__ __forceinline__ bool block_range(int j0, int j1, int i0, int i1, int 
         int null_thr, unsigned long long *counter, long long cap, int *__restrict__ out_i,               \
         int *__restrict__ out_j, int *__restrict__ out_k, double *__restrict__ vals
 
+#if !GT_WGMMA  // mma.sync's kernels (RawModule, every GPU); the sm_90a module holds ccc3_fused_wgmma alone
+
+constexpr int kFJGroup = 16;  // j rows staged at a time (ccc3_fused)
+constexpr int kSStages = 4;   // ccc3_fused_streamed's cp.async stages
+
 // Planes of up to a few thousand samples: the tile's rows whole in shared memory, loaded once.
 extern "C" __global__ void __launch_bounds__(kFThreads, 1) ccc3_fused(GT_CCC3_FUSED_ARGS) {
     extern __shared__ __align__(128) unsigned char smem[];
@@ -418,3 +433,187 @@ extern "C" __global__ void __launch_bounds__(kFThreads, 1) ccc3_fused_streamed(G
         }
     }
 }
+
+#else  // GT_WGMMA
+
+// Planes of any width on Hopper (ccc3_fused_wgmma, sm_90a): the streamed kernel's block tile, grid,
+// middle rows and epilogue, its 27 products a k-step on the warpgroup MMA. Why: wgmma reads B from
+// shared memory itself (no ldmatrix of k's planes, a warp's 16 x 16 B fragments read by 4 warps
+// each under mma.sync) and runs at 7.8e15 bit-MAC/s on an H100 against mma.sync's 5.3e15 (b1_wgmma.cuh):
+// a 4,096^3 block triple x 20,000 samples x 64 middle rows 0.213 s -> 0.183-0.188 s, 52% -> 59-60%
+// of the b1 ceiling (one H100, session 17; the same triples and value bits as ccc3_fused_streamed).
+//
+// Tiling (CUTLASS's terms): the block tile kFBlockI x kFBlockK of (i, k), as ccc3_fused_streamed's
+// (same grid, same block_range); two warpgroups, warpgroup w its columns k kWgTileK w ..
+// kWgTileK (w + 1) - 1 (m64n32 warpgroup tiles: a thread's 8 counts x 16 registers), warp v of a
+// warpgroup rows i 16 v .. 16 v + 15. A comes from registers: a warp's A fragment of plane x of its
+// 16 rows (ldmatrix, mma.sync's m16 layout, which is wgmma's register-A layout a warp) masked by
+// plane y of row j (X_i & Y_j, as mma_kstep), then 27 wgmma.m64n32k256 with B planes z of the
+// warpgroup's columns (shared memory, the 128-byte swizzle of wgmma.cuh) into count (x != V,
+// y != V, z != V). A stage: one k-tile (kSChunk words, 128 bytes) of each plane of the block's rows,
+// i's and k's planes each a 64-row swizzled region (kWgPlaneBytes), then row j's 3 x 128 bytes.
+// kWgStages stages, kWgStages - 2 k-tiles in flight: the stage before the current one may still be
+// read by the k-step wgmma has not finished (one commit group left in flight, as b1_select.cu's kAhead).
+constexpr int kWgThreads = 256;                              // two warpgroups
+constexpr int kWgTileK = kFBlockK / (kWgThreads / 128);      // columns k a warpgroup: 32
+constexpr int kWgStages = 4;
+constexpr int kWgPlaneBytes = kFBlockI * 128;                // one plane of 64 rows, one k-tile
+constexpr int kWgStageBytes = 6 * kWgPlaneBytes + 1024;      // i's 3 planes, k's 3, row j (1 KB keeps 1024 alignment)
+static_assert(kFBlockI == 64 && kFBlockK == 64 && kFWarpI == 16, "a warpgroup's 64 rows i, 4 warps of 16");
+static_assert(kWgTileK == 32, "wgmma_b1_m64n32: a warpgroup's 32 columns");
+static_assert(kSChunk * 8 == 128, "a stage's chunk of a plane: one 128-byte swizzled row");
+
+#define GT_WG_ACC4(c, n) "+r"(acc[c][n][0]), "+r"(acc[c][n][1]), "+r"(acc[c][n][2]), "+r"(acc[c][n][3])
+// acc[C] += popc(A & B) over one k-step: A the warpgroup's 64 rows (this warp's 16 in registers a),
+// B its 32 columns at b_addr.
+template <int C>
+__device__ __forceinline__ void wgmma_b1_m64n32(unsigned (&acc)[8][4][4], const unsigned (&a)[4], unsigned b_addr) {
+    const unsigned long long db = wgmma_desc(b_addr);
+    asm volatile(
+        "{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n32k256.s32.b1.b1.and.popc "
+        "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15}, {%16, %17, %18, %19}, %20, p;\n}\n"
+        : GT_WG_ACC4(C, 0), GT_WG_ACC4(C, 1), GT_WG_ACC4(C, 2), GT_WG_ACC4(C, 3)
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db));
+}
+#undef GT_WG_ACC4
+
+// The counts "rewritten" after a wgmma wait (b1_wgmma.cuh's fence_accumulators, CUTLASS's
+// warpgroup_fence_operand): no read or write of them moved across it.
+__device__ __forceinline__ void fence_counts(unsigned (&acc)[8][4][4]) {
+#pragma unroll
+    for (int c = 0; c < 8; ++c)
+#pragma unroll
+        for (int n = 0; n < 4; ++n)
+#pragma unroll
+            for (int e = 0; e < 4; ++e) asm volatile("" : "+r"(acc[c][n][e])::"memory");
+}
+
+// Products P .. 26 of a k-step, P = 9 x + 3 y + z in order: each one's count a template argument (the
+// accumulators' registers named at compile time), acc[count (x != V, y != V, z != V)] += (X_i & Y_j) Z_k.
+template <int P = 0>
+__device__ __forceinline__ void wgmma_products(unsigned (&acc)[8][4][4], const unsigned (&m)[3][3][4],
+                                               unsigned b_addr) {
+    constexpr int x = P / 9, y = P / 3 % 3, z = P % 3;
+    wgmma_b1_m64n32<count_index(x != 2, y != 2, z != 2)>(acc, m[x][y], b_addr + z * kWgPlaneBytes);
+    if constexpr (P + 1 < 27) wgmma_products<P + 1>(acc, m, b_addr);
+}
+
+// One k-step of 256 bits: this warp's A fragments of planes x (a_addr + x * kWgPlaneBytes) masked by
+// plane y of row j (jw_step: 32-bit words t and t + 4 of the k-step, plane y's at y * 32), the 27
+// products with B planes z of the warpgroup's columns (b_addr + z * kWgPlaneBytes), one commit group;
+// then the wait for the k-step before this one.
+__device__ __forceinline__ void wgmma_kstep(unsigned (&acc)[8][4][4], unsigned a_addr, unsigned b_addr,
+                                            const unsigned* jw_step, int t) {
+    unsigned a[3][4], jw[3][2], m[3][3][4];
+#pragma unroll
+    for (int x = 0; x < 3; ++x) {
+        ldmatrix_x4(a_addr + x * kWgPlaneBytes, a[x][0], a[x][1], a[x][2], a[x][3]);
+        jw[x][0] = jw_step[x * 32 + t];
+        jw[x][1] = jw_step[x * 32 + t + 4];
+    }
+#pragma unroll
+    for (int x = 0; x < 3; ++x)
+#pragma unroll
+        for (int y = 0; y < 3; ++y) {
+            m[x][y][0] = a[x][0] & jw[y][0];
+            m[x][y][1] = a[x][1] & jw[y][0];
+            m[x][y][2] = a[x][2] & jw[y][1];
+            m[x][y][3] = a[x][3] & jw[y][1];
+        }
+    fence_counts(acc);
+    wgmma_fence();
+    wgmma_products(acc, m, b_addr);
+    wgmma_commit();
+    wgmma_wait<1>();  // the k-step before this one done
+}
+
+// Shared memory: kWgStages stages and up to 1 KB to put them on a 1024-byte boundary (the host's
+// ccc3_fused.wgmma_smem_bytes).
+extern "C" __global__ void __launch_bounds__(kWgThreads, 1) ccc3_fused_wgmma(GT_CCC3_FUSED_ARGS) {
+    extern __shared__ __align__(1024) unsigned char smem_raw[];
+    unsigned char* const smem = smem_raw + ((1024u - (smem_u32(smem_raw) & 1023u)) & 1023u);
+    int i_lo, k_lo, i_min, i_end, k_min, k_end, ja, jb;
+    if (!block_range(j0, j1, i0, i1, k0, k1, same_ij, same_jk, i_lo, k_lo, i_min, i_end, k_min, k_end, ja, jb))
+        return;
+    const int chunks = wp / kSChunk;       // k-tiles of 1024 bits a plane
+    const int steps = (jb - ja) * chunks;  // step s: middle row ja + s / chunks, k-tile s % chunks
+    const long long row_bytes = 3LL * wp * 8;
+    const unsigned s_base = smem_u32(smem);
+    const char* gi = reinterpret_cast<const char*>(d_i) + (long long)i_lo * row_bytes;
+    const char* gk = reinterpret_cast<const char*>(d_k) + (long long)k_lo * row_bytes;
+    const char* gj = reinterpret_cast<const char*>(d_j);
+
+    // step s's copies into stage s % kWgStages: 16-byte chunk q of (row r, plane x), swizzled
+    auto load = [&](int s) {
+        if (s < steps) {
+            const int j = ja + s / chunks, c = s % chunks;
+            const unsigned st = s_base + (s % kWgStages) * kWgStageBytes;
+            for (int p = threadIdx.x; p < (kFBlockI + kFBlockK) * 3 * 8; p += kWgThreads) {
+                const int q = p & 7, x = (p >> 3) % 3, r = p / 24;  // r: rows i, then rows k
+                const char* src = (r < kFBlockI ? gi + (long long)r * row_bytes
+                                                : gk + (long long)(r - kFBlockI) * row_bytes) +
+                                  ((long long)x * wp + (long long)c * kSChunk) * 8 + q * 16;
+                const int side = r < kFBlockI ? 0 : 3, rr = r & (kFBlockI - 1);
+                cp_async_16(st + (side + x) * kWgPlaneBytes + rr * 128 + ((q ^ (rr & 7)) << 4), src);
+            }
+            if (threadIdx.x < 24) {
+                const int x = threadIdx.x >> 3, q = threadIdx.x & 7;
+                cp_async_16(st + 6 * kWgPlaneBytes + x * 128 + q * 16,
+                            gj + (long long)j * row_bytes + ((long long)x * wp + (long long)c * kSChunk) * 8 + q * 16);
+            }
+        }
+        cp_async_commit();  // an empty group past the last step keeps the count of groups
+    };
+
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    const int wg = warp >> 2, wi = warp & 3;  // warpgroup: columns kWgTileK wg ..; warp: rows 16 wi ..
+    const int g = lane >> 2, t = lane & 3;
+    const int q = lane >> 3, r8 = lane & 7;
+    // ldmatrix.x4 rows of this lane (b1_mma_core's fragment_offsets): A rows 16 wi + r8 (+ 8), chunk hi
+    const int a_row = wi * kFWarpI + r8 + ((q & 1) << 3), a_hi = q >> 1;
+    const FusedOut o = fused_out(stat_i, stat_j, stat_k, f_i, f_j, f_k, same_ij, same_jk, mult, param, thr,
+                                 null_thr, counter, cap, out_i, out_j, out_k, vals);
+    // this lane's places: i = i_base (+ 8), k = k_base + n * 8 (+ 1), n8 tiles n = 0-3
+    const int i_base = i_lo + wi * kFWarpI + g;
+    const int k_base = k_lo + wg * kWgTileK + 2 * t;
+
+#pragma unroll
+    for (int s = 0; s < kWgStages - 2; ++s) load(s);
+    unsigned acc[8][4][4];
+    zero_counts(acc);
+    for (int s = 0; s < steps; ++s) {
+        cp_async_wait<kWgStages - 3>();  // step s's copies are in
+        fence_proxy_async();
+        __syncthreads();  // ... for every thread; the stage of step s - 2 read by every warpgroup (waited)
+        load(s + kWgStages - 2);
+        const unsigned st = s_base + (s % kWgStages) * kWgStageBytes;
+        const unsigned* jw =
+            reinterpret_cast<const unsigned*>(smem + (s % kWgStages) * kWgStageBytes + 6 * kWgPlaneBytes);
+#pragma unroll
+        for (int ks = 0; ks < kSChunk / 4; ++ks)
+            wgmma_kstep(acc, st + a_row * 128 + (((2 * ks + a_hi) ^ r8) << 4),
+                        st + 3 * kWgPlaneBytes + wg * kWgTileK * 128 + 32 * ks, jw + ks * 8, t);
+        if (s % chunks == chunks - 1) {  // row j's counts complete
+            wgmma_wait<0>();
+            fence_counts(acc);
+            const int j = ja + s / chunks;
+            unsigned part[2][8][2][4];  // [h]: n8 tiles 2h, 2h + 1, the 16 x 16 tile epilogue_j takes
+#pragma unroll
+            for (int h = 0; h < 2; ++h)
+#pragma unroll
+                for (int c = 0; c < 8; ++c)
+#pragma unroll
+                    for (int n = 0; n < 2; ++n)
+#pragma unroll
+                        for (int e = 0; e < 4; ++e) part[h][c][n][e] = acc[c][2 * h + n][e];
+#pragma unroll 1  // the epilogue's body once (instruction caches)
+            for (int h = 0; h < 2; ++h)
+                epilogue_j<true>(part[h], j, i_base, k_base + 16 * h, i_min, i_end, k_min, k_end, o);
+            zero_counts(acc);
+        }
+    }
+    wgmma_wait<0>();
+}
+
+#endif  // GT_WGMMA
