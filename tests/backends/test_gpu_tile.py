@@ -372,10 +372,10 @@ def test_wgmma_that_cannot_be_built_gives_mma_sync(monkeypatch, caplog):
         pytest.skip("wgmma's main loop needs a Hopper GPU (compute capability 9.0)")
     real = b1_select._kernels.__wrapped__
 
-    def refused(fused_id, device_id, bins, wgmma):
+    def refused(fused_id, device_id, bins, wgmma, *epilogue):
         if wgmma:
             raise GenotileError("NVRTC could not compile a sm_90a kernel: (a test)")
-        return real(fused_id, device_id, bins, wgmma)
+        return real(fused_id, device_id, bins, wgmma, *epilogue)
 
     monkeypatch.setattr(b1_select, "_kernels", refused)
     monkeypatch.setattr(b1_select, "_WGMMA_FAILED", set())

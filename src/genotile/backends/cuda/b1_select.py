@@ -183,10 +183,22 @@ def _smem_bytes(wgmma: bool, bins: int) -> int:
     return tile_config(wgmma).smem_bytes + (WGMMA_ALIGN if wgmma else 0) + 4 * (bins + 3)
 
 
+def _adds(plan: GemmPlan) -> int:
+    """Which row sums the kernel adds (GT_ADDS): 1 row_add0, 2 col_add0, 4 row_add1, 8 col_add1."""
+    sums = (plan.left_sums[0], plan.right_sums[0], plan.left_sums[1], plan.right_sums[1])
+    return sum(1 << k for k, s in enumerate(sums) if s)
+
+
 @functools.cache
-def _kernels(fused_id: int, device_id: int, bins: int, wgmma: bool):
+def _kernels(fused_id: int, device_id: int, bins: int, wgmma: bool, value_col: int, adds: int):
     cfg = tile_config(wgmma)
-    defines = (f"-DGT_METRIC={fused_id}", f"-DGT_WGMMA={int(wgmma)}", f"-DGT_EPILOGUE_SMEM={int(wgmma)}")
+    defines = (
+        f"-DGT_METRIC={fused_id}",
+        f"-DGT_WGMMA={int(wgmma)}",
+        f"-DGT_EPILOGUE_SMEM={int(wgmma)}",
+        f"-DGT_VALUE_COL={value_col}",
+        f"-DGT_ADDS={adds}",
+    )
     options = (*cfg.options, *defines, "--fmad=false")
     gemm = cc.load_kernel("b1_select.cu", "b1_select", options, arch_specific=wgmma)
     smem = _smem_bytes(wgmma, bins)
@@ -211,13 +223,13 @@ class GemmSelect:
         self.wgmma = uses_wgmma(wgmma)
         if self.wgmma:
             try:
-                kernels = _kernels(metric_id, device, plan.hist[3], True)
+                kernels = _kernels(metric_id, device, plan.hist[3], True, plan.value_col, _adds(plan))
             except Exception as e:  # noqa: BLE001 -- NVRTC, ptxas or the driver: the other main loop is exact too
                 log.warning("GPU %d: the wgmma GEMM could not be built (%s); mma.sync's instead", device, e)
                 _WGMMA_FAILED.add(device)
                 self.wgmma = False
         if not self.wgmma:
-            kernels = _kernels(metric_id, device, plan.hist[3], False)
+            kernels = _kernels(metric_id, device, plan.hist[3], False, plan.value_col, _adds(plan))
         self.gemm, self.recount_kernel, self.smem = kernels
         self.plan, self.cfg = plan, tile_config(self.wgmma)  # the operands' row padding follows the kernel's tiles
         starts = b1_layout.ktile_starts(list(plan.pieces))
@@ -271,7 +283,6 @@ class GemmSelect:
                 np.int64(params.n_total),
                 np.int32(bool(params.diag)),
                 np.float64(params.thr),
-                np.int32(plan.value_col),
                 params.counter,
                 params.idx,
                 value,

@@ -9,14 +9,14 @@
 // Horner form over its run of terms (as b1_mma_multistage's one count):
 //   acc_g = 0; for each term t of g: acc_g = acc_g * term_mult[t] + P_t;   acc_g *= final_mult[g]
 // Terms [0, group_kt) in k-tiles belong to accumulator 0, the rest to accumulator 1; then
-//   a_g = acc_g + row_add_g[row] + col_add_g[col]   (modulo 2^32; each null: none)
+//   a_g = acc_g + row_add_g[row] + col_add_g[col]   (modulo 2^32; those GT_ADDS names, the rest null)
 //
 // Outputs, for the pairs of the sub-tile (rows i0.., columns j0.. of a tile n_total columns wide;
 // a diagonal tile keeps i < j):
 //   passing pairs appended: slot = atomicAdd(counter) (warp-aggregated), idx[slot] = i * n_total + j,
-//   value[slot] = the bits of the epilogue's column `value_col` (the host sorts by idx and counts
+//   value[slot] = the bits of the epilogue's column GT_VALUE_COL (the host sorts by idx and counts
 //   the other columns of these pairs again with pair_counts below);
-//   the float histogram of column `value_col` over every unique pair: bins counted in shared memory,
+//   the float histogram of column GT_VALUE_COL over every unique pair: bins counted in shared memory,
 //   added to hist[0 .. bins + 3) once a block (null: none).
 // Operands as b1_mma_multistage.cu's (A: (Mp, KW), B: (Np, KW), rows padded to whole block tiles).
 
@@ -37,6 +37,15 @@
 #ifndef GT_METRIC
 #define GT_METRIC 2
 #endif
+#ifndef GT_VALUE_COL
+#define GT_VALUE_COL 3  // the epilogue's column appended and binned (b1_select.py: GemmPlan.value_col)
+#endif
+#ifndef GT_ADDS
+#define GT_ADDS 0  // which row sums are added: 1 row_add0, 2 col_add0, 4 row_add1, 8 col_add1
+#endif
+#ifndef GT_EPILOGUE_BATCH
+#define GT_EPILOGUE_BATCH 2  // pairs a thread evaluates together in the shared-memory epilogue (1, 4, 8: slower)
+#endif
 
 typedef Epilogue<GT_METRIC> MetricEpilogue;
 typedef GemmCounts<GT_METRIC> MetricCounts;
@@ -44,6 +53,9 @@ constexpr int kAcc = MetricCounts::n_acc;
 static_assert(kAcc == 2, "b1_select keeps two accumulator sets");
 constexpr int kCounts = MetricEpilogue::n_counts;
 constexpr int kCols = MetricEpilogue::n_cols;
+static_assert(GT_VALUE_COL >= 0 && GT_VALUE_COL < kCols, "the value column is one of the epilogue's");
+constexpr int kAdds = GT_ADDS;
+constexpr int kBatch = GT_EPILOGUE_BATCH;
 
 extern "C" __global__ void __launch_bounds__(kThreads, GT_MIN_BLOCKS)
 b1_select(const unsigned long long* __restrict__ A, const unsigned long long* __restrict__ B, int M, int N,
@@ -51,7 +63,7 @@ b1_select(const unsigned long long* __restrict__ A, const unsigned long long* __
           int final_mult0, int final_mult1, const unsigned* __restrict__ row_add0,
           const unsigned* __restrict__ col_add0, const unsigned* __restrict__ row_add1,
           const unsigned* __restrict__ col_add1, long long i0, long long j0, long long n_total, int diag, double thr,
-          int value_col, unsigned long long* __restrict__ counter, long long* __restrict__ idx,
+          unsigned long long* __restrict__ counter, long long* __restrict__ idx,
           unsigned long long* __restrict__ value, long long cap, unsigned long long* __restrict__ hist, double h_low,
           double h_high, double h_scale, int h_bins) {
     extern __shared__ __align__(1024) unsigned char smem_raw[];
@@ -170,39 +182,44 @@ b1_select(const unsigned long long* __restrict__ A, const unsigned long long* __
     return;
 #endif
 
-    // Epilogue: one pair (row, col of the sub-tile) from its two accumulators, every lane of the
-    // warp together (the pairs' slots and histogram bins are taken a warp at a time).
+    // Epilogue, in two steps a pair. evaluate: its value column, verdict and uniqueness from its two
+    // accumulators (straight-line code: the row sums read where compiled in, the bin by selects).
+    // record: its histogram bin and slot, every lane of the warp together (the slots and bins are
+    // taken a warp at a time).
     const unsigned fm0 = (unsigned)final_mult0, fm1 = (unsigned)final_mult1;
     const MetricParams no_params = {0.0, 0.0};
-    auto pair = [&](unsigned acc_0, unsigned acc_1, int row, int col) {
-        const long long gi = i0 + row, gj = j0 + col;
-        const bool unique = row < M && col < N && (!diag || gi < gj);
+    struct Evaluated {
+        u64 v;
+        bool keep, unique;
+    };
+    auto evaluate = [&](unsigned acc_0, unsigned acc_1, int row, int col) {
+        const bool unique = row < M && col < N && (!diag || i0 + row < j0 + col);
+        // Rows and columns past M or N (the block tile's padding) read row M - 1's or column N - 1's
+        // sums: such a pair is not unique, and its values are never used.
+        const int r = row < M ? row : M - 1, c = col < N ? col : N - 1;
         unsigned a[kAcc] = {acc_0 * fm0, acc_1 * fm1};
-        if (row < M && col < N) {  // row sums (null: none), as b1_mma_multistage's row_add / col_add
-            if (row_add0) a[0] += row_add0[row];
-            if (col_add0) a[0] += col_add0[col];
-            if (row_add1) a[1] += row_add1[row];
-            if (col_add1) a[1] += col_add1[col];
-        }
-        i64 c[kCounts];
-        MetricCounts::counts(a, c);
+        if (kAdds & 1) a[0] += row_add0[r];  // as b1_mma_multistage's row_add / col_add
+        if (kAdds & 2) a[0] += col_add0[c];
+        if (kAdds & 4) a[1] += row_add1[r];
+        if (kAdds & 8) a[1] += col_add1[c];
+        i64 counts[kCounts];
+        MetricCounts::counts(a, counts);
         u64 out[kCols];
-        const bool keep = MetricEpilogue::values(c, out, 1, thr, no_params) && unique;
-        u64 v = out[0];
-#pragma unroll
-        for (int k = 1; k < kCols; ++k)
-            if (k == value_col) v = out[k];
+        const bool keep = MetricEpilogue::values(counts, out, 1, thr, no_params) && unique;
+        return Evaluated{out[GT_VALUE_COL], keep, unique};
+    };
+    auto record = [&](const Evaluated& e, int row, int col) {
         if (hist != nullptr) {  // uniform
-            const long long bin =
-                unique ? float_bin(__longlong_as_double((long long)v), h_low, h_high, h_scale, h_bins) : -1;
+            const int bin =
+                e.unique ? float_bin(__longlong_as_double((long long)e.v), h_low, h_high, h_scale, h_bins) : -1;
             bool leader;  // one shared atomic a distinct bin a warp
             const unsigned add = warp_bin_peers(bin, lane, leader);
             if (leader) atomicAdd(&sh_hist[bin], add);
         }
         u64 slot;
-        if (warp_slot(keep, lane, counter, slot) && slot < (u64)cap) {
-            idx[slot] = gi * n_total + gj;
-            value[slot] = v;
+        if (warp_slot(e.keep, lane, counter, slot) && slot < (u64)cap) {
+            idx[slot] = (i0 + row) * n_total + (j0 + col);
+            value[slot] = e.v;
         }
     };
     // Accumulator e of mma tile (i, j) is row g (+8 for e >= 2), column 2t + (e & 1).
@@ -230,11 +247,22 @@ b1_select(const unsigned long long* __restrict__ A, const unsigned long long* __
             }
         }
     __syncthreads();
-    static_assert(kBlockM * kBlockN % kThreads == 0, "every lane of a warp at every pair");
-#pragma unroll 1  // unrolled 2, 4 or 8 pairs at a time: no faster (History "Session 17")
-    for (int p = threadIdx.x; p < kBlockM * kBlockN; p += kThreads) {
-        const int r = p / kBlockN, c = p % kBlockN;
-        pair(sh_acc[r * kLd + c], sh_acc[(kBlockM + r) * kLd + c], m0 + r, n0 + c);
+    // kBatch pairs a thread evaluated together (their divisions and conversions independent, in one
+    // basic block), then recorded.
+    static_assert(kBlockM * kBlockN % (kThreads * kBatch) == 0, "every lane of a warp at every pair");
+#pragma unroll 1
+    for (int p0 = threadIdx.x; p0 < kBlockM * kBlockN; p0 += kThreads * kBatch) {
+        Evaluated e[kBatch];
+#pragma unroll
+        for (int u = 0; u < kBatch; ++u) {
+            const int p = p0 + u * kThreads, r = p / kBlockN, c = p % kBlockN;
+            e[u] = evaluate(sh_acc[r * kLd + c], sh_acc[(kBlockM + r) * kLd + c], m0 + r, n0 + c);
+        }
+#pragma unroll
+        for (int u = 0; u < kBatch; ++u) {
+            const int p = p0 + u * kThreads;
+            record(e[u], m0 + p / kBlockN, n0 + p % kBlockN);
+        }
     }
 #else
 #pragma unroll
@@ -245,9 +273,10 @@ b1_select(const unsigned long long* __restrict__ A, const unsigned long long* __
 #pragma unroll
             for (int j = 0; j < kMmaN; ++j)
 #pragma unroll
-                for (int e = 0; e < 2; ++e)
-                    pair(acc0[i][j][2 * h + e], acc1[i][j][2 * h + e], row,
-                         n0 + tt.warp_n * kWarpN + j * kInstrN + 2 * t + e);
+                for (int e = 0; e < 2; ++e) {
+                    const int col = n0 + tt.warp_n * kWarpN + j * kInstrN + 2 * t + e;
+                    record(evaluate(acc0[i][j][2 * h + e], acc1[i][j][2 * h + e], row, col), row, col);
+                }
         }
 #endif
     if (hist != nullptr) {

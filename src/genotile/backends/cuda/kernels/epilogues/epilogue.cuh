@@ -32,12 +32,14 @@ __device__ __forceinline__ double i2d(i64 x) { return __ll2double_rn(x); }
 
 // Bin of a float value, as histogram.column_histogram computes it: nan -> bins + 2,
 // v < low -> bins (below), v > high -> bins + 1 (above), else min(floor((v - low) * scale), bins - 1).
-__device__ __forceinline__ long long float_bin(double v, double low, double high, double scale, int bins) {
-    if (isnan(v)) return bins + 2;
-    if (v < low) return bins;
-    if (v > high) return bins + 1;
+// Selects, not branches: every case is computed (a nan or infinite v converts to some integer, then
+// discarded), so that a fused epilogue's pairs stay one basic block the compiler can interleave.
+__device__ __forceinline__ int float_bin(double v, double low, double high, double scale, int bins) {
     const long long b = (long long)floor(__dmul_rn(__dsub_rn(v, low), scale));
-    return b < bins - 1 ? b : bins - 1;
+    int bin = b < bins - 1 ? (int)b : bins - 1;
+    bin = v > high ? bins + 1 : bin;
+    bin = v < low ? bins : bin;
+    return isnan(v) ? bins + 2 : bin;
 }
 
 // What the selecting kernels (tile_select.cu, b1_select.cu) do with a warp's pairs, one lane a
@@ -59,9 +61,11 @@ __device__ __forceinline__ bool warp_slot(bool keep, int lane, u64* counter, u64
 
 // warp_bin_peers: the lanes of the warp whose pair falls in the same histogram bin (bin >= 0; -1:
 // none), counted, so that one atomic a distinct bin adds them; `leader`: this lane adds them.
-__device__ __forceinline__ unsigned warp_bin_peers(long long bin, int lane, bool& leader) {
-    const long long key = bin >= 0 ? bin : -1 - lane;  // lanes without a bin get distinct keys
-    const unsigned peers = __match_any_sync(0xffffffffu, (u64)key);
+// Bins of 64 bits (tile_select.cu's bincounts) or of 32 (b1_select.cu's float bins).
+template <typename Bin>
+__device__ __forceinline__ unsigned warp_bin_peers(Bin bin, int lane, bool& leader) {
+    const Bin key = bin >= 0 ? bin : -1 - lane;  // lanes without a bin get distinct keys
+    const unsigned peers = __match_any_sync(0xffffffffu, key);
     leader = bin >= 0 && lane == __ffs(peers) - 1;
     return (unsigned)__popc(peers);
 }
