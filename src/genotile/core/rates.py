@@ -29,14 +29,16 @@ import math
 # "Session 13: the store on the GPU" (2026-11-27, one H200, bench_biobank 1,000,000 x 20,000 and
 # x 50,000: 1e16 and 2.5e16 comparisons in the store job's 24.47 s and 53.77 s of tiles, 4.09e14
 # and 4.65e14/s, kernels/b1_select.cu; 4.3e14 between them), the size a biobank plan asks about;
-# since "Session 17: wgmma" (2026-11-27, b1_select's Hopper main loop, kernels/b1_wgmma.cuh) 5.2e14:
-# one H100, 1e16 comparisons in 18.96-19.22 s of tiles over 4 runs (5.24e14/s); GPUs other than
-# Hopper keep mma.sync's main loop and the rate before it (4.3e14 on an H200, planned the same).
+# since "Session 17: wgmma" (2026-11-27, b1_select's Hopper main loop, kernels/b1_wgmma.cuh) 5.2e14
+# (one H100, 1e16 comparisons in 18.96-19.22 s of tiles over 4 runs), and since "Session 18: the
+# king epilogue" (2026-11-27, the epilogue as straight-line code) 6.1e14: one H100, 1e16 in
+# 16.40-16.59 s of tiles over 3 runs (6.07e14/s); GPUs other than Hopper keep mma.sync's main
+# loop (4.3e14 on an H200 before wgmma, planned the same).
 # numba and numpy: the 2-core rows of
 # "Genotype tiles" and "SNP distances" (2026-11-22, AMD EPYC, 2 threads; hamming taken equal to
 # snp), halved to a core.
 TILES: dict[str, dict[str, float]] = {
-    "cupy-b1": {"snp": 3.099e14, "hamming": 2.695e14, "ibs": 2.014e14, "king": 5.2e14, "ccc2": 1.583e14},
+    "cupy-b1": {"snp": 3.099e14, "hamming": 2.695e14, "ibs": 2.014e14, "king": 6.1e14, "ccc2": 1.583e14},
     "cupy-int8": {"snp": 1.415e14, "hamming": 1.184e14, "ibs": 7.895e13, "king": 8.133e13, "ccc2": 5.943e13},
     "numba": {"snp": 4.55e10, "hamming": 4.55e10, "ibs": 7.85e10, "king": 6.95e10, "ccc2": 8.35e10},
     "numpy": {"snp": 2.2e10, "hamming": 2.2e10, "ibs": 7.5e9, "king": 7.5e9, "ccc2": 6.0e9},
@@ -82,9 +84,10 @@ STORE_ALIASES = {"pgen": "bed", "bcf": "vcf", "vcz": "vcf"}
 # (store/resident.py: transposed on the device, the SHA-256 and the files written behind the
 # tiles): the store job less its tiles. "Session 13: the store on the GPU" (2026-11-27): one H200
 # host's 16 cores, 1,000,000 x 20,000 and x 50,000, 5.29 s and 5.90 s (mostly fixed: the .fam
-# read, the pass, the last writes; 5e9 genotypes/s between them); the 2 x H200 host's 32, 10.83 s
-# for 1,000,000 x 20,000 (the manifests still written before the tiles then: 1.85e9).
-STORE_GPU: dict[str, dict[int, float]] = {"bed": {16: 5.0e9, 32: 1.85e9}}
+# read, the pass, the last writes; 5e9 genotypes/s between them); the 2 x H200 host's 32: "Session
+# 18: the king epilogue" (2026-11-27, 1,000,000 x 20,000, traced: the store job 14.52 s less its
+# 9.73 s of tiles, 4.79 s: 4.2e9; 10.83 s in Session 13, the manifests written before the tiles then).
+STORE_GPU: dict[str, dict[int, float]] = {"bed": {16: 5.0e9, 32: 4.2e9}}
 
 # --- merge: seconds a run and a tile ("Session 9", 2026-11-26: merges of 0.44 s for 3 tiles and
 # 1.14 s for 10, nearly nothing passing), then the passing pairs' text rows (pairs.tsv.gz) and
