@@ -23,6 +23,13 @@
    (pairs_stage.tile: the store's planes.npy memmap of 2 blocks -> tile (0, 1) -> tile file, page
    cache warm) against the kernel-alone time; and the upload alone (memmap -> pinned -> device).
    The cupy-b1 counts are checked equal to cupy-int8's on the full tile.
+4. `--big-tile N` (issue 26's tile, 250,000 x 250,000 x 20,000 with `--fields 20000`): one
+   off-diagonal N x N tile of king and of ibs through the device tile path alone (b1_select's
+   GEMM, the workflow's path; no count matrix, which at that size would not fit), % of both
+   ceilings. Its vectors: 2048 distinct ones, each copy of them with its 64-site words shuffled
+   (the same shuffle for every plane of a vector: still genotypes, now distinct), so that only
+   the thresholds' few pairs pass; the pairs passing are checked against the same tile's at a
+   second timing.
 3. GPU packing (backends/cuda/cupy_pack.py) against numpy packing of the same codes: genotype
    codes (rows x fields, 2% missing) and nucleotide codes; host to host (codes in, planes
    out, pinned pipelined copies) and device only.
@@ -410,12 +417,95 @@ def tile_job(store: Path, metric: str, threshold, backend: str):
     )
 
 
+def shuffled_copies(planes: np.ndarray, layout, rows: int, seed: int) -> np.ndarray:
+    """`rows` vectors from copies of `planes` ((distinct, planes x words) uint64), each copy's words
+    shuffled alike in every plane (the last, partly padded word kept last): the same genotype
+    counts a vector, distinct vectors."""
+    rng = np.random.default_rng(seed)
+    distinct, width = planes.shape
+    n_planes = len(layout.planes)
+    words = width // n_planes
+    out = np.empty((rows, width), dtype=planes.dtype)
+    for r0 in range(0, rows, distinct):
+        n = min(distinct, rows - r0)
+        order = np.concatenate([rng.permutation(words - 1), [words - 1]])
+        out[r0 : r0 + n] = planes[:n].reshape(n, n_planes, words)[:, :, order].reshape(n, width)
+    return out
+
+
+def big_tile_rows(args, add, ceilings: dict) -> dict:
+    """Issue 26's tile (`--big-tile`): an off-diagonal N x N tile of king and ibs through
+    cupy_tile.tile_pairs' GEMM path, timed twice after a warm-up; {metric: pairs passing}."""
+    from genotile.backends.cuda import cupy_tile
+
+    n, fields, passing = args.big_tile, args.fields, {}
+    for metric, seed in (("king", 5), ("ibs", 6)):
+        mobj = METRICS[metric]
+        base, layout = genotype_planes_for(mobj.encoding, 2048, fields, 2048, seed, args.missing)
+        counts = mobj.counts(layout)
+        # king: the workflow's (third degree); ibs: half the least distance of 512 x 512 of the
+        # vectors (realistic_threshold's 1e-4 quantile would pass millions of pairs at this size)
+        dist = mobj.epilogue(numpy_blas.count_matrices(base[:512], base[512:1024], counts))[mobj.dense_column]
+        threshold = 0.0442 if metric == "king" else float(np.nanmin(dist)) / 2
+        t0 = time.perf_counter()
+        both = shuffled_copies(base, layout, 2 * n, seed)
+        print(
+            f"{metric}: big tile {n}^2 x {fields}: planes {both.shape} in {time.perf_counter() - t0:.1f} s", flush=True
+        )
+        dl, dr = cc.to_device(both[:n]), cc.to_device(both[n:])
+        del both
+        tile = functools.partial(
+            cupy_tile.tile_pairs, cupy_b1.ENGINE, dl, dr, mobj, layout, threshold, False, path="gemm"
+        )
+        first = tile()
+        seconds, got = [], []
+        for _ in range(2):
+            cp.cuda.Device().synchronize()
+            t0 = time.perf_counter()
+            r = tile()
+            cp.cuda.Device().synchronize()
+            seconds.append(time.perf_counter() - t0)
+            got.append(r.ri.size)
+        if got != [first.ri.size] * 2:
+            raise RuntimeError(f"{metric}: big tile passing pairs {first.ri.size}, then {got}")
+        row = add(
+            metric,
+            "cupy-b1",
+            f"big tile, tile_pairs gemm (thr {threshold:.4g})",
+            f"{n}x{n}x{fields}",
+            min(seconds),
+            n * n * fields,
+            product_bit_macs(counts, n, n),
+        )
+        if ceilings.get("wgmma"):
+            row["pct_wgmma_ceiling"] = 100 * row["bit_mac_per_s"] / ceilings["wgmma"]["bit_mac_per_s"]
+            print(f"    {row['pct_wgmma_ceiling']:.1f}% of wgmma's ceiling; {first.ri.size} pairs pass", flush=True)
+        passing[metric] = int(first.ri.size)
+        del dl, dr, first, r
+        cp.get_default_memory_pool().free_all_blocks()
+    return passing
+
+
 def smoke_without_gpu(args) -> int:
     """--smoke without CuPy or a GPU: the tile-job rows' path on the numpy backend, checked."""
     from genotile.io.tilefile import read_tile
 
     why = "CuPy is not installed" if cp is None else "no CUDA device"
     print(f"bench_gpu --smoke: {why}; GPU rows skipped, the tile-job path runs on the numpy backend", flush=True)
+    # --big-tile's vectors: each a shuffle of its source's words, the same in every plane: every
+    # two planes' common bits a vector kept (a shuffle differing between planes changes them)
+    planes, layout = genotype_planes_for(METRICS["king"].encoding, 40, 300, 40, 3, args.missing)
+    copies = shuffled_copies(planes, layout, 100, 7)
+    sources = np.concatenate([planes, planes, planes[:20]])
+
+    def common(a):
+        bits = np.unpackbits(a.view(np.uint8), axis=1).reshape(len(a), len(layout.planes), -1)
+        return np.einsum("vpk,vqk->vpq", bits, bits, dtype=np.int64)
+
+    if not (common(copies) == common(sources)).all() or (copies == sources).all(axis=1).sum() > 40:
+        print("  big tile: shuffled copies are not their sources' sites shuffled alike   <<< MISMATCH", flush=True)
+        return 1
+    print("  big tile: 100 shuffled copies of 40 vectors keep every two planes' common bits", flush=True)
     for metric, alphabet in (("snp", NUCLEOTIDE), ("king", None)):
         if alphabet is None:
             planes, layout = genotype_planes_for(METRICS[metric].encoding, 40, 300, 96, 3, args.missing)
@@ -538,6 +628,13 @@ def main():
     ap.add_argument("--pack-rows-cat", type=int, default=512, help="nucleotide codes packed (rows x --fields)")
     ap.add_argument("--missing", type=float, default=0.02, help="fraction of missing genotypes")
     ap.add_argument("--sweep", action="store_true", help="time the kernel variants of SWEEP on the product")
+    ap.add_argument(
+        "--big-tile",
+        type=int,
+        default=0,
+        metavar="N",
+        help="also an N x N king and ibs tile through the device tile path alone (issue 26: 250000)",
+    )
     ap.add_argument("--smoke", action="store_true", help="tiny sizes, errors fail the run (CI; CPU without a GPU)")
     ap.add_argument(
         "--profile-select",
@@ -554,6 +651,7 @@ def main():
             return smoke_without_gpu(args)
         args.rows, args.fields, args.gemm_size, args.numpy_rows = 1024, 2048, 1024, 256
         args.pack_rows, args.pack_rows_cat = 256, 64
+        args.big_tile = 4096 if args.big_tile else 0
     if args.profile:
         return profile_one(args)
     if args.profile_select:
@@ -746,6 +844,13 @@ def main():
         except Exception:  # noqa: BLE001 -- report and go on with the other metrics
             traceback.print_exc()
             results.setdefault("errors", []).append(f"tile rows {metric}: {traceback.format_exc(limit=3)}")
+
+    if args.big_tile:
+        try:
+            results["big_tile_passing"] = big_tile_rows(args, add, {"wgmma": ceil_wgmma})
+        except Exception:  # noqa: BLE001
+            traceback.print_exc()
+            results.setdefault("errors", []).append(f"big tile: {traceback.format_exc(limit=3)}")
 
     if "pack" in args.cases.split(","):
         try:
