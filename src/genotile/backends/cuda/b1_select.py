@@ -44,8 +44,8 @@ GEMM_TILE = b1_layout.TileConfig(64, 128, 32, 32, 4, min_blocks=2, group_m=16)
 # 17: one 32,768^2 x 20,000 king tile, ms, whole kernel / main loop alone): this 40.8 / 24.6;
 # six stages 42.0 / 26.5; the epilogue unrolled from registers 68.0 / 26.2 (its code outgrows
 # the instruction caches); 128 x 64 blocks, two an SM, 45.1 / 40.9; mma.sync's tiles 51.3 / 42.4.
-# The epilogue as straight-line code (session 18): 34.4 ms (64 x 128 blocks two or three an SM,
-# to overlap one block's epilogue with another's main loop: 43.5-46.0, shared memory again).
+# The epilogue as straight-line code (session 18): 34.4 ms (with the epilogue before it, 64 x 128
+# blocks two or three an SM, one block's epilogue beside another's main loop: 43.5-46.0 against 40.3).
 WGMMA_TILE = b1_layout.TileConfig(128, 128, 16, 128, 5, min_blocks=1, group_m=16)
 WGMMA_ALIGN = 1024  # shared memory the kernel may skip to put its stages on a 1024-byte boundary
 SUBTILE_SCALE = 4  # its sub-tiles are 4x the select path's edge: no count matrices to hold
