@@ -10,7 +10,8 @@ each process's start, its interpreter ready, the last of its atexit functions; i
 its modules imported, the Snakefile parsed (`Workflow.include`), the DAG (`Workflow.execute` to
 `JobScheduler.schedule`), each job's `script()` call and return; in a job's, `run_rule`'s entry
 and exit (runtime/rule.py). Prints the split as a table (seconds from the command's start; a
-job's row: start, imports and Snakemake's preamble, work, end). The marks cost a file append
+job's row: start, imports and Snakemake's preamble, work, end; processes a job starts, such as a
+device pool's workers, are part of its job, not rows of their own). The marks cost a file append
 each; a site `sitecustomize` is shadowed for the run. See bench/RESULTS.md, "Session 14: the
 time around the jobs".
 """
@@ -36,7 +37,11 @@ def mark(what):
 
 _cmd = open("/proc/self/cmdline").read().split("\0") if os.path.exists("/proc/self/cmdline") else sys.argv
 _MAIN = "snakemake" in _cmd and "-m" in _cmd
-_KIND = "snakemake" if _MAIN else "job " + os.path.basename(_cmd[1] if len(_cmd) > 1 else "?").split(".", 1)[-1]
+# a job: Snakemake's copy of a rule's script (.snakemake/scripts/tmpXXXX.store.py) run by path;
+# anything else a job starts (multiprocessing's and a device pool's workers: `python -B -c ...`,
+# `python -m ...`) is its child, not a job of its own
+_SCRIPT = _cmd[1] if len(_cmd) > 1 and _cmd[1].endswith(".py") and not _cmd[1].startswith("-") else None
+_KIND = "snakemake" if _MAIN else "child" if _SCRIPT is None else "job " + os.path.basename(_SCRIPT).split(".", 1)[-1]
 mark(f"{_KIND}\tready")
 atexit.register(lambda: mark(f"{_KIND}\tatexit"))
 

@@ -44,3 +44,27 @@ def test_a_dry_run_is_split_up_to_its_dag(tmp_path):
     rows = _split(tmp_path, "-n")
     assert list(rows)[-1] == "whole run (no job ran)" and not any(name.startswith("job ") for name in rows)
     assert float(rows["the Snakefile parsed (genotile's rules)"]) > 0
+
+
+def test_only_a_rules_script_is_a_job(tmp_path):
+    """A process a job starts (a device pool's worker: `python -B -c ...`) is the job's child, not a
+    job row of its own (the 2-GPU traces of Session 17 had a row "job -B" a worker, the job rows
+    after it misaligned)."""
+    sys.path.insert(0, str(REPO / "bench"))
+    try:
+        import trace_snakemake
+    finally:
+        sys.path.remove(str(REPO / "bench"))
+    (tmp_path / "sitecustomize.py").write_text(trace_snakemake.SITECUSTOMIZE)
+    script = tmp_path / "tmpab12cd.store.py"
+    script.write_text("pass\n")
+    marks = tmp_path / "marks.tsv"
+    env = {"GENOTILE_TRACE": str(marks), "PYTHONPATH": str(tmp_path), "PATH": "/usr/bin:/bin"}
+    for cmd in (
+        [sys.executable, "-B", "-c", "pass"],
+        [sys.executable, str(script)],
+        [sys.executable, "-m", "json.tool", "--help"],
+    ):
+        subprocess.run(cmd, env=env, capture_output=True, check=False)
+    kinds = [kind for _, _, kind, what in trace_snakemake.read_marks(marks) if what == "ready"]
+    assert sorted(kinds) == ["child", "child", "job store.py"], kinds
