@@ -441,7 +441,7 @@ extern "C" __global__ void __launch_bounds__(kFThreads, 1) ccc3_fused_streamed(G
 // shared memory itself (no ldmatrix of k's planes, a warp's 16 x 16 B fragments read by 4 warps
 // each under mma.sync) and runs at 7.8e15 bit-MAC/s on an H100 against mma.sync's 5.3e15 (b1_wgmma.cuh):
 // a 4,096^3 block triple x 20,000 samples x 64 middle rows 0.213 s -> 0.183-0.188 s, 52% -> 59-60%
-// of the b1 ceiling (one H100, session 17; the same triples and value bits as ccc3_fused_streamed).
+// of the b1 ceiling (one H100, session 18; the same triples and value bits as ccc3_fused_streamed).
 //
 // Tiling (CUTLASS's terms): the block tile kFBlockI x kFBlockK of (i, k), as ccc3_fused_streamed's
 // (same grid, same block_range); two warpgroups, warpgroup w its columns k kWgTileK w ..
