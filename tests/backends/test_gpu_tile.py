@@ -410,6 +410,8 @@ def test_gemm_plan_applies_to_king_and_ibs():
     assert complete is not None and complete.group_start == len(complete.pieces)
     assert [r.coef for r in complete.left_sums[1]] == [1 << 16] and [r.coef for r in complete.right_sums[1]] == [1]
     assert not complete.left_sums[0] and not complete.right_sums[0]
+    # the kernel's GT_ADDS: 1 row_add0, 2 col_add0, 4 row_add1, 8 col_add1 (b1_select.cu)
+    assert b1_select._adds(p) == 0 and b1_select._adds(complete) == 4 | 8, b1_select._adds(complete)
     assert plan_for(65_472, 0.05) is not None
     assert plan_for(65_600, 0.05) is None
     assert plan_for(2_000, 0.05, threshold=None) is None
@@ -417,5 +419,6 @@ def test_gemm_plan_applies_to_king_and_ibs():
     ibs = plan_for(2_000, 0.0, name="ibs")  # complete: ibs_count's L.V terms and n are row sums
     assert ibs is not None and [c for _, c in ibs.recount] == ["ibs_count", "n"] and ibs.final == (-2, 1)
     assert [q.coef for q in ibs.pieces] == [-2, -2] and ibs.group_start == 2 and len(ibs.left_sums[1]) == 1
+    assert b1_select._adds(ibs) == 1 | 2 | 4, b1_select._adds(ibs)  # ibs_count's sums both sides; n's one
     assert plan_for(70_000, 0.05, name="ibs") is not None  # no packing: any site count int32 holds
     assert plan_for(2_000, 0.05, name="ccc2") is None
