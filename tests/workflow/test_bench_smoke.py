@@ -45,6 +45,8 @@ def test_bench_gpu_smoke(tmp_path):
     out = run_bench("bench_gpu.py", "--out", str(tmp_path), "--tmp", str(tmp_path)).stdout
     # the whole tile job (store memmap -> tile file) ran for a nucleotide and a genotype metric
     assert "snp" in out and "king" in out and ("tile job (0, 1)" in out or "tile job memmap->tile file" in out), out
+    # --big-tile's vectors (shuffled copies) checked without a GPU, or its rows run with one
+    assert "big tile" in out or "GPU" in out.splitlines()[0], out
     assert "MISMATCH" not in out
 
 
