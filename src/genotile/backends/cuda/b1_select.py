@@ -168,6 +168,14 @@ def uses_wgmma(wgmma: bool | None = None) -> bool:
 _WGMMA_FAILED: set[int] = set()  # devices where wgmma's kernels did not compile or load: mma.sync's there
 
 
+def refuse_wgmma(device: int, what: str, instead: str, error: Exception) -> None:
+    """A wgmma kernel that did not compile or load on GPU `device` (NVRTC, ptxas or the driver):
+    one warning, and that GPU left to mma.sync's kernels from now on (`uses_wgmma`), this module's
+    and ccc3_fused's."""
+    log.warning("GPU %d: %s could not be built (%s); %s instead", device, what, error, instead)
+    _WGMMA_FAILED.add(device)
+
+
 @functools.cache
 def _nvrtc_version() -> tuple[int, int]:
     from cupy_backends.cuda.libs import nvrtc
@@ -227,8 +235,7 @@ class GemmSelect:
             try:
                 kernels = _kernels(metric_id, device, plan.hist[3], True, plan.value_col, _adds(plan))
             except Exception as e:  # noqa: BLE001 -- NVRTC, ptxas or the driver: the other main loop is exact too
-                log.warning("GPU %d: the wgmma GEMM could not be built (%s); mma.sync's instead", device, e)
-                _WGMMA_FAILED.add(device)
+                refuse_wgmma(device, "the wgmma GEMM", "mma.sync's", e)
                 self.wgmma = False
         if not self.wgmma:
             kernels = _kernels(metric_id, device, plan.hist[3], False, plan.value_col, _adds(plan))

@@ -24,7 +24,6 @@ threshold lets through. Same triples, same bits as the select path (tests/backen
 from __future__ import annotations
 
 import functools
-import logging
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -36,8 +35,6 @@ from genotile.backends.cuda import cupy_common as cc
 from genotile.backends.cuda.b1_layout import ATTR_SMEM_OPTIN
 from genotile.core import ccc3
 from genotile.errors import GenotileError
-
-log = logging.getLogger("genotile")
 
 BLOCK_I = 64  # kFBlockI
 BLOCK_K = 64  # kFBlockK
@@ -206,10 +203,7 @@ def load(words: int, streamed: bool, wgmma: bool | None = None):
         try:
             return _kernel(device, spec), spec
         except Exception as e:  # noqa: BLE001 -- NVRTC, ptxas or the driver: mma.sync's kernel is exact too
-            log.warning(
-                "GPU %d: ccc3's wgmma kernel could not be built (%s); the streamed mma.sync kernel instead", device, e
-            )
-            b1_select._WGMMA_FAILED.add(device)
+            b1_select.refuse_wgmma(device, "ccc3's wgmma kernel", "the streamed mma.sync kernel", e)
     spec = launch(words, streamed)
     _fits(spec, words)
     return _kernel(device, spec), spec
