@@ -433,7 +433,7 @@ def shuffled_copies(planes: np.ndarray, layout, rows: int, seed: int) -> np.ndar
     return out
 
 
-def big_tile_rows(args, add, ceilings: dict) -> dict:
+def big_tile_rows(args, add, ceil_wgmma: dict | None) -> dict:
     """Issue 26's tile (`--big-tile`): an off-diagonal N x N tile of king and ibs through
     cupy_tile.tile_pairs' GEMM path, timed twice after a warm-up; {metric: pairs passing}."""
     from genotile.backends.cuda import cupy_tile
@@ -477,8 +477,8 @@ def big_tile_rows(args, add, ceilings: dict) -> dict:
             n * n * fields,
             product_bit_macs(counts, n, n),
         )
-        if ceilings.get("wgmma"):
-            row["pct_wgmma_ceiling"] = 100 * row["bit_mac_per_s"] / ceilings["wgmma"]["bit_mac_per_s"]
+        if ceil_wgmma:
+            row["pct_wgmma_ceiling"] = 100 * row["bit_mac_per_s"] / ceil_wgmma["bit_mac_per_s"]
             print(f"    {row['pct_wgmma_ceiling']:.1f}% of wgmma's ceiling; {first.ri.size} pairs pass", flush=True)
         passing[metric] = int(first.ri.size)
         del dl, dr, first, r
@@ -847,7 +847,7 @@ def main():
 
     if args.big_tile:
         try:
-            results["big_tile_passing"] = big_tile_rows(args, add, {"wgmma": ceil_wgmma})
+            results["big_tile_passing"] = big_tile_rows(args, add, ceil_wgmma)
         except Exception:  # noqa: BLE001
             traceback.print_exc()
             results.setdefault("errors", []).append(f"big tile: {traceback.format_exc(limit=3)}")
