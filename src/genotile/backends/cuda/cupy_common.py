@@ -162,22 +162,13 @@ def _read_cached(path: Path | None) -> bytes | None:
 
 
 def _write_cached(path: Path, cubin: bytes) -> None:
-    """The cubin behind its SHA-256, written to a temporary file of its own, then renamed: whole
-    or absent for a concurrent reader; any OSError leaves the cache as it was."""
-    import tempfile  # only where a cubin was compiled: not on every import of this module
+    """The cubin behind its SHA-256, written whole or not at all (util/atomic.atomic_path: a
+    concurrent reader sees the old file or the new one); a cache that cannot be written (any
+    OSError, a full disk) is left as it was: it only costs the next process the compile."""
+    from genotile.util.atomic import atomic_path
 
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix=".tmp")
-        try:
-            with os.fdopen(fd, "wb") as fh:
-                fh.write(hashlib.sha256(cubin).digest() + cubin)
-            os.replace(tmp, path)
-        except OSError:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)
-    except OSError:
-        pass
+    with contextlib.suppress(OSError, GenotileError), atomic_path(path) as tmp:
+        tmp.write_bytes(hashlib.sha256(cubin).digest() + cubin)
 
 
 class _ArchModule:
