@@ -47,7 +47,7 @@ GEMM_TILE = b1_layout.TileConfig(64, 128, 32, 32, 4, min_blocks=2, group_m=16)
 # The epilogue as straight-line code (session 18): 34.4 ms (with the epilogue before it, 64 x 128
 # blocks two or three an SM, one block's epilogue beside another's main loop: 43.5-46.0 against 40.3).
 WGMMA_TILE = b1_layout.TileConfig(128, 128, 16, 128, 5, min_blocks=1, group_m=16)
-WGMMA_ALIGN = 1024  # shared memory the kernel may skip to put its stages on a 1024-byte boundary
+WGMMA_ALIGN = 1024  # shared memory a wgmma kernel may skip to put its stages on a 1024-byte boundary (ccc3_fused's too)
 SUBTILE_SCALE = 4  # its sub-tiles are 4x the select path's edge: no count matrices to hold
 PACK_SHIFT = 16  # acc 1 holds het_i above het_j
 PACKED_MAX = (1 << PACK_SHIFT) - 1

@@ -46,7 +46,6 @@ STREAM_CHUNK = 16  # kSChunk: words of a plane a stage of the streamed kernel ho
 STREAM_STAGES = 4  # kSStages
 WGMMA_THREADS = 256  # kWgThreads: ccc3_fused_wgmma's two warpgroups
 WGMMA_STAGES = 4  # kWgStages
-WGMMA_ALIGN = 1024  # shared memory it may skip to put its stages on a 1024-byte boundary (the swizzle's atom)
 SMEM_LIMIT = 227 * 1024  # an sm_90 block's opt-in shared memory (`fits_device` asks the GPU's own)
 OPTIONS = ("--fmad=false",)
 
@@ -132,7 +131,7 @@ def wgmma_smem_bytes() -> int:
     201728
     """
     chunk = STREAM_CHUNK * 8  # one 128-byte swizzled row
-    return WGMMA_STAGES * (3 * (BLOCK_I + BLOCK_K) * chunk + 1024) + WGMMA_ALIGN
+    return WGMMA_STAGES * (3 * (BLOCK_I + BLOCK_K) * chunk + 1024) + b1_select.WGMMA_ALIGN
 
 
 @dataclass(frozen=True)
