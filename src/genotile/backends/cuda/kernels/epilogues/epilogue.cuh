@@ -34,8 +34,10 @@ __device__ __forceinline__ double i2d(i64 x) { return __ll2double_rn(x); }
 // v < low -> bins (below), v > high -> bins + 1 (above), else min(floor((v - low) * scale), bins - 1).
 // Selects, not branches: every case is computed (a nan or infinite v converts to some integer, then
 // discarded), so that a fused epilogue's pairs stay one basic block the compiler can interleave.
+// __double2ll_rd is floor and conversion in one instruction, defined for nan and infinities (where
+// a C cast of floor's result is not), the same integer for every v in [low, high].
 __device__ __forceinline__ int float_bin(double v, double low, double high, double scale, int bins) {
-    const long long b = (long long)floor(__dmul_rn(__dsub_rn(v, low), scale));
+    const long long b = __double2ll_rd(__dmul_rn(__dsub_rn(v, low), scale));
     int bin = b < bins - 1 ? (int)b : bins - 1;
     bin = v > high ? bins + 1 : bin;
     bin = v < low ? bins : bin;
