@@ -8,8 +8,9 @@ a new measurement goes into bench/RESULTS.md first, then here. The model that re
 
 - store: vectors x fields of input read, checked and packed into bit planes, at the input
   format's rate for the host's CPU cores (`STORE`);
-- tiles: pairs x fields element comparisons at the metric's rate on the backend (`TILES`), per
-  GPU or per CPU core, spread over the GPUs or cores;
+- tiles: pairs x fields element comparisons at the metric's rate on the backend (`TILES`), plus,
+  where the epilogue's cost by the pair is measured apart, pairs at `TILE_PAIRS`; per GPU or per
+  CPU core, spread over the GPUs or cores;
 - merge: a cost per run and per tile, plus the passing pairs' text rows and matrix.tsv written
   (`MERGE_*`, `TEXT_BYTES`, `MATRIX_BYTES`);
 - start: Snakemake's own start and the tile jobs' starts (`START`, `JOB_START`).
@@ -33,16 +34,25 @@ import math
 # (one H100, 1e16 comparisons in 18.96-19.22 s of tiles over 4 runs), and since "Session 18: the
 # king epilogue" (2026-11-27, the epilogue as straight-line code) 6.1e14: one H100, 1e16 in
 # 16.40-16.59 s of tiles over 3 runs (6.07e14/s); GPUs other than Hopper keep mma.sync's main
-# loop (4.3e14 on an H200 before wgmma, planned the same).
+# loop (4.3e14 on an H200 before wgmma, planned the same). Since "Session 19: a million samples x
+# 50,000" (2026-11-27) king's tiles are two terms, the GEMM by the comparison (9.39e14) and the
+# epilogue by the pair (TILE_PAIRS 8.55e10): one H100's tiles took 16.5 s at x 20,000 (Session 18)
+# and 32.48 s at x 50,000 (32.49, 32.47), 5e11 pairs each: 15.98 s more for 1.5e16 more
+# comparisons, and 16.5 - 1e16 / 9.39e14 = 5.85 s for the pairs (one rate read 6.1e14 at x 20,000
+# and 7.7e14 at x 50,000).
 # numba and numpy: the 2-core rows of
 # "Genotype tiles" and "SNP distances" (2026-11-22, AMD EPYC, 2 threads; hamming taken equal to
 # snp), halved to a core.
 TILES: dict[str, dict[str, float]] = {
-    "cupy-b1": {"snp": 3.099e14, "hamming": 2.695e14, "ibs": 2.014e14, "king": 6.1e14, "ccc2": 1.583e14},
+    "cupy-b1": {"snp": 3.099e14, "hamming": 2.695e14, "ibs": 2.014e14, "king": 9.39e14, "ccc2": 1.583e14},
     "cupy-int8": {"snp": 1.415e14, "hamming": 1.184e14, "ibs": 7.895e13, "king": 8.133e13, "ccc2": 5.943e13},
     "numba": {"snp": 4.55e10, "hamming": 4.55e10, "ibs": 7.85e10, "king": 6.95e10, "ccc2": 8.35e10},
     "numpy": {"snp": 2.2e10, "hamming": 2.2e10, "ibs": 7.5e9, "king": 7.5e9, "ccc2": 6.0e9},
 }
+
+# --- the epilogue's cost by the pair (pairs/s a GPU), where it is measured apart from the GEMM's:
+# a tile's seconds are then comparisons / TILES + pairs / TILE_PAIRS (above: king on cupy-b1).
+TILE_PAIRS: dict[str, dict[str, float]] = {"cupy-b1": {"king": 8.55e10}}
 
 # --- each GPU's tile rate, as a share of one GPU's alone, where the store job shares its tiles out
 # among this many GPUs (pairs/early.py: a thread a GPU, the store copied to each). bench/RESULTS.md
@@ -86,8 +96,12 @@ STORE_ALIASES = {"pgen": "bed", "bcf": "vcf", "vcz": "vcf"}
 # host's 16 cores, 1,000,000 x 20,000 and x 50,000, 5.29 s and 5.90 s (mostly fixed: the .fam
 # read, the pass, the last writes; 5e9 genotypes/s between them); the 2 x H200 host's 32: "Session
 # 18: the king epilogue" (2026-11-27, 1,000,000 x 20,000, traced: the store job 14.52 s less its
-# 9.73 s of tiles, 4.79 s: 4.2e9; 10.83 s in Session 13, the manifests written before the tiles then).
-STORE_GPU: dict[str, dict[int, float]] = {"bed": {16: 5.0e9, 32: 4.2e9}}
+# 9.73 s of tiles, 4.79 s; 10.83 s in Session 13, the manifests written before the tiles then); one
+# H100 host's 16 cores, "Session 19: a million samples x 50,000" (2026-11-27): 5.82 and 5.70 s.
+# Mostly fixed, so a start (STORE_GPU_START) plus genotypes at the rate: 16 cores 5.07 s at x 20,000
+# and 6.07 at x 50,000 against 5.29 / 5.70-5.90 measured, 32 cores 4.79 at x 20,000.
+STORE_GPU_START = 4.4
+STORE_GPU: dict[str, dict[int, float]] = {"bed": {16: 3.0e10, 32: 5.1e10}}
 
 # --- merge: seconds a run and a tile ("Session 9", 2026-11-26: merges of 0.44 s for 3 tiles and
 # 1.14 s for 10, nearly nothing passing), then the passing pairs' text rows (pairs.tsv.gz) and

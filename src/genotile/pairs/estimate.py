@@ -125,6 +125,7 @@ class Estimate:
     element_comparisons: float
     bit_macs: float
     tile_rate: float  # element comparisons/s a GPU (a core on the CPU)
+    pair_rate: float  # pairs/s of the epilogue a GPU where measured apart (core/rates.py TILE_PAIRS), else 0
     store_rate: float  # input vectors x fields/s on these cores
     start_seconds: float
     store_seconds: float
@@ -155,6 +156,8 @@ class Estimate:
         auto = f" (auto, for {'GPU' if gpu else 'CPU'} tiles)" if self.block_auto else ""
         values = "genotypes" if self.input_format != "fasta" else "characters"
         bit_rate = self.tile_rate * self.bit_macs / self.element_comparisons
+        start = self.store_seconds - float(self.n_vectors) * self.n_fields / self.store_rate
+        start = start if start > 1e-9 else 0.0
         threshold = "null" if self.threshold is None else f"{self.threshold:g}"
         default = " (the workflow's default)" if self.threshold_default else ""
         matrix = (
@@ -170,9 +173,13 @@ class Estimate:
             f"  time on {where}, {self.backend}: {_dur(self.seconds)} = store {_dur(self.store_seconds)} "
             f"+ tiles {_dur(self.tile_seconds)} + merge {_dur(self.merge_seconds)} + start {_dur(self.start_seconds)}",
             f"    store: {float(self.n_vectors) * self.n_fields:.3g} {values} of {self.input_format} at "
-            f"{self.store_rate:.3g}/s on {self.cores} cores",
-            f"    tiles: {self.tile_rate:.3g} comparisons/s ({bit_rate:.3g} bit-MAC/s) a {'GPU' if gpu else 'core'}, "
-            f"over {self.gpus if gpu else self.cores} {'GPU(s)' if gpu else 'cores'}",
+            f"{self.store_rate:.3g}/s on {self.cores} cores"
+            + (
+                f", plus {_dur(start)} fixed (made on the GPU: the sample table, the pass, the writes)" if start else ""
+            ),
+            f"    tiles: {self.tile_rate:.3g} comparisons/s ({bit_rate:.3g} bit-MAC/s)"
+            + (f" and {self.pair_rate:.3g} pairs/s (the epilogue)" if self.pair_rate else "")
+            + f" a {'GPU' if gpu else 'core'}, over {self.gpus if gpu else self.cores} {'GPU(s)' if gpu else 'cores'}",
             "    rates measured (bench/RESULTS.md) and kept in src/genotile/core/rates.py",
             f"  memory per {'tile' if self.jobs else 'store'} job: {_size(self.job_memory_bytes)} of planes and "
             f"tile arrays; packed store: {_size(self.store_bytes)}",
@@ -259,7 +266,8 @@ def estimate(
     device_bytes : int or None
         The GPU's memory for the auto block (None: GPU_DEFAULT_BYTES).
     rates : dict or None
-        {backend: {rate key: element comparisons/s}} replacing entries of core/rates.py TILES.
+        {backend: {rate key: element comparisons/s}} replacing entries of core/rates.py TILES; a
+        rate given here is the whole tile's (no TILE_PAIRS term beside it).
 
     Returns
     -------
@@ -283,6 +291,9 @@ def estimate(
     tile_rate = table.get(backend, {}).get(metric.rate_key or "")
     if tile_rate is None:
         raise GenotileError(f"no measured rate for {metric.name} on {backend}")
+    # a rate given in `rates` is the whole tile's: no epilogue term beside it
+    given = metric.rate_key in (rates or {}).get(backend, {})
+    pair_rate = None if given else measured.TILE_PAIRS.get(backend, {}).get(metric.rate_key or "")
     gpu = backend.startswith("cupy")
     dense = n_vectors <= dense_max
     auto = block_size == "auto"
@@ -299,10 +310,13 @@ def estimate(
     # CPU tiles: a job of TILE_THREADS cores each, as many at once as the cores allow
     slots = gpus if gpu else max(1, cores // TILE_THREADS)
     slot_rate = tile_rate * measured.at_cores(measured.MULTI_GPU, gpus) if gpu else tile_rate * min(TILE_THREADS, cores)
+    # a tile's work in comparisons: its pairs x fields, plus its pairs' epilogue in comparisons'
+    # time where that is measured apart (core/rates.py TILE_PAIRS)
+    pair_work = n_fields + (tile_rate / pair_rate if pair_rate else 0.0)
     if tiles <= SCHEDULED_TILES_MAX:
-        busiest = spread([p * float(n_fields) for p in tile_pairs(plan)], slots)
+        busiest = spread([p * pair_work for p in tile_pairs(plan)], slots)
     else:  # so many tiles that they spread evenly
-        busiest = float(plan.n_pairs) * n_fields / slots
+        busiest = float(plan.n_pairs) * pair_work / slots
     tile_seconds = busiest / slot_rate
 
     layout = layout_for(metric, n_fields, missing)
@@ -339,6 +353,7 @@ def estimate(
     # a .bed stored as bits by a store job computing its tiles on the GPU: made on the device
     on_device = in_store and _stored_as_bits(metric, kind) and kind in measured.STORE_GPU
     store_rate = measured.at_cores((measured.STORE_GPU if on_device else measured.STORE)[kind], cores)
+    store_start = measured.STORE_GPU_START if on_device else 0.0
     return Estimate(
         metric=metric.name,
         backend=backend,
@@ -355,9 +370,10 @@ def estimate(
         element_comparisons=float(pairs) * n_fields,
         bit_macs=float(pairs) * bit_macs_per_pair(metric, layout),
         tile_rate=tile_rate,
+        pair_rate=pair_rate or 0.0,
         store_rate=store_rate,
         start_seconds=measured.START + jobs * measured.JOB_START / slots,
-        store_seconds=float(n_vectors) * n_fields / store_rate,
+        store_seconds=store_start + float(n_vectors) * n_fields / store_rate,
         tile_seconds=tile_seconds,
         merge_seconds=merge,
         job_memory_bytes=job_memory,
