@@ -6,7 +6,8 @@
 1. The b1 mma.sync ceiling measured here and now (bench_gpu.b1_ceiling).
 2. One off-diagonal block triple (I < J < K, blocks of --block SNPs x --fields samples, random
    genotypes with 2% missing), --middle rows of J: cupy_ccc3.triples_device (mask, 8 counts,
-   epilogue, threshold, compaction on the device; a threshold few triples pass) per backend.
+   epilogue, threshold, compaction on the device; a threshold few triples pass) per backend,
+   the median of three timed runs after a warm-up (each printed).
    element comparisons/s = triples x fields / s; bit-MAC/s = triples x 27 plane products x
    64 x words / s, against the ceiling.
 3. End to end: --e2e-snps SNPs x --e2e-samples samples (5% missing), packed into a genotype_t
@@ -69,6 +70,9 @@ def genotypes(n, m, missing, seed):
     return g
 
 
+REPEATS = 3  # a block triple's timed runs (after a warm-up): the median is its row
+
+
 def block_rows(add, args, ceiling):
     """One block triple at --fields samples (planes too wide to be held: the streamed fused
     kernel on sm_90: on Hopper the warpgroup MMA's, beside it mma.sync's) and at --fused-fields
@@ -102,10 +106,14 @@ def block_triple(add, n, m, middle, ceiling):
         with mma_sync:
             for _ in run(0.5):  # warm-up (compiles)
                 pass
-            cp.cuda.Device().synchronize()
-            t0 = time.perf_counter()
-            passing = sum(values.shape[0] for *_, values in run(0.5))  # the chunks, one readback each
-            seconds = time.perf_counter() - t0
+            times = []
+            for _ in range(REPEATS):
+                cp.cuda.Device().synchronize()
+                t0 = time.perf_counter()
+                passing = sum(values.shape[0] for *_, values in run(0.5))  # the chunks, one readback each
+                times.append(time.perf_counter() - t0)
+            seconds = float(np.median(times))
+            print(f"    {backend} {path} wgmma={wgmma}: {', '.join(f'{t:.4f}' for t in times)} s", flush=True)
         triples = len(plan.stage_rows(1, 0)) * n * n
         fused = f"fused ({info['kernel']})" if "kernel" in info else "select"
         how = path if path != "auto" else fused

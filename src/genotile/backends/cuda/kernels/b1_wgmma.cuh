@@ -26,15 +26,6 @@ static_assert(kBlockN == kWarpN && kBlockM % 64 == 0, "wgmma tiles: a warpgroup'
 static_assert(kStages >= 3, "wgmma's pipeline: a stage being read, one waited for, one being loaded");
 static_assert(kStageBytesA % 1024 == 0 && kStageBytes % 1024 == 0, "operand regions on 1024-byte boundaries");
 
-// Keeps the compiler from moving reads or writes of the accumulators across a wgmma wait: the
-// registers are "rewritten" here, after the wait, as CUTLASS's warpgroup_fence_operand.
-__device__ __forceinline__ void fence_accumulators(Accumulators& acc) {
-#pragma unroll
-    for (int j = 0; j < kMmaN; ++j)
-#pragma unroll
-        for (int e = 0; e < 4; ++e) asm volatile("" : "+r"(acc[0][j][e])::"memory");
-}
-
 #define GT_WG_ACC4(j) "+r"(acc[0][j][0]), "+r"(acc[0][j][1]), "+r"(acc[0][j][2]), "+r"(acc[0][j][3])
 
 // acc += popc(A & B) over one k-step: A the warpgroup's 64 rows, B the block's 128 columns, 256 bits.

@@ -478,17 +478,6 @@ __device__ __forceinline__ void wgmma_b1_m64n32(unsigned (&acc)[8][4][4], const 
 }
 #undef GT_WG_ACC4
 
-// The counts "rewritten" after a wgmma wait (b1_wgmma.cuh's fence_accumulators, CUTLASS's
-// warpgroup_fence_operand): no read or write of them moved across it.
-__device__ __forceinline__ void fence_counts(unsigned (&acc)[8][4][4]) {
-#pragma unroll
-    for (int c = 0; c < 8; ++c)
-#pragma unroll
-        for (int n = 0; n < 4; ++n)
-#pragma unroll
-            for (int e = 0; e < 4; ++e) asm volatile("" : "+r"(acc[c][n][e])::"memory");
-}
-
 // Products P .. 26 of a k-step, P = 9 x + 3 y + z in order: each one's count a template argument (the
 // accumulators' registers named at compile time), acc[count (x != V, y != V, z != V)] += (X_i & Y_j) Z_k.
 template <int P = 0>
@@ -521,7 +510,7 @@ __device__ __forceinline__ void wgmma_kstep(unsigned (&acc)[8][4][4], unsigned a
             m[x][y][2] = a[x][2] & jw[y][1];
             m[x][y][3] = a[x][3] & jw[y][1];
         }
-    fence_counts(acc);
+    fence_accumulators(acc);
     wgmma_fence();
     wgmma_products(acc, m, b_addr);
     wgmma_commit();
@@ -596,7 +585,7 @@ extern "C" __global__ void __launch_bounds__(kWgThreads, 1) ccc3_fused_wgmma(GT_
                         st + 3 * kWgPlaneBytes + wg * kWgTileK * 128 + 32 * ks, jw + ks * 8, t);
         if (s % chunks == chunks - 1) {  // row j's counts complete
             wgmma_wait<0>();
-            fence_counts(acc);
+            fence_accumulators(acc);
             const int j = ja + s / chunks;
             unsigned part[2][8][2][4];  // [h]: n8 tiles 2h, 2h + 1, the 16 x 16 tile epilogue_j takes
 #pragma unroll

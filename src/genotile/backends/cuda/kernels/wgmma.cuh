@@ -27,6 +27,18 @@ template <int N>
 __device__ __forceinline__ void wgmma_wait() {
     asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory");
 }
+// Keeps the compiler from moving reads or writes of accumulators across a wgmma fence or wait: the
+// registers are "rewritten" here, as CUTLASS's warpgroup_fence_operand (b1_wgmma.cuh's 1 x 16 x 4
+// fragments, ccc3_fused.cu's 8 counts x 4 x 4).
+template <int A, int B, int C>
+__device__ __forceinline__ void fence_accumulators(unsigned (&acc)[A][B][C]) {
+#pragma unroll
+    for (int a = 0; a < A; ++a)
+#pragma unroll
+        for (int b = 0; b < B; ++b)
+#pragma unroll
+            for (int c = 0; c < C; ++c) asm volatile("" : "+r"(acc[a][b][c])::"memory");
+}
 // Shared memory written by cp.async (the generic proxy) is read next by wgmma (the async proxy).
 __device__ __forceinline__ void fence_proxy_async() { asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); }
 
