@@ -136,61 +136,61 @@ struct FusedOut {
     double* vals;
 };
 
-// The epilogue of one place (i, j, k) from its 8 counts: float bound, exact values, compaction.
-__device__ __forceinline__ void epilogue_place(const long long (&cnt)[8], int i, int j, int k, long long cj,
-                                               long long sj, float fj0, float fj1, const FusedOut& o) {
-    const long long ci = o.stat_i[2 * i], si = o.stat_i[2 * i + 1];
-    const long long ck = o.stat_k[2 * k], sk = o.stat_k[2 * k + 1];
+// Whether place (i, j, k) may pass, from its 8 counts: the float bound of its 8 values (never
+// below an exact value that passes), or every place where the threshold is null.
+// ci, cj, ck: its vectors' called samples; fi, fj, fk: their factors 1 - P f(a), a = 0, 1.
+__device__ __forceinline__ bool place_candidate(const long long (&cnt)[8], long long ci, long long cj, long long ck,
+                                                const float (&fi)[2], const float (&fjv)[2], const float (&fk)[2],
+                                                const FusedOut& o) {
+    if (o.prm.null_thr) return true;
     const bool ok = ci > 0 && cj > 0 && ck > 0 && cnt[0] > 0;
-    bool candidate;
-    if (o.prm.null_thr) {
-        candidate = true;
-    } else if (!ok) {
-        candidate = 0.0 >= o.prm.thr;
-    } else {
-        // tallies r(a, b, c): rho(0) = 2V - G, rho(1) = G along each axis, in ints
-        // (exact); count index bits: gi, gj, gk as count_index
-        int u[2][2][2];
+    if (!ok) return 0.0 >= o.prm.thr;
+    // tallies r(a, b, c): rho(0) = 2V - G, rho(1) = G along each axis, in ints
+    // (exact); count index bits: gi, gj, gk as count_index
+    int u[2][2][2];
 #pragma unroll
-        for (int gi = 0; gi < 2; ++gi)
+    for (int gi = 0; gi < 2; ++gi)
 #pragma unroll
-            for (int gj = 0; gj < 2; ++gj)
+        for (int gj = 0; gj < 2; ++gj)
 #pragma unroll
-                for (int gk = 0; gk < 2; ++gk) u[gi][gj][gk] = (int)cnt[count_index(gi, gj, gk)];
-        int r1[2][2][2], r2[2][2][2], r3[2][2][2];
+            for (int gk = 0; gk < 2; ++gk) u[gi][gj][gk] = (int)cnt[count_index(gi, gj, gk)];
+    int r1[2][2][2], r2[2][2][2], r3[2][2][2];
 #pragma unroll
-        for (int p1 = 0; p1 < 2; ++p1)
+    for (int p1 = 0; p1 < 2; ++p1)
 #pragma unroll
-            for (int p2 = 0; p2 < 2; ++p2) {
-                r1[0][p1][p2] = 2 * u[0][p1][p2] - u[1][p1][p2];
-                r1[1][p1][p2] = u[1][p1][p2];
-            }
-#pragma unroll
-        for (int p0 = 0; p0 < 2; ++p0)
-#pragma unroll
-            for (int p2 = 0; p2 < 2; ++p2) {
-                r2[p0][0][p2] = 2 * r1[p0][0][p2] - r1[p0][1][p2];
-                r2[p0][1][p2] = r1[p0][1][p2];
-            }
-#pragma unroll
-        for (int p0 = 0; p0 < 2; ++p0)
-#pragma unroll
-            for (int p1 = 0; p1 < 2; ++p1) {
-                r3[p0][p1][0] = 2 * r2[p0][p1][0] - r2[p0][p1][1];
-                r3[p0][p1][1] = r2[p0][p1][1];
-            }
-        const float scale = o.mult_f / (8.0f * (float)cnt[0]);
-        const float fi[2] = {o.f_i[2 * i], o.f_i[2 * i + 1]}, fjv[2] = {fj0, fj1};
-        const float fk[2] = {o.f_k[2 * k], o.f_k[2 * k + 1]};
-        candidate = false;
-#pragma unroll
-        for (int abc = 0; abc < 8; ++abc) {
-            const int a_ = abc >> 2, b_ = (abc >> 1) & 1, c_ = abc & 1;
-            const float v = scale * (float)r3[a_][b_][c_] * fi[a_] * fjv[b_] * fk[c_];
-            candidate = candidate || !(v + 1e-5f * fabsf(v) + 1e-30f < o.thr_lo);  // NaN: a candidate
+        for (int p2 = 0; p2 < 2; ++p2) {
+            r1[0][p1][p2] = 2 * u[0][p1][p2] - u[1][p1][p2];
+            r1[1][p1][p2] = u[1][p1][p2];
         }
+#pragma unroll
+    for (int p0 = 0; p0 < 2; ++p0)
+#pragma unroll
+        for (int p2 = 0; p2 < 2; ++p2) {
+            r2[p0][0][p2] = 2 * r1[p0][0][p2] - r1[p0][1][p2];
+            r2[p0][1][p2] = r1[p0][1][p2];
+        }
+#pragma unroll
+    for (int p0 = 0; p0 < 2; ++p0)
+#pragma unroll
+        for (int p1 = 0; p1 < 2; ++p1) {
+            r3[p0][p1][0] = 2 * r2[p0][p1][0] - r2[p0][p1][1];
+            r3[p0][p1][1] = r2[p0][p1][1];
+        }
+    const float scale = o.mult_f / (8.0f * (float)cnt[0]);
+    bool candidate = false;
+#pragma unroll
+    for (int abc = 0; abc < 8; ++abc) {
+        const int a_ = abc >> 2, b_ = (abc >> 1) & 1, c_ = abc & 1;
+        const float v = scale * (float)r3[a_][b_][c_] * fi[a_] * fjv[b_] * fk[c_];
+        candidate = candidate || !(v + 1e-5f * fabsf(v) + 1e-30f < o.thr_lo);  // NaN: a candidate
     }
-    if (!candidate) return;
+    return candidate;
+}
+
+// A candidate place's exact values (ccc3_values, doubles) and, where it passes, its slot of the output.
+__device__ __forceinline__ void place_exact(const long long (&cnt)[8], int i, int j, int k, long long ci, long long si,
+                                            long long cj, long long sj, long long ck, long long sk,
+                                            const FusedOut& o) {
     double v[8];
     if (!ccc3_values(cnt, ci, si, cj, sj, ck, sk, o.prm, v)) return;
     const unsigned long long slot = atomicAdd(o.counter, 1ULL);
@@ -201,6 +201,16 @@ __device__ __forceinline__ void epilogue_place(const long long (&cnt)[8], int i,
 #pragma unroll
         for (int c = 0; c < 8; ++c) o.vals[slot * 8 + c] = v[c];
     }
+}
+
+// The epilogue of one place (i, j, k) from its 8 counts: float bound, exact values, compaction.
+__device__ __forceinline__ void epilogue_place(const long long (&cnt)[8], int i, int j, int k, long long cj,
+                                               long long sj, float fj0, float fj1, const FusedOut& o) {
+    const long long ci = o.stat_i[2 * i], si = o.stat_i[2 * i + 1];
+    const long long ck = o.stat_k[2 * k], sk = o.stat_k[2 * k + 1];
+    const float fi[2] = {o.f_i[2 * i], o.f_i[2 * i + 1]}, fjv[2] = {fj0, fj1};
+    const float fk[2] = {o.f_k[2 * k], o.f_k[2 * k + 1]};
+    if (place_candidate(cnt, ci, cj, ck, fi, fjv, fk, o)) place_exact(cnt, i, j, k, ci, si, cj, sj, ck, sk, o);
 }
 
 // Whether place (i, j, k) is one of the launch's: within [i_min, i_end) x [k_min, k_end) and the
@@ -214,38 +224,67 @@ __device__ __forceinline__ bool in_place(int i, int j, int k, int i_min, int i_e
 // (+ 1)) within [i_min, i_end) x [k_min, k_end): the triangle, then epilogue_place. kRolled: the
 // places' counts copied out of the accumulators (read with compile-time indices, so that the
 // accumulators stay in registers; the copy, read with the loop's run-time place, is in local
-// memory), then one rolled loop a place, so that epilogue_place's body is in the kernel once, not 8 times
+// memory), then one rolled loop over the places, kEpilogueBatch at a time, so that the place's body is in
+// the kernel once, not 8 or 16 times
 // (its float bound and doubles made most of the streamed kernel's ~235 KB of SASS, more than the
 // instruction caches hold beside the main loop: 20,000 samples 48% -> 52% of the b1 ceiling, one
 // H100, RESULTS.md Session 16). The resident kernel keeps the 8 copies: at 2,000 samples its
-// epilogue comes every 8 k-steps, and the rolled loop's local array cost more (47% -> 42%).
-template <bool kRolled>
-__device__ __forceinline__ void epilogue_j(const unsigned (&acc)[8][2][4], int j, int i_base, int k_base,
+// epilogue comes every 8 k-steps, and the rolled loop's local array cost more (47% -> 42%). Batches
+// of places (kEpilogueBatch) at 20,000 samples, one H100, RESULTS.md Session 19: ccc3_fused_wgmma
+// 60.2% (1), 62.7% (2), 62.3% (4); ccc3_fused_streamed 51.7, 52.6, 48.7%.
+#ifndef GT_CCC3_EPILOGUE_BATCH
+#define GT_CCC3_EPILOGUE_BATCH 2
+#endif
+// Places the rolled loop bounds at once (GT_CCC3_EPILOGUE_BATCH): their loads and float bounds are
+// independent, so that the few warps of a block (8 in ccc3_fused_wgmma) do not wait out each one's
+// latency in turn; the rare candidates' doubles after.
+constexpr int kEpilogueBatch = GT_CCC3_EPILOGUE_BATCH;
+
+template <bool kRolled, int N>  // N: n8 tiles a lane holds (2: a 16 x 16 warp tile; 4: wgmma's 16 x 32)
+__device__ __forceinline__ void epilogue_j(const unsigned (&acc)[8][N][4], int j, int i_base, int k_base,
                                            int i_min, int i_end, int k_min, int k_end, const FusedOut& o) {
     const long long cj = o.stat_j[2 * j], sj = o.stat_j[2 * j + 1];
     const float fj0 = o.f_j[2 * j], fj1 = o.f_j[2 * j + 1];
     if constexpr (kRolled) {
-        unsigned held[8][8];  // [place nt * 4 + e][count]
+        constexpr int kPlaces = 4 * N;
+        static_assert(kPlaces % kEpilogueBatch == 0, "whole batches of places");
+        unsigned held[kPlaces][8];  // [place nt * 4 + e][count]
 #pragma unroll
-        for (int nt = 0; nt < 2; ++nt)
+        for (int nt = 0; nt < N; ++nt)
 #pragma unroll
             for (int e = 0; e < 4; ++e)
 #pragma unroll
                 for (int c = 0; c < 8; ++c) held[nt * 4 + e][c] = acc[c][nt][e];
+        const float fjv[2] = {fj0, fj1};
 #pragma unroll 1
-        for (int pl = 0; pl < 8; ++pl) {
-            const int nt = pl >> 2, e = pl & 3;
-            const int i = i_base + ((e >> 1) << 3);
-            const int k = k_base + nt * 8 + (e & 1);
-            if (!in_place(i, j, k, i_min, i_end, k_min, k_end, o)) continue;
-            long long cnt[8];
+        for (int p0 = 0; p0 < kPlaces; p0 += kEpilogueBatch) {
+            long long cnt[kEpilogueBatch][8], ci[kEpilogueBatch], ck[kEpilogueBatch];
+            int ii[kEpilogueBatch], kk[kEpilogueBatch];
+            bool cand[kEpilogueBatch];
 #pragma unroll
-            for (int c = 0; c < 8; ++c) cnt[c] = (int)held[pl][c];
-            epilogue_place(cnt, i, j, k, cj, sj, fj0, fj1, o);
+            for (int b = 0; b < kEpilogueBatch; ++b) {
+                const int pl = p0 + b, nt = pl >> 2, e = pl & 3;
+                ii[b] = i_base + ((e >> 1) << 3);
+                kk[b] = k_base + nt * 8 + (e & 1);
+                // a place outside the launch reads its block's last row's statistics, then is dropped
+                const int ic = min(ii[b], i_end - 1), kc = min(kk[b], k_end - 1);
+                ci[b] = o.stat_i[2 * ic];
+                ck[b] = o.stat_k[2 * kc];
+                const float fi[2] = {o.f_i[2 * ic], o.f_i[2 * ic + 1]}, fk[2] = {o.f_k[2 * kc], o.f_k[2 * kc + 1]};
+#pragma unroll
+                for (int c = 0; c < 8; ++c) cnt[b][c] = (int)held[pl][c];
+                cand[b] = in_place(ii[b], j, kk[b], i_min, i_end, k_min, k_end, o) &&
+                          place_candidate(cnt[b], ci[b], cj, ck[b], fi, fjv, fk, o);
+            }
+#pragma unroll
+            for (int b = 0; b < kEpilogueBatch; ++b)
+                if (cand[b])
+                    place_exact(cnt[b], ii[b], j, kk[b], ci[b], o.stat_i[2 * ii[b] + 1], cj, sj, ck[b],
+                                o.stat_k[2 * kk[b] + 1], o);
         }
     } else {
 #pragma unroll
-        for (int nt = 0; nt < 2; ++nt)
+        for (int nt = 0; nt < N; ++nt)
 #pragma unroll
             for (int e = 0; e < 4; ++e) {
                 const int i = i_base + ((e >> 1) << 3);
@@ -441,7 +480,9 @@ extern "C" __global__ void __launch_bounds__(kFThreads, 1) ccc3_fused_streamed(G
 // shared memory itself (no ldmatrix of k's planes, a warp's 16 x 16 B fragments read by 4 warps
 // each under mma.sync) and runs at 7.8e15 bit-MAC/s on an H100 against mma.sync's 5.3e15 (b1_wgmma.cuh):
 // a 4,096^3 block triple x 20,000 samples x 64 middle rows 0.213 s -> 0.183-0.188 s, 52% -> 59-60%
-// of the b1 ceiling (one H100, session 18; the same triples and value bits as ccc3_fused_streamed).
+// of the b1 ceiling (one H100, session 18; the same triples and value bits as ccc3_fused_streamed);
+// 62.7% with the epilogue reading the counts straight from the accumulators, two places bounded at
+// once, and the products z-major (session 19; without the epilogue at all 68%).
 //
 // Tiling (CUTLASS's terms): the block tile kFBlockI x kFBlockK of (i, k), as ccc3_fused_streamed's
 // (same grid, same block_range); two warpgroups, warpgroup w its columns k kWgTileK w ..
@@ -478,12 +519,14 @@ __device__ __forceinline__ void wgmma_b1_m64n32(unsigned (&acc)[8][4][4], const 
 }
 #undef GT_WG_ACC4
 
-// Products P .. 26 of a k-step, P = 9 x + 3 y + z in order: each one's count a template argument (the
+// Products P .. 26 of a k-step, P = 9 z + 3 y + x in order: each one's count a template argument (the
 // accumulators' registers named at compile time), acc[count (x != V, y != V, z != V)] += (X_i & Y_j) Z_k.
+// z-major: nine products in a row read one B plane (x-major 59.2%, z-major 60.1% of the b1 ceiling on
+// the bench's block triple, one H100, RESULTS.md Session 19; round-robin over the counts 58.9%).
 template <int P = 0>
 __device__ __forceinline__ void wgmma_products(unsigned (&acc)[8][4][4], const unsigned (&m)[3][3][4],
                                                unsigned b_addr) {
-    constexpr int x = P / 9, y = P / 3 % 3, z = P % 3;
+    constexpr int z = P / 9, y = P / 3 % 3, x = P % 3;
     wgmma_b1_m64n32<count_index(x != 2, y != 2, z != 2)>(acc, m[x][y], b_addr + z * kWgPlaneBytes);
     if constexpr (P + 1 < 27) wgmma_products<P + 1>(acc, m, b_addr);
 }
@@ -587,18 +630,7 @@ extern "C" __global__ void __launch_bounds__(kWgThreads, 1) ccc3_fused_wgmma(GT_
             wgmma_wait<0>();
             fence_accumulators(acc);
             const int j = ja + s / chunks;
-            unsigned part[2][8][2][4];  // [h]: n8 tiles 2h, 2h + 1, the 16 x 16 tile epilogue_j takes
-#pragma unroll
-            for (int h = 0; h < 2; ++h)
-#pragma unroll
-                for (int c = 0; c < 8; ++c)
-#pragma unroll
-                    for (int n = 0; n < 2; ++n)
-#pragma unroll
-                        for (int e = 0; e < 4; ++e) part[h][c][n][e] = acc[c][2 * h + n][e];
-#pragma unroll 1  // the epilogue's body once (instruction caches)
-            for (int h = 0; h < 2; ++h)
-                epilogue_j<true>(part[h], j, i_base, k_base + 16 * h, i_min, i_end, k_min, k_end, o);
+            epilogue_j<true>(acc, j, i_base, k_base, i_min, i_end, k_min, k_end, o);  // 16 places a lane
             zero_counts(acc);
         }
     }
