@@ -417,6 +417,9 @@ def main() -> int:
         made = write_fileset(prefix, args.samples, args.variants, args.related, args.seed)
         bed_mb = made["bed"].stat().st_size / 1e6
         print(f"fileset {args.samples:,} x {args.variants:,} ({bed_mb:,.0f} MB) made in {made['seconds']:.1f} s")
+        # on disk before the clock starts: a user's input is not being written back while they run
+        # (the 2-GPU host's run took 17.28-18.58 s right after the write, 16.57-17.16 s later; RESULTS.md)
+        os.sync()
         result = {"samples": args.samples, "variants": args.variants, "related": args.related, "seed": args.seed}
         result["bed_mb"] = bed_mb
         result["genotile"] = snakemake_run(root / "run", made["bed"], args.cores, env)
