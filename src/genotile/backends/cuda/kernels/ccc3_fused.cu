@@ -16,7 +16,7 @@
 // of the select path, never stored; B fragments of planes z of its 16 columns k. mma(X_i & Y_j,
 // Z_k) is added to count (x != V, y != V, z != V) of ccc3.COUNT_G: 27 mmas a (warp tile, n8 tile).
 //
-// Epilogue (ccc3_epilogue.cuh), per j, for the 8 places a lane holds: the triangle (i < j where
+// Epilogue (ccc3_epilogue.cuh), per j, for the places a lane holds (8; 16 in ccc3_fused_wgmma): the triangle (i < j where
 // I = J, k > j where J = K) and, with a threshold, a bound in floats first: v ~ (M / c_ijk) r
 // Fi(a) Fj(b) Fk(c) with F(a) = 1 - P f(a) (the sort of the three f does not change the product,
 // only its rounding), a candidate where any v + 1e-5 |v| + 1e-30 >= thr (floats err by far less
@@ -138,7 +138,7 @@ struct FusedOut {
 
 // Whether place (i, j, k) may pass, from its 8 counts: the float bound of its 8 values (never
 // below an exact value that passes), or every place where the threshold is null.
-// ci, cj, ck: its vectors' called samples; fi, fj, fk: their factors 1 - P f(a), a = 0, 1.
+// ci, cj, ck: its vectors' called samples; fi, fjv, fk: their factors 1 - P f(a), a = 0, 1.
 __device__ __forceinline__ bool place_candidate(const long long (&cnt)[8], long long ci, long long cj, long long ck,
                                                 const float (&fi)[2], const float (&fjv)[2], const float (&fk)[2],
                                                 const FusedOut& o) {
@@ -220,13 +220,13 @@ __device__ __forceinline__ bool in_place(int i, int j, int k, int i_min, int i_e
     return !(i < i_min || i >= i_end || k < k_min || k >= k_end || (o.same_ij && i >= j) || (o.same_jk && k <= j));
 }
 
-// The epilogue of middle row j for this lane's 8 places (i = i_base (+ 8), k = k_base + nt * 8
-// (+ 1)) within [i_min, i_end) x [k_min, k_end): the triangle, then epilogue_place. kRolled: the
-// places' counts copied out of the accumulators (read with compile-time indices, so that the
-// accumulators stay in registers; the copy, read with the loop's run-time place, is in local
-// memory), then one rolled loop over the places, kEpilogueBatch at a time, so that the place's body is in
-// the kernel once, not 8 or 16 times
-// (its float bound and doubles made most of the streamed kernel's ~235 KB of SASS, more than the
+// The epilogue of middle row j for this lane's 4N places (i = i_base (+ 8), k = k_base + nt * 8
+// (+ 1); 8, and 16 in ccc3_fused_wgmma) within [i_min, i_end) x [k_min, k_end): the triangle, then
+// place_candidate and place_exact (epilogue_place where unrolled). kRolled: the places' counts
+// copied out of the accumulators (read with compile-time indices, so that the accumulators stay in
+// registers; the copy, read with the loop's run-time place, is in local memory), then one rolled
+// loop over the places, kEpilogueBatch at a time, so that the place's body is in the kernel
+// kEpilogueBatch times, not 8 or 16 (its float bound and doubles made most of the streamed kernel's ~235 KB of SASS, more than the
 // instruction caches hold beside the main loop: 20,000 samples 48% -> 52% of the b1 ceiling, one
 // H100, RESULTS.md Session 16). The resident kernel keeps the 8 copies: at 2,000 samples its
 // epilogue comes every 8 k-steps, and the rolled loop's local array cost more (47% -> 42%). Batches
@@ -266,7 +266,8 @@ __device__ __forceinline__ void epilogue_j(const unsigned (&acc)[8][N][4], int j
                 const int pl = p0 + b, nt = pl >> 2, e = pl & 3;
                 ii[b] = i_base + ((e >> 1) << 3);
                 kk[b] = k_base + nt * 8 + (e & 1);
-                // a place outside the launch reads its block's last row's statistics, then is dropped
+                // a place past i_end (k_end) reads row i_end - 1 (k_end - 1), one before i_min (k_min) its
+                // own row: in range either way, and dropped by in_place
                 const int ic = min(ii[b], i_end - 1), kc = min(kk[b], k_end - 1);
                 ci[b] = o.stat_i[2 * ic];
                 ck[b] = o.stat_k[2 * kc];
