@@ -128,7 +128,8 @@ class Estimate:
     pair_rate: float  # pairs/s of the epilogue a GPU where measured apart (core/rates.py TILE_PAIRS), else 0
     store_rate: float  # input vectors x fields/s on these cores
     start_seconds: float
-    store_seconds: float
+    store_seconds: float  # its fixed part included
+    store_fixed_seconds: float  # a store made on the GPU: its fixed start (core/rates.py STORE_GPU_START), else 0
     tile_seconds: float
     merge_seconds: float
     job_memory_bytes: int
@@ -156,8 +157,6 @@ class Estimate:
         auto = f" (auto, for {'GPU' if gpu else 'CPU'} tiles)" if self.block_auto else ""
         values = "genotypes" if self.input_format != "fasta" else "characters"
         bit_rate = self.tile_rate * self.bit_macs / self.element_comparisons
-        start = self.store_seconds - float(self.n_vectors) * self.n_fields / self.store_rate
-        start = start if start > 1e-9 else 0.0
         threshold = "null" if self.threshold is None else f"{self.threshold:g}"
         default = " (the workflow's default)" if self.threshold_default else ""
         matrix = (
@@ -175,7 +174,9 @@ class Estimate:
             f"    store: {float(self.n_vectors) * self.n_fields:.3g} {values} of {self.input_format} at "
             f"{self.store_rate:.3g}/s on {self.cores} cores"
             + (
-                f", plus {_dur(start)} fixed (made on the GPU: the sample table, the pass, the writes)" if start else ""
+                f", plus {_dur(self.store_fixed_seconds)} fixed (made on the GPU: the sample table, pass, writes)"
+                if self.store_fixed_seconds
+                else ""
             ),
             f"    tiles: {self.tile_rate:.3g} comparisons/s ({bit_rate:.3g} bit-MAC/s)"
             + (f" and {self.pair_rate:.3g} pairs/s (the epilogue)" if self.pair_rate else "")
@@ -374,6 +375,7 @@ def estimate(
         store_rate=store_rate,
         start_seconds=measured.START + jobs * measured.JOB_START / slots,
         store_seconds=store_start + float(n_vectors) * n_fields / store_rate,
+        store_fixed_seconds=store_start,
         tile_seconds=tile_seconds,
         merge_seconds=merge,
         job_memory_bytes=job_memory,
