@@ -69,8 +69,10 @@ MULTI_GPU: dict[int, float] = {1: 1.0, 2: 0.97}
 # 5,000-100,000 fields, the machine quiet): numba 1.2e10-2.8e10 (median 1.5e10), numpy 1.1e9-2.9e9
 # (median 1.9e9) pair-words/s, about alike for every metric in this unit; numba's start 0.55-0.86 s
 # in a fresh process (median 0.65). With another job beside it numpy slowed 4-10x, numba barely.
+# The first call 0.12 s less since numba's BLAS probe imports no scipy.linalg (util/numba_start.py:
+# 0.44 -> 0.31 s in all on the same VM, "Session 20").
 CPU_COUNTS: dict[str, float] = {"numba": 1.5e10, "numpy": 1.9e9}
-NUMBA_START = {"import": 0.3, "first_call": 0.35}
+NUMBA_START = {"import": 0.3, "first_call": 0.23}
 
 # --- store: input vectors x fields per second (genotypes, or alignment characters), the whole
 # store job but its tiles (ingest, plan, pack, the input's checksum), by input format and cores.

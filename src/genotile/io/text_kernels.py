@@ -16,6 +16,9 @@ import numpy as np
 from numba import njit
 
 from genotile.io.number_text import BAND, E10_MAX, E10_MIN, FLOAT_WIDTH, POW, POW_HI, POW_LO, SPLIT
+from genotile.util.numba_start import import_numba
+
+import_numba()  # before the first kernel: numba's start without its BLAS probe
 
 TAB, NL, PLUS, MINUS, POINT, ZERO, E = 9, 10, 43, 45, 46, 48, 101
 NAN, INF, ZERO_TEXT = (np.frombuffer(t, dtype=np.uint8) for t in (b"nan", b"inf", b"0.0"))

@@ -21,6 +21,10 @@ are looked up where the CHROM changes only (a sorted file: once a contig a block
 import numpy as np
 from numba import njit
 
+from genotile.util.numba_start import import_numba
+
+import_numba()  # before the first kernel: numba's start without its BLAS probe
+
 TAB, NL, HASH, DOT, COMMA, SLASH, PIPE = 9, 10, 35, 46, 44, 47, 124
 BAD = 0x40  # a class at or above this is not the common case (vcf_calls._class_luts)
 # counts[k] += ...: the reader's stats of a block this takes (RUNS: rows of `runs` written)

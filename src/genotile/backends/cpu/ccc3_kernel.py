@@ -17,6 +17,9 @@ import numpy as np
 from numba import njit, prange
 
 from genotile.backends.cpu.popcount_kernel import _popcount64  # LLVM's ctpop on a uint64
+from genotile.util.numba_start import import_numba
+
+import_numba()  # before the first kernel: numba's start without its BLAS probe
 
 # The bound: a value computed with one division and the factors in another order differs from
 # the epilogue's by a few roundings (relative 1e-15); a triple is left out only when every value's

@@ -48,7 +48,7 @@ def _kernel():
 
 def warm() -> None:
     """Import numba and the kernel and make one call of it on a few zeros (numba's start in a
-    process, about 0.65 s: backends.numba_start_s), so that a process about to compute tiles
+    process, about 0.5 s: backends.numba_start_s), so that a process about to compute tiles
     (an appended store's, scripts/store.py) may do it on a thread while it reads its input; then
     `auto` takes numba for its tiles, its start paid. The argument types are count_matrices',
     so that the kernel it loads is the one they use (another would be compiled, seconds)."""

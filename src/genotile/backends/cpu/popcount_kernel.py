@@ -21,6 +21,10 @@ import numpy as np
 from numba import njit, prange, types
 from numba.extending import intrinsic
 
+from genotile.util.numba_start import import_numba
+
+import_numba()  # before the first kernel: numba's start without its BLAS probe
+
 BLOCK_ROWS = 16  # rows per block tile side (a multiple of MICRO_ROWS)
 MICRO_ROWS = 2  # the 2 x 2 micro tile below
 CHUNK_WORDS = 256  # words of one product per pass over a block tile

@@ -26,6 +26,9 @@ import numpy as np
 from numba import njit
 
 from genotile.io.readers.bed_words import COUNT_FIELD
+from genotile.util.numba_start import import_numba
+
+import_numba()  # before the first kernel: numba's start without its BLAS probe
 
 LANES = 64  # 64 x 64 bit matrices transposed side by side (8 record bytes of 64 variants each)
 TILES = 8  # words of variants transposed before the rows are written: a cache line of a row's lo, and of its hi, bits
