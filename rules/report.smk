@@ -3,9 +3,11 @@
 # values, each on half of the items, becomes a toggle that hides half of them).
 
 
+# from the tiles (the histogram the merge writes, counted again), so that it runs beside the merge
 rule plot_histogram:
     input:
-        "results/{dataset}/{metric}/histogram.tsv",
+        tiles=tile_files,
+        manifest=store_file("manifest.json"),
     output:
         report(
             "results/{dataset}/{metric}/report/histogram.png",
@@ -22,6 +24,9 @@ rule plot_histogram:
     localrule: True
     conda:
         "../envs/report.yaml"
+    params:
+        # the threshold and params the merge records in summary.json, which the tiles must carry
+        config=summary_config,
     script:
         "../scripts/plot_histogram.py"
 
@@ -77,9 +82,8 @@ rule plot_king:
 
 rule clusters:
     input:
-        # the passing pairs from the tiles, as the peer outputs read them (not pairs.tsv.gz's text);
-        # pairs.tsv.gz only orders the job after the merge, whose checks the tiles passed
-        pairs="results/{dataset}/snp/pairs.tsv.gz",
+        # the passing pairs from the tiles, checked as the merge checks them and as the peer
+        # outputs read them (not pairs.tsv.gz's text): the job runs beside the merge
         tiles=snp_tile_files,
         manifest="results/{dataset}/store/nucleotide/manifest.json",
     output:

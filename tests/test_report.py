@@ -96,6 +96,34 @@ def test_histogram_counts_every_pair(example_run):
                 assert sum(int(r["count"]) for r in rows if r["column"] == column) == summary["pairs_computed"]
 
 
+def test_histogram_plot_from_the_tiles_is_the_merged_histograms(example_run, tmp_path):
+    """The plot job counts the histogram from the tiles (beside the merge, not after it): the
+    rows are histogram.tsv's, and the image is the one drawn from histogram.tsv with
+    summary.json's threshold, byte for byte; a tile of other settings is refused by name."""
+    from genotile import report
+    from genotile.core.metrics import get_metric
+    from genotile.errors import GenotileError
+    from genotile.pairs import stage
+
+    work, config = example_run
+    for dataset, spec in config["datasets"].items():
+        for metric in spec["metrics"]:
+            folder = work / f"results/{dataset}/{metric}"
+            tiles = sorted((folder / "pairs").glob("tile_*.npz"))
+            settings = json.loads((folder / "summary.json").read_text())["config"]
+            manifest = work / f"results/{dataset}/store/{get_metric(metric).encoding}/manifest.json"
+            rows = stage.histogram_rows(tiles, manifest, metric, settings)
+            text = "column\tlow\thigh\tcount\n" + "".join("\t".join(map(str, r)) + "\n" for r in rows)
+            assert text == (folder / "histogram.tsv").read_text()
+            report.plot_histogram(folder / "histogram.tsv", metric, tmp_path / "want.png",
+                                  report.run_threshold(folder / "summary.json"))  # fmt: skip
+            assert (folder / "report/histogram.png").read_bytes() == (tmp_path / "want.png").read_bytes()
+            if settings.get("threshold") is not None:
+                other = {**settings, "threshold": settings["threshold"] + 1}
+                with pytest.raises(GenotileError, match="tile .*tile_"):
+                    stage.histogram_rows(tiles, manifest, metric, other)
+
+
 def test_run_summary_has_a_row_per_dataset_and_metric(example_run):
     work, config = example_run
     with open(work / "results/run_summary.tsv") as fh:

@@ -129,19 +129,42 @@ def _save(fig, out) -> None:
         _pyplot().close(fig)
 
 
-def read_histogram(path) -> dict[str, list[tuple[str, str, int]]]:
+def histogram_table(rows) -> dict[str, list[tuple[str, str, int]]]:
+    """{column: [(low, high, count), ...]} of histogram.tsv's rows (column, low, high, count)."""
     table: dict[str, list[tuple[str, str, int]]] = {}
-    with open(path) as fh:
-        for row in csv.DictReader(fh, delimiter="\t"):
-            table.setdefault(row["column"], []).append((row["low"], row["high"], int(row["count"])))
+    for column, low, high, count in rows:
+        table.setdefault(str(column), []).append((str(low), str(high), int(count)))
     return table
+
+
+def read_histogram(path) -> dict[str, list[tuple[str, str, int]]]:
+    with open(path) as fh:
+        return histogram_table(
+            (r["column"], r["low"], r["high"], r["count"]) for r in csv.DictReader(fh, delimiter="\t")
+        )
 
 
 @never_fails
 def plot_histogram(histogram_tsv, metric: str, out, threshold: float | None = None) -> None:
     """One panel per histogram column, over every pair (not only those passing the threshold),
     the threshold drawn on the metric's own column (a dashed red line; none when null)."""
-    table = read_histogram(histogram_tsv)
+    _draw_histogram(read_histogram(histogram_tsv), metric, out, threshold)
+
+
+@never_fails
+def plot_histogram_of_tiles(tiles, manifest, metric: str, out, config: dict) -> None:
+    """`plot_histogram` of the histogram the merge writes, counted from the tiles themselves
+    (pairs/stage.histogram_rows: the same rows, the tiles checked as the merge checks them, a
+    GenotileError where one is not), so that the plot job runs beside the merge, not after it;
+    the threshold is `config`'s, as summary.json records it."""
+    from genotile.pairs import stage
+
+    table = histogram_table(stage.histogram_rows(tiles, manifest, metric, config))
+    threshold = config.get("threshold")
+    _draw_histogram(table, metric, out, None if threshold is None else float(threshold))
+
+
+def _draw_histogram(table: dict, metric: str, out, threshold: float | None) -> None:
     thresholded = _thresholded_columns(metric)
     # at most two panels a row: ccc2's four side by side shrink to unreadable in the report's page
     cols = min(len(table), 2)

@@ -309,20 +309,41 @@ def _refuse_repeats(keys: np.ndarray, order: np.ndarray, sizes: list[int], paths
         raise GenotileError(f"tile {paths[part]}: a pair is listed twice; {RERUN}")
 
 
-def write_histograms(out_path, metric: Metric, histograms: dict, pairs_computed: int) -> None:
-    """histogram.tsv: column, low, high, count; every column's counts add up to all pairs."""
-    lines = ["column\tlow\thigh\tcount"]
+def histogram_rows(metric: Metric, histograms: dict, pairs_computed: int, where) -> list[tuple]:
+    """histogram.tsv's rows (column, low, high, count: core/histogram.rows) of the tiles' summed
+    histograms, every column's counts checked to add up to all pairs; `where` names the output."""
+    out: list[tuple] = []
     for column in metric.histogram_columns:
         counts = histograms.get(f"hist_{column}")
         if counts is None:
-            raise GenotileError(f"{out_path}: the tiles carry no {column} histogram (computed by an older genotile?)")
+            raise GenotileError(f"{where}: the tiles carry no {column} histogram (computed by an older genotile?)")
         if int(counts.sum()) != pairs_computed:
             raise GenotileError(
-                f"{out_path}: the tiles' {column} histogram counts {int(counts.sum())} pairs, "
+                f"{where}: the tiles' {column} histogram counts {int(counts.sum())} pairs, "
                 f"but they computed {pairs_computed}"
             )
-        lines += ["\t".join(map(str, row)) for row in histogram.rows(metric, column, counts)]
+        out += histogram.rows(metric, column, counts)
+    return out
+
+
+def write_histograms(out_path, metric: Metric, histograms: dict, pairs_computed: int) -> None:
+    """histogram.tsv: column, low, high, count; every column's counts add up to all pairs."""
+    lines = ["column\tlow\thigh\tcount"]
+    lines += ["\t".join(map(str, row)) for row in histogram_rows(metric, histograms, pairs_computed, out_path)]
     write_text(out_path, "\n".join(lines) + "\n")
+
+
+def tile_histograms(tile_paths, plan: Plan, metric: Metric, store=None, expect=None) -> tuple[dict, int]:
+    """(the histograms summed, the pairs computed) of every tile: what the merge counts into
+    histogram.tsv, read without the tiles' pairs and dense blocks, the tiles checked as the merge
+    checks them but for their pairs' indices (read_tiles without the permutation)."""
+    hist: dict = {}
+    computed = 0
+    skip = ("a", "b", *metric.columns, "dense", "dense_rows", "dense_cols")
+    for _path, arrays, meta, _digest in read_tiles(tile_paths, plan, metric, store, expect=expect, skip=skip):
+        histogram.add(hist, arrays)
+        computed += int(meta["pairs_computed"])
+    return hist, computed
 
 
 def dense_values(
