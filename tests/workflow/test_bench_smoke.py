@@ -107,6 +107,16 @@ def test_bench_append_smoke(tmp_path):
     assert "| append 8 |" in table and "| fresh 68 |" in table
 
 
+def test_bench_append_smoke_repeated(tmp_path):
+    """--repeat: each append from the first run's folder (so each one appends: its store says so),
+    in turn with fresh runs; the ratio pair by pair and its median."""
+    out = run_bench("bench_append.py", "--repeat", "2", "--tmp", str(tmp_path), "--out", str(tmp_path / "a.md")).stdout
+    table = (tmp_path / "a.md").read_text()
+    assert "| append 8 (2) |" in table and "| fresh 68 (2) |" in table and "outputs identical: yes" in table, out
+    assert table.count("8 vectors appended to 60") == 2, table
+    assert re.search(r"append / fresh, pair by pair: [\d.]+, [\d.]+; median [\d.]+", table), table
+
+
 def test_bench_query_smoke(tmp_path):
     out = run_bench("bench_query.py", "--tmp", str(tmp_path), "--out", str(tmp_path / "query.md")).stdout
     table = (tmp_path / "query.md").read_text()
