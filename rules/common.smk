@@ -436,6 +436,12 @@ def summary_config(wildcards):
     return _settings.summary_config(config, metric, wildcards.dataset, CCC3_GPUS)
 
 
+@one_line
+def snp_summary_config(wildcards):
+    """summary_config of a dataset's snp metric (the clusters rule has no `metric` wildcard)."""
+    return _settings.summary_config(config, "snp", wildcards.dataset, CCC3_GPUS)
+
+
 def threshold_of(wildcards):
     return summary_config(wildcards)["threshold"]
 

@@ -20,8 +20,7 @@ rule plot_histogram:
         "logs/{dataset}/{metric}/plot_histogram.log",
     benchmark:
         "benchmarks/{dataset}/{metric}/plot_histogram.tsv"
-    # light: runs on the login node, not as a cluster job
-    localrule: True
+    # a cluster job, not the login node's: it reads every tile's histograms
     conda:
         "../envs/report.yaml"
     params:
@@ -82,8 +81,8 @@ rule plot_king:
 
 rule clusters:
     input:
-        # the passing pairs from the tiles, checked as the merge checks them and as the peer
-        # outputs read them (not pairs.tsv.gz's text): the job runs beside the merge
+        # the passing pairs from the tiles (not pairs.tsv.gz's text), their store and settings
+        # checked as the merge checks them (params): the job runs beside the merge
         tiles=snp_tile_files,
         manifest="results/{dataset}/store/nucleotide/manifest.json",
     output:
@@ -100,6 +99,9 @@ rule clusters:
         "benchmarks/{dataset}/snp/clusters.tsv"
     conda:
         "../envs/report.yaml"
+    params:
+        # the threshold and params the merge records in summary.json, which the tiles must carry
+        config=snp_summary_config,
     script:
         "../scripts/clusters.py"
 

@@ -3,7 +3,8 @@ from genotile.runtime.rule import run_rule
 
 
 def write_clusters(sm):
-    clusters.clusters_of_tiles(list(sm.input.tiles), sm.input.manifest, sm.output[0])
+    # the tiles of the merge's settings (rules/report.smk params), checked as the merge checks them
+    clusters.clusters_of_tiles(list(sm.input.tiles), sm.input.manifest, sm.output[0], config=dict(sm.params.config))
 
 
 run_rule(snakemake, write_clusters)

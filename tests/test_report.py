@@ -103,7 +103,7 @@ def test_histogram_plot_from_the_tiles_is_the_merged_histograms(example_run, tmp
     from genotile import report
     from genotile.core.metrics import get_metric
     from genotile.errors import GenotileError
-    from genotile.pairs import stage
+    from genotile.pairs import clusters, stage
 
     work, config = example_run
     for dataset, spec in config["datasets"].items():
@@ -122,6 +122,11 @@ def test_histogram_plot_from_the_tiles_is_the_merged_histograms(example_run, tmp
                 other = {**settings, "threshold": settings["threshold"] + 1}
                 with pytest.raises(GenotileError, match="tile .*tile_"):
                     stage.histogram_rows(tiles, manifest, metric, other)
+                if metric == "snp":  # clusters.tsv, beside the merge too, refuses them as well
+                    with pytest.raises(GenotileError, match="tile .*tile_"):
+                        clusters.clusters_of_tiles(tiles, manifest, tmp_path / "c.tsv", config=other)
+                    clusters.clusters_of_tiles(tiles, manifest, tmp_path / "c.tsv", config=settings)
+                    assert (tmp_path / "c.tsv").read_bytes() == (folder / "report/clusters.tsv").read_bytes()
 
 
 def test_run_summary_has_a_row_per_dataset_and_metric(example_run):

@@ -46,6 +46,37 @@ def test_the_finder_blocks_its_own_thread_only():
     assert seen == [None]
 
 
-def test_the_finder_is_removed():
-    numba_start.import_numba()
-    assert not any(isinstance(f, numba_start._Unfindable) for f in sys.meta_path)
+# a fresh interpreter: sys.meta_path watched for edits made in place while numba starts
+WATCHED = """
+import sys
+from genotile.util import numba_start
+
+edits = []
+
+
+class Watched(list):
+    pass
+
+
+for name in ("insert", "remove", "append", "pop", "__setitem__", "__delitem__"):
+    def edit(self, *args, _name=name):
+        edits.append(_name)
+        return getattr(list, _name)(self, *args)
+
+    setattr(Watched, name, edit)
+
+
+sys.meta_path = Watched(sys.meta_path)
+before = list(sys.meta_path)
+numba_start.import_numba()
+left = [f for f in sys.meta_path if isinstance(f, numba_start._Unfindable)]
+print(edits, len(left), [f for f in sys.meta_path if f not in before] == [])
+"""
+
+
+def test_the_finder_leaves_and_the_list_is_never_edited_in_place():
+    """An import on another thread walks sys.meta_path as it is: an entry inserted or removed
+    under it would shift the finders it has not asked yet (an installed module then not found).
+    So the finder comes and goes with the list rebound, never edited, and is gone after."""
+    out = subprocess.run([sys.executable, "-c", WATCHED], capture_output=True, text=True, check=True).stdout
+    assert out.split("\n")[0] == "[] 0 True", out

@@ -99,21 +99,28 @@ def clusters(pairs_tsv, ids: list[str], out) -> list[list[str]]:
     return write_clusters(components(len(ids), a, b), ids, out)
 
 
-def clusters_of_tiles(tile_paths, manifest_path, out, metric: str = "snp") -> list[list[str]]:
+def clusters_of_tiles(
+    tile_paths, manifest_path, out, metric: str = "snp", config: dict | None = None
+) -> list[list[str]]:
     """`write_clusters` of the pairs the tiles of a store (its manifest) passed: those of
     pairs.tsv.gz (a collapsed store's copies joined to their vector, as the merge writes them).
 
-    The tiles are read and checked as the merge reads them (merge.read_tiles), their value
-    columns and dense blocks left in the files."""
+    The tiles are read as the merge reads them (merge.read_tiles), their value columns and dense
+    blocks left in the files: each the plan's and of its store, the arrays read checked against
+    their digests, and with `config` (the merge's: threshold, params) of those settings; their
+    pairs' indices are the merge's to check."""
+    from genotile.pairs import tilecheck
     from genotile.pairs.merge import read_tiles
     from genotile.store import duplicates
 
     manifest = load_json(manifest_path, "manifest", STORE_KEYS)
     plan, m = Plan.from_json(manifest["plan"]), get_metric(metric)
     index = manifest.get("distinct_index")
+    expect = None if config is None else tilecheck.expected_settings(metric, config)
     parts, selves = [], []
     skip = ("dense", *m.columns)
-    for path, arrays, _meta, _digest in read_tiles(tile_paths, plan, m, tile_identities(manifest), skip=skip):
+    read = read_tiles(tile_paths, plan, m, tile_identities(manifest), expect=expect, skip=skip)
+    for path, arrays, _meta, _digest in read:
         parts.append((arrays["a"], arrays["b"]))
         if index is not None:
             selves.append(duplicates.self_pairs(path, arrays, m, plan)["g"])

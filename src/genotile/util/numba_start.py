@@ -46,8 +46,11 @@ def import_numba() -> None:
         if "numba.np.arraymath" in sys.modules:
             return
         finder = _Unfindable(threading.get_ident())
-        sys.meta_path.insert(0, finder)
+        # sys.meta_path rebound, never edited in place: an import on another thread walks the list
+        # as it is, and an entry inserted or removed under it would shift the finders it has not
+        # asked yet (one skipped: an installed module not found)
+        sys.meta_path = [finder, *sys.meta_path]
         try:
             import numba.np.arraymath  # noqa: F401 -- its _check_blas() runs now, finding no scipy.linalg
         finally:
-            sys.meta_path.remove(finder)
+            sys.meta_path = [f for f in sys.meta_path if f is not finder]
