@@ -212,7 +212,7 @@ def main() -> int:
         *(
             [
                 f"append / fresh, pair by pair: {', '.join(f'{r:.3f}' for r in ratios)}; "
-                f"median {statistics.median(ratios):.3f}; median walls: append "
+                f"median {ratio:.3f}; median walls: append "
                 f"{statistics.median(a['wall'] for a in agains):.2f} s, fresh "
                 f"{statistics.median(f['wall'] for f in fulls):.2f} s"
             ]

@@ -112,7 +112,7 @@ def test_histogram_plot_from_the_tiles_is_the_merged_histograms(example_run, tmp
             tiles = sorted((folder / "pairs").glob("tile_*.npz"))
             settings = json.loads((folder / "summary.json").read_text())["config"]
             manifest = work / f"results/{dataset}/store/{get_metric(metric).encoding}/manifest.json"
-            rows = stage.histogram_rows(tiles, manifest, metric, settings)
+            rows = stage.tile_histogram_rows(tiles, manifest, metric, settings)
             text = "column\tlow\thigh\tcount\n" + "".join("\t".join(map(str, r)) + "\n" for r in rows)
             assert text == (folder / "histogram.tsv").read_text()
             report.plot_histogram(folder / "histogram.tsv", metric, tmp_path / "want.png",
@@ -121,7 +121,7 @@ def test_histogram_plot_from_the_tiles_is_the_merged_histograms(example_run, tmp
             if settings.get("threshold") is not None:
                 other = {**settings, "threshold": settings["threshold"] + 1}
                 with pytest.raises(GenotileError, match="tile .*tile_"):
-                    stage.histogram_rows(tiles, manifest, metric, other)
+                    stage.tile_histogram_rows(tiles, manifest, metric, other)
                 if metric == "snp":  # clusters.tsv, beside the merge too, refuses them as well
                     with pytest.raises(GenotileError, match="tile .*tile_"):
                         clusters.clusters_of_tiles(tiles, manifest, tmp_path / "c.tsv", config=other)

@@ -154,13 +154,12 @@ def plot_histogram(histogram_tsv, metric: str, out, threshold: float | None = No
 @never_fails
 def plot_histogram_of_tiles(tiles, manifest, metric: str, out, config: dict) -> None:
     """`plot_histogram` of the histogram the merge writes, counted from the tiles themselves
-    (pairs/stage.histogram_rows: the same rows, the tiles checked as the merge checks them but
-    for their pairs' indices, a GenotileError where one fails), so that the plot job runs beside
-    the merge, not after it;
-    the threshold is `config`'s, as summary.json records it."""
+    (pairs/stage.tile_histogram_rows: the same rows, the tiles checked as the merge checks them
+    but for their pairs' indices, a GenotileError where one fails), so that the plot job runs
+    beside the merge, not after it; the threshold is `config`'s, as summary.json records it."""
     from genotile.pairs import stage
 
-    table = histogram_table(stage.histogram_rows(tiles, manifest, metric, config))
+    table = histogram_table(stage.tile_histogram_rows(tiles, manifest, metric, config))
     threshold = config.get("threshold")
     _draw_histogram(table, metric, out, None if threshold is None else float(threshold))
 

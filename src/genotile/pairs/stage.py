@@ -350,18 +350,17 @@ def merge(
     return summary
 
 
-def histogram_rows(tiles, manifest_path, metric_name, config: dict) -> list[tuple]:
+def tile_histogram_rows(tiles, manifest_path, metric_name, config: dict) -> list[tuple]:
     """histogram.tsv's rows (column, low, high, count) from every tile, as the merge writes them,
     without the merge: the histogram plot's (report.plot_histogram_of_tiles), which then runs
     beside the merge, not after it. The tiles are checked as the merge checks them (settings
     `config`'s threshold and params, the store they were computed from) but for their pairs'
     indices, which this does not read."""
     from genotile.pairs import tilecheck
-    from genotile.pairs.merge import histogram_rows as rows_of
-    from genotile.pairs.merge import tile_histograms
+    from genotile.pairs.merge import histogram_rows, tile_histograms
 
     manifest = _load_manifest(manifest_path)
     plan, metric = Plan.from_json(manifest["plan"]), get_metric(metric_name)
     expect = tilecheck.expected_settings(metric_name, config)
     hist, computed = tile_histograms(tiles, plan, metric, tile_identities(manifest), expect)
-    return rows_of(metric, hist, computed, f"the {metric_name} histogram")
+    return histogram_rows(metric, hist, computed, f"the {metric_name} histogram")
