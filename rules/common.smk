@@ -25,6 +25,7 @@ from genotile.runtime import gpu_request as _gpu_request  # noqa: E402
 from genotile.runtime import gpu_slots as _gpu_slots  # noqa: E402
 from genotile.store import sources as _sources  # noqa: E402
 from genotile.store import inputs as _inputs  # noqa: E402
+from genotile.store import listed as _listed  # noqa: E402
 from genotile.store import manifest as _store_manifest  # noqa: E402
 from genotile.core import limits as _limits  # noqa: E402
 from genotile.runtime.rule import (
@@ -69,14 +70,24 @@ wildcard_constraints:
     j=r"\d+",
 
 
+def input_files_of(dataset):
+    """A dataset's input as the list of its files: its one file, or those of a list input in
+    their order (store/listed.py)."""
+    return _listed.files_of(config["datasets"][dataset]["input"])
+
+
 def dataset_input(wildcards):
-    return config["datasets"][wildcards.dataset]["input"]
+    return input_files_of(wildcards.dataset)
 
 
 def dataset_fileset(wildcards):
-    """The other files of a PLINK fileset (.bim + .fam, .pvar + .psam; none for other inputs):
+    """The other files of each PLINK fileset (.bim + .fam, .pvar + .psam; none for other inputs):
     inputs of the ingest, so that a missing one is named and an edit reruns it."""
-    return [str(p) for p in _inputs.input_files(dataset_input(wildcards))[1:]]
+    return [
+        str(p)
+        for path in dataset_input(wildcards)
+        for p in _inputs.input_files(path)[1:]
+    ]
 
 
 def dataset_against(wildcards):
@@ -330,7 +341,11 @@ def ingest_option_files(wildcards):
         # missing: Snakemake names it before any job runs
         files.append(options["samples"])
     if options.get("regions") is not None:
-        files += [str(p) for p in _sources.index_files(dataset_input(wildcards))]
+        files += [
+            str(p)
+            for path in dataset_input(wildcards)
+            for p in _sources.index_files(path)
+        ]
     return files
 
 
@@ -340,8 +355,23 @@ def ingest_option_files(wildcards):
 FINGERPRINTS = _sources.FINGERPRINTS.as_posix()
 
 
-def dataset_fingerprint(dataset):
-    return f"{FINGERPRINTS}/{dataset}.json"
+def dataset_fingerprint(dataset, k=1):
+    """The fingerprint of the `k`th file of a dataset's input (1: its only or first file). A
+    further file's name holds `+`, which no dataset name can (the schema's pattern): never another
+    dataset's fingerprint."""
+    return (
+        f"{FINGERPRINTS}/{dataset}.json"
+        if k == 1
+        else f"{FINGERPRINTS}/{dataset}+{k}.json"
+    )
+
+
+def dataset_fingerprints(dataset):
+    """The fingerprint of each file of a dataset's input, in its order."""
+    return [
+        dataset_fingerprint(dataset, k)
+        for k in range(1, len(input_files_of(dataset)) + 1)
+    ]
 
 
 def screen_fingerprint(screen, kind):
@@ -362,11 +392,19 @@ def against_fingerprint(dataset):
 
 
 def dataset_sources(wildcards):
-    own = fingerprint(dataset_fingerprint(wildcards.dataset), dataset_input(wildcards))
+    """The fingerprint of each file of the input (and of the FILE of a query): a list input's
+    further file, its own fingerprint new, reruns the store (an append of its vectors).
+    """
+    own = [
+        fingerprint(out, path)
+        for out, path in zip(
+            dataset_fingerprints(wildcards.dataset), dataset_input(wildcards)
+        )
+    ]
     against = config["datasets"][wildcards.dataset].get("against")
     if against is None:
         return own
-    return [own, fingerprint(against_fingerprint(wildcards.dataset), against)]
+    return [*own, fingerprint(against_fingerprint(wildcards.dataset), against)]
 
 
 def screen_sources(wildcards):
@@ -384,13 +422,12 @@ def write_fingerprints():
     is not hashed here but by its store job, which reruns on it, beside its own work (`defer`,
     store/sources.py)."""
     for dataset, spec in config["datasets"].items():
-        if Path(spec["input"]).exists():
-            _sources.write_fingerprint(
-                dataset_fingerprint(dataset),
-                spec["input"],
-                dataset_options(dataset),
-                defer=True,
-            )
+        for out, path in zip(dataset_fingerprints(dataset), input_files_of(dataset)):
+            if Path(path).exists():
+                _sources.write_fingerprint(
+                    out, path, dataset_options(dataset), defer=True
+                )
+        drop_fingerprints_past(dataset, len(input_files_of(dataset)))
         if spec.get("against") is not None and Path(spec["against"]).exists():
             _sources.write_fingerprint(
                 against_fingerprint(dataset), spec["against"], dataset_options(dataset)
@@ -399,6 +436,15 @@ def write_fingerprints():
         for kind in ("samples", "signatures"):
             if Path(spec[kind]).is_file():
                 _sources.write_fingerprint(screen_fingerprint(screen, kind), spec[kind])
+
+
+def drop_fingerprints_past(dataset, n):
+    """Remove the fingerprints of the files past the `n` a dataset's input now lists (a list made
+    shorter): none is then left to stand for a file no longer listed."""
+    k = n + 1
+    while Path(dataset_fingerprint(dataset, k)).exists():
+        Path(dataset_fingerprint(dataset, k)).unlink()
+        k += 1
 
 
 with one_line_errors():
@@ -580,7 +626,7 @@ with one_line_errors():
             _name,
             _spec,
             config["dense_max"],
-            dataset_fingerprint(_name),
+            dataset_fingerprints(_name),
             against_fingerprint(_name),
         )
 

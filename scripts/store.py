@@ -10,9 +10,12 @@ sys.setswitchinterval(0.0002)  # until a fresh store is packed (after_pack)
 
 from genotile.store.sources import hash_ahead  # noqa: E402
 
-# an input the workflow's fingerprint left to this job (grown, or new: store/sources.py) is hashed
-# on threads from here on, while the job's modules are imported
-hash_ahead(snakemake.input.data)
+# each input file the workflow's fingerprints left to this job (grown, or new: store/sources.py)
+# is hashed on threads from here on, while the job's modules are imported (store/listed.py among
+# them: the files taken here without it). The rule's input, not the config's: a module's
+# `prefix:` moves relative paths there; a list, of one file too (rules/common.smk dataset_input).
+for path in [snakemake.input.data] if isinstance(snakemake.input.data, str) else snakemake.input.data:
+    hash_ahead(path)
 
 import contextlib  # noqa: E402
 import json  # noqa: E402
@@ -23,7 +26,7 @@ from genotile.core.registry import REGISTRY  # noqa: E402
 from genotile.pairs import early  # noqa: E402
 from genotile.runtime.rule import run_rule  # noqa: E402
 from genotile.settings import ccc3_null_max, tile_settings  # noqa: E402
-from genotile.store import resident  # noqa: E402
+from genotile.store import listed, resident  # noqa: E402
 
 log = logging.getLogger("genotile")
 
@@ -38,6 +41,8 @@ def gpu_slots():
 
 def store(sm):
     dataset = sm.config["datasets"][sm.wildcards.dataset]
+    # the input as the store takes it: its file, or a list input's files in their order
+    input_ = listed.given(sm.input.data)
     of_store = [m for m in dataset["metrics"] if REGISTRY[m].encoding == sm.wildcards.encoding]
     # the bounds on output (limits.check_plan), as `genotile run` applies them
     bounds = {
@@ -123,10 +128,8 @@ def store(sm):
             if sm.input.against:  # query mode: the input's vectors, then the FILE's
                 from genotile.store import query
 
-                query.query_store(
-                    sm.input.data, sm.input.against[0], *common, metrics=of_store, backend=backend, **kwargs
-                )
-            else:  # records appended to a FASTA: only their pairs computed (store/append.py)
+                query.query_store(input_, sm.input.against[0], *common, metrics=of_store, backend=backend, **kwargs)
+            else:  # records appended to a FASTA, or a file to a list: only their pairs computed (store/append.py)
                 from genotile.store import append
 
                 def say(line):
@@ -136,7 +139,7 @@ def store(sm):
                     log.info("%s", line)
 
                 append.store(
-                    sm.input.data,
+                    input_,
                     *common,
                     collapse_duplicates=sm.params.collapse,
                     **sm.params.auto,

@@ -113,14 +113,18 @@ def _run_parser(sub) -> None:
             "Compute one or more metrics of one input in this process, writing the files a workflow "
             "dataset gets under results/<dataset>/. INPUT is a FASTA alignment (.fa/.fasta/.fna/.aln, "
             "plain or gzip: snp, hamming), a VCF/BCF (.vcf, .vcf.gz, .bcf), a PLINK fileset named by "
-            "its .bed (PLINK 1) or .pgen (PLINK 2), or a VCF-Zarr directory (.vcz) (ibs, king, ccc2, ccc3). "
+            "its .bed (PLINK 1) or .pgen (PLINK 2), or a VCF-Zarr directory (.vcz) (ibs, king, ccc2, ccc3); "
+            "or several files of one kind, read as one input in their order (config: a list as input). "
             "Options mirror the config keys (config/config.yaml); a rerun reuses what is still current."
         ),
     )
     run.add_argument(
         "input",
+        nargs="+",
         help="FASTA alignment, VCF/BCF, PLINK fileset (.bed or .pgen; the .bim/.fam or .pvar/.psam beside it) "
-        "or VCF-Zarr directory (.vcz)",
+        "or VCF-Zarr directory (.vcz); several: files of one kind read as one input, the first file's vectors "
+        "first (FASTA alignments of one length, or genotypes with the same variants), a further one appended "
+        "to an earlier run's list computing only its vectors' pairs",
     )
     run.add_argument("--outdir", required=True, help="output folder (like results/<dataset>)")
     run.add_argument(
@@ -392,6 +396,7 @@ def _check_run(args) -> tuple[list[str], bool]:
     or to the input is refused by its flag."""
     from genotile.core.encodings import ENCODINGS
     from genotile.store.inputs import check_input, inputs_of, metric_encoding
+    from genotile.store.listed import files_of
 
     metrics = list(dict.fromkeys(args.metric))
     thresholds: dict[str, float | None] = {}
@@ -411,10 +416,11 @@ def _check_run(args) -> tuple[list[str], bool]:
             f"genotypes ({inputs_of('genotypes')}): run them on their own inputs"
         )
     kind = check_input(args.input, metrics)
+    shown = " + ".join(files_of(args.input))
     given = [flag for flag, key in GENOTYPE_OPTIONS.items() if getattr(args, key) is not None]
     if given and (not genotype or kind == "fasta"):
         raise GenotileError(
-            f"{', '.join(given)} apply to genotype input ({inputs_of('genotypes')}), not to the alignment {args.input} "
+            f"{', '.join(given)} apply to genotype input ({inputs_of('genotypes')}), not to the alignment {shown} "
             f"(--metric {', '.join(metrics)})"
         )
     ccc = [f for f, v in (("--ccc-multiplier", args.ccc_multiplier), ("--ccc-param", args.ccc_param)) if v is not None]
@@ -448,8 +454,11 @@ def _run(args) -> None:
 
     from genotile import settings
     from genotile.pipeline import run_all, run_ccc3, run_config
+    from genotile.store import listed
     from genotile.store.reuse import current_store
 
+    # INPUT's files as the store takes them: a path, or a list of two or more (store/listed.py)
+    args.input = listed.given(args.input)
     metrics, genotypes = _check_run(args)
     if args.threads is not None:
         backends.limit_threads(args.threads)

@@ -19,6 +19,7 @@ from genotile.io.planfile import read_plan
 from genotile.pairs import stage as pairs_stage
 from genotile.store import reuse
 from genotile.store import stage as store_stage
+from genotile.store.listed import files_of, given
 from genotile.store.manifest import STORE_KEYS
 from genotile.triples import stage as triples_stage
 from genotile.util.progress import Progress
@@ -96,8 +97,10 @@ def run_all(
 
     Parameters
     ----------
-    input_path : str or os.PathLike
-        FASTA alignment or VCF/BCF.
+    input_path : str, os.PathLike or list of them
+        FASTA alignment, VCF/BCF, PLINK fileset (its .bed or .pgen) or VCF-Zarr directory; or a
+        list of such files of one kind, read as one input in their order (store/listed.py): a
+        further file appended to the list computes only its vectors' pairs.
     outdir : str or os.PathLike
         Gets ingest/, store/<encoding>/ and <metric>/ as results/<dataset>/ does.
     metrics : sequence of str
@@ -129,11 +132,11 @@ def run_all(
         collapse_duplicates=collapse_duplicates,
         pairs_max=pairs_max,
     )
-    outdir = Path(outdir)
+    input_path, outdir = given(input_path), Path(outdir)  # a one-file list: that file
+    # the input in the run's messages: a list input's files joined, as its store's manifest names it
+    label = " + ".join(files_of(input_path))
     thresholds, opt_in = config["thresholds"], opt_in or {}
-    peer_formats.check_dataset(
-        str(input_path), {**opt_in, "metrics": list(metrics), "against": against}, thresholds.get("king")
-    )
+    peer_formats.check_dataset(label, {**opt_in, "metrics": list(metrics), "against": against}, thresholds.get("king"))
     if against is not None:
         from genotile.store.inputs import check_against
 
@@ -166,9 +169,9 @@ def run_all(
         p = read_plan(store / "plan.json")
         # the plan's bounds on output, also where the store was planned by an earlier run
         if p.n_against:
-            query.check_query_bound(p, same_store, thresholds, pairs_max, where=f"{input_path}: ")
+            query.check_query_bound(p, same_store, thresholds, pairs_max, where=f"{label}: ")
         else:
-            check_plan(p.input_vectors, same_store, thresholds, pairs_max=pairs_max, where=f"{input_path}: ")
+            check_plan(p.input_vectors, same_store, thresholds, pairs_max=pairs_max, where=f"{label}: ")
         mdir = outdir / metric_name
         paths = pairs_stage.tile_paths(mdir / "pairs", p)
         tile_kwargs = settings.tile_settings(config, metric_name, p)
@@ -215,7 +218,7 @@ def run_all(
         )
         names, dense = peer_formats.output_files(opt_in, metric_name)
         if dense:
-            peer_formats.refuse_past_dense_max(str(input_path), opt_in, metric_name, p.input_vectors, dense_max)
+            peer_formats.refuse_past_dense_max(label, opt_in, metric_name, p.input_vectors, dense_max)
         if names:
             from genotile.pairs import peers  # the opt-in outputs' code, only when asked for
 

@@ -6,13 +6,26 @@ store job. The kinds, their names and what they feed are the readers' (io/reader
 READERS): "fasta" (.fa .fasta .fas .fna .aln, optionally .gz), "vcf" (.vcf, .vcf.gz, .vcf.bgz,
 .bcf), "plink1" (.bed), "plink2" (.pgen), "vcz" (a VCF-Zarr directory); any other name is not
 judged here (the metric's reader decides, as before).
+
+An input may be a list of files (store/listed.py): each is checked as one, and together they must
+hold one source (alignments, or genotypes: a VCF beside a PLINK fileset is genotypes too), each
+file once; a query (`against:`) takes an input of one file.
 """
 
+import os
 from pathlib import Path
 
 from genotile.core.encodings import ENCODINGS
 from genotile.errors import GenotileError
 from genotile.io.readers.base import GENOTYPE_OPTIONS, reader_classes, reader_for
+
+
+def files_of(path) -> list[str]:
+    """store/listed.py `files_of`: imported when called, as listed.py imports the store's stages,
+    which import this module."""
+    from genotile.store import listed
+
+    return listed.files_of(path)
 
 
 def input_files(path) -> list[Path]:
@@ -40,8 +53,43 @@ def metric_encoding(metric: str) -> str:
 def check_input(path, metrics, options: dict | None = None, where: str = "") -> str | None:
     """Refuse metrics (and genotype options) that the input's kind cannot feed; return the kind.
 
-    `where` prefixes the message (e.g. "dataset x: "); options with a None value count as not given.
+    `path`: a file, or a list of files (store/listed.py), each checked, of one source (its first
+    file's kind returned). `where` prefixes the message (e.g. "dataset x: "); options with a None
+    value count as not given.
     """
+    files = files_of(path)
+    if len(files) > 1:
+        check_one_source(files, where)
+    kinds = [_check_file(f, metrics, options, where) for f in files]
+    return kinds[0]
+
+
+def check_one_source(files: list[str], where: str = "") -> None:
+    """Refuse a list input whose files are not all alignments or all genotypes, or that names a
+    file twice (its vectors would be read twice), naming the file."""
+    seen: dict[str, str] = {}
+    for f in files:
+        key = os.path.normpath(os.path.abspath(f))
+        if key in seen:
+            raise GenotileError(f"{where}input {f} is listed twice (as {seen[key]}): list each file once")
+        seen[key] = f
+    try:
+        readers = [reader_for(f) for f in files]
+    except GenotileError:  # a PLINK companion file named: check_input's _check_file names it
+        return
+    first = next((r for r in readers if r is not None), None)
+    for f, reader in zip(files, readers, strict=True):
+        if first is not None and reader is not None and reader.source != first.source:
+            head = files[readers.index(first)]
+            raise GenotileError(
+                f"{where}input {f} is {reader.what}, but {head} of the same list is {first.what}: a list input "
+                f"is files of one kind (alignments: {inputs_of('alignment')}; or genotypes: "
+                f"{inputs_of('genotypes')})"
+            )
+
+
+def _check_file(path, metrics, options: dict | None, where: str) -> str | None:
+    """check_input of one file."""
     try:
         reader = reader_for(path)
     except GenotileError as exc:  # a PLINK companion file named
@@ -68,6 +116,13 @@ def check_against(path, against, metrics, options: dict | None = None, where: st
     2-way metrics only (ccc3 compares triples within one set)."""
     from genotile.core.metrics import METRICS  # the 2-way metrics
 
+    files = files_of(path)
+    if len(files) > 1:
+        raise GenotileError(
+            f"{where}against: takes an input of one file, not a list ({' + '.join(files)}): a query of a "
+            "list input is not supported yet"
+        )
+    path = files[0]
     three = [m for m in metrics if m not in METRICS]
     if three:
         raise GenotileError(
@@ -104,6 +159,10 @@ def known_vectors(path, metric: str, options: dict | None = None, fingerprint=No
     `input_vectors`, identical vectors collapsed or not), where they are known before the store
     is made; else None, and the store tells.
 
+    A list input (store/listed.py): the sum of its files' (`fingerprint` then a list, one per
+    file), None where any file's is not known or a `samples:` list picks among the files' samples
+    (the store tells which it keeps).
+
     Known: a FASTA's records (one pass over it, kept in the dataset's `fingerprint` while the
     file is unchanged: sources.recorded_count), the samples of a VCF/BCF header or of a PLINK
     fileset's .fam / .psam, or those of the `samples:` list where it names samples of the file
@@ -111,6 +170,19 @@ def known_vectors(path, metric: str, options: dict | None = None, fingerprint=No
     rules keep or drop them), an input that cannot be read as its kind (its reader refuses it by
     name).
     """
+    files = files_of(path)
+    if len(files) == 1:
+        one = fingerprint[0] if isinstance(fingerprint, (list, tuple)) else fingerprint
+        return _known_vectors(files[0], metric, options, one)
+    if (options or {}).get("samples") is not None:
+        return None
+    prints = list(fingerprint) if isinstance(fingerprint, (list, tuple)) else [None] * len(files)
+    counts = [_known_vectors(f, metric, options, fp) for f, fp in zip(files, prints, strict=True)]
+    return None if None in counts else sum(c for c in counts if c is not None)
+
+
+def _known_vectors(path, metric: str, options: dict | None, fingerprint) -> int | None:
+    """known_vectors of one file."""
     try:
         reader = reader_for(path)
     except GenotileError:
@@ -158,7 +230,8 @@ def refuse_dense_formats(name: str, spec: dict, dense_max: int, fingerprint=None
     """Refuse a dataset's formats holding every pair (io/peer_formats.py) past `dense_max`, before
     any job, where its input's vectors are known before its store (`known_vectors`; in query mode
     the input's and the FILE's, `against:`, which its plan counts together); the others are
-    refused once the store's plan is made (rules/common.smk peer_files, with the same line)."""
+    refused once the store's plan is made (rules/common.smk peer_files, with the same line).
+    `fingerprint`: the input's (store/sources.py write_fingerprint), or a list input's, one a file."""
     from genotile.io import peer_formats
 
     options = {k: spec[k] for k in GENOTYPE_OPTIONS if k in spec}

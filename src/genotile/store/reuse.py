@@ -1,9 +1,10 @@
 """`genotile run`'s store: what an earlier run made in its --outdir, kept where it was made from
 the same input content, options and settings (store/sources.py), else made again, saying what
 changed. An alignment's store is the workflow store job's (store/append.py: records appended at
-the end of a FASTA keep the earlier plan's blocks, so that the earlier tiles stay valid); a
-genotype input's codes are kept, to plan and pack again from them where only the plan's settings
-changed. Above stage.py and append.py, which it chains.
+the end of a FASTA keep the earlier plan's blocks, so that the earlier tiles stay valid), and so is
+a list input's of either kind (store/listed.py: a further file appended the same way); a genotype
+file's codes are kept, to plan and pack again from them where only the plan's settings changed.
+Above stage.py and append.py, which it chains.
 """
 
 import logging
@@ -12,6 +13,7 @@ from pathlib import Path
 from genotile.core.blocks import AUTO
 from genotile.core.encodings import ENCODINGS
 from genotile.store import append, stage
+from genotile.store.listed import given
 from genotile.store.sources import differences, sources
 
 log = logging.getLogger("genotile")
@@ -32,13 +34,14 @@ def current_store(
 ) -> None:
     """Ingest, plan and pack into `outdir`, reusing each stage's files only where they were made
     from the same input content, options, option files and settings (store/sources.py); what
-    changed is logged, and the stage and all after it are recomputed. An alignment's: append.py
+    changed is logged, and the stage and all after it are recomputed. An alignment's, or a list
+    input's (`input_path` a list of two or more files, store/listed.py `given`): append.py
     `current_store`, which keeps no codes (an earlier run's are removed, never packed from
-    again); a genotype input's codes are kept (ingest/<encoding>.codes.npy)."""
-    outdir = Path(outdir)
+    again); a genotype file's codes are kept (ingest/<encoding>.codes.npy)."""
+    input_path, outdir = given(input_path), Path(outdir)  # a one-file list: that file
     codes, imani = outdir / "ingest" / f"{encoding}.codes.npy", outdir / "ingest" / f"{encoding}.json"
     store = outdir / "store" / encoding
-    if ENCODINGS[encoding].source == "alignment":
+    if ENCODINGS[encoding].source == "alignment" or isinstance(input_path, list):
         codes.unlink(missing_ok=True)  # an earlier run's: never this store's, never packed from again
         append.current_store(
             input_path,
