@@ -73,6 +73,7 @@ def inputs(tmp_path_factory):
     (root / "keep.txt").write_text("s7\ns3\ns12\ns0\ns5\n")
     fasta = root / "a.fa"
     fasta.write_text(">a\nACGTAC\n>b\nACGAAC\n>c\nTCGTNN\n")
+    (root / "b.fa").write_text(">d\nACGTAA\n>e\nNCGTAC\n")  # a further file of a list input
     return root, vcf, fasta
 
 
@@ -305,3 +306,31 @@ def test_peer_formats_and_relatedness_from_the_cli(inputs, tmp_path):
         for name in files:
             got = (out / metric / name).read_bytes()
             assert got and got == (tmp_path / "direct" / metric / name).read_bytes(), (metric, name)
+
+
+def test_run_takes_several_inputs(inputs, tmp_path):
+    root, vcf, fasta = inputs
+    args = _parser().parse_args(["run", str(fasta), str(root / "b.fa"), "--outdir", "o", "--metric", "snp"])
+    assert args.input == [str(fasta), str(root / "b.fa")]
+    assert _parser().parse_args(["run", "--outdir", "o", "--metric", "snp", "x.fa"]).input == ["x.fa"]
+
+
+def test_a_list_of_mixed_kinds_or_a_query_of_a_list_is_one_line(inputs, capsys):
+    root, vcf, fasta = inputs
+    never = str(root / "never")
+    assert main(["run", str(fasta), str(vcf), "--outdir", never, "--metric", "snp"]) == 1
+    err = capsys.readouterr().err
+    assert f"input {vcf} is a VCF/BCF, but {fasta} of the same list is a FASTA alignment" in err, err
+    assert err.startswith("genotile error: ") and err.count("\n") == 1, err
+    assert main(["run", str(fasta), str(fasta), "--outdir", never, "--metric", "snp"]) == 1
+    assert f"input {fasta} is listed twice" in capsys.readouterr().err
+    again = ["--against", str(fasta)]
+    assert main(["run", str(fasta), str(root / "b.fa"), "--outdir", never, "--metric", "snp", *again]) == 1
+    err = capsys.readouterr().err
+    assert "against: takes an input of one file, not a list" in err and err.count("\n") == 1, err
+    # options for genotypes, given to a list of alignments: the list named as its files joined
+    assert (
+        main(["run", str(fasta), str(root / "b.fa"), "--outdir", never, "--metric", "snp", "--chromosomes", "all"]) == 1
+    )
+    assert f"not to the alignment {fasta} + {root / 'b.fa'}" in capsys.readouterr().err
+    assert not (root / "never").exists()

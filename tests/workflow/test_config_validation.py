@@ -28,6 +28,12 @@ CONFIGS = [
     {"datasets": {"d": {"input": "a.fa", "metrics": ["snp"]}}, "block_size": -3},
     {"datasets": {"d": {"metrics": ["snp"]}}},
     {"datasets": {"d": {"input": "a.fa", "metrics": ["snp"]}}, "unknown_key": 1},
+    # a list input (store/listed.py): files of one kind; not empty, each file once
+    {"datasets": {"d": {"input": ["a.fa", "b.fa"], "metrics": ["snp"]}}},
+    {"datasets": {"d": {"input": ["a.vcf.gz"], "metrics": ["ibs"]}}},
+    {"datasets": {"d": {"input": [], "metrics": ["snp"]}}},
+    {"datasets": {"d": {"input": ["a.fa", "a.fa"], "metrics": ["snp"]}}},
+    {"datasets": {"d": {"input": ["a.fa", ""], "metrics": ["snp"]}}},
 ]
 
 

@@ -21,11 +21,10 @@ from genotile.io.readers.base import GENOTYPE_OPTIONS, reader_classes, reader_fo
 
 
 def files_of(path) -> list[str]:
-    """store/listed.py `files_of`: imported when called, as listed.py imports the store's stages,
-    which import this module."""
-    from genotile.store import listed
-
-    return listed.files_of(path)
+    """A dataset's input (a path, or a list of paths) as the list of its files, as store/listed.py
+    `files_of` gives it: not imported from there, as listed.py imports the store's stages, which
+    import this module."""
+    return [os.fspath(path)] if isinstance(path, (str, os.PathLike)) else [os.fspath(p) for p in path]
 
 
 def input_files(path) -> list[Path]:
