@@ -66,6 +66,7 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -135,6 +136,8 @@ def _record(
                 "path": ingest_manifest["input"],
                 "size": size,
                 "sha256": ingest_manifest["input_sha256"],
+                # the files it was read from (a list's: store/listed.py), what a further file's append checks
+                "files": _files(ingest_manifest),
                 **checks,
             },
             "settings": settings,
@@ -145,8 +148,22 @@ def _record(
             "plan": manifest["plan"],
             "parts": [*(manifest.get("appended") or {}).get("parts", []), _part(manifest)],
             "kept": kept,
+            # a genotype list's variants (store/listed.py): what a further file is checked with
+            "variants_sha256": ingest_manifest.get("variants_sha256"),
         },
     )
+
+
+def _files(ingest_manifest: dict) -> list[dict] | None:
+    """The input files of a store as its record holds them: a file's path, size, digest and
+    SHA-256 (store/sources.py); a list's files' (store/listed.py `complete`), or its one file's."""
+    made = ingest_manifest.get("sources") or {}
+    listed: list = [s.get("input") for s in made["listed"]] if "listed" in made else [made.get("input")]
+    if not all(isinstance(f, dict) and f.get("digest") for f in listed):
+        return None
+    if "listed" not in made:  # one file: the store's SHA-256 is its own
+        listed = [{**listed[0], "sha256": ingest_manifest["input_sha256"]}]
+    return [{key: f.get(key) for key in ("path", "size", "digest", "sha256")} for f in listed]
 
 
 def _part(manifest: dict) -> dict:
@@ -266,7 +283,7 @@ def _in_one_stream(path, recorded: dict, size: int) -> Checks:
     return Checks(True, digests[size], (states or {}).get(size), grown, "in one stream")
 
 
-def _settings_changed(record: dict, settings: dict) -> str | None:
+def settings_changed(record: dict, settings: dict) -> str | None:
     """The first setting of `settings_of` the record's store was made with otherwise, in words
     (None: none; a `block_size` of auto takes the recorded plan's)."""
     have = record.get("settings") or {}
@@ -284,11 +301,13 @@ def _why_not(record: dict | None, input_path, settings: dict) -> str | None:
     refuses a missing input in its own words)."""
     if record is None or not os.path.isfile(input_path):
         return ""
+    if len(record["input"].get("files") or []) > 1:
+        return "the input was a list of files"
     if ENCODINGS[settings["encoding"]].source != "alignment":
         return "appends are recognised for FASTA alignments only"
     if str(input_path).lower().endswith(".gz"):
         return "the input is compressed (appends are recognised in an uncompressed FASTA)"
-    changed = _settings_changed(record, settings)
+    changed = settings_changed(record, settings)
     if changed:
         return changed
     old = record["input"]["size"]
@@ -336,6 +355,25 @@ def store(
     Plan
         With `segments` where vectors were appended: its `appended_tiles` are the ones to compute.
     """
+    if isinstance(input_path, list):  # a list of files (store/listed.py), above this module
+        from genotile.store import listed
+
+        return listed.store(
+            input_path,
+            encoding,
+            ingest_manifest_out,
+            store_dir,
+            block_size,
+            seed,
+            options=options,
+            collapse_duplicates=collapse_duplicates,
+            metrics=metrics,
+            backend=backend,
+            dense_max=dense_max,
+            bounds=bounds,
+            after_pack=after_pack,
+            say=say,
+        )
     store_dir = Path(store_dir)
     store_dir.mkdir(parents=True, exist_ok=True)
     record = read_record(store_dir)
@@ -363,13 +401,13 @@ def store(
             # manifests wait for the input's SHA-256 (store/resident.py); the record after them
             after_pack=after_pack,
         )
-        _record_store(store_dir, ingest_manifest_out, settings, os.path.getsize(input_path), made[0])
+        record_store(store_dir, ingest_manifest_out, settings, os.path.getsize(input_path), made[0])
         return p
     assert record is not None
     auto = {"metrics": metrics, "backend": backend, "dense_max": dense_max}
     size = os.path.getsize(input_path)
     p = _append(
-        _Append(
+        AppendJob(
             input_path, encoding, ingest_manifest_out, store_dir, record, settings, size, options, bounds, auto, say
         )
     )
@@ -390,6 +428,11 @@ def current_store(input_path, encoding: str, ingest_manifest_out, store_dir, blo
     **given
         `store`'s keyword arguments (options, collapse_duplicates, metrics, backend, dense_max).
     """
+    if isinstance(input_path, list):  # a list of files (store/listed.py), above this module
+        from genotile.store import listed
+
+        listed.current_store(input_path, encoding, ingest_manifest_out, store_dir, block_size, seed, **given)
+        return
     store_dir, options = Path(store_dir), given.get("options")
     settings = settings_of(
         encoding, options, stage.wants_collapse(encoding, given.get("collapse_duplicates", False)), block_size, seed
@@ -402,27 +445,38 @@ def current_store(input_path, encoding: str, ingest_manifest_out, store_dir, blo
 def _kept(store_dir: Path, ingest_manifest, input_path, options, settings: dict) -> bool:
     """Whether `store_dir` holds, whole, the store `store` made last (its record written for its
     very manifest) with these settings, from the ingest beside it, of the input as it is now."""
-    record = read_record(store_dir)
-    if record is None or _settings_changed(record, settings) is not None:
-        return False
-    built, ingested = stage.read_recorded(store_dir / "manifest.json"), stage.read_recorded(ingest_manifest)
-    if built is None or ingested is None or not all((store_dir / f).exists() for f in stage.STORE_FILES):
-        return False
-    if (record.get("parts") or [{}])[-1].get("key") != part_key(built):
-        return False
-    if (built.get("input_sha256"), built.get("sources")) != (ingested.get("input_sha256"), ingested.get("sources")):
+    built = whole(store_dir, ingest_manifest, settings)
+    if built is None:
         return False
     return os.path.isfile(input_path) and not differences(built.get("sources"), sources(input_path, options))
 
 
-def _record_store(store_dir: Path, ingest_manifest_out, settings: dict, size: int, made) -> None:
+def whole(store_dir: Path, ingest_manifest, settings: dict) -> dict | None:
+    """The store manifest of the store `store` made last in `store_dir` (its record written for
+    its very manifest) with these settings, from the ingest beside it, its files all there; else
+    None. Whether it is of the input as it is now is the caller's (`_kept`, store/listed.py)."""
+    record = read_record(store_dir)
+    if record is None or settings_changed(record, settings) is not None:
+        return None
+    built, ingested = stage.read_recorded(store_dir / "manifest.json"), stage.read_recorded(ingest_manifest)
+    if built is None or ingested is None or not all((store_dir / f).exists() for f in stage.STORE_FILES):
+        return None
+    if (record.get("parts") or [{}])[-1].get("key") != part_key(built):
+        return None
+    if (built.get("input_sha256"), built.get("sources")) != (ingested.get("input_sha256"), ingested.get("sources")):
+        return None
+    return built
+
+
+def record_store(store_dir: Path, ingest_manifest_out, settings: dict, size: int, made, links: bool = False) -> None:
+    """The record of a store made in full from what its ingest made (`links`: as `_finish`)."""
     manifest = json.loads((store_dir / "manifest.json").read_text(encoding="utf-8"))
     ingested = json.loads(Path(ingest_manifest_out).read_text(encoding="utf-8"))
-    _finish(store_dir, manifest, ingested, settings, size, _columns(made), _checks(made))
+    _finish(store_dir, manifest, ingested, settings, size, _columns(made), _checks(made), links=links)
 
 
 @dataclass(frozen=True)
-class _Append:
+class AppendJob:
     """An append's job: the grown input, the store's files and settings, the earlier record."""
 
     input_path: str | os.PathLike
@@ -438,7 +492,7 @@ class _Append:
     say: Callable[[str], None]
 
 
-def _append(job: _Append) -> Plan:
+def _append(job: AppendJob) -> Plan:
     """The store of the grown input, planned as the earlier plan plus a part of the new vectors:
     from the new records alone where the earlier store's encoding holds (store/extend.py), else
     from the whole grown input (`_reingest`: in full, saying why, where the grown input is not
@@ -461,13 +515,13 @@ def _append(job: _Append) -> Plan:
     return _reingest(job, hashes)
 
 
-def _extend(job: _Append, before: extend.Earlier, new: extend.Appended, hashes, t0: float) -> Plan | None:
+def _extend(job: AppendJob, before: extend.Earlier, new: extend.Appended, hashes, t0: float) -> Plan | None:
     """The grown store from the earlier one's files and the new records alone (store/extend.py);
     the same files as `_reingest` makes. None, with nothing written, where the earlier bytes
     changed (then `_reingest` says so and makes the store in full)."""
-    record, store_dir = job.record, job.store_dir
+    record = job.record
     n_old, n_fields = int(record["n_input"]), int(before.manifest["n_fields"])
-    index, first = _index_appended(record, n_old, new, job.settings["collapse"])
+    index, first = index_appended(record, n_old, new, job.settings["collapse"])
     checked = hashes.result()
     if not checked.earlier or checked.sha256 is None:
         return None
@@ -479,27 +533,71 @@ def _extend(job: _Append, before: extend.Earlier, new: extend.Appended, hashes, 
     m["sources"] = sources(job.input_path, job.options, input_sha256=sha256, input_digest=digest)
     if digest is not None and checked.pieces is not None:  # a fingerprint that left them to this job
         complete_fingerprints(job.input_path, digest, [bytes.fromhex(d) for d in checked.pieces])
+    keys = categorical_keys(NUCLEOTIDE.name, new.enc)
+    grown = Grown(before.planes, new, index, first, keys, new.enc.layout, Checks.of(checked.state, checked.pieces))
+    return grow(job, m, grown, (t0, t1))
+
+
+@dataclass(frozen=True)
+class Grown:
+    """What an append made of its new vectors alone (`_extend`, or a list input's further files:
+    store/listed.py), for `grow`.
+
+    Attributes
+    ----------
+    earlier_planes : Path
+        The earlier store's planes (its kept link: store/extend.py).
+    new : extend.Appended or listed.NewSamples
+        The new vectors: their IDs, `planes(rows)`, `distinct()`, `columns`, `earlier_enc`.
+    index, first : numpy.ndarray
+        Each input vector's store row, and the first new vector of each new row (`index_appended`).
+    keys : dict
+        The store manifest's keys of its encoding (store/pack.py).
+    layout
+        The grown store's plane layout (the earlier one's).
+    checks : dict
+        What the next append checks the input with (`Checks.of`; a list's files are in its
+        ingest manifest's sources).
+    """
+
+    earlier_planes: Path
+    new: Any
+    index: np.ndarray
+    first: np.ndarray
+    keys: dict
+    layout: Any
+    checks: dict
+
+
+def grow(job: "AppendJob", m: dict, grown: Grown, times: tuple[float, float]) -> Plan:
+    """The grown store written from the earlier one's planes and the new vectors alone: the
+    appended plan, the ingest manifest `m`, plan, planes (the earlier rows copied, or encoded
+    again, then the new ones), the store manifest with its earlier parts, the record."""
+    record, store_dir, new = job.record, job.store_dir, grown.new
+    n_old, n = int(record["n_input"]), int(m["n_vectors"])
+    t0, t1 = times
     if job.settings["collapse"]:
         record_distinct(m, None)  # the appended store's numbering: `_appended_plan`
-    p, parts = _appended_plan(m, record, index, n_old, job.bounds, job.say)
+    p, parts = _appended_plan(m, record, grown.index, n_old, job.bounds, job.say)
     write_record(job.ingest_manifest_out, m)
     write_plan(p, store_dir / "plan.json", store_dir / "perm.npy")
     t2 = time.perf_counter()
     old_rows = int(record["plan"]["n_vectors"])
-    rows = first[p.permutation()[old_rows:] - old_rows]  # the new records of the new store rows, in order
-    extend.write_planes(store_dir / "planes.npy", before.planes, new, rows)
-    manifest = write_manifest(categorical_keys(NUCLEOTIDE.name, new.enc), new.enc.layout, m, p, len(ids), None)
-    _with_parts(manifest, parts, p, len(ids) - n_old)
+    rows = grown.first[p.permutation()[old_rows:] - old_rows]  # the new vectors of the new store rows, in order
+    extend.write_planes(store_dir / "planes.npy", grown.earlier_planes, new, rows, grown.layout.total_words)
+    manifest = write_manifest(grown.keys, grown.layout, m, p, n, None)
+    _with_parts(manifest, parts, p, n - n_old)
     write_record(store_dir / "manifest.json", manifest)
     log.info(
-        "store stages (s): ingest %.3f (the %d new records), plan %.3f, pack %.3f",
-        *(t1 - t0, len(new.ids), t2 - t1, time.perf_counter() - t2),
+        "store stages (s): ingest %.3f (the %d new vectors), plan %.3f, pack %.3f",
+        *(t1 - t0, n - n_old, t2 - t1, time.perf_counter() - t2),
     )
-    _finish(store_dir, manifest, m, job.settings, job.size, new.columns, Checks.of(checked.state, checked.pieces))
+    links = ENCODINGS[job.encoding].source != "alignment"
+    _finish(store_dir, manifest, m, job.settings, job.size, new.columns, grown.checks, links=links)
     return p
 
 
-def _index_appended(record: dict, n_old: int, new: extend.Appended, collapse: bool) -> tuple[np.ndarray, np.ndarray]:
+def index_appended(record: dict, n_old: int, new, collapse: bool) -> tuple[np.ndarray, np.ndarray]:
     """(each input vector's store row, the first new record of each new row) where the new
     records alone are read: the earlier vectors' rows as recorded, the new ones numbered after them
     by first occurrence among themselves (`_distinct_index`: the earlier groups are the same, the
@@ -510,7 +608,7 @@ def _index_appended(record: dict, n_old: int, new: extend.Appended, collapse: bo
     return np.concatenate([old, int(record["plan"]["n_vectors"]) + index]), first
 
 
-def _reingest(job: _Append, hashes) -> Plan:
+def _reingest(job: AppendJob, hashes) -> Plan:
     """The grown store from an ingest of the whole grown input, planned as appended (or in
     full, saying why: `hashes`' SHA-256 of the earlier bytes changed, or the earlier records
     are not the first ones)."""
@@ -628,12 +726,20 @@ def _checked(path, recorded: dict, size: int) -> Checks:
 
 
 def _finish(
-    store_dir: Path, manifest: dict, ingest_manifest: dict, settings: dict, size: int, columns, checks: dict
+    store_dir: Path,
+    manifest: dict,
+    ingest_manifest: dict,
+    settings: dict,
+    size: int,
+    columns,
+    checks: dict,
+    links: bool = False,
 ) -> None:
     """The append record of the store just made, written last (with what the next append reads
     in place of this input, store/extend.py, and checks its earlier bytes with, `Checks.of`),
-    then the earlier stores' kept files removed."""
-    kept = extend.keep(store_dir, columns)
+    then the earlier stores' kept files removed. `links`: the store's files kept without counts
+    (a genotype list's, extend.keep)."""
+    kept = extend.keep(store_dir, columns, links=links)
     _record(store_dir / RECORD, manifest, ingest_manifest, settings, size, kept, checks)
     extend.forget(store_dir, None if kept is None else kept["token"])
 

@@ -72,22 +72,25 @@ def kept_path(store_dir: Path, token: str, name: str) -> Path:
     return store_dir / f"{PREFIX}{token}.{name}"
 
 
-def keep(store_dir: Path, columns: ColumnCounts | None) -> dict | None:
+def keep(store_dir: Path, columns: ColumnCounts | None, links: bool = False) -> dict | None:
     """The files the next append reads in place of the earlier records (module docstring), made
     for the store just written in `store_dir`; the append record's `kept` entry, or None where
-    there are no counts (not a nucleotide alignment read in one pass) or the links fail."""
-    if columns is None:
+    there are no counts (not a nucleotide alignment read in one pass) or the links fail.
+    `links`: the store's files linked without counts (a genotype list's store, whose rows a
+    further file's samples do not change: store/listed.py), where there are none."""
+    if columns is None and not links:
         return None
     token = secrets.token_hex(8)
     try:
         for name in LINKED:
             os.link(store_dir / name, kept_path(store_dir, token, name))
-        with atomic_path(kept_path(store_dir, token, COUNTS)) as tmp, open(tmp, "wb") as fh:
-            np.save(fh, columns.bases, allow_pickle=False)
+        if columns is not None:
+            with atomic_path(kept_path(store_dir, token, COUNTS)) as tmp, open(tmp, "wb") as fh:
+                np.save(fh, columns.bases, allow_pickle=False)
     except (OSError, GenotileError) as exc:  # a file system without hard links: appends re-read the input
         log.info("store: nothing kept for the next append (%s)", exc)
         return None
-    return {"token": token, "rows": int(columns.rows)}
+    return {"token": token, "rows": None if columns is None else int(columns.rows)}
 
 
 def forget(store_dir: Path, token: str | None) -> None:
@@ -107,8 +110,9 @@ class Earlier:
     columns: ColumnCounts
 
 
-def earlier(store_dir: Path, record: dict) -> tuple[Earlier | None, str]:
-    """The kept files the record names, checked against it; or None and why not."""
+def earlier_links(store_dir: Path, record: dict) -> tuple[tuple[Path, dict] | None, str]:
+    """(the kept planes' file, the kept manifest) the record names, checked against it; or None
+    and why not."""
     kept = record.get("kept")
     if not isinstance(kept, dict) or not isinstance(kept.get("token"), str):
         return None, "no column counts were kept of the earlier input (not read in one pass)"
@@ -116,6 +120,16 @@ def earlier(store_dir: Path, record: dict) -> tuple[Earlier | None, str]:
     manifest = stage.read_recorded(kept_path(store_dir, token, "manifest.json"))
     if manifest is None or part_key(manifest) != record["parts"][-1]["key"]:
         return None, "the kept copy of the earlier store is missing or not the recorded one"
+    return (kept_path(store_dir, token, "planes.npy"), manifest), ""
+
+
+def earlier(store_dir: Path, record: dict) -> tuple[Earlier | None, str]:
+    """The kept files the record names, checked against it; or None and why not."""
+    linked, why = earlier_links(store_dir, record)
+    if linked is None:
+        return None, why
+    kept, manifest = record["kept"], linked[1]
+    token = kept["token"]
     try:
         bases = load_npy(kept_path(store_dir, token, COUNTS), "column counts", dtype=np.int64, ndim=2)
     except GenotileError:
@@ -268,13 +282,14 @@ def same_encoding(a: CategoricalEncoding, b: CategoricalEncoding) -> bool:
     )
 
 
-def write_planes(planes_out, earlier_planes: Path, appended: Appended, new_rows: np.ndarray) -> None:
-    """planes.npy: the earlier file's rows, copied (by the kernel, copy_file_range) or, where the
-    encoding changed, encoded again (Appended.recoded), then the new records' `new_rows`; the file
-    replaced whole (util/atomic.py)."""
+def write_planes(planes_out, earlier_planes: Path, appended, new_rows: np.ndarray, words: int) -> None:
+    """planes.npy of `words` words a row: the earlier file's rows, copied (by the kernel,
+    copy_file_range) or, where the encoding changed, encoded again (Appended.recoded), then the
+    new records' `new_rows` (`appended`: an Appended, or a list's new samples,
+    store/listed.NewSamples); the file replaced whole (util/atomic.py)."""
     old = load_npy(earlier_planes, "the earlier store's planes", dtype=np.uint64, ndim=2, mmap=True)
     assert isinstance(old, np.memmap)  # mmap: its `offset` is the header's bytes
-    n_old, words = old.shape[0], appended.enc.layout.total_words
+    n_old = old.shape[0]
     with atomic_path(planes_out) as tmp, open(tmp, "r+b") as fh, open(earlier_planes, "rb") as src:
         start = npy_rows.write_header(fh, (n_old + new_rows.size, words), np.uint64)
         if appended.earlier_enc is None:

@@ -37,9 +37,11 @@ from genotile.util.atomic import write_record
 log = logging.getLogger("genotile")
 
 
-def read_part(path, encoding: str, options: dict | None = None) -> tuple[Part, dict]:
-    """One side of a query read into memory: a FASTA's sequences, or a genotype input's codes with
-    its reader's options applied; and the reader's counts ({} for an alignment)."""
+def read_part(path, encoding: str, options: dict | None = None, keys: dict | None = None) -> tuple[Part, dict]:
+    """One side of a query (or one file of a list input, store/listed.py) read into memory: a
+    FASTA's sequences, or a genotype input's codes with its reader's options applied; and the
+    reader's counts ({} for an alignment). `keys`, given: updated with the reader's manifest keys
+    (PLINK: FID and IID of each sample)."""
     from genotile.io.readers.base import GenotypeReader, reader_of
 
     reader = reader_of(path, encoding)
@@ -66,6 +68,8 @@ def read_part(path, encoding: str, options: dict | None = None) -> tuple[Part, d
             raise GenotileError(f"{path}: no variants left after the VCF rules")
         codes = np.ascontiguousarray(np.concatenate(blocks).T)  # (samples, variants)
         samples, stats = list(opened.samples), dict(opened.stats)
+        if keys is not None:
+            keys.update(opened.manifest_keys())
     if ENCODINGS[encoding].transposed:  # variants are the vectors (ccc2), over the same samples
         return Part(str(path), sha256, variant_ids, codes, samples), stats
     return Part(str(path), sha256, samples, codes, variant_ids), stats
