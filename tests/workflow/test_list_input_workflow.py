@@ -80,7 +80,14 @@ def test_a_query_of_a_list_is_one_line(tmp_path, fastas):
     )
 
 
-@pytest.mark.parametrize("given, says", [([], "datasets.d.input: []"), (["a.fa", "a.fa"], "datasets.d.input: ")])
+@pytest.mark.parametrize(
+    "given, says",
+    [
+        ([], "config: datasets.d.input: [] should be non-empty"),
+        (["a.fa", "a.fa"], "config: datasets.d.input: ['a.fa', 'a.fa'] has non-unique elements"),
+        (["a.fa", ""], "config: datasets.d.input.1: '' should be non-empty"),
+    ],
+)
 def test_an_empty_list_or_a_file_listed_twice_is_refused_by_the_schema(tmp_path, given, says):
     one_line_error(
         snakemake(tmp_path, {"datasets": {"d": {"input": given, "metrics": ["snp"]}}}, "-n", check=False), says
