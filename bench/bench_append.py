@@ -6,6 +6,7 @@ grown file, whole Snakemake runs, same machine, same run; the outputs compared b
     python3 bench/bench_append.py --gpu [--cores 16]   # the GPU case, and its query
     python3 bench/bench_append.py --smoke      # tiny sizes, seconds (tests/workflow/test_bench_smoke.py)
     python3 bench/bench_append.py --repeat 5   # 5 appends and 5 fresh runs in turn: the ratio's median
+    python3 bench/bench_append.py --as-list    # the new records as a further file of a list input
 
 The issue's case: 15,800 sequences x 20 kb, 2,000 variable columns, 200 clusters (bench_e2e's
 generator), snp threshold 10, `dense_max: 0`, `report: true` (clusters.tsv and plots), then 200
@@ -17,6 +18,9 @@ times, each from a copy of the workflow folder as the first run left it (the cop
 turn with K fresh runs (each in the emptied fresh folder): the ratio pair by pair and its median,
 as a small machine's run-to-run spread (a fresh run of the issue's case 6.3-7.5 s on the 2-core VM)
 moves one pair's ratio by +-0.05.
+
+`--as-list`: the records added as a further file instead (`input: [data.fa, added.fa]` after
+`input: data.fa`: store/listed.py), the fresh run still on the grown file.
 
 `--gpu`: the issue's GPU goals: bench_e2e's snp_200k (200,000 SARS-CoV-2-like sequences x 30 kb,
 300 variable columns, 2,000 lineages, half the sequences copies, 1% N; snp threshold 2) plus 2,000
@@ -43,9 +47,9 @@ RESULTS = ("pairs.tsv.gz", "histogram.tsv", "matrix.tsv", "report/clusters.tsv")
 SUMMARY = ("n_vectors", "n_fields", "n_fields_kept", "pairs_computed", "pairs_passing", "threshold")
 
 
-def run(work: Path, data: Path, threshold: float, cores: int, against: Path | None = None) -> dict:
+def run(work: Path, data: Path | list[Path], threshold: float, cores: int, against: Path | None = None) -> dict:
     work.mkdir(parents=True, exist_ok=True)
-    dataset: dict = {"input": str(data), "metrics": ["snp"]}
+    dataset: dict = {"input": [str(p) for p in data] if isinstance(data, list) else str(data), "metrics": ["snp"]}
     if against is not None:
         dataset["against"] = str(against)
     config = {
@@ -137,6 +141,7 @@ def main() -> int:
     ap.add_argument("--smoke", action="store_true")
     ap.add_argument("--repeat", type=int, default=1, help="appends and fresh runs, in turn (the ratio's median)")
     ap.add_argument("--gpu", action="store_true", help="the issue's GPU case (200,000 + 2,000) and a query run")
+    ap.add_argument("--as-list", action="store_true", help="the new records as a further file of a list input")
     args = ap.parse_args()
     if args.gpu:
         args.n, args.added = (200_000, 2_000) if args.n == 15_800 else (args.n, args.added)
@@ -169,8 +174,12 @@ def main() -> int:
             shutil.copytree(snapshot, appended, symlinks=True)
             for name in ("results", "logs", "benchmarks", ".snakemake"):
                 shutil.rmtree(fresh / name, ignore_errors=True)
-        data.write_bytes(grown.read_bytes())  # the records added at the end
-        agains.append(run(appended, data, case.threshold, args.cores))
+        if args.as_list:  # the records added as a further file of the list
+            (appended / "added.fa").write_bytes(grown.read_bytes()[data.stat().st_size :])
+            agains.append(run(appended, [data, appended / "added.fa"], case.threshold, args.cores))
+        else:
+            data.write_bytes(grown.read_bytes())  # the records added at the end
+            agains.append(run(appended, data, case.threshold, args.cores))
         fulls.append(run(fresh, fresh / "data.fa", case.threshold, args.cores))
         same = same and outputs(appended) == outputs(fresh)
     ratios = [a["wall"] / f["wall"] for a, f in zip(agains, fulls, strict=True)]
@@ -192,7 +201,8 @@ def main() -> int:
         ]
         same = same and q_pairs == want
     lines = [
-        f"appends: {args.n} + {args.added} sequences x {case.length} ({case.variable} variable columns), "
+        f"appends{' (a further file of a list)' if args.as_list else ''}: {args.n} + {args.added} sequences "
+        f"x {case.length} ({case.variable} variable columns), "
         f"snp threshold {case.threshold}, dense_max 0, report, {args.cores} cores",
         "",
         "| run | wall (s) | per rule (s) | Snakemake and the rest (s) |",

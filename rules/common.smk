@@ -25,7 +25,6 @@ from genotile.runtime import gpu_request as _gpu_request  # noqa: E402
 from genotile.runtime import gpu_slots as _gpu_slots  # noqa: E402
 from genotile.store import sources as _sources  # noqa: E402
 from genotile.store import inputs as _inputs  # noqa: E402
-from genotile.store import listed as _listed  # noqa: E402
 from genotile.store import manifest as _store_manifest  # noqa: E402
 from genotile.core import limits as _limits  # noqa: E402
 from genotile.runtime.rule import (
@@ -73,7 +72,7 @@ wildcard_constraints:
 def input_files_of(dataset):
     """A dataset's input as the list of its files: its one file, or those of a list input in
     their order (store/listed.py)."""
-    return _listed.files_of(config["datasets"][dataset]["input"])
+    return _inputs.files_of(config["datasets"][dataset]["input"])
 
 
 def dataset_input(wildcards):

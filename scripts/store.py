@@ -11,9 +11,9 @@ sys.setswitchinterval(0.0002)  # until a fresh store is packed (after_pack)
 from genotile.store.sources import hash_ahead  # noqa: E402
 
 # each input file the workflow's fingerprints left to this job (grown, or new: store/sources.py)
-# is hashed on threads from here on, while the job's modules are imported (store/listed.py among
-# them: the files taken here without it). The rule's input, not the config's: a module's
-# `prefix:` moves relative paths there; a list, of one file too (rules/common.smk dataset_input).
+# is hashed on threads from here on, while the job's modules are imported. The rule's input, not
+# the config's: a module's `prefix:` moves relative paths there; a list, of one file too
+# (rules/common.smk dataset_input).
 for path in [snakemake.input.data] if isinstance(snakemake.input.data, str) else snakemake.input.data:
     hash_ahead(path)
 
@@ -26,7 +26,8 @@ from genotile.core.registry import REGISTRY  # noqa: E402
 from genotile.pairs import early  # noqa: E402
 from genotile.runtime.rule import run_rule  # noqa: E402
 from genotile.settings import ccc3_null_max, tile_settings  # noqa: E402
-from genotile.store import listed, resident  # noqa: E402
+from genotile.store import resident  # noqa: E402
+from genotile.store.inputs import given  # noqa: E402
 
 log = logging.getLogger("genotile")
 
@@ -42,7 +43,7 @@ def gpu_slots():
 def store(sm):
     dataset = sm.config["datasets"][sm.wildcards.dataset]
     # the input as the store takes it: its file, or a list input's files in their order
-    input_ = listed.given(sm.input.data)
+    input_ = given(sm.input.data)
     of_store = [m for m in dataset["metrics"] if REGISTRY[m].encoding == sm.wildcards.encoding]
     # the bounds on output (limits.check_plan), as `genotile run` applies them
     bounds = {
@@ -130,7 +131,7 @@ def store(sm):
 
                 query.query_store(input_, sm.input.against[0], *common, metrics=of_store, backend=backend, **kwargs)
             else:  # records appended to a FASTA, or a file to a list: only their pairs computed (store/append.py)
-                from genotile.store import append
+                from genotile.store import append, listed
 
                 def say(line):
                     print(
@@ -138,7 +139,8 @@ def store(sm):
                     )
                     log.info("%s", line)
 
-                append.store(
+                of_input = listed.store if isinstance(input_, list) else append.store
+                of_input(
                     input_,
                     *common,
                     collapse_duplicates=sm.params.collapse,

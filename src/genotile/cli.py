@@ -395,8 +395,7 @@ def _check_run(args) -> tuple[list[str], bool]:
     """(the run's metrics, whether the input is genotypes); an option that does not apply to them
     or to the input is refused by its flag."""
     from genotile.core.encodings import ENCODINGS
-    from genotile.store.inputs import check_input, inputs_of, metric_encoding
-    from genotile.store.listed import files_of
+    from genotile.store.inputs import check_input, files_of, inputs_of, metric_encoding
 
     metrics = list(dict.fromkeys(args.metric))
     thresholds: dict[str, float | None] = {}
@@ -454,11 +453,11 @@ def _run(args) -> None:
 
     from genotile import settings
     from genotile.pipeline import run_all, run_ccc3, run_config
-    from genotile.store import listed
+    from genotile.store import inputs
     from genotile.store.reuse import current_store
 
     # INPUT's files as the store takes them: a path, or a list of two or more (store/listed.py)
-    args.input = listed.given(args.input)
+    args.input = inputs.given(args.input)
     metrics, genotypes = _check_run(args)
     if args.threads is not None:
         backends.limit_threads(args.threads)

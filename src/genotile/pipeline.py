@@ -19,7 +19,7 @@ from genotile.io.planfile import read_plan
 from genotile.pairs import stage as pairs_stage
 from genotile.store import reuse
 from genotile.store import stage as store_stage
-from genotile.store.listed import files_of, given
+from genotile.store.inputs import files_of, given
 from genotile.store.manifest import STORE_KEYS
 from genotile.triples import stage as triples_stage
 from genotile.util.progress import Progress

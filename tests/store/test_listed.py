@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from genotile.errors import GenotileError
-from genotile.store import append
+from genotile.store import append, listed
 from tests.genodata import random_genotypes, vcf_text, write_vcf
 from tests.snakerun import random_alignment, write_fasta
 
@@ -25,7 +25,8 @@ def _store(work: Path, given, encoding="nucleotide", collapse=False) -> list[str
     with contextlib.chdir(work):
         for f in [Path("ingest.json"), *(Path("store", n) for n in (*SAME_FILES, "manifest.json"))]:
             f.unlink(missing_ok=True)
-        append.store(given, encoding, "ingest.json", "store", 8, 1, collapse_duplicates=collapse, say=said.append)
+        of_input = listed.store if isinstance(given, list) else append.store
+        of_input(given, encoding, "ingest.json", "store", 8, 1, collapse_duplicates=collapse, say=said.append)
     return said
 
 

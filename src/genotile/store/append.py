@@ -355,25 +355,6 @@ def store(
     Plan
         With `segments` where vectors were appended: its `appended_tiles` are the ones to compute.
     """
-    if isinstance(input_path, list):  # a list of files (store/listed.py), above this module
-        from genotile.store import listed
-
-        return listed.store(
-            input_path,
-            encoding,
-            ingest_manifest_out,
-            store_dir,
-            block_size,
-            seed,
-            options=options,
-            collapse_duplicates=collapse_duplicates,
-            metrics=metrics,
-            backend=backend,
-            dense_max=dense_max,
-            bounds=bounds,
-            after_pack=after_pack,
-            say=say,
-        )
     store_dir = Path(store_dir)
     store_dir.mkdir(parents=True, exist_ok=True)
     record = read_record(store_dir)
@@ -428,11 +409,6 @@ def current_store(input_path, encoding: str, ingest_manifest_out, store_dir, blo
     **given
         `store`'s keyword arguments (options, collapse_duplicates, metrics, backend, dense_max).
     """
-    if isinstance(input_path, list):  # a list of files (store/listed.py), above this module
-        from genotile.store import listed
-
-        listed.current_store(input_path, encoding, ingest_manifest_out, store_dir, block_size, seed, **given)
-        return
     store_dir, options = Path(store_dir), given.get("options")
     settings = settings_of(
         encoding, options, stage.wants_collapse(encoding, given.get("collapse_duplicates", False)), block_size, seed

@@ -21,10 +21,23 @@ from genotile.io.readers.base import GENOTYPE_OPTIONS, reader_classes, reader_fo
 
 
 def files_of(path) -> list[str]:
-    """A dataset's input (a path, or a list of paths) as the list of its files, as store/listed.py
-    `files_of` gives it: not imported from there, as listed.py imports the store's stages, which
-    import this module."""
+    """A dataset's input (a path, or a list of paths: store/listed.py) as the list of its files.
+
+    >>> files_of("a.fa"), files_of(["a.fa", "b.fa"])
+    (['a.fa'], ['a.fa', 'b.fa'])
+    """
     return [os.fspath(path)] if isinstance(path, (str, os.PathLike)) else [os.fspath(p) for p in path]
+
+
+def given(path) -> "str | list[str]":
+    """A dataset's input as the store takes it: one file as its path (a one-file list too), two or
+    more as their list (store/listed.py).
+
+    >>> given(["a.fa"]), given(["a.fa", "b.fa"])
+    ('a.fa', ['a.fa', 'b.fa'])
+    """
+    files = files_of(path)
+    return files[0] if len(files) == 1 else files
 
 
 def input_files(path) -> list[Path]:

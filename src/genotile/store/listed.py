@@ -42,33 +42,6 @@ from genotile.store import append, extend, stage
 from genotile.store.sources import content_digest, content_sha256, content_size, recorded_digest, sources
 from genotile.util.atomic import write_record
 
-
-def files_of(given) -> list[str]:
-    """A dataset's `input` (a path, or a list of paths) as the list of its files.
-
-    >>> files_of("a.fa")
-    ['a.fa']
-    >>> files_of(["a.fa", "b.fa"])
-    ['a.fa', 'b.fa']
-    """
-    if isinstance(given, (str, os.PathLike)):
-        return [os.fspath(given)]
-    return [os.fspath(p) for p in given]
-
-
-def given(input_) -> "str | list[str]":
-    """A dataset's `input` as the store takes it: one file as its path (a one-file list too), two or
-    more as their list.
-
-    >>> given(["a.fa"])
-    'a.fa'
-    >>> given(["a.fa", "b.fa"])
-    ['a.fa', 'b.fa']
-    """
-    files = files_of(input_)
-    return files[0] if len(files) == 1 else files
-
-
 log = logging.getLogger("genotile")
 
 SUMMED = ("missing_calls", "half_missing_calls")  # a list's counts: per call, added over its files

@@ -12,8 +12,8 @@ from pathlib import Path
 
 from genotile.core.blocks import AUTO
 from genotile.core.encodings import ENCODINGS
-from genotile.store import append, stage
-from genotile.store.listed import given
+from genotile.store import append, listed, stage
+from genotile.store.inputs import given
 from genotile.store.sources import differences, sources
 
 log = logging.getLogger("genotile")
@@ -43,7 +43,8 @@ def current_store(
     store = outdir / "store" / encoding
     if ENCODINGS[encoding].source == "alignment" or isinstance(input_path, list):
         codes.unlink(missing_ok=True)  # an earlier run's: never this store's, never packed from again
-        append.current_store(
+        of_input = listed.current_store if isinstance(input_path, list) else append.current_store
+        of_input(
             input_path,
             encoding,
             imani,
