@@ -259,7 +259,14 @@ def store(
     record = append.read_record(store_dir)
     collapse = stage.wants_collapse(encoding, collapse_duplicates)
     settings = append.settings_of(encoding, options, collapse, block_size, seed)
+    t0 = time.perf_counter()
     further, why = _further(record, paths, settings)
+    if further is not None:
+        log.info(
+            "store: the earlier %d file(s) of the list checked in %.3f s",
+            len(paths) - len(further),
+            time.perf_counter() - t0,
+        )
     if further is not None:
         assert record is not None
         auto = {"metrics": metrics, "backend": backend, "dense_max": dense_max}
@@ -342,11 +349,23 @@ def _append(job, paths: list[str], further: list[str]):
     return append.grow(job, m, grown, (t0, time.perf_counter())), ""
 
 
-def _new_sha256s(job, further: list[str]) -> list[str]:
-    """Every listed file's SHA-256: the earlier ones' as recorded, the further files' hashed."""
-    with ThreadPoolExecutor(min(4, len(further)), thread_name_prefix="genotile-sha256") as pool:
-        added = list(pool.map(content_sha256, further))
-    return [f["sha256"] for f in job.record["input"]["files"]] + added
+def _hashed(job, further: list[str]):
+    """A future of (every listed file's SHA-256, every listed file's content digest): the earlier
+    files' as their record holds them (`_further` checked their digests), the further files'
+    hashed on a thread beside the reading of their vectors (hashlib releases the GIL)."""
+    earlier = job.record["input"]["files"]
+
+    def hashes() -> tuple[list[str], list[str]]:
+        added = [(content_sha256(p), _digest(p)) for p in further]
+        return [f["sha256"] for f in earlier] + [a[0] for a in added], [f["digest"] for f in earlier] + [
+            a[1] for a in added
+        ]
+
+    pool = ThreadPoolExecutor(1, thread_name_prefix="genotile-sha256")
+    try:
+        return pool.submit(hashes)
+    finally:
+        pool.shutdown(wait=False)
 
 
 def _grown_alignment(job, paths: list[str], further: list[str]):
@@ -359,6 +378,7 @@ def _grown_alignment(job, paths: list[str], further: list[str]):
     before, why = extend.earlier(job.store_dir, job.record)
     if before is None:
         return None, None, why
+    hashed = _hashed(job, further)
     n_fields = int(before.manifest["n_fields"])
     ids: list[str] = []
     rows = []
@@ -374,13 +394,13 @@ def _grown_alignment(job, paths: list[str], further: list[str]):
     new, why = extend.grown(ids, np.concatenate(rows), before)
     if new is None:
         return None, None, why
-    sha256s = _new_sha256s(job, further)
     n_old = int(job.record["n_input"])
     index, first = append.index_appended(job.record, n_old, new, job.settings["collapse"])
+    sha256s, digests = hashed.result()
     m = alignment_manifest(
         label(paths), ListedAlignment.kind, job.encoding, every, n_fields, new.keep.size, listed_sha256(sha256s)
     )
-    complete(m, paths, sha256s, _digests(paths), job.options)
+    complete(m, paths, sha256s, digests, job.options)
     keys = categorical_keys(NUCLEOTIDE.name, new.enc)
     return append.Grown(before.planes, new, index, first, keys, new.enc.layout, {}), m, ""
 
@@ -399,6 +419,7 @@ def _grown_genotypes(job, paths: list[str], further: list[str]):
     if linked is None:
         return None, None, why
     planes, before = linked
+    hashed = _hashed(job, further)
     read = [_genotype_part(p, job.encoding, job.settings["options"] or None) for p in further]
     for path, (part, _, _) in zip(further, read, strict=True):
         if variants_sha256(list(part.fields or [])) != job.record["variants_sha256"]:
@@ -411,7 +432,7 @@ def _grown_genotypes(job, paths: list[str], further: list[str]):
     if len(set(ids)) != len(ids):
         return None, None, "a further file's sample name is taken"  # the list's read names it
     keys = [k for _, _, k in read]
-    sha256s = _new_sha256s(job, further)
+    sha256s, digests = hashed.result()
     counts = listed_counts([before.get("ingest_counts") or {}, *(stats for _, stats, _ in read)])
     m = {
         "genotile": __version__,
@@ -431,7 +452,7 @@ def _grown_genotypes(job, paths: list[str], further: list[str]):
             if key in before and all(key in k for k in keys)
         },
     }
-    complete(m, paths, sha256s, _digests(paths), job.settings["options"] or None, read[0][0].fields)
+    complete(m, paths, sha256s, digests, job.settings["options"] or None, read[0][0].fields)
     new = NewSamples([name for part, _, _ in read for name in part.ids], codes, layout)
     n_old = int(job.record["n_input"])
     index, first = append.index_appended(job.record, n_old, new, job.settings["collapse"])
