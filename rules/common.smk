@@ -394,16 +394,12 @@ def dataset_sources(wildcards):
     """The fingerprint of each file of the input (and of the FILE of a query): a list input's
     further file, its own fingerprint new, reruns the store (an append of its vectors).
     """
-    own = [
-        fingerprint(out, path)
-        for out, path in zip(
-            dataset_fingerprints(wildcards.dataset), dataset_input(wildcards)
-        )
-    ]
+    pairs = zip(dataset_fingerprints(wildcards.dataset), dataset_input(wildcards))
     against = config["datasets"][wildcards.dataset].get("against")
-    if against is None:
-        return own
-    return [*own, fingerprint(against_fingerprint(wildcards.dataset), against)]
+    if against is not None:
+        pairs = [*pairs, (against_fingerprint(wildcards.dataset), against)]
+    # a missing file has none ([]): Snakemake names the file itself
+    return [out for out, path in pairs if fingerprint(out, path)]
 
 
 def screen_sources(wildcards):

@@ -389,3 +389,31 @@ def test_reader_options_are_refused_for_arrays_alike_by_both_functions(g):
     for call in (genotile.pairwise, genotile.triplewise):
         with pytest.raises(GenotileError, match=r"^option\(s\) regions, samples apply to a VCF/BCF"):
             call(g, samples=["a"], regions="1")
+
+
+def test_a_list_of_paths_is_one_input_in_its_order(tmp_path):
+    """pairwise of a list of pathlib.Path files (store/listed.py): the pairs of the files joined
+    into one, alignments and genotypes; ids refused (files name their vectors), and against."""
+    from genodata import vcf_text, write_vcf
+    from snakerun import random_alignment, write_fasta
+
+    seqs = random_alignment(np.random.default_rng(2), 30, 80)
+    names = [f"x{i}" for i in range(30)]
+    write_fasta(tmp_path / "a.fa", seqs[:20], names[:20])
+    write_fasta(tmp_path / "b.fa", seqs[20:], names[20:])
+    write_fasta(tmp_path / "ab.fa", seqs, names)
+    listed = genotile.pairwise([tmp_path / "a.fa", tmp_path / "b.fa"], "snp", threshold=30)
+    joined = genotile.pairwise(str(tmp_path / "ab.fa"), "snp", threshold=30)
+    assert len(listed.pairs) > 0 and listed.pairs.equals(joined.pairs)
+    g = random_genotypes(24, 50, seed=6)
+    samples, variants = [f"p{i}" for i in range(24)], [f"v{i}" for i in range(50)]
+    write_vcf(tmp_path / "a.vcf", vcf_text(g[:15], samples[:15], variants))
+    write_vcf(tmp_path / "b.vcf", vcf_text(g[15:], samples[15:], variants))
+    write_vcf(tmp_path / "ab.vcf", vcf_text(g, samples, variants))
+    listed = genotile.pairwise([tmp_path / "a.vcf", tmp_path / "b.vcf"], "king")
+    joined = genotile.pairwise(str(tmp_path / "ab.vcf"), "king")
+    assert len(listed.pairs) == 24 * 23 // 2 and listed.pairs.equals(joined.pairs)
+    with pytest.raises(GenotileError, match="ids, rows: files name"):
+        genotile.pairwise([tmp_path / "a.fa", tmp_path / "b.fa"], "snp", ids=names)
+    with pytest.raises(GenotileError, match="against: takes an input of one file"):
+        genotile.pairwise([tmp_path / "a.fa", tmp_path / "b.fa"], "snp", against=str(tmp_path / "ab.fa"))

@@ -221,6 +221,17 @@ def _array_input(x, encoding: str, ids, rows) -> GenotypeArray | AlignmentArray:
     return GenotypeArray(g, samples=samples if ids is None else ids, variants=variants)
 
 
+def _files(x):
+    """`x` as the store takes it where it is a list of pathlib.Path objects: two or more as the list
+    of their paths, one as its path (store/inputs.given); anything else (an array, a sequence of
+    str: an alignment's sequences) as it is, and False."""
+    if isinstance(x, (list, tuple)) and x and all(isinstance(p, os.PathLike) for p in x):
+        from genotile.store.inputs import given
+
+        return given(list(x)), True
+    return x, False
+
+
 def _query_part(x, metric_name: str, ids, rows, options: dict, what: str):
     """One side of a query (store/query.py Part): a file read with the reader options, or an
     array read by its reader."""
@@ -250,6 +261,9 @@ def _query_store(x, against, metric_name: str, ids, against_ids, rows, options: 
     """_store's query form (store/query.py): x's vectors then against's, in memory."""
     from genotile.store import query
 
+    x, files = _files(x)
+    if files and isinstance(x, list):  # refused, naming the list
+        check_against(x, against, [metric_name], options)
     if isinstance(x, (str, os.PathLike)) and isinstance(against, (str, os.PathLike)):
         check_input(x, [metric_name], options)
         check_against(x, against, [metric_name], options)
@@ -277,7 +291,15 @@ def _store(x, metric_name: str, ids, rows, options: dict, block_size, seed: int,
     """
     encoding = metric_encoding(metric_name)
     source: str | os.PathLike | GenotypeArray | AlignmentArray
-    if isinstance(x, (str, os.PathLike)):
+    x, listed = _files(x)
+    if listed and isinstance(x, list):  # files read as one input, the reader options applied to each
+        from genotile.store.listed import read_list
+
+        if ids is not None or rows is not None:
+            raise GenotileError("ids, rows: files name and orient their own vectors; ids and rows are for arrays")
+        check_input(x, [metric_name], options)
+        source, options = read_list(x, encoding, options, hold=False), {}
+    elif isinstance(x, (str, os.PathLike)):
         if ids is not None:
             raise GenotileError("ids: a file names its own vectors; ids are for arrays")
         if rows is not None:
@@ -345,7 +367,10 @@ def pairwise(
         names the samples); scikit-allel's GenotypeArray or HaplotypeArray, or an sgkit Dataset
         (its call_genotype), each read in its own orientation, **variants first**. Or an
         alignment (snp, hamming): a sequence of n str / bytes of one length (a pandas Series: its
-        index names them), or an (n, length) array of characters or printable ASCII codes.
+        index names them), or an (n, length) array of characters or printable ASCII codes. Or a
+        list of files of one kind as `pathlib.Path` objects (a list of str is an alignment's
+        sequences), read as one input in their order: FASTA files of one length, or genotype
+        inputs with the same variants (the workflow's list `input:`, store/listed.py).
     metric : {"snp", "hamming", "ibs", "king", "ccc2"}
         The metric (README "What it computes"); ccc3 is `triplewise`.
     threshold : float, optional

@@ -5,12 +5,14 @@ fresh store; anything else is made in full, saying why."""
 
 import contextlib
 import json
+import logging
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 from genotile.errors import GenotileError
+from genotile.io.fasta import read_alignment
 from genotile.store import append, listed
 from tests.genodata import random_genotypes, vcf_text, write_vcf
 from tests.snakerun import random_alignment, write_fasta
@@ -130,7 +132,8 @@ def genotypes(tmp_path):
     return tmp_path
 
 
-def test_genotype_list_fresh_and_appended(genotypes):
+def test_genotype_list_fresh_and_appended(genotypes, caplog):
+    caplog.set_level(logging.INFO, logger="genotile")
     one = _copy(genotypes, genotypes / "one", ["abc.vcf"])
     many = _copy(genotypes, genotypes / "many", ["a.vcf", "b.vcf", "c.vcf"])
     _store(one, "abc.vcf", "genotype")
@@ -139,8 +142,10 @@ def test_genotype_list_fresh_and_appended(genotypes):
         assert (one / "store" / name).read_bytes() == (many / "store" / name).read_bytes(), name
     grown = _copy(genotypes, genotypes / "grown", ["a.vcf", "b.vcf", "c.vcf"])
     said = _store(grown, "a.vcf", "genotype")
+    # a one-file store records no variants: the list read again, its samples still appended
     said = _store(grown, ["a.vcf", "b.vcf"], "genotype")
-    assert said == ["recomputing in full: the earlier store did not record its variants (not a list of genotype files)"]
+    assert said and said[0].startswith("8 vectors appended to 25"), said
+    assert "the whole list is read again: the earlier store did not record its variants" in caplog.text
     said = _store(grown, ["a.vcf", "b.vcf", "c.vcf"], "genotype")
     assert said and said[0].startswith("7 vectors appended to 33"), said
     assert _rows_by_id(grown) == _rows_by_id(one)
@@ -159,3 +164,24 @@ def test_genotype_list_of_other_variants(genotypes):
     with pytest.raises(GenotileError, match=r"d.vcf holds 30 variants, a.vcf 30: variant 1 is 'w0' there"):
         _store(genotypes, ["a.vcf", "b.vcf", "d.vcf"], "genotype")
     assert json.loads((genotypes / "store" / append.RECORD).read_text())["n_input"] == 33  # the earlier one's
+
+
+def test_further_file_that_makes_a_column_variable_is_still_appended(alignment, caplog):
+    """The further file's records alone cannot give the store (a column made variable): the list
+    is read again, its store planned as appended all the same (the earlier tiles hold the same
+    pairs), each vector's planes those of a fresh store of the list."""
+    caplog.set_level(logging.INFO, logger="genotile")
+    rows = {name: row.tobytes().decode() for name, row in read_alignment(alignment / "abc.fa")}
+    rows = {name: "A" + row[1:] for name, row in rows.items()}  # column 0 constant ...
+    rows["q62"] = "T" + rows["q62"][1:]  # ... but in c.fa's first record
+    for name, lo, hi in (("a", 0, 50), ("b", 50, 62), ("c", 62, 70)):
+        names = [f"q{i}" for i in range(lo, hi)]
+        write_fasta(alignment / f"{name}.fa", [rows[n] for n in names], names)
+    many = _copy(alignment, alignment / "many", ["a.fa", "b.fa", "c.fa"])
+    _store(many, ["a.fa", "b.fa"])
+    said = _store(many, ["a.fa", "b.fa", "c.fa"])
+    assert said and said[0].startswith("8 vectors appended to 62"), said
+    assert "the whole list is read again: the new records make a constant column variable" in caplog.text
+    fresh = _copy(alignment, alignment / "fresh", ["a.fa", "b.fa", "c.fa"])
+    _store(fresh, ["a.fa", "b.fa", "c.fa"])
+    assert _rows_by_id(fresh) == _rows_by_id(many)

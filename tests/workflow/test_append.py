@@ -117,3 +117,62 @@ def test_an_edit_before_the_end_recomputes_in_full_and_says_so(tmp_path):
     snakemake(fresh, config)
     for metric in ("snp", "hamming"):
         assert _outputs(work, metric) == _outputs(fresh, metric)
+
+
+def test_a_further_file_of_a_list_computes_its_pairs_only_with_a_fresh_runs_outputs(tmp_path):
+    """`input: data.fa`, then `[data.fa, more1.fa]`, then `[data.fa, more1.fa, more2.fa]`
+    (store/listed.py): each further file's vectors appended, every earlier tile kept, the outputs
+    those of a fresh run on the files joined into one."""
+    rng = np.random.default_rng(7)  # the appends of the test above: no column made variable
+    seqs, ids = _alignment(rng, 70), [f"s{i}" for i in range(70)]
+    grown, fresh = tmp_path / "grown", tmp_path / "fresh"
+    for work in (grown, fresh):
+        work.mkdir()
+    write_fasta(grown / "data.fa", seqs[:50], ids[:50])
+    write_fasta(grown / "more1.fa", seqs[50:58], ids[50:58])
+    write_fasta(grown / "more2.fa", seqs[58:], ids[58:])
+    config = _config(collapse_duplicates=False)
+    snakemake(grown, config)
+    before = _tile_mtimes(grown, "snp")
+    for files in (["data.fa", "more1.fa"], ["data.fa", "more1.fa", "more2.fa"]):
+        config["datasets"]["d"]["input"] = files
+        proc = snakemake(grown, config)
+        assert "vectors appended to" in proc.stderr, proc.stderr[-3000:]
+        now = _tile_mtimes(grown, "snp")
+        assert {k for k in before if now.get(k) == before[k]} == set(before) and len(now) > len(before)
+        before = now
+    write_fasta(fresh / "data.fa", seqs, ids)
+    snakemake(fresh, _config(collapse_duplicates=False))
+    for metric in ("snp", "hamming"):
+        assert _outputs(grown, metric) == _outputs(fresh, metric)
+    summary = json.loads((grown / "results" / "d" / "snp" / "summary.json").read_text())
+    assert summary["input"] == "data.fa + more1.fa + more2.fa"
+    again = snakemake(grown, config)  # nothing changed: nothing runs
+    assert "Nothing to be done" in again.stdout + again.stderr
+
+
+def test_a_further_genotype_file_of_a_list_appends_its_samples(tmp_path):
+    """A list of VCFs with the same variants, then a further one: its samples appended (the
+    variants checked), king's and ibs's outputs those of a fresh run on the VCF of every sample."""
+    from tests.genodata import random_genotypes, vcf_text, write_vcf
+
+    g = random_genotypes(36, 40, seed=4)
+    names, variants = [f"p{i}" for i in range(36)], [f"v{i}" for i in range(40)]
+    grown, fresh = tmp_path / "grown", tmp_path / "fresh"
+    for (name, lo, hi), work in [(("a", 0, 20), grown), (("b", 20, 30), grown), (("c", 30, 36), grown)] + [
+        (("all", 0, 36), fresh)
+    ]:
+        work.mkdir(exist_ok=True)
+        write_vcf(work / f"{name}.vcf", vcf_text(g[lo:hi], names[lo:hi], variants, seed=lo))
+    config = {
+        "datasets": {"d": {"input": ["a.vcf", "b.vcf"], "metrics": ["king", "ibs"]}},
+        "thresholds": {"king": -1.0, "ibs": 1.0},
+        "block_size": 8,
+    }
+    snakemake(grown, config)
+    config["datasets"]["d"]["input"] = ["a.vcf", "b.vcf", "c.vcf"]
+    proc = snakemake(grown, config)
+    assert "6 vectors appended to 30" in proc.stderr, proc.stderr[-3000:]
+    snakemake(fresh, {**config, "datasets": {"d": {"input": "all.vcf", "metrics": ["king", "ibs"]}}})
+    for metric in ("king", "ibs"):
+        assert _outputs(grown, metric) == _outputs(fresh, metric)

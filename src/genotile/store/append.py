@@ -587,55 +587,64 @@ def index_appended(record: dict, n_old: int, new, collapse: bool) -> tuple[np.nd
 def _reingest(job: AppendJob, hashes) -> Plan:
     """The grown store from an ingest of the whole grown input, planned as appended (or in
     full, saying why: `hashes`' SHA-256 of the earlier bytes changed, or the earlier records
-    are not the first ones)."""
-    record, store_dir, settings = job.record, job.store_dir, job.settings
+    are not the first ones: `regrow`)."""
     t0 = time.perf_counter()
-    codes = store_dir / "codes.partial.npy"
+    codes = job.store_dir / "codes.partial.npy"
     try:
         made = stage.ingest(
             job.input_path,
             job.encoding,
             codes,
             job.ingest_manifest_out,
-            collapse_duplicates=settings["collapse"],
+            collapse_duplicates=job.settings["collapse"],
             hold=True,
             **(job.options or {}),
         )
-        m = made.manifest
-        t1 = time.perf_counter()
-        n_old = int(record["n_input"])
         why = None
         if not hashes.result().earlier:
             why = "the input's earlier bytes changed (an edit before the end, or records removed or reordered)"
-        elif m["n_vectors"] < n_old or ids_digest(m["ids"][:n_old]) != record["ids_sha256"]:
-            why = "the earlier records are not the first ones of the input"
-        index = None
-        if why is None:
-            index, why = _distinct_index(m, record, n_old)
-        if why is not None:  # in full, from this ingest
-            job.say(f"recomputing in full: {why}")
-            p = stage.plan(m, settings["block_size"], settings["seed"], bounds=job.bounds, **job.auto)
-            parts: list[dict] = []
-        else:
-            assert index is not None
-            p, parts = _appended_plan(m, record, index, n_old, job.bounds, job.say)
-            write_record(job.ingest_manifest_out, m)
-        write_plan(p, store_dir / "plan.json", store_dir / "perm.npy")
-        t2 = time.perf_counter()
-        manifest = stage.pack(
-            made.stored,
-            m,
-            store_dir / "plan.json",
-            store_dir / "perm.npy",
-            store_dir / "planes.npy",
-            store_dir / "manifest.json",
-        )
-        if _with_parts(manifest, parts, p, m["n_vectors"] - n_old):
-            write_record(store_dir / "manifest.json", manifest)
+        return regrow(job, made, why, t0)
     finally:
         codes.unlink(missing_ok=True)
+
+
+def regrow(job: AppendJob, made, why: str | None, t0: float, links: bool = False) -> Plan:
+    """The grown store from `made`, an ingest of the whole grown input (its manifest written),
+    planned as appended: the earlier plan's blocks for the earlier vectors, the new ones after
+    them, the earlier tiles kept (a pair's value is its two vectors'; the encoding may have
+    changed). In full instead, saying why, where `why` (the earlier input changed) or the earlier
+    vectors are not the first ones, or earlier identical vectors now differ. `links`: as `_finish`."""
+    record, store_dir, settings = job.record, job.store_dir, job.settings
+    m = made.manifest
+    t1 = time.perf_counter()
+    n_old = int(record["n_input"])
+    if why is None and (m["n_vectors"] < n_old or ids_digest(m["ids"][:n_old]) != record["ids_sha256"]):
+        why = "the earlier records are not the first ones of the input"
+    index = None
+    if why is None:
+        index, why = _distinct_index(m, record, n_old)
+    if why is not None:  # in full, from this ingest
+        job.say(f"recomputing in full: {why}")
+        p = stage.plan(m, settings["block_size"], settings["seed"], bounds=job.bounds, **job.auto)
+        parts: list[dict] = []
+    else:
+        assert index is not None
+        p, parts = _appended_plan(m, record, index, n_old, job.bounds, job.say)
+        write_record(job.ingest_manifest_out, m)
+    write_plan(p, store_dir / "plan.json", store_dir / "perm.npy")
+    t2 = time.perf_counter()
+    manifest = stage.pack(
+        made.stored,
+        m,
+        store_dir / "plan.json",
+        store_dir / "perm.npy",
+        store_dir / "planes.npy",
+        store_dir / "manifest.json",
+    )
+    if _with_parts(manifest, parts, p, m["n_vectors"] - n_old):
+        write_record(store_dir / "manifest.json", manifest)
     log.info("store stages (s): ingest %.3f, plan %.3f, pack %.3f", t1 - t0, t2 - t1, time.perf_counter() - t2)
-    _finish(store_dir, manifest, m, settings, job.size, _columns(made), _checks(made))
+    _finish(store_dir, manifest, m, settings, job.size, _columns(made), _checks(made), links=links)
     return p
 
 

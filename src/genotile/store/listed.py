@@ -116,7 +116,7 @@ def _held(paths: list[str], encoding: str, canonical: bool) -> ListedAlignment |
     return ListedAlignment(parts, held)
 
 
-def read_list(paths: list[str], encoding: str, options: dict | None = None, canonical: bool = False):
+def read_list(paths: list[str], encoding: str, options: dict | None = None, canonical: bool = False, hold: bool = True):
     """The files of a list input read as one input in memory (io/readers/listed.py).
 
     Parameters
@@ -129,6 +129,9 @@ def read_list(paths: list[str], encoding: str, options: dict | None = None, cano
         The genotype readers' options, applied to each file.
     canonical : bool
         Identical vectors will be collapsed (an alignment's bytes held canonical).
+    hold : bool
+        FASTA files held as one, folded (the store job's ingest takes them held); False: their
+        bytes as they are, encoded as an array's (the API's in-memory store).
 
     Returns
     -------
@@ -137,7 +140,7 @@ def read_list(paths: list[str], encoding: str, options: dict | None = None, cano
     from genotile.store.query import read_part
 
     if ENCODINGS[encoding].source == "alignment":
-        held = _held(paths, encoding, canonical)
+        held = _held(paths, encoding, canonical) if hold else None
         if held is not None:
             return held
         return ListedAlignment([read_part(p, encoding)[0] for p in paths])
@@ -344,9 +347,32 @@ def _append(job, paths: list[str], further: list[str]):
         grown, m, why = _grown_alignment(job, paths, further)
     else:
         grown, m, why = _grown_genotypes(job, paths, further)
-    if grown is None:
+    if grown is not None:
+        return append.grow(job, m, grown, (t0, time.perf_counter())), ""
+    if ENCODINGS[job.encoding].transposed:  # every vector changes: in full
         return None, why
-    return append.grow(job, m, grown, (t0, time.perf_counter())), ""
+    return _reingest(job, paths, further, why), ""
+
+
+def _reingest(job, paths: list[str], further: list[str], why: str):
+    """The grown store from every file of the list read again (`read_list`), planned as appended
+    (store/append.regrow: the earlier tiles kept, as where a FASTA's new records make a column
+    variable); `why`: why the further files alone did not do, logged."""
+    log.info("store: the whole list is read again: %s", why)
+    t0 = time.perf_counter()
+    hashed = _hashed(job, further)
+    codes = job.store_dir / "codes.partial.npy"
+    genotypes = ENCODINGS[job.encoding].source != "alignment"
+    try:
+        options = job.settings["options"] or None
+        reader = read_list(paths, job.encoding, options, canonical=job.settings["collapse"])
+        made = stage.ingest(reader, job.encoding, codes, None, collapse_duplicates=job.settings["collapse"], hold=True)
+        digests = hashed.result()[1]
+        complete(made.manifest, paths, reader.sha256s, digests, options, reader.variants if genotypes else None)
+        write_record(job.ingest_manifest_out, made.manifest)
+        return append.regrow(job, made, None, t0, links=genotypes)
+    finally:
+        codes.unlink(missing_ok=True)
 
 
 def _hashed(job, further: list[str]):
