@@ -185,3 +185,42 @@ def test_further_file_that_makes_a_column_variable_is_still_appended(alignment, 
     fresh = _copy(alignment, alignment / "fresh", ["a.fa", "b.fa", "c.fa"])
     _store(fresh, ["a.fa", "b.fa", "c.fa"])
     assert _rows_by_id(fresh) == _rows_by_id(many)
+
+
+def _fileset(prefix: Path, g: np.ndarray, names: list[str]) -> str:
+    from tests.io.test_bed import write_fileset
+
+    bed = write_fileset(prefix, g)
+    Path(f"{prefix}.fam").write_text("".join(f"0\t{n}\t0\t0\t0\t-9\n" for n in names))
+    return bed
+
+
+def test_a_changed_companion_file_of_an_earlier_file_is_seen(tmp_path):
+    """A sample renamed in an earlier fileset's .fam (its .bed unchanged): not an append, and
+    `genotile run`'s store is made again (store/sources.py, each file's companions)."""
+    g = random_genotypes(30, 20, seed=3)
+    for name, lo, hi in (("a", 0, 12), ("b", 12, 22), ("c", 22, 30)):
+        _fileset(tmp_path / name, g[lo:hi], [f"{name}{i}" for i in range(hi - lo)])
+    _store(tmp_path, ["a.bed", "b.bed"], "genotype")
+    (tmp_path / "b.fam").write_text((tmp_path / "b.fam").read_text().replace("\tb0\t", "\tb0x\t"))
+    said = _store(tmp_path, ["a.bed", "b.bed", "c.bed"], "genotype")
+    assert said and said[0].startswith("recomputing in full: b.bed: content of the"), said
+    assert "b0x" in json.loads((tmp_path / "store" / "manifest.json").read_text())["ids"]
+    run = {"block_size": 8, "seed": 1}
+    with contextlib.chdir(tmp_path):
+        listed.current_store(["a.bed", "b.bed"], "genotype", "run.json", "run", **run)
+        (tmp_path / "b.fam").write_text((tmp_path / "b.fam").read_text().replace("\tb1\t", "\tb1y\t"))
+        listed.current_store(["a.bed", "b.bed"], "genotype", "run.json", "run", **run)
+    assert "b1y" in json.loads((tmp_path / "run" / "manifest.json").read_text())["ids"]
+
+
+def test_a_missing_listed_file_is_one_line(alignment):
+    with pytest.raises(GenotileError, match=r"^nope.fa: no such file \(listed in a.fa \+ nope.fa\)$"):
+        _store(alignment, ["a.fa", "nope.fa"])
+
+
+def test_samples_with_a_genotype_list_is_refused(genotypes):
+    from genotile.store.inputs import check_input
+
+    with pytest.raises(GenotileError, match=r"samples: selects and orders the samples of one file"):
+        check_input([genotypes / "a.vcf", genotypes / "b.vcf"], ["king"], {"samples": "keep.txt"})

@@ -149,6 +149,11 @@ def test_a_further_file_of_a_list_computes_its_pairs_only_with_a_fresh_runs_outp
     assert summary["input"] == "data.fa + more1.fa + more2.fa"
     again = snakemake(grown, config)  # nothing changed: nothing runs
     assert "Nothing to be done" in again.stdout + again.stderr
+    # each file's fingerprint holds its digest (the store job's, where the parse left it to it):
+    # the next run hashes only a new or changed file
+    for name, path in (("d.json", "data.fa"), ("d+2.json", "more1.fa"), ("d+3.json", "more2.fa")):
+        record = json.loads((grown / ".snakemake" / "genotile" / "sources" / name).read_text())
+        assert record["sources"]["input"]["digest"] == file_digest(grown / path), name
 
 
 def test_a_further_genotype_file_of_a_list_appends_its_samples(tmp_path):

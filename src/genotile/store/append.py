@@ -150,6 +150,8 @@ def _record(
             "kept": kept,
             # a genotype list's variants (store/listed.py): what a further file is checked with
             "variants_sha256": ingest_manifest.get("variants_sha256"),
+            # what each file was read with (its companions, option files): a list's earlier files checked by them
+            "sources": ingest_manifest.get("sources"),
         },
     )
 

@@ -115,7 +115,7 @@ def earlier_links(store_dir: Path, record: dict) -> tuple[tuple[Path, dict] | No
     and why not."""
     kept = record.get("kept")
     if not isinstance(kept, dict) or not isinstance(kept.get("token"), str):
-        return None, "no column counts were kept of the earlier input (not read in one pass)"
+        return None, "nothing was kept of the earlier store (its input not read in one pass, or no hard links)"
     token = kept["token"]
     manifest = stage.read_recorded(kept_path(store_dir, token, "manifest.json"))
     if manifest is None or part_key(manifest) != record["parts"][-1]["key"]:

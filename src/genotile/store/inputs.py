@@ -72,6 +72,12 @@ def check_input(path, metrics, options: dict | None = None, where: str = "") -> 
     files = files_of(path)
     if len(files) > 1:
         check_one_source(files, where)
+        if (options or {}).get("samples") is not None:
+            raise GenotileError(
+                f"{where}samples: selects and orders the samples of one file; the files of a list input hold "
+                f"distinct samples ({' + '.join(files)}): select them in each file (bcftools view -S), or join "
+                "the files first"
+            )
     kinds = [_check_file(f, metrics, options, where) for f in files]
     return kinds[0]
 

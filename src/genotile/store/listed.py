@@ -39,7 +39,15 @@ from genotile.core.genotype import GenotypeLayout, genotype_layout, genotype_pla
 from genotile.io.readers.listed import ListedAlignment, ListedGenotypes, label, listed_sha256
 from genotile.io.readers.query import Part
 from genotile.store import append, extend, stage
-from genotile.store.sources import content_digest, content_sha256, content_size, recorded_digest, sources
+from genotile.store.sources import (
+    complete_fingerprints,
+    content_digest,
+    content_sha256,
+    content_size,
+    differences,
+    recorded_digest,
+    sources,
+)
 from genotile.util.atomic import write_record
 
 log = logging.getLogger("genotile")
@@ -137,8 +145,12 @@ def read_list(paths: list[str], encoding: str, options: dict | None = None, cano
     -------
     ListedAlignment or ListedGenotypes
     """
+    from genotile.errors import GenotileError
     from genotile.store.query import read_part
 
+    missing = [p for p in paths if not os.path.exists(p)]
+    if missing:
+        raise GenotileError(f"{missing[0]}: no such file (listed in {label(paths)})")
     if ENCODINGS[encoding].source == "alignment":
         held = _held(paths, encoding, canonical) if hold else None
         if held is not None:
@@ -149,8 +161,15 @@ def read_list(paths: list[str], encoding: str, options: dict | None = None, cano
 
 
 def _digest(path) -> str:
-    """A listed file's content digest: its fingerprint's (the workflow's), else hashed."""
-    return recorded_digest(path) or content_digest(path)
+    """A listed file's content digest: its fingerprint's (the workflow's), else hashed, and then
+    filled into the fingerprints that left it pending (store/sources.py), so that the next run
+    hashes only a new or changed file."""
+    recorded = recorded_digest(path)
+    if recorded:
+        return recorded
+    digest = content_digest(path)
+    complete_fingerprints(path, digest)
+    return digest
 
 
 def complete(m: dict, paths: list[str], sha256s: list[str], digests: list[str], options, variants=None) -> None:
@@ -210,7 +229,8 @@ def _further(record: dict | None, paths: list[str], settings: dict) -> tuple[lis
     if changed:
         return None, changed
     earlier = record["input"].get("files") or []
-    if not earlier:
+    recorded = earlier_sources(record)
+    if not earlier or len(recorded) != len(earlier):
         return None, "the earlier store's record names no files"
     if len(paths) <= len(earlier):
         return None, f"the list holds {len(paths)} files, the earlier one {len(earlier)}: none added at its end"
@@ -221,7 +241,18 @@ def _further(record: dict | None, paths: list[str], settings: dict) -> tuple[lis
             return None, ""
         if content_size(path) != was["size"] or _digest(path) != was["digest"]:
             return None, f"{path} changed since the earlier store was made"
+        # its companions and option files too (a PLINK fileset's .bim/.fam, a regions file)
+        differ = differences(recorded[k - 1], sources(path, settings["options"] or None, input_digest=was["digest"]))
+        if differ:
+            return None, f"{path}: {'; '.join(differ)}"
     return paths[len(earlier) :], ""
+
+
+def earlier_sources(record: dict) -> list[dict]:
+    """What each earlier file of a store was read with (store/sources.py `sources`: the file, the
+    options, its companions and option files), as its append record keeps them."""
+    made = record.get("sources") or {}
+    return list(made["listed"]) if "listed" in made else [made] if made.get("input") else []
 
 
 def store(
@@ -343,24 +374,24 @@ def _append(job, paths: list[str], further: list[str]):
     """The grown store of a list with `further` files added (store/append.grow), or (None, why)
     with nothing written."""
     t0 = time.perf_counter()
+    hashed = _hashed(job, further)
     if ENCODINGS[job.encoding].source == "alignment":
-        grown, m, why = _grown_alignment(job, paths, further)
+        grown, m, why = _grown_alignment(job, paths, further, hashed)
     else:
-        grown, m, why = _grown_genotypes(job, paths, further)
+        grown, m, why = _grown_genotypes(job, paths, further, hashed)
     if grown is not None:
         return append.grow(job, m, grown, (t0, time.perf_counter())), ""
     if ENCODINGS[job.encoding].transposed:  # every vector changes: in full
         return None, why
-    return _reingest(job, paths, further, why), ""
+    return _reingest(job, paths, hashed, why), ""
 
 
-def _reingest(job, paths: list[str], further: list[str], why: str):
+def _reingest(job, paths: list[str], hashed, why: str):
     """The grown store from every file of the list read again (`read_list`), planned as appended
     (store/append.regrow: the earlier tiles kept, as where a FASTA's new records make a column
     variable); `why`: why the further files alone did not do, logged."""
     log.info("store: the whole list is read again: %s", why)
     t0 = time.perf_counter()
-    hashed = _hashed(job, further)
     codes = job.store_dir / "codes.partial.npy"
     genotypes = ENCODINGS[job.encoding].source != "alignment"
     try:
@@ -370,7 +401,11 @@ def _reingest(job, paths: list[str], further: list[str], why: str):
         digests = hashed.result()[1]
         complete(made.manifest, paths, reader.sha256s, digests, options, reader.variants if genotypes else None)
         write_record(job.ingest_manifest_out, made.manifest)
-        return append.regrow(job, made, None, t0, links=genotypes)
+        why_not = None
+        recorded = job.record.get("variants_sha256")
+        if genotypes and recorded and made.manifest.get("variants_sha256") != recorded:
+            why_not = "the earlier files' variants are not the ones the earlier store holds"
+        return append.regrow(job, made, why_not, t0, links=genotypes)
     finally:
         codes.unlink(missing_ok=True)
 
@@ -394,7 +429,7 @@ def _hashed(job, further: list[str]):
         pool.shutdown(wait=False)
 
 
-def _grown_alignment(job, paths: list[str], further: list[str]):
+def _grown_alignment(job, paths: list[str], further: list[str], hashed):
     """(append.Grown, ingest manifest, "") of further FASTA files' records read alone (store/
     extend.py new_records, grown), or (None, None, why)."""
     from genotile.core.encode import NUCLEOTIDE
@@ -404,7 +439,6 @@ def _grown_alignment(job, paths: list[str], further: list[str]):
     before, why = extend.earlier(job.store_dir, job.record)
     if before is None:
         return None, None, why
-    hashed = _hashed(job, further)
     n_fields = int(before.manifest["n_fields"])
     ids: list[str] = []
     rows = []
@@ -431,7 +465,7 @@ def _grown_alignment(job, paths: list[str], further: list[str]):
     return append.Grown(before.planes, new, index, first, keys, new.enc.layout, {}), m, ""
 
 
-def _grown_genotypes(job, paths: list[str], further: list[str]):
+def _grown_genotypes(job, paths: list[str], further: list[str], hashed):
     """(append.Grown, ingest manifest, "") of further genotype files' samples read alone, where
     they hold the earlier files' variants and keep the earlier layout; or (None, None, why)."""
     from genotile.store.pack import layout_from_json
@@ -445,7 +479,6 @@ def _grown_genotypes(job, paths: list[str], further: list[str]):
     if linked is None:
         return None, None, why
     planes, before = linked
-    hashed = _hashed(job, further)
     read = [_genotype_part(p, job.encoding, job.settings["options"] or None) for p in further]
     for path, (part, _, _) in zip(further, read, strict=True):
         if variants_sha256(list(part.fields or [])) != job.record["variants_sha256"]:
@@ -497,10 +530,11 @@ def current_store(
     settings = append.settings_of(encoding, options, collapse, block_size, seed)
     built = append.whole(store_dir, ingest_manifest_out, settings)
     if built is not None and all(os.path.exists(p) for p in paths):
-        recorded = [s.get("input") or {} for s in (built.get("sources") or {}).get("listed") or []]
-        now = [(p, content_size(p)) for p in paths]
-        if [(r.get("path"), r.get("size")) for r in recorded] == now:
-            if [r.get("digest") for r in recorded] == _digests(paths):
-                return
+        recorded = (built.get("sources") or {}).get("listed") or []
+        # each file as it is now, with its companions and option files (store/sources.py)
+        if len(recorded) == len(paths) and not any(
+            differences(r, sources(p, options)) for r, p in zip(recorded, paths, strict=True)
+        ):
+            return
     made = (paths, encoding, ingest_manifest_out, store_dir, block_size, seed)
     store(*made, **given, say=lambda line: log.info("store (%s): %s", encoding, line))
