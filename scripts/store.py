@@ -126,18 +126,19 @@ def store(sm):
             # the store's encoding, files and plan settings, as both stages take them
             common = (sm.wildcards.encoding, sm.output.ingest, store_dir, sm.params.block_size, sm.params.seed)
             kwargs = {"options": sm.params.options, "bounds": bounds, "after_pack": after_pack}
-            if sm.input.against:  # query mode: the input's vectors, then the FILE's
+
+            def say(line):
+                print(f"genotile store for {sm.wildcards.dataset} ({sm.wildcards.encoding}): {line}", file=sys.stderr)
+                log.info("%s", line)
+
+            if sm.input.against:  # query mode: the input's vectors, then the FILE's (a grown FILE appended)
                 from genotile.store import query
 
-                query.query_store(input_, sm.input.against[0], *common, metrics=of_store, backend=backend, **kwargs)
+                query.query_store(
+                    input_, sm.input.against[0], *common, metrics=of_store, backend=backend, **kwargs, say=say
+                )
             else:  # records appended to a FASTA, or a file to a list: only their pairs computed (store/append.py)
                 from genotile.store import append, listed
-
-                def say(line):
-                    print(
-                        f"genotile store for {sm.wildcards.dataset} ({sm.wildcards.encoding}): {line}", file=sys.stderr
-                    )
-                    log.info("%s", line)
 
                 of_input = listed.store if isinstance(input_, list) else append.store
                 of_input(

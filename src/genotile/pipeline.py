@@ -176,10 +176,9 @@ def run_all(
         paths = pairs_stage.tile_paths(mdir / "pairs", p)
         tile_kwargs = settings.tile_settings(config, metric_name, p)
         # the tiles an earlier run computed from this store, or from its part before records were
-        # appended (store/append.py), with these settings are kept
-        todo = pairs_stage.tiles_to_compute(
-            mdir / "pairs", store / "manifest.json", p, tile_kwargs, keep=against is None
-        )
+        # appended (store/append.py; a query's FILE grown, store/query_append.py), with these
+        # settings are kept
+        todo = pairs_stage.tiles_to_compute(mdir / "pairs", store / "manifest.json", p, tile_kwargs)
         if len(todo) < len(paths):
             log.info(
                 "%s: %d of %d tiles to compute, the rest kept from the last run", metric_name, len(todo), len(paths)
@@ -200,8 +199,7 @@ def run_all(
             )
             progress.update(k)
         progress.finish(len(todo))
-        if against is None:
-            pairs_stage.record_tiles(mdir / "pairs", store / "manifest.json", tile_kwargs)
+        pairs_stage.record_tiles(mdir / "pairs", store / "manifest.json", tile_kwargs)
         matrix_path = None
         if settings.dense_wanted(config, p):
             matrix_path = mdir / "matrix.tsv"

@@ -140,3 +140,47 @@ def test_a_query_run_in_between_leaves_no_tile_to_keep(tmp_path, fasta_writer, r
     run(fasta, out)
     assert sorted(computed) == sorted(every_tile(out))
     assert outputs(out) == fresh(tmp_path, fasta_writer, records[:40])
+
+
+def query_outputs(out) -> dict:
+    got = {}
+    for name in ("pairs.tsv.gz", "histogram.tsv", "matrix.tsv"):
+        data = (out / "snp" / name).read_bytes()
+        got[name] = gzip.decompress(data) if name.endswith(".gz") else data
+    return got
+
+
+def test_a_grown_query_file_computes_only_its_new_records_tiles(tmp_path, fasta_writer, records, computed, caplog):
+    """`genotile run --against FILE` after records were added at the end of FILE: only the tiles
+    of the FILE's new blocks computed (store/query_append.py), the outputs a fresh query's; an
+    edit before FILE's end computes every tile again, saying why."""
+    caplog.set_level(logging.INFO, logger="genotile")
+    query, db, out = tmp_path / "query.fa", tmp_path / "db.fa", tmp_path / "out"
+    fasta_writer(query, records[:12])
+    fasta_writer(db, records[12:40])
+
+    def run_query(out, db):
+        args = ["run", str(query), "--against", str(db), "--outdir", str(out), "--block-size", "4"]
+        assert main([*args, "--metric", "snp", "--threshold", "snp=60"]) == 0
+
+    run_query(out, db)
+    computed.clear()
+    fasta_writer(db, records[12:])
+    run_query(out, db)
+    assert "10 vectors appended to the FILE's 28" in caplog.text
+    plan = read_plan(out / "store" / "nucleotide" / "plan.json")
+    assert sorted(computed) == sorted(("snp", i, j) for i, j in plan.appended_tiles())
+    assert 0 < len(computed) < len(plan.tiles())
+    fresh_out = tmp_path / "fresh"
+    run_query(fresh_out, fasta_writer(tmp_path / "fresh.fa", records[12:]))
+    assert query_outputs(out) == query_outputs(fresh_out)
+    edited = list(records)
+    name, seq = edited[15]
+    edited[15] = (name, seq[:10] + ("A" if seq[10] != "A" else "C") + seq[11:])
+    fasta_writer(db, edited[12:])
+    computed.clear()
+    run_query(out, db)
+    assert "recomputing in full: the FILE changed, and not by records added at its end" in caplog.text
+    assert sorted(computed) == sorted(
+        ("snp", i, j) for i, j in read_plan(out / "store" / "nucleotide" / "plan.json").tiles()
+    )

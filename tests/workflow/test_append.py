@@ -53,6 +53,18 @@ def _outputs(work, metric):
     return out
 
 
+def _sequences(seed: int, n: int) -> list[str]:
+    return _alignment(np.random.default_rng(seed), n)
+
+
+def _folders(tmp_path):
+    """(grown, fresh): the folder of a run appended to, and of a fresh run on what it grew to."""
+    out = tmp_path / "grown", tmp_path / "fresh"
+    for work in out:
+        work.mkdir()
+    return out
+
+
 def _tile_mtimes(work, metric):
     return {p.name: p.stat().st_mtime_ns for p in (work / "results" / "d" / metric / "pairs").glob("tile_*.npz")}
 
@@ -123,11 +135,8 @@ def test_a_further_file_of_a_list_computes_its_pairs_only_with_a_fresh_runs_outp
     """`input: data.fa`, then `[data.fa, more1.fa]`, then `[data.fa, more1.fa, more2.fa]`
     (store/listed.py): each further file's vectors appended, every earlier tile kept, the outputs
     those of a fresh run on the files joined into one."""
-    rng = np.random.default_rng(7)  # the appends of the test above: no column made variable
-    seqs, ids = _alignment(rng, 70), [f"s{i}" for i in range(70)]
-    grown, fresh = tmp_path / "grown", tmp_path / "fresh"
-    for work in (grown, fresh):
-        work.mkdir()
+    # the appends of the test above: no column made variable
+    seqs, ids, (grown, fresh) = _sequences(7, 70), [f"s{i}" for i in range(70)], _folders(tmp_path)
     write_fasta(grown / "data.fa", seqs[:50], ids[:50])
     write_fasta(grown / "more1.fa", seqs[50:58], ids[50:58])
     write_fasta(grown / "more2.fa", seqs[58:], ids[58:])
@@ -181,3 +190,35 @@ def test_a_further_genotype_file_of_a_list_appends_its_samples(tmp_path):
     snakemake(fresh, {**config, "datasets": {"d": {"input": "all.vcf", "metrics": ["king", "ibs"]}}})
     for metric in ("king", "ibs"):
         assert _outputs(grown, metric) == _outputs(fresh, metric)
+
+
+def test_a_grown_query_file_computes_its_new_records_cross_pairs_only(tmp_path):
+    """`against: FILE`, then records added at the end of FILE (store/query_append.py): the earlier
+    cross tiles kept, the new FILE blocks' computed, the outputs a fresh query's; an edit before
+    FILE's end with records added recomputes in full, saying why."""
+    seqs, ids, (grown, fresh) = _sequences(9, 90), [f"s{i}" for i in range(90)], _folders(tmp_path)
+    for work in (grown, fresh):
+        write_fasta(work / "query.fa", seqs[:15], ids[:15])
+    write_fasta(grown / "db.fa", seqs[15:60], ids[15:60])
+    config = {
+        "datasets": {"d": {"input": "query.fa", "against": "db.fa", "metrics": ["snp"]}},
+        "thresholds": {"snp": 8},
+        "block_size": 8,
+    }
+    snakemake(grown, config)
+    before = _tile_mtimes(grown, "snp")
+    write_fasta(grown / "db.fa", seqs[15:75], ids[15:75])
+    proc = snakemake(grown, config)
+    assert "15 vectors appended to the FILE's 45" in proc.stderr, proc.stderr[-3000:]
+    now = _tile_mtimes(grown, "snp")
+    assert {k for k in before if now.get(k) == before[k]} == set(before) and len(now) > len(before)
+    write_fasta(fresh / "db.fa", seqs[15:75], ids[15:75])
+    snakemake(fresh, config)
+    for name in ("pairs.tsv.gz", "histogram.tsv", "matrix.tsv"):
+        got = [(w / "results" / "d" / "snp" / name).read_bytes() for w in (grown, fresh)]
+        assert got[0] == got[1], name
+    edited = list(seqs)
+    edited[20] = edited[20][:5] + ("A" if edited[20][5] != "A" else "C") + edited[20][6:]
+    write_fasta(grown / "db.fa", edited[15:90], ids[15:90])
+    proc = snakemake(grown, config)
+    assert "recomputing in full: the FILE's earlier bytes changed" in proc.stderr, proc.stderr[-3000:]

@@ -13,7 +13,10 @@ An appended plan (`segments`: vectors appended at the end of the input, issue 27
 earlier plan's permutation and blocks for the earlier vectors and permutes and blocks each
 appended part within itself after them: the earlier tiles are the earlier plan's, with the same
 blocks of the same vectors, and `appended_tiles` are the ones with a block of the last part (new
-x old, new x new), the only ones an append computes.
+x old, new x new), the only ones an append computes. A query plan's segments are appended to its
+FILE part (records added at the end of the FILE): the input's blocks and the FILE's earlier ones
+are the earlier plan's, the new FILE rows blocked after them, and `appended_tiles` the (input
+block, new FILE block) tiles.
 """
 
 from dataclasses import MISSING, asdict, dataclass, field, fields
@@ -59,6 +62,11 @@ class Plan:
     (4, slice(10, 12, None), [(0, 3), (1, 3), (2, 3), (3, 3)], 66)
     >>> a.permutation()[:10].tolist() == Plan(10, 4, 1).permutation().tolist()
     True
+    >>> g = Plan(n_vectors=12, block_size=4, seed=1, n_against=5, segments=(2,))
+    >>> g.n_blocks, g.block(2), g.block(3), g.tiles(), g.appended_tiles(), g.n_pairs
+    (4, slice(7, 10, None), slice(10, 12, None), [(0, 2), (0, 3), (1, 2), (1, 3)], [(0, 3), (1, 3)], 35)
+    >>> g.permutation()[:10].tolist() == Plan(10, 4, 1, n_against=3).permutation().tolist()
+    True
     """
 
     n_vectors: int
@@ -72,12 +80,14 @@ class Plan:
     segments: tuple[int, ...] = field(default=(), kw_only=True)
 
     def __post_init__(self):
-        if self.segments and (self.n_against or min(self.segments) < 1 or sum(self.segments) >= self.n_vectors):
-            raise ValueError(f"segments {self.segments} do not fit {self.n_vectors} vectors (or a query plan)")
+        whole = self.n_against or self.n_vectors  # a query's segments are its FILE's
+        if self.segments and (min(self.segments) < 1 or sum(self.segments) >= whole):
+            raise ValueError(f"segments {self.segments} do not fit {whole} vectors")
 
     def parts(self) -> list[int]:
-        """Rows of each part: the first (the vectors before any append), then each appended one."""
-        return [self.n_vectors - sum(self.segments), *self.segments]
+        """Rows of each part: the first (the vectors before any append), then each appended one;
+        of a query plan's FILE part."""
+        return [(self.n_against or self.n_vectors) - sum(self.segments), *self.segments]
 
     def _part_blocks(self) -> list[int]:
         return [max(1, -(-n // self.block_size)) for n in self.parts()]
@@ -91,6 +101,10 @@ class Plan:
         """
         if not self.segments:
             return 0
+        if self.n_against:  # the input's blocks are of no part; the FILE's parts after them
+            if index < self.query_blocks:
+                return 0
+            index -= self.query_blocks
         ends = np.cumsum(self._part_blocks())
         return int(np.searchsorted(ends, index, side="right"))
 
@@ -119,7 +133,7 @@ class Plan:
     @property
     def n_blocks(self) -> int:
         if self.n_against:
-            return self.query_blocks + max(1, -(-self.n_against // self.block_size))
+            return self.query_blocks + sum(self._part_blocks())
         if self.segments:
             return sum(self._part_blocks())
         return max(1, -(-self.n_vectors // self.block_size))
@@ -128,16 +142,15 @@ class Plan:
         """Permuted rows of block `index`: [index * block_size, min((index + 1) * block_size, n));
         in a query plan the FILE's blocks start afresh at row n_query."""
         start, end = index * self.block_size, self.n_vectors
-        if self.segments:  # the part's own blocks, from its first row on
-            part = self.part_of_block(index)
-            sizes, blocks = self.parts(), self._part_blocks()
-            first_row = sum(sizes[:part])
-            start = first_row + (index - sum(blocks[:part])) * self.block_size
-            end = first_row + sizes[part]
-        if self.n_against:
-            end = self.n_query
-            if index >= self.query_blocks:
-                start, end = self.n_query + (index - self.query_blocks) * self.block_size, self.n_vectors
+        if self.n_against and index < self.query_blocks:
+            return slice(start, min(start + self.block_size, self.n_query))
+        # a part's own blocks, from its first row on (a query's FILE parts after the input's rows)
+        first_block, first_row = (self.query_blocks, self.n_query) if self.n_against else (0, 0)
+        part = self.part_of_block(index)
+        sizes, blocks = self.parts(), self._part_blocks()
+        first_row += sum(sizes[:part])
+        start = first_row + (index - first_block - sum(blocks[:part])) * self.block_size
+        end = first_row + sizes[part]
         return slice(start, min(start + self.block_size, end))
 
     def tiles(self) -> list[tuple[int, int]]:
@@ -151,14 +164,19 @@ class Plan:
         """int64 (n_vectors,): row r of the store holds vector permutation()[r] (numpy's default_rng(seed));
         a query plan permutes its input part and its FILE part each within itself."""
         rng = np.random.default_rng(self.seed)
-        if self.segments:  # the first part as a plan of it alone; each appended one its own
-            sizes, out = self.parts(), [rng.permutation(self.parts()[0])]
-            for k, n in enumerate(sizes[1:], start=1):
-                out.append(sum(sizes[:k]) + np.random.default_rng([self.seed, k]).permutation(n))
-            return np.concatenate(out)
-        if not self.n_against:
-            return rng.permutation(self.n_vectors)
-        return np.concatenate([rng.permutation(self.n_query), self.n_query + rng.permutation(self.n_against)])
+        if not self.segments:
+            if not self.n_against:
+                return rng.permutation(self.n_vectors)
+            return np.concatenate([rng.permutation(self.n_query), self.n_query + rng.permutation(self.n_against)])
+        # the first part as a plan of it alone (a query's: the input's, then the FILE's first
+        # part, as the earlier query plan permuted them); each appended one its own
+        first = self.n_query if self.n_against else 0
+        out = [rng.permutation(self.n_query)] if self.n_against else []
+        sizes = self.parts()
+        out.append(first + rng.permutation(sizes[0]))
+        for k, n in enumerate(sizes[1:], start=1):
+            out.append(first + sum(sizes[:k]) + np.random.default_rng([self.seed, k]).permutation(n))
+        return np.concatenate(out)
 
     @property
     def n_pairs(self) -> int:
@@ -170,9 +188,10 @@ class Plan:
     def describe(self) -> str:
         n_tiles = len(self.tiles())
         if self.n_against:
+            grown = f" (the last {self.segments[-1]} appended)" if self.segments else ""
             return (
-                f"query: {self.n_query} vectors against {self.n_against} in {self.n_blocks} block(s) of up to "
-                f"{self.block_size}: {n_tiles} tile job(s), {self.n_pairs} cross pairs"
+                f"query: {self.n_query} vectors against {self.n_against}{grown} in {self.n_blocks} block(s) of up "
+                f"to {self.block_size}: {n_tiles} tile job(s), {self.n_pairs} cross pairs"
             )
         appended = f" (the last {self.segments[-1]} appended)" if self.segments else ""
         return (

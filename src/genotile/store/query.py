@@ -239,8 +239,11 @@ def query_store(
     backend="auto",
     bounds: dict | None = None,
     after_pack: Callable[[Plan], None] | None = None,
+    say: Callable[[str], None] = lambda line: None,
 ) -> Plan:
-    """stage.store's query form: ingest both, plan the cross tiles, pack; the same files.
+    """stage.store's query form: ingest both, plan the cross tiles, pack; the same files. Where
+    the FILE grew at its end since the last query store (store/query_append.py), the earlier
+    plan grown by the FILE's new records: only their cross pairs are computed.
 
     Parameters
     ----------
@@ -251,14 +254,22 @@ def query_store(
     bounds : dict, optional
         {thresholds, pairs_max, where}: a null threshold past pairs_max cross pairs is refused
         before anything is packed.
+    say : callable, optional
+        Given the one console line of a FILE's append (vectors appended, cross pairs to compute),
+        or of a query store made in full though an earlier one was there, and why.
 
     Returns
     -------
     Plan
     """
+    from genotile.store import query_append
+
     store_dir = Path(store_dir)
     store_dir.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()
+    record = query_append.read_record(store_dir)
+    settings = query_append.settings_of(encoding, options, block_size, seed)
+    n_before, why = query_append.grown_by(record, input_path, against, settings, options)
     reused = reuse_file_store(input_path, against, encoding, store_dir, options)
     if reused is not None:  # FILE's all-pairs store and the input alone (store/against.py)
         manifest = reused.manifest
@@ -267,7 +278,15 @@ def query_store(
         made = ingest_query(input_path, against, encoding, options, ingest_manifest_out)
         manifest = made.manifest
     t1 = time.perf_counter()
-    p = plan_query(manifest, block_size, seed, metrics=metrics, backend=backend)
+    p = None
+    if n_before:
+        assert record is not None
+        p = query_append.plan(manifest, record, n_before, say)
+        why = "" if p is not None else "the store's vectors are not the earlier ones, then the FILE's new ones"
+    if p is None:
+        if why:
+            say(f"recomputing in full: {why}")
+        p = plan_query(manifest, block_size, seed, metrics=metrics, backend=backend)
     if bounds is not None:
         check_query_bound(p, metrics, bounds["thresholds"], bounds["pairs_max"], bounds.get("where", ""))
     write_plan(p, store_dir / "plan.json", store_dir / "perm.npy")
@@ -278,7 +297,11 @@ def query_store(
         file_store.pack(reused, p, store_dir)
     else:
         pack_query(made, store_dir)
+    if p.segments:  # the earlier parts' tiles accepted (store/manifest.py), before any tile reads them
+        assert record is not None
+        query_append.with_parts(store_dir / "manifest.json", record, p.parts()[-1])
     log.info("store stages (s): ingest %.3f, plan %.3f, pack %.3f", t1 - t0, t2 - t1, time.perf_counter() - t2)
+    query_append.write(store_dir, input_path, against, settings, options)  # last: the store is whole
     if after_pack is not None:
         after_pack(p)
     return p
@@ -345,5 +368,15 @@ def current_query_store(
             return
         log.info("query store (%s): recomputing, changed since the last run: %s", encoding, "; ".join(changed))
     query_store(
-        input_path, against, encoding, imani, store, block_size, seed, options=options, metrics=metrics, backend=backend
+        input_path,
+        against,
+        encoding,
+        imani,
+        store,
+        block_size,
+        seed,
+        options=options,
+        metrics=metrics,
+        backend=backend,
+        say=lambda line: log.info("query store (%s): %s", encoding, line),
     )
