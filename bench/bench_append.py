@@ -7,6 +7,7 @@ grown file, whole Snakemake runs, same machine, same run; the outputs compared b
     python3 bench/bench_append.py --smoke      # tiny sizes, seconds (tests/workflow/test_bench_smoke.py)
     python3 bench/bench_append.py --repeat 5   # 5 appends and 5 fresh runs in turn: the ratio's median
     python3 bench/bench_append.py --as-list    # the new records as a further file of a list input
+    python3 bench/bench_append.py --gpu --query-grows   # and the query's FILE grown, then rerun
 
 The issue's case: 15,800 sequences x 20 kb, 2,000 variable columns, 200 clusters (bench_e2e's
 generator), snp threshold 10, `dense_max: 0`, `report: true` (clusters.tsv and plots), then 200
@@ -142,6 +143,7 @@ def main() -> int:
     ap.add_argument("--repeat", type=int, default=1, help="appends and fresh runs, in turn (the ratio's median)")
     ap.add_argument("--gpu", action="store_true", help="the issue's GPU case (200,000 + 2,000) and a query run")
     ap.add_argument("--as-list", action="store_true", help="the new records as a further file of a list input")
+    ap.add_argument("--query-grows", action="store_true", help="with --gpu: the query's FILE grown, then rerun")
     args = ap.parse_args()
     if args.gpu:
         args.n, args.added = (200_000, 2_000) if args.n == 15_800 else (args.n, args.added)
@@ -200,6 +202,30 @@ def main() -> int:
             f"({len(q_pairs)} pairs)",
         ]
         same = same and q_pairs == want
+        if args.query_grows:  # the FILE grown by records at its end: only their cross pairs computed
+            tail = grown.read_bytes()[: earlier.stat().st_size]
+            at = tail.find(b">", 1)
+            extra = tail[at : at + (len(tail) - at) * args.added // args.n]
+            extra = extra[: extra.rfind(b"\n>") + 1]  # whole records only, renamed below
+            extra = extra.replace(b">", b">grown_")
+            with open(earlier, "ab") as fh:
+                fh.write(extra)
+            grows = run(root / "query", added, case.threshold, args.cores, against=earlier)
+            fresh_q = root / "query_fresh"
+            fresh_q.mkdir(exist_ok=True)
+            full = run(fresh_q, added, case.threshold, args.cores, against=earlier)
+            equal = pair_rows(root / "query") == pair_rows(fresh_q)
+            query_lines += [
+                "",
+                "| run | wall (s) | per rule (s) | Snakemake and the rest (s) |",
+                "|---|---|---|---|",
+                row(f"query after the FILE grew by {extra.count(b'>'):,} records", grows),
+                row("fresh query on the grown FILE", full),
+                "",
+                f"grown query's pairs equal the fresh query's: {'yes' if equal else 'NO   <<< MISMATCH'}; "
+                f"store said: {'; '.join(grows['said'])}",
+            ]
+            same = same and equal
     lines = [
         f"appends{' (a further file of a list)' if args.as_list else ''}: {args.n} + {args.added} sequences "
         f"x {case.length} ({case.variable} variable columns), "
