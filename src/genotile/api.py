@@ -229,6 +229,12 @@ def _files(x):
         from genotile.store.inputs import given
 
         return given(list(x)), True
+    if isinstance(x, (list, tuple)) and x and all(isinstance(p, str) and os.path.isfile(p) for p in x):
+        # names of files read as sequences would be compared as sequences, silently
+        raise GenotileError(
+            f"x: a list of str is an alignment's sequences, but these name files ({', '.join(x[:3])}"
+            f"{', ...' if len(x) > 3 else ''}): give pathlib.Path objects to read them as one input"
+        )
     return x, False
 
 
