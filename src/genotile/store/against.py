@@ -55,6 +55,7 @@ class FileStore:
     folder: Path
     kept: extend.Earlier
     digest: str
+    state: str | None = None  # FILE's SHA-256 state after its last byte, as its store's record keeps it
 
 
 def find(against, encoding: str, store_dir, options: dict | None) -> tuple[FileStore | None, str]:
@@ -77,7 +78,7 @@ def find(against, encoding: str, store_dir, options: dict | None) -> tuple[FileS
             continue
         recorded = (kept.manifest.get("sources") or {}).get("input") or {}
         if (recorded.get("size"), recorded.get("digest")) == (size, digest):
-            return FileStore(folder, kept, digest), ""
+            return FileStore(folder, kept, digest, record["input"].get("sha256_state")), ""
         why = f"{against} changed since its store in {folder} was made"
     return None, why
 

@@ -107,15 +107,18 @@ def held_alignments(input_path, against, encoding: str) -> tuple[Part, Part, Que
     layouts = [layout for layout in found if layout is not None]
     if len(layouts) != 2 or layouts[0].length != layouts[1].length:
         return None
+    from genotile.store.query_append import sha256_and_state
+
     with ThreadPoolExecutor(2, thread_name_prefix="genotile-sha256") as hashing:  # hashlib releases the GIL
-        sha256 = [hashing.submit(content_sha256, p) for p in paths]
+        of_input, of_file = hashing.submit(content_sha256, input_path), hashing.submit(sha256_and_state, against)
         held = hold_regulars(layouts, ALPHABETS[encoding])
-        digests = [f.result() for f in sha256]
+        digest, (file_digest, state) = of_input.result(), of_file.result()
     if held is None:
         return None
     n = layouts[0].n
-    q = Part(str(input_path), digests[0], layouts[0].ids, held.rows[:n])
-    a = Part(str(against), digests[1], layouts[1].ids, held.rows[n:])
+    q = Part(str(input_path), digest, layouts[0].ids, held.rows[:n])
+    # FILE's SHA-256 state kept: a FILE grown by records at its end resumes it (store/query_append.py)
+    a = Part(str(against), file_digest, layouts[1].ids, held.rows[n:], state=state)
     return q, a, QueryAlignment(q, a, held)
 
 
@@ -152,6 +155,11 @@ def ingest_query(input_path, against, encoding: str, options: dict | None = None
         The manifest (with a `query` record: each side's input, SHA-256 and vectors) and the
         codes, held.
     """
+    return _ingest_query(input_path, against, encoding, options, manifest_out)[0]
+
+
+def _ingest_query(input_path, against, encoding: str, options: dict | None = None, manifest_out=None):
+    """`ingest_query`, and the FILE's SHA-256 state where its pass kept one (held_alignments)."""
     held = held_alignments(input_path, against, encoding)
     if held is not None:  # two regular FASTA files: gathered, folded and counted as one, on threads
         q, a, alignment = held
@@ -168,7 +176,7 @@ def ingest_query(input_path, against, encoding: str, options: dict | None = None
     complete_manifest(made.manifest, q, a, paths, options)
     if manifest_out is not None:
         write_record(manifest_out, made.manifest)
-    return made
+    return made, a.state
 
 
 def complete_manifest(m: dict, q: Part, a: Part, paths, options: dict | None, against_digest=None) -> None:
@@ -270,15 +278,28 @@ def query_store(
     record = query_append.read_record(store_dir)
     settings = query_append.settings_of(encoding, options, block_size, seed)
     n_before, why = query_append.grown_by(record, input_path, against, settings, options)
+    if n_before:  # the earlier store grown by the FILE's new records alone, where that gives it
+        assert record is not None
+        paths = (input_path, against)
+        grown = query_append.grow(
+            store_dir, record, n_before, paths, encoding, options, ingest_manifest_out, complete_manifest, say
+        )
+        if grown is not None:
+            grown_plan, columns, state = grown
+            query_append.write(store_dir, input_path, against, settings, options, columns, state)
+            if after_pack is not None:
+                after_pack(grown_plan)
+            return grown_plan
     reused = reuse_file_store(input_path, against, encoding, store_dir, options)
     if reused is not None:  # FILE's all-pairs store and the input alone (store/against.py)
         manifest = reused.manifest
         write_record(ingest_manifest_out, manifest)
+        columns, state = reused.new.columns, reused.file.state
     else:
-        made = ingest_query(input_path, against, encoding, options, ingest_manifest_out)
-        manifest = made.manifest
+        made, state = _ingest_query(input_path, against, encoding, options, ingest_manifest_out)
+        manifest, columns = made.manifest, made.columns
     t1 = time.perf_counter()
-    p = None
+    p: Plan | None = None
     if n_before:
         assert record is not None
         p = query_append.plan(manifest, record, n_before, say)
@@ -301,7 +322,8 @@ def query_store(
         assert record is not None
         query_append.with_parts(store_dir / "manifest.json", record, p.parts()[-1])
     log.info("store stages (s): ingest %.3f, plan %.3f, pack %.3f", t1 - t0, t2 - t1, time.perf_counter() - t2)
-    query_append.write(store_dir, input_path, against, settings, options)  # last: the store is whole
+    # last, the store whole: with what a FILE grown next reads in place of the files
+    query_append.write(store_dir, input_path, against, settings, options, columns, state)
     if after_pack is not None:
         after_pack(p)
     return p

@@ -11,9 +11,13 @@ starting there), the query plan keeps the earlier plan's permutation and blocks,
 records permuted and blocked after its earlier ones (core/plan.py: a query plan's `segments`):
 the earlier tiles (input block, earlier FILE block) hold the same cross pairs of the same vectors
 and stay valid, whatever the grown store's encoding; only the tiles of a new FILE block are
-computed. The store itself is made as any query store (store/query.py: from the FILE's all-pairs
-store where it has one, else both files read), so its rows are a fresh query store's; the merge
-reads every tile and writes what a fresh query writes.
+computed. The grown store is made from the earlier one and the FILE's new records alone where
+that gives the same store (`grow`: the record keeps the earlier store's column counts, and links
+to its planes and manifest, as an all-pairs store's append record does, store/extend.py, and the
+FILE's SHA-256 state, resumed over the new bytes); else as any query store (store/query.py: from
+the FILE's all-pairs store where it has one, else both files read). Either way its files are a
+fresh query store's with this plan, byte for byte; the merge reads every tile and writes what a
+fresh query writes.
 
 Anything else is a query made in full, saying why in one line: the input changed, the FILE
 changed before its end (an edit, records removed or reordered), other settings, genotype files
@@ -23,15 +27,24 @@ changed before its end (an edit, records removed or reordered), other settings, 
 import json
 import logging
 import os
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+from genotile.core.encode import NUCLEOTIDE
 from genotile.core.encodings import ENCODINGS
 from genotile.core.plan import Plan
-from genotile.store import append, stage
+from genotile.io.planfile import write_plan
+from genotile.io.readers.query import Part, QueryAlignment, combined_sha256, label
+from genotile.store import append, extend, stage
+from genotile.store.ingest import alignment_manifest
 from genotile.store.manifest import part_key, store_identity
-from genotile.store.sources import content_size, differences, recorded_pieces, sources
+from genotile.store.pack import categorical_keys, write_manifest
+from genotile.store.sources import content_sha256, content_size, differences, recorded_pieces, sources
+from genotile.util import sha256_state
 from genotile.util.atomic import write_record
-from genotile.util.checksums import PIECE, file_pieces, pieces, range_digests
+from genotile.util.checksums import PIECE, file_pieces, file_sha256_resumable, pieces, range_digests
 from genotile.version import __version__
 
 log = logging.getLogger("genotile")
@@ -114,29 +127,119 @@ def with_parts(manifest_path: Path, record: dict, added: int) -> None:
     write_record(manifest_path, manifest)
 
 
-def write(store_dir: Path, input_path, against, settings: dict, options) -> None:
-    """query.json for the query store just made in `store_dir` (its manifest written): written
-    last, so that a job killed before it leaves the earlier record, whose store it then makes
-    again."""
+def write(store_dir: Path, input_path, against, settings: dict, options, columns=None, state=None) -> None:
+    """query.json for the query store just made in `store_dir` (its manifest written), with what
+    the next growth reads in place of the earlier files (`columns`: the store's column counts,
+    its files linked, store/extend.keep; `state`: the FILE's SHA-256 state after its last byte):
+    written last, so that a job killed before it leaves the earlier record (and its kept files),
+    whose store it then grows again; the other kept files removed after it."""
     manifest = json.loads((store_dir / "manifest.json").read_text(encoding="utf-8"))
     n_earlier = len(manifest["ids"]) - int(manifest["query"]["n_against"])
-    parts = [
-        *(manifest.get("appended") or {}).get("parts", []),
-        {"store": store_identity(manifest), "key": part_key(manifest)},
-    ]
+    current = {"store": store_identity(manifest), "key": part_key(manifest)}
+    kept = extend.keep(store_dir, columns)
     write_record(
         store_dir / RECORD,
         {
             "genotile": __version__,
             "settings": settings,
             "input": sources(input_path, options),
-            "against": {"path": str(against), "size": content_size(against), "pieces": _file_pieces(against)},
+            "against": {
+                "path": str(against),
+                "size": content_size(against),
+                "pieces": _file_pieces(against),
+                "sha256_state": state,
+            },
             "ids_sha256": append.ids_digest(manifest["ids"]),
             "n_input": n_earlier,
             "plan": manifest["plan"],
-            "parts": parts,
+            "parts": [*(manifest.get("appended") or {}).get("parts", []), current],
+            "kept": kept,
         },
     )
+    extend.forget(store_dir, None if kept is None else kept["token"])
+
+
+def sha256_and_state(path) -> tuple[str, str | None]:
+    """A FILE's SHA-256 and the state after its last byte (util/sha256_state.py), in one pass
+    where libcrypto is at hand, else its SHA-256 alone (hashlib)."""
+    if sha256_state.available():
+        return file_sha256_resumable(path)
+    return content_sha256(path), None
+
+
+def _grown_sha256(path, old: int, state: str | None, size: int) -> tuple[str, str | None]:
+    """The grown FILE's SHA-256 (and state): resumed from the earlier state over the new bytes
+    alone where it was kept, else over the whole file."""
+    if state and sha256_state.available():
+        try:
+            return file_sha256_resumable(path, old, state, end=size)
+        except (ValueError, RuntimeError):  # a damaged state: the whole file
+            pass
+    return sha256_and_state(path)
+
+
+def grow(
+    store_dir: Path,
+    record: dict,
+    n_before: int,
+    paths: tuple,
+    encoding: str,
+    options,
+    ingest_manifest_out,
+    complete: Callable,
+    say,
+) -> tuple[Plan, object, str | None] | None:
+    """The grown query store from the earlier one's kept files and the FILE's new records alone
+    (store/extend.py: where the grown column counts keep the earlier kept columns): the ingest
+    manifest, plan, permutation, planes and manifest a fresh query store of the grown FILE with
+    the grown plan has, byte for byte; (plan, the grown column counts, the FILE's SHA-256 state).
+    None, with nothing written, where it cannot (then the store is made as any query store).
+
+    `paths`: (input, FILE); `complete`: store/query.complete_manifest (the query keys, sources)."""
+    input_path, against = paths
+    t0 = time.perf_counter()
+    before, why = extend.earlier(store_dir, record)
+    old, size = int(record["against"]["size"]), content_size(against)
+    read, why = extend.new_records(against, old, int(before.manifest["n_fields"])) if before else (None, why)
+    if before is None or read is None:
+        log.info("query store (%s): the FILE's records are not added alone: %s", encoding, why)
+        return None
+    hashing = ThreadPoolExecutor(1, thread_name_prefix="genotile-sha256")
+    hashed = hashing.submit(_grown_sha256, against, old, record["against"].get("sha256_state"), size)
+    hashing.shutdown(wait=False)
+    ids, rows = read
+    n_query = int(before.manifest["query"]["n_input"])
+    file_ids = before.manifest["ids"][n_query:]
+    new, why = extend.grown(ids, rows, before) if set(ids).isdisjoint(file_ids) else (None, "a name is taken")
+    if new is None:
+        log.info("query store (%s): the FILE's records are not added alone: %s", encoding, why)
+        return None
+    sha256, state = hashed.result()
+    q = Part(str(input_path), before.manifest["query"]["input_sha256"], before.manifest["ids"][:n_query], rows[:0])
+    a = Part(str(against), sha256, [*file_ids, *ids], rows[:0])
+    m = alignment_manifest(
+        label(q, a), QueryAlignment.kind, encoding, q.ids + a.ids, before.manifest["n_fields"], new.keep.size,
+        combined_sha256(q, a),
+    )  # fmt: skip
+    complete(m, q, a, (input_path, against), options)
+    p = plan(m, record, n_before, say)
+    if p is None:
+        return None
+    t1 = time.perf_counter()
+    write_record(ingest_manifest_out, m)
+    write_plan(p, store_dir / "plan.json", store_dir / "perm.npy")
+    n_old = p.n_vectors - len(ids)
+    new_rows = p.permutation()[n_old:] - n_old
+    extend.write_planes(store_dir / "planes.npy", before.planes, new, new_rows, new.enc.layout.total_words)
+    manifest = write_manifest(categorical_keys(NUCLEOTIDE.name, new.enc), new.enc.layout, m, p, len(m["ids"]), None)
+    manifest["query"] = m["query"]
+    manifest["appended"] = {"parts": list(record["parts"]), "vectors": len(ids)}
+    write_record(store_dir / "manifest.json", manifest)
+    log.info(
+        "store stages (s): ingest %.3f (the FILE's %d new records), plan and pack %.3f",
+        *(t1 - t0, len(ids), time.perf_counter() - t1),
+    )
+    return p, new.columns, state
 
 
 def settings_of(encoding: str, options, block_size, seed: int) -> dict:

@@ -39,6 +39,7 @@ class Part:
     ids: list[str]
     data: np.ndarray
     fields: list[str] | None = None
+    state: str | None = None  # the SHA-256's state after the file's last byte, where it was kept
 
 
 def label(query: Part, against: Part) -> str:

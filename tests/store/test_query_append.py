@@ -1,0 +1,83 @@
+"""A query whose FILE grew by records at its end (issue 27, point 3; store/query_append.py): the
+grown query store made from the earlier one's kept files and the FILE's new records alone is the
+one reading both files makes with the grown plan, byte for byte; the FILE's SHA-256 resumed over
+its new bytes is sha256sum's."""
+
+import contextlib
+import hashlib
+import json
+import logging
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from genotile.store import query, query_append
+from tests.snakerun import random_alignment, write_fasta
+
+FILES = ("plan.json", "perm.npy", "planes.npy", "manifest.json")
+
+
+def _query_store(work: Path) -> list[str]:
+    """query.query_store of work/query.fa against work/db.fa, its outputs removed first (as
+    Snakemake removes them); the lines it said."""
+    said: list[str] = []
+    with contextlib.chdir(work):  # paths named from the folder, so that two folders' files compare
+        for name in FILES:
+            Path("store", name).unlink(missing_ok=True)
+        Path("ingest.json").unlink(missing_ok=True)
+        query.query_store("query.fa", "db.fa", "nucleotide", "ingest.json", "store", 4, 1, say=said.append)
+    return said
+
+
+@pytest.fixture
+def grown(tmp_path):
+    """(the folder, the FILE's grown bytes): a query store of 12 sequences against 40; the FILE
+    grown by 9 records (every column variable already: the earlier encoding holds)."""
+    seqs = random_alignment(np.random.default_rng(11), 61, 90, p_change=0.4)
+    ids = [f"x{i}" for i in range(61)]
+    write_fasta(tmp_path / "query.fa", seqs[:12], ids[:12])
+    write_fasta(tmp_path / "db.fa", seqs[12:52], ids[12:52])
+    _query_store(tmp_path)
+    write_fasta(tmp_path / "full.fa", seqs[12:], ids[12:])
+    return tmp_path, (tmp_path / "full.fa").read_bytes()
+
+
+def test_a_grown_file_is_added_alone_and_gives_the_store_both_files_give(grown, monkeypatch, caplog):
+    work, full = grown
+    other = work / "other"
+    shutil.copytree(work, other)
+    caplog.set_level(logging.INFO, logger="genotile")
+    for folder in (work, other):
+        (folder / "db.fa").write_bytes(full)
+    said = _query_store(work)
+    assert said == [
+        "9 vectors appended to the FILE's 40: 108 cross pairs to compute (of 588), 9 of 39 tiles; the earlier tiles "
+        "are kept"
+    ]
+    assert "(the FILE's 9 new records)" in caplog.text  # read alone
+    monkeypatch.setattr(query_append, "grow", lambda *args, **kwargs: None)
+    assert _query_store(other) == said  # both files read, the same plan
+    for name in FILES:
+        assert (work / "store" / name).read_bytes() == (other / "store" / name).read_bytes(), name
+    assert (work / "ingest.json").read_bytes() == (other / "ingest.json").read_bytes()
+    manifest = json.loads((work / "store" / "manifest.json").read_text())
+    assert manifest["query"]["against_sha256"] == hashlib.sha256(full).hexdigest()  # resumed, as sha256sum's
+    record = json.loads((work / "store" / query_append.RECORD).read_text())
+    assert record["against"]["size"] == len(full) and record["kept"] is not None
+    kept = {p.name.split(".")[0] for p in (work / "store").glob("kept-*")}
+    assert kept == {f"kept-{record['kept']['token']}"}  # the earlier store's kept files removed
+
+
+def test_a_file_grown_again_after_a_kill_before_the_record_is_grown_from_the_earlier_one(grown, monkeypatch):
+    """A job killed after the grown store's files but before its record: the rerun grows the
+    earlier store again, from the earlier record and its kept files."""
+    work, full = grown
+    (work / "db.fa").write_bytes(full)
+    monkeypatch.setattr(query_append, "write", lambda *args, **kwargs: (_ for _ in ()).throw(KeyboardInterrupt))
+    with pytest.raises(KeyboardInterrupt):
+        _query_store(work)
+    monkeypatch.undo()
+    said = _query_store(work)
+    assert said and said[0].startswith("9 vectors appended to the FILE's 40"), said
