@@ -81,3 +81,35 @@ def test_a_file_grown_again_after_a_kill_before_the_record_is_grown_from_the_ear
     monkeypatch.undo()
     said = _query_store(work)
     assert said and said[0].startswith("9 vectors appended to the FILE's 40"), said
+
+
+def test_the_same_files_again_keep_the_plan_and_its_parts(grown):
+    """A store job run again on the same files (a kill after the record, --forcerun store): the
+    recorded plan and parts, nothing said, every tile kept (their identities accepted)."""
+    from genotile.store.manifest import tile_identities
+
+    work, full = grown
+    (work / "db.fa").write_bytes(full)
+    _query_store(work)
+    before = json.loads((work / "store" / "manifest.json").read_text())
+    assert _query_store(work) == []
+    after = json.loads((work / "store" / "manifest.json").read_text())
+    assert after == before and after["plan"]["segments"] == [9]
+    accepted = tile_identities(after)
+    assert all(len(accepted(t)) == 2 for t in [(0, 3), (1, 4)])  # the first part's tiles: two stores
+
+
+def test_a_tile_of_an_earlier_part_recomputed_later_is_accepted_after_a_further_growth():
+    """tile_identities: a tile of part k may record the identity of the store of any part from k
+    on (each kept part k's blocks): a tile recomputed after an append, a kill or a deletion."""
+    from genotile.core.plan import Plan
+    from genotile.store.manifest import store_identity, tile_identities
+
+    p = Plan(20, 4, 1, segments=(4, 4))
+    parts = [{"store": {"input_sha256": s, "plan": {}}, "key": s} for s in ("a", "b")]
+    manifest = {"input_sha256": "c", "plan": p.to_json(), "appended": {"parts": parts, "vectors": 4}}
+    accepted = tile_identities(manifest)
+    ids = [d["input_sha256"] for d in accepted((0, 1))]
+    assert ids == [store_identity(manifest)["input_sha256"], "a", "b"]
+    assert [d["input_sha256"] for d in accepted((0, 3))] == ["c", "b"]  # part 1's: b's or later
+    assert [d["input_sha256"] for d in accepted((0, 4))] == ["c"]  # the last part's: this store's

@@ -222,3 +222,28 @@ def test_a_grown_query_file_computes_its_new_records_cross_pairs_only(tmp_path):
     write_fasta(grown / "db.fa", edited[15:90], ids[15:90])
     proc = snakemake(grown, config)
     assert "recomputing in full: the FILE's earlier bytes changed" in proc.stderr, proc.stderr[-3000:]
+
+
+def test_a_tile_recomputed_between_two_growths_is_kept(tmp_path):
+    """A query's tile deleted (or its job killed) and recomputed after one growth records that
+    store's identity; a further growth accepts it (store/manifest.py tile_identities)."""
+    seqs, ids, (grown, fresh) = _sequences(5, 80), [f"s{i}" for i in range(80)], _folders(tmp_path)
+    for work in (grown, fresh):
+        write_fasta(work / "query.fa", seqs[:10], ids[:10])
+    write_fasta(grown / "db.fa", seqs[10:50], ids[10:50])
+    config = {
+        "datasets": {"d": {"input": "query.fa", "against": "db.fa", "metrics": ["snp"]}},
+        "thresholds": {"snp": 8},
+        "block_size": 8,
+    }
+    snakemake(grown, config)
+    (grown / "results" / "d" / "snp" / "pairs" / "tile_0_2.npz").unlink()
+    for n in (65, 80):
+        write_fasta(grown / "db.fa", seqs[10:n], ids[10:n])
+        proc = snakemake(grown, config)
+        assert "vectors appended to the FILE's" in proc.stderr, proc.stderr[-3000:]
+    write_fasta(fresh / "db.fa", seqs[10:80], ids[10:80])
+    snakemake(fresh, config)
+    for name in ("pairs.tsv.gz", "histogram.tsv", "matrix.tsv"):
+        got = [(w / "results" / "d" / "snp" / name).read_bytes() for w in (grown, fresh)]
+        assert got[0] == got[1], name

@@ -199,9 +199,10 @@ def warm_numba_for_append(store_dir) -> threading.Thread | None:
     its start paid (backends.resolve), rather than numpy, 5x slower than its rate on their shape
     (a few hundred new vectors against a block: 0.56-0.83 s a tile, numba 0.13-0.16 s)."""
     from genotile.backends.cpu import numba_popcount
-    from genotile.store.append import RECORD
+    from genotile.store import append, query_append
 
-    if not (Path(store_dir) / RECORD).exists() or not numba_popcount.is_available():
+    records = (append.RECORD, query_append.RECORD)  # an all-pairs store's, a query's (its FILE may grow)
+    if not any((Path(store_dir) / r).exists() for r in records) or not numba_popcount.is_available():
         return None
     thread = threading.Thread(target=_warm_numba, name="genotile-warm-numba", daemon=True)
     thread.start()

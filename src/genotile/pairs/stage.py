@@ -204,8 +204,9 @@ def _tiles_record(manifest: dict, settings: dict) -> dict:
 
 def tiles_to_compute(pairs_dir, manifest_path, plan: Plan, settings: dict, *, keep: bool = True) -> list[int]:
     """The indices (in `plan.tiles()` order) of the tiles `genotile run` computes: those without a
-    file of this store, or of an earlier part of it, computed with `settings` (the rest are kept);
-    all of them with `keep` False (a query run), the record then removed.
+    file of this store, or of an earlier part of it (an all-pairs store appended to, or a query's
+    FILE grown), computed with `settings` (the rest are kept); all of them with `keep` False, the
+    record then removed.
 
     Parameters
     ----------

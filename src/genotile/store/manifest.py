@@ -43,7 +43,8 @@ def part_keys(manifest: dict) -> list[str]:
 
 def tile_identities(manifest: dict):
     """tile (I, J) -> the store identities a tile file of it may record: this store's, and, for a
-    tile of an earlier part, the identity of the store it was computed from then."""
+    tile of an earlier part, the identity of the store of that part or of any part after it (each
+    kept the part's blocks, so the tile's pairs)."""
     from genotile.core.plan import Plan
 
     plan = Plan.from_json(manifest["plan"])
@@ -51,7 +52,9 @@ def tile_identities(manifest: dict):
     earlier = [p["store"] for p in earlier_parts(manifest)]
 
     def accepted(tile) -> list[dict]:
+        # the store of the tile's part, or of any part after it: each kept that part's blocks (a
+        # tile recomputed after an append, a kill or a deletion records a later store's identity)
         part = plan.part_of_block(int(tile[1])) if earlier else 0
-        return [current] + ([earlier[part]] if part < len(earlier) else [])
+        return [current, *earlier[part:]]
 
     return accepted

@@ -320,7 +320,7 @@ def query_store(
         pack_query(made, store_dir)
     if p.segments:  # the earlier parts' tiles accepted (store/manifest.py), before any tile reads them
         assert record is not None
-        query_append.with_parts(store_dir / "manifest.json", record, p.parts()[-1])
+        query_append.with_parts(store_dir / "manifest.json", record, p)
     log.info("store stages (s): ingest %.3f, plan %.3f, pack %.3f", t1 - t0, t2 - t1, time.perf_counter() - t2)
     # last, the store whole: with what a FILE grown next reads in place of the files
     query_append.write(store_dir, input_path, against, settings, options, columns, state)

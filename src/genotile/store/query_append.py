@@ -44,7 +44,7 @@ from genotile.store.pack import categorical_keys, write_manifest
 from genotile.store.sources import content_sha256, content_size, differences, recorded_pieces, sources
 from genotile.util import sha256_state
 from genotile.util.atomic import write_record
-from genotile.util.checksums import PIECE, file_pieces, file_sha256_resumable, pieces, range_digests
+from genotile.util.checksums import PIECE, file_pieces, file_sha256_resumable, pieces, pieces_digest, range_digests
 from genotile.version import __version__
 
 log = logging.getLogger("genotile")
@@ -74,23 +74,25 @@ def grown_by(record: dict | None, input_path, against, settings: dict, options) 
     changed = append.settings_changed(record, settings)
     if changed:
         return 0, changed
-    if ENCODINGS[settings["encoding"]].source != "alignment" or str(against).lower().endswith(".gz"):
-        return 0, "the FILE is not an uncompressed FASTA (records appended are recognised there only)"
     differ = differences(record["input"], sources(input_path, options))
     if differ:
         return 0, f"the input changed ({'; '.join(differ)})"
+    if ENCODINGS[settings["encoding"]].source != "alignment" or str(against).lower().endswith(".gz"):
+        return 0, "the FILE is not an uncompressed FASTA (records appended are recognised there only)"
     old, size = int(record["against"]["size"]), content_size(against)
-    if size <= old:
-        return 0, "the FILE changed, and not by records added at its end"
-    with open(against, "rb") as fh:
-        fh.seek(old - 1)
-        if fh.read(2) != b"\n>":
-            return 0, "the FILE's last record was extended, or its last line had no newline"
+    if size < old:
+        return 0, "the FILE is shorter than before: records were removed or edited"
+    if size > old:
+        with open(against, "rb") as fh:
+            fh.seek(old - 1)
+            if fh.read(2) != b"\n>":
+                return 0, "the FILE's last record was extended, or its last line had no newline"
     earlier, grown = record["against"]["pieces"], _file_pieces(against)
     n_full = old // PIECE
     partial = [d.hex() for d in range_digests(against, pieces(old)[n_full:])]
     if grown[:n_full] != earlier[:n_full] or partial != earlier[n_full:]:
         return 0, "the FILE's earlier bytes changed (an edit before the end, or records removed or reordered)"
+    # the same FILE (a store job run again on the same files): the recorded plan, nothing added
     return int(record["plan"]["n_against"]), ""
 
 
@@ -99,11 +101,13 @@ def plan(manifest: dict, record: dict, n_against_before: int, say) -> Plan | Non
     new records; None where the store's vectors are not the earlier ones then the new ones."""
     before = Plan.from_json(record["plan"])
     q = manifest["query"]
-    if q["n_input"] != before.n_query or q["n_against"] <= n_against_before:
+    if q["n_input"] != before.n_query or q["n_against"] < n_against_before:
         return None
     if append.ids_digest(manifest["ids"][: before.n_vectors]) != record["ids_sha256"]:
         return None
     added = int(q["n_against"]) - n_against_before
+    if not added:  # nothing added: the recorded plan, its tiles kept
+        return before
     p = Plan(
         before.n_query + int(q["n_against"]),
         before.block_size,
@@ -119,11 +123,18 @@ def plan(manifest: dict, record: dict, n_against_before: int, say) -> Plan | Non
     return p
 
 
-def with_parts(manifest_path: Path, record: dict, added: int) -> None:
+def earlier_parts(record: dict, p: Plan) -> list[dict]:
+    """The parts of the recorded store before the last part of `p`: all of them where `p` added
+    a part, else the recorded store's own earlier ones (the same plan made again)."""
+    parts = list(record["parts"])
+    return parts if len(p.segments) == len(parts) else parts[: len(p.segments)]
+
+
+def with_parts(manifest_path: Path, record: dict, p: Plan) -> None:
     """The grown query store's manifest given the earlier parts whose tiles are accepted
     (store/manifest.py tile_identities), before any tile reads it."""
     manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
-    manifest["appended"] = {"parts": list(record["parts"]), "vectors": added}
+    manifest["appended"] = {"parts": earlier_parts(record, p), "vectors": p.parts()[-1]}
     write_record(manifest_path, manifest)
 
 
@@ -136,17 +147,26 @@ def write(store_dir: Path, input_path, against, settings: dict, options, columns
     manifest = json.loads((store_dir / "manifest.json").read_text(encoding="utf-8"))
     n_earlier = len(manifest["ids"]) - int(manifest["query"]["n_against"])
     current = {"store": store_identity(manifest), "key": part_key(manifest)}
+    made = manifest.get("sources") or {}  # what the store was made from, as its ingest saw it
+    file_pieces_now = _file_pieces(against)
+    seen = (made.get("against") or {}).get("input") or {}
+    now = (content_size(against), pieces_digest([bytes.fromhex(d) for d in file_pieces_now]))
+    if (seen.get("size"), seen.get("digest")) != now:
+        # the FILE changed while the store was made: no record, so no later growth keeps its tiles
+        (store_dir / RECORD).unlink(missing_ok=True)
+        log.info("query store: the FILE changed while its store was made; nothing recorded for its growth")
+        return
     kept = extend.keep(store_dir, columns)
     write_record(
         store_dir / RECORD,
         {
             "genotile": __version__,
             "settings": settings,
-            "input": sources(input_path, options),
+            "input": made["input"],
             "against": {
                 "path": str(against),
-                "size": content_size(against),
-                "pieces": _file_pieces(against),
+                "size": seen["size"],
+                "pieces": file_pieces_now,
                 "sha256_state": state,
             },
             "ids_sha256": append.ids_digest(manifest["ids"]),
@@ -198,8 +218,10 @@ def grow(
     `paths`: (input, FILE); `complete`: store/query.complete_manifest (the query keys, sources)."""
     input_path, against = paths
     t0 = time.perf_counter()
-    before, why = extend.earlier(store_dir, record)
     old, size = int(record["against"]["size"]), content_size(against)
+    if size == old:  # nothing added (the same files again): made as any query store, the plan kept
+        return None
+    before, why = extend.earlier(store_dir, record)
     read, why = extend.new_records(against, old, int(before.manifest["n_fields"])) if before else (None, why)
     if before is None or read is None:
         log.info("query store (%s): the FILE's records are not added alone: %s", encoding, why)
@@ -233,7 +255,7 @@ def grow(
     extend.write_planes(store_dir / "planes.npy", before.planes, new, new_rows, new.enc.layout.total_words)
     manifest = write_manifest(categorical_keys(NUCLEOTIDE.name, new.enc), new.enc.layout, m, p, len(m["ids"]), None)
     manifest["query"] = m["query"]
-    manifest["appended"] = {"parts": list(record["parts"]), "vectors": len(ids)}
+    manifest["appended"] = {"parts": earlier_parts(record, p), "vectors": p.parts()[-1]}
     write_record(store_dir / "manifest.json", manifest)
     log.info(
         "store stages (s): ingest %.3f (the FILE's %d new records), plan and pack %.3f",
