@@ -192,20 +192,27 @@ def test_a_further_genotype_file_of_a_list_appends_its_samples(tmp_path):
         assert _outputs(grown, metric) == _outputs(fresh, metric)
 
 
-def test_a_grown_query_file_computes_its_new_records_cross_pairs_only(tmp_path):
-    """`against: FILE`, then records added at the end of FILE (store/query_append.py): the earlier
-    cross tiles kept, the new FILE blocks' computed, the outputs a fresh query's; an edit before
-    FILE's end with records added recomputes in full, saying why."""
-    seqs, ids, (grown, fresh) = _sequences(9, 90), [f"s{i}" for i in range(90)], _folders(tmp_path)
-    for work in (grown, fresh):
-        write_fasta(work / "query.fa", seqs[:15], ids[:15])
-    write_fasta(grown / "db.fa", seqs[15:60], ids[15:60])
+def _query(tmp_path, seed: int, n: int, n_query: int, n_file: int):
+    """(sequences, IDs, (grown, fresh), config) of a query of the first `n_query` sequences
+    against the next ones up to `n_file`, run once in `grown`; `fresh` holds the query file."""
+    seqs, ids, folders = _sequences(seed, n), [f"s{i}" for i in range(n)], _folders(tmp_path)
+    for work in folders:
+        write_fasta(work / "query.fa", seqs[:n_query], ids[:n_query])
+    write_fasta(folders[0] / "db.fa", seqs[n_query:n_file], ids[n_query:n_file])
     config = {
         "datasets": {"d": {"input": "query.fa", "against": "db.fa", "metrics": ["snp"]}},
         "thresholds": {"snp": 8},
         "block_size": 8,
     }
-    snakemake(grown, config)
+    snakemake(folders[0], config)
+    return seqs, ids, folders, config
+
+
+def test_a_grown_query_file_computes_its_new_records_cross_pairs_only(tmp_path):
+    """`against: FILE`, then records added at the end of FILE (store/query_append.py): the earlier
+    cross tiles kept, the new FILE blocks' computed, the outputs a fresh query's; an edit before
+    FILE's end with records added recomputes in full, saying why."""
+    seqs, ids, (grown, fresh), config = _query(tmp_path, 9, 90, 15, 60)
     before = _tile_mtimes(grown, "snp")
     write_fasta(grown / "db.fa", seqs[15:75], ids[15:75])
     proc = snakemake(grown, config)
@@ -227,16 +234,7 @@ def test_a_grown_query_file_computes_its_new_records_cross_pairs_only(tmp_path):
 def test_a_tile_recomputed_between_two_growths_is_kept(tmp_path):
     """A query's tile deleted (or its job killed) and recomputed after one growth records that
     store's identity; a further growth accepts it (store/manifest.py tile_identities)."""
-    seqs, ids, (grown, fresh) = _sequences(5, 80), [f"s{i}" for i in range(80)], _folders(tmp_path)
-    for work in (grown, fresh):
-        write_fasta(work / "query.fa", seqs[:10], ids[:10])
-    write_fasta(grown / "db.fa", seqs[10:50], ids[10:50])
-    config = {
-        "datasets": {"d": {"input": "query.fa", "against": "db.fa", "metrics": ["snp"]}},
-        "thresholds": {"snp": 8},
-        "block_size": 8,
-    }
-    snakemake(grown, config)
+    seqs, ids, (grown, fresh), config = _query(tmp_path, 5, 80, 10, 50)
     (grown / "results" / "d" / "snp" / "pairs" / "tile_0_2.npz").unlink()
     for n in (65, 80):
         write_fasta(grown / "db.fa", seqs[10:n], ids[10:n])
