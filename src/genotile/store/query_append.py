@@ -60,9 +60,21 @@ def read_record(store_dir) -> dict | None:
 
 
 def _file_pieces(against) -> list[str]:
-    """The FILE's pieces' SHA-256s (hex): its workflow fingerprint's, else hashed on threads."""
+    """The FILE's pieces' SHA-256s (hex): its workflow fingerprint's, else hashed on threads, once
+    a process while its stat stays the same (`genotile run` checks, grows and records the FILE:
+    one read of it, not three)."""
     recorded = recorded_pieces(against)
-    return recorded if recorded is not None else [d.hex() for d in file_pieces(against)]
+    if recorded is not None:
+        return recorded
+    st = os.stat(against)
+    key = (os.path.realpath(against), st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+    if key not in _HASHED:
+        _HASHED.clear()
+        _HASHED[key] = [d.hex() for d in file_pieces(against)]
+    return _HASHED[key]
+
+
+_HASHED: dict[tuple, list[str]] = {}  # `_file_pieces`' last FILE, by its stat
 
 
 def grown_by(record: dict | None, input_path, against, settings: dict, options) -> tuple[int, str]:
@@ -243,7 +255,8 @@ def grow(
         label(q, a), QueryAlignment.kind, encoding, q.ids + a.ids, before.manifest["n_fields"], new.keep.size,
         combined_sha256(q, a),
     )  # fmt: skip
-    complete(m, q, a, (input_path, against), options)
+    # the FILE's digest is its pieces' (util/checksums.file_digest): not hashed again
+    complete(m, q, a, (input_path, against), options, pieces_digest([bytes.fromhex(d) for d in _file_pieces(against)]))
     p = plan(m, record, n_before, say)
     if p is None:
         return None
