@@ -6,19 +6,23 @@ genotype inputs (VCF/BCF, PLINK filesets, VCF-Zarr) holding the same variants in
 (their IDs, after the reader options: checked, one line naming the file that differs) is one input
 of their samples in order. A one-file list is that file.
 
-The store of a list (`store`, what store/append.store runs for one) is made in full from the files
-read as one (`read_list`, `fresh`). Its append record names each file by its path, size, content
-digest and SHA-256 (store/append.py `files`); when the list is the earlier one with further files
-added at its end, every earlier file unchanged (its digest: the workflow's fingerprint, else
-hashed), only the further files are read and the store grown by their vectors, as a FASTA's
-appended records grow it (store/append.grow): an alignment's records counted with the earlier
-column counts (store/extend.py: the same store where the encoding holds), a genotype list's
-samples checked for the same variants (their IDs' digest) and packed alone (a sample's planes are
-its own calls'). The earlier tiles are kept; the new vectors' pairs are computed. Anything else
-(an earlier file changed, removed or moved, other settings, a further sample that misses a call
-where none was missed, a list of genotypes for ccc2, whose vectors are the variants) is made in
-full, one line saying why. An input that was one file and becomes a list starting with it is
-appended to the same way.
+The store of a list (`store`, what the store job and `genotile run` run for one, in place of
+store/append.store) is made in full from the files read as one (`read_list`, `fresh`). Its
+append record names each file by its path, size, content digest and SHA-256, and keeps what each
+was read with (store/sources.py: its companions and option files). When the list is the earlier
+one with further files added at its end, every earlier file unchanged (its digest: the
+workflow's fingerprint, else hashed; its companions and option files too), only the further
+files are read and the store grown by their vectors, as a FASTA's appended records grow it
+(store/append.grow): an alignment's records counted with the earlier column counts
+(store/extend.py: the same store where the encoding holds), a genotype list's samples checked for
+the recorded variants (their IDs' digest) and packed alone (a sample's planes are its own
+calls'). Where that cannot give the store (a column the new records make variable, a sample
+missing a call where no earlier one did, an earlier store of one genotype file, which records no
+variant IDs) the whole list is read again, its store still planned as appended
+(store/append.regrow). The earlier tiles are kept; the new vectors' pairs are computed. Anything
+else (an earlier file changed, removed or moved, other settings, a genotype list under ccc2,
+whose vectors are the variants) is made in full, one line saying why. An input that was one
+file and becomes a list starting with it is appended to the same way.
 
 A genotype list's reader counts (`listed_counts`) are the first file's per-variant ones and its
 calls' counts added over the files; the per-variant counts over every sample (monomorphic,
