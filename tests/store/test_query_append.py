@@ -113,3 +113,55 @@ def test_a_tile_of_an_earlier_part_recomputed_later_is_accepted_after_a_further_
     assert ids == [store_identity(manifest)["input_sha256"], "a", "b"]
     assert [d["input_sha256"] for d in accepted((0, 3))] == ["c", "b"]  # part 1's: b's or later
     assert [d["input_sha256"] for d in accepted((0, 4))] == ["c"]  # the last part's: this store's
+
+
+def test_the_grown_plan_is_bounded_as_a_store_made_in_full(grown):
+    """A null threshold past pairs_max is refused on the grow path too, before anything is written."""
+    from genotile.errors import GenotileError
+
+    work, full = grown
+    (work / "db.fa").write_bytes(full)
+    bounds = {"thresholds": {"snp": None}, "pairs_max": 500, "where": ""}
+    with contextlib.chdir(work), pytest.raises(GenotileError, match="would write every one of the 588 pairs"):
+        query.query_store(
+            "query.fa", "db.fa", "nucleotide", "ingest.json", "store", 4, 1, metrics=["snp"], bounds=bounds
+        )
+
+
+def test_a_file_written_to_while_its_store_is_made_gets_no_record(grown, monkeypatch):
+    """Records added to the FILE while the store read it: not in the store, so no record (a
+    later growth would start after them); the next run makes the query in full."""
+    from genotile.store import extend
+
+    work, full = grown
+    (work / "db.fa").write_bytes(full)
+    read = extend.new_records
+
+    def racing(path, start, n_fields):
+        got = read(path, start, n_fields)
+        with open(path, "ab") as fh:
+            fh.write(b">late\n" + b"A" * 90 + b"\n")
+        return got
+
+    monkeypatch.setattr(extend, "new_records", racing)
+    _query_store(work)
+    assert not (work / "store" / query_append.RECORD).exists()
+    monkeypatch.undo()
+    assert _query_store(work) == []  # no record: made in full, nothing to say
+    assert (work / "store" / query_append.RECORD).exists()
+
+
+def test_genotile_run_killed_before_the_record_makes_the_store_again(tmp_path, caplog):
+    """`genotile run --against`: a store whose record is missing or another's is made again."""
+    caplog.set_level(logging.INFO, logger="genotile")
+    seqs = random_alignment(np.random.default_rng(3), 30, 60, p_change=0.4)
+    write_fasta(tmp_path / "q.fa", seqs[:5], [f"q{i}" for i in range(5)])
+    write_fasta(tmp_path / "db.fa", seqs[5:], [f"d{i}" for i in range(25)])
+    out = tmp_path / "out"
+    run = (tmp_path / "q.fa", tmp_path / "db.fa", "nucleotide", out, 4, 1)
+    query.current_query_store(*run)
+    (out / "store" / "nucleotide" / query_append.RECORD).unlink()
+    caplog.clear()
+    query.current_query_store(*run)
+    assert "recomputing, changed since the last run: the store's record" in caplog.text
+    assert (out / "store" / "nucleotide" / query_append.RECORD).exists()

@@ -275,18 +275,25 @@ def query_store(
     store_dir = Path(store_dir)
     store_dir.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()
+    seen_stat = query_append.file_stat(against)  # before any read of it: query_append.write
     record = query_append.read_record(store_dir)
     settings = query_append.settings_of(encoding, options, block_size, seed)
     n_before, why = query_append.grown_by(record, input_path, against, settings, options)
     if n_before:  # the earlier store grown by the FILE's new records alone, where that gives it
         assert record is not None
         paths = (input_path, against)
+        bound = None
+        if bounds is not None:  # as the store made in full checks it, before anything is written
+
+            def bound(p: Plan) -> None:
+                check_query_bound(p, metrics, bounds["thresholds"], bounds["pairs_max"], bounds.get("where", ""))
+
         grown = query_append.grow(
-            store_dir, record, n_before, paths, encoding, options, ingest_manifest_out, complete_manifest, say
+            store_dir, record, n_before, paths, encoding, options, ingest_manifest_out, complete_manifest, say, bound
         )
         if grown is not None:
             grown_plan, columns, state = grown
-            query_append.write(store_dir, input_path, against, settings, options, columns, state)
+            query_append.write(store_dir, input_path, against, settings, options, columns, state, seen_stat)
             if after_pack is not None:
                 after_pack(grown_plan)
             return grown_plan
@@ -323,7 +330,7 @@ def query_store(
         query_append.with_parts(store_dir / "manifest.json", record, p)
     log.info("store stages (s): ingest %.3f, plan %.3f, pack %.3f", t1 - t0, t2 - t1, time.perf_counter() - t2)
     # last, the store whole: with what a FILE grown next reads in place of the files
-    query_append.write(store_dir, input_path, against, settings, options, columns, state)
+    query_append.write(store_dir, input_path, against, settings, options, columns, state, seen_stat)
     if after_pack is not None:
         after_pack(p)
     return p
@@ -386,6 +393,12 @@ def current_query_store(
             changed.append("block_size or seed")
         if built.get("input_sha256") != recorded.get("input_sha256"):
             changed.append("the ingest it was packed from")
+        from genotile.store import query_append
+        from genotile.store.manifest import part_key
+
+        last = ((query_append.read_record(store) or {}).get("parts") or [{}])[-1]
+        if last.get("key") != part_key(built):  # a run killed before the store's record
+            changed.append("the store's record")
         if not changed and all((store / f).exists() for f in ("plan.json", "perm.npy", "planes.npy")):
             return
         log.info("query store (%s): recomputing, changed since the last run: %s", encoding, "; ".join(changed))

@@ -52,6 +52,15 @@ log = logging.getLogger("genotile")
 RECORD = "query.json"  # beside the query store's files (not `append.json`: no all-pairs store of FILE)
 
 
+def file_stat(path) -> tuple | None:
+    """What says a FILE was not written to between two looks: its size, inode, mtime and ctime."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return (st.st_size, st.st_ino, st.st_mtime_ns, st.st_ctime_ns)
+
+
 def read_record(store_dir) -> dict | None:
     """The record of the last query store made in `store_dir`, or None (missing, damaged, or of
     another version)."""
@@ -150,12 +159,16 @@ def with_parts(manifest_path: Path, record: dict, p: Plan) -> None:
     write_record(manifest_path, manifest)
 
 
-def write(store_dir: Path, input_path, against, settings: dict, options, columns=None, state=None) -> None:
+def write(
+    store_dir: Path, input_path, against, settings: dict, options, columns=None, state=None, seen_stat=None
+) -> None:
     """query.json for the query store just made in `store_dir` (its manifest written), with what
     the next growth reads in place of the earlier files (`columns`: the store's column counts,
     its files linked, store/extend.keep; `state`: the FILE's SHA-256 state after its last byte):
     written last, so that a job killed before it leaves the earlier record (and its kept files),
-    whose store it then grows again; the other kept files removed after it."""
+    whose store it then grows again; the other kept files removed after it. `seen_stat`: the
+    FILE's `file_stat` before the store read it: a FILE written to since gets no record (records
+    added while the store was made are not in it, and a later growth must not start after them)."""
     manifest = json.loads((store_dir / "manifest.json").read_text(encoding="utf-8"))
     n_earlier = len(manifest["ids"]) - int(manifest["query"]["n_against"])
     current = {"store": store_identity(manifest), "key": part_key(manifest)}
@@ -163,7 +176,8 @@ def write(store_dir: Path, input_path, against, settings: dict, options, columns
     file_pieces_now = _file_pieces(against)
     seen = (made.get("against") or {}).get("input") or {}
     now = (content_size(against), pieces_digest([bytes.fromhex(d) for d in file_pieces_now]))
-    if (seen.get("size"), seen.get("digest")) != now:
+    unchanged = seen_stat is None or (file_stat(against) == seen_stat and seen_stat[0] == seen.get("size"))
+    if (seen.get("size"), seen.get("digest")) != now or not unchanged:
         # the FILE changed while the store was made: no record, so no later growth keeps its tiles
         (store_dir / RECORD).unlink(missing_ok=True)
         log.info("query store: the FILE changed while its store was made; nothing recorded for its growth")
@@ -202,7 +216,7 @@ def sha256_and_state(path) -> tuple[str, str | None]:
 def _grown_sha256(path, old: int, state: str | None, size: int) -> tuple[str, str | None]:
     """The grown FILE's SHA-256 (and state): resumed from the earlier state over the new bytes
     alone where it was kept, else over the whole file."""
-    if state and sha256_state.available():
+    if isinstance(state, str) and sha256_state.available():
         try:
             return file_sha256_resumable(path, old, state, end=size)
         except (ValueError, RuntimeError):  # a damaged state: the whole file
@@ -220,6 +234,7 @@ def grow(
     ingest_manifest_out,
     complete: Callable,
     say,
+    check: Callable[[Plan], None] | None = None,
 ) -> tuple[Plan, object, str | None] | None:
     """The grown query store from the earlier one's kept files and the FILE's new records alone
     (store/extend.py: where the grown column counts keep the earlier kept columns): the ingest
@@ -227,7 +242,8 @@ def grow(
     the grown plan has, byte for byte; (plan, the grown column counts, the FILE's SHA-256 state).
     None, with nothing written, where it cannot (then the store is made as any query store).
 
-    `paths`: (input, FILE); `complete`: store/query.complete_manifest (the query keys, sources)."""
+    `paths`: (input, FILE); `complete`: store/query.complete_manifest (the query keys, sources);
+    `check`: the plan's bounds (store/query.check_query_bound), before anything is written."""
     input_path, against = paths
     t0 = time.perf_counter()
     old, size = int(record["against"]["size"]), content_size(against)
@@ -242,6 +258,8 @@ def grow(
     hashed = hashing.submit(_grown_sha256, against, old, record["against"].get("sha256_state"), size)
     hashing.shutdown(wait=False)
     ids, rows = read
+    if content_size(against) != size:  # written to while read: made as any query store
+        return None
     n_query = int(before.manifest["query"]["n_input"])
     file_ids = before.manifest["ids"][n_query:]
     new, why = extend.grown(ids, rows, before) if set(ids).isdisjoint(file_ids) else (None, "a name is taken")
@@ -260,6 +278,8 @@ def grow(
     p = plan(m, record, n_before, say)
     if p is None:
         return None
+    if check is not None:
+        check(p)
     t1 = time.perf_counter()
     write_record(ingest_manifest_out, m)
     write_plan(p, store_dir / "plan.json", store_dir / "perm.npy")
