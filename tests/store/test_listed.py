@@ -224,3 +224,23 @@ def test_samples_with_a_genotype_list_is_refused(genotypes):
 
     with pytest.raises(GenotileError, match=r"samples: selects and orders the samples of one file"):
         check_input([genotypes / "a.vcf", genotypes / "b.vcf"], ["king"], {"samples": "keep.txt"})
+
+
+def test_a_file_written_to_while_the_list_is_read_gets_no_record(alignment, monkeypatch):
+    """A listed file edited while the store read the list: its recorded digest might not be what
+    was read, so no append record (the next run makes the store in full)."""
+    read = listed.read_list
+
+    def racing(paths, *args, **kwargs):
+        got = read(paths, *args, **kwargs)
+        with open(paths[-1], "a") as fh:
+            fh.write(">late\n" + "A" * 120 + "\n")
+        return got
+
+    monkeypatch.setattr(listed, "read_list", racing)
+    _store(alignment, ["a.fa", "b.fa"])
+    assert not (alignment / "store" / append.RECORD).exists()
+    assert not list((alignment / "store").glob("kept-*"))
+    monkeypatch.undo()
+    assert _store(alignment, ["a.fa", "b.fa"]) == []  # no earlier record: made in full, nothing said
+    assert (alignment / "store" / append.RECORD).exists()

@@ -279,6 +279,15 @@ def differences(recorded, current: dict) -> list[str]:
     return out
 
 
+def stat_of(path) -> list | None:
+    """`_stat_key` of a file or directory (None where it is gone): what says it was not written to
+    between two looks."""
+    try:
+        return _stat_key(path)
+    except OSError:
+        return None
+
+
 def _stat_key(path) -> list:
     """Device, inode, size, mtime and ctime of a file; of a directory, its device and inode,
     its files' size, then each file's relative path, size, mtime and ctime."""
