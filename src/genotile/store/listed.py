@@ -99,22 +99,11 @@ def _held(paths: list[str], encoding: str, canonical: bool) -> ListedAlignment |
     """Regular FASTA files of one length held as one (io/readers/fasta.py hold_regulars, on
     threads, their SHA-256s alongside); None where they are not (then `read_list` reads each)."""
     from genotile.core.encode import ALPHABETS
-    from genotile.errors import GenotileError
-    from genotile.io import fasta_mmap
-    from genotile.io.readers.base import reader_of
-    from genotile.io.readers.fasta import FastaReader, hold_regulars
-    from genotile.store.pack import gpu_insisted
+    from genotile.io.readers.fasta import hold_regulars
+    from genotile.store.query import regular_layouts
 
-    if gpu_insisted():
-        return None
-    try:
-        if any(reader_of(p, encoding) is not FastaReader for p in paths):
-            return None
-        layouts = [fasta_mmap.open_regular(p) for p in paths]
-    except (GenotileError, OSError, ValueError):
-        return None
-    found = [layout for layout in layouts if layout is not None]
-    if len(found) != len(paths) or len({layout.length for layout in found}) != 1:
+    found = regular_layouts(paths, encoding)
+    if found is None:
         return None
     with ThreadPoolExecutor(min(4, len(paths)), thread_name_prefix="genotile-sha256") as hashing:
         sha256 = [hashing.submit(content_sha256, p) for p in paths]

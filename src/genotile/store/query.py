@@ -20,6 +20,7 @@ import logging
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -33,6 +34,9 @@ from genotile.io.readers.query import Part, QueryAlignment, QueryGenotypes
 from genotile.store import stage
 from genotile.store.sources import content_sha256, differences, sources
 from genotile.util.atomic import write_record
+
+if TYPE_CHECKING:
+    from genotile.io.fasta_mmap import RegularFasta
 
 log = logging.getLogger("genotile")
 
@@ -88,27 +92,14 @@ def held_alignments(input_path, against, encoding: str) -> tuple[Part, Part, Que
     from concurrent.futures import ThreadPoolExecutor
 
     from genotile.core.encode import ALPHABETS
-    from genotile.io import fasta_mmap
-    from genotile.io.readers.base import reader_of
-    from genotile.io.readers.fasta import FastaReader, hold_regulars
-    from genotile.store.pack import gpu_insisted
+    from genotile.io.readers.fasta import hold_regulars
+    from genotile.store.query_append import sha256_and_state
 
     if ENCODINGS[encoding].source != "alignment" or isinstance(input_path, Part) or isinstance(against, Part):
         return None
-    if gpu_insisted():  # GENOTILE_GPU_PACK=1 packs from codes: the ingest holds nothing
+    layouts = regular_layouts([input_path, against], encoding)
+    if layouts is None:
         return None
-    paths = (input_path, against)
-    try:
-        if any(reader_of(p, encoding) is not FastaReader for p in paths):
-            return None
-        found = [fasta_mmap.open_regular(p) for p in paths]
-    except (GenotileError, OSError, ValueError):
-        return None
-    layouts = [layout for layout in found if layout is not None]
-    if len(layouts) != 2 or layouts[0].length != layouts[1].length:
-        return None
-    from genotile.store.query_append import sha256_and_state
-
     with ThreadPoolExecutor(2, thread_name_prefix="genotile-sha256") as hashing:  # hashlib releases the GIL
         of_input, of_file = hashing.submit(content_sha256, input_path), hashing.submit(sha256_and_state, against)
         held = hold_regulars(layouts, ALPHABETS[encoding])
@@ -120,6 +111,31 @@ def held_alignments(input_path, against, encoding: str) -> tuple[Part, Part, Que
     # FILE's SHA-256 state kept: a FILE grown by records at its end resumes it (store/query_append.py)
     a = Part(str(against), file_digest, layouts[1].ids, held.rows[n:], state=state)
     return q, a, QueryAlignment(q, a, held)
+
+
+def regular_layouts(paths, encoding: str) -> "list[RegularFasta] | None":
+    """The layouts (io/fasta_mmap.RegularFasta) of FASTA files that are all regular alignments of
+    one length, to be held as one (io/readers/fasta.py hold_regulars: a query's two files, a list
+    input's); None where any is not (another format, an irregular or damaged file, another
+    length), or GPU packing is insisted on (GENOTILE_GPU_PACK=1 packs from codes: the ingest
+    holds nothing): then each is read a record at a time, and its errors name what is wrong."""
+    from genotile.io import fasta_mmap
+    from genotile.io.readers.base import reader_of
+    from genotile.io.readers.fasta import FastaReader
+    from genotile.store.pack import gpu_insisted
+
+    if gpu_insisted():
+        return None
+    try:
+        if any(reader_of(p, encoding) is not FastaReader for p in paths):
+            return None
+        layouts = [fasta_mmap.open_regular(p) for p in paths]
+    except (GenotileError, OSError, ValueError):
+        return None
+    found = [layout for layout in layouts if layout is not None]
+    if len(found) != len(layouts) or len({layout.length for layout in found}) != 1:
+        return None
+    return found
 
 
 def _sum_counts(a: dict, b: dict) -> dict:
