@@ -44,12 +44,10 @@ from genotile.io.readers.listed import ListedAlignment, ListedGenotypes, label, 
 from genotile.io.readers.query import Part
 from genotile.store import append, extend, stage
 from genotile.store.sources import (
-    complete_fingerprints,
-    content_digest,
     content_sha256,
     content_size,
     differences,
-    recorded_digest,
+    known_digest,
     sources,
     stat_of,
 )
@@ -154,18 +152,6 @@ def read_list(paths: list[str], encoding: str, options: dict | None = None, cano
     return ListedGenotypes([r[0] for r in read], listed_counts([r[1] for r in read]), [r[2] for r in read])
 
 
-def _digest(path) -> str:
-    """A listed file's content digest: its fingerprint's (the workflow's), else hashed, and then
-    filled into the fingerprints that left it pending (store/sources.py), so that the next run
-    hashes only a new or changed file."""
-    recorded = recorded_digest(path)
-    if recorded:
-        return recorded
-    digest = content_digest(path)
-    complete_fingerprints(path, digest)
-    return digest
-
-
 def complete(m: dict, paths: list[str], sha256s: list[str], digests: list[str], options, variants=None) -> None:
     """A list input's ingest manifest given what it was made from: `sources` (each file's, for
     reruns, and the append record's `files`: store/append.py), the reader options, a genotype
@@ -211,7 +197,7 @@ def _total_size(paths: list[str]) -> int:
 
 def _digests(paths: list[str]) -> list[str]:
     with ThreadPoolExecutor(min(4, len(paths)), thread_name_prefix="genotile-digest") as pool:
-        return list(pool.map(_digest, paths))
+        return list(pool.map(known_digest, paths))
 
 
 def _further(record: dict | None, paths: list[str], settings: dict) -> tuple[list[str] | None, str]:
@@ -233,7 +219,7 @@ def _further(record: dict | None, paths: list[str], settings: dict) -> tuple[lis
             return None, f"file {k} of the list is {path}, {was['path']} before (files are added at the end)"
         if not os.path.exists(path):
             return None, ""
-        if content_size(path) != was["size"] or _digest(path) != was["digest"]:
+        if content_size(path) != was["size"] or known_digest(path) != was["digest"]:
             return None, f"{path} changed since the earlier store was made"
         # its companions and option files too (a PLINK fileset's .bim/.fam, a regions file)
         differ = differences(recorded[k - 1], sources(path, settings["options"] or None, input_digest=was["digest"]))
@@ -416,7 +402,7 @@ def _hashed(job, further: list[str]):
     earlier = job.record["input"]["files"]
 
     def hashes() -> tuple[list[str], list[str]]:
-        added = [(content_sha256(p), _digest(p)) for p in further]
+        added = [(content_sha256(p), known_digest(p)) for p in further]
         return [f["sha256"] for f in earlier] + [a[0] for a in added], [f["digest"] for f in earlier] + [
             a[1] for a in added
         ]

@@ -234,10 +234,7 @@ def sources(
     not known, not hashed (`write_fingerprint`).
     """
     options = {k: _plain(v) for k, v in sorted((options or {}).items()) if v is not None}
-    digest = input_digest or recorded_digest(input_path)
-    if digest is None and not pending:  # hashed here: a fingerprint that left it pending takes it
-        digest = content_digest(input_path)
-        complete_fingerprints(input_path, digest)
+    digest = input_digest or (recorded_digest(input_path) if pending else known_digest(input_path))
     files = {key: _file(p) for key, p in option_files(options).items()}
     files.update({key: _file(p) for key, p in fileset_files(input_path).items()})
     if options.get("regions") is not None:
@@ -250,6 +247,17 @@ def sources(
         "options": options,
         "files": files,
     }
+
+
+def known_digest(path) -> str:
+    """An input's content digest: its workflow fingerprint's, else hashed here, and then filled
+    into the fingerprints that left it pending, so that the next run hashes only a new or
+    changed file."""
+    digest = recorded_digest(path)
+    if digest is None:
+        digest = content_digest(path)
+        complete_fingerprints(path, digest)
+    return digest
 
 
 def _content(record) -> tuple | None:
