@@ -156,12 +156,19 @@ def _record(
     )
 
 
+def each_file(made: dict) -> list[dict]:
+    """Each input file's `sources` record (store/sources.py: the file, the options, its companions
+    and option files) of a store's `sources`: a list's files' (store/listed.py `complete`), or its
+    one file's; none where it records no input."""
+    return list(made["listed"]) if "listed" in made else [made] if made.get("input") else []
+
+
 def _files(ingest_manifest: dict) -> list[dict] | None:
     """The input files of a store as its record holds them: a file's path, size, digest and
-    SHA-256 (store/sources.py); a list's files' (store/listed.py `complete`), or its one file's."""
+    SHA-256 (store/sources.py); a list's files', or its one file's (`each_file`)."""
     made = ingest_manifest.get("sources") or {}
-    listed: list = [s.get("input") for s in made["listed"]] if "listed" in made else [made.get("input")]
-    if not all(isinstance(f, dict) and f.get("digest") for f in listed):
+    listed: list = [s.get("input") for s in each_file(made)]
+    if not listed or not all(isinstance(f, dict) and f.get("digest") for f in listed):
         return None
     if "listed" not in made:  # one file: the store's SHA-256 is its own
         listed = [{**listed[0], "sha256": ingest_manifest["input_sha256"]}]

@@ -209,7 +209,7 @@ def _further(record: dict | None, paths: list[str], settings: dict) -> tuple[lis
     if changed:
         return None, changed
     earlier = record["input"].get("files") or []
-    recorded = earlier_sources(record)
+    recorded = append.each_file(record.get("sources") or {})  # what each was read with
     if not earlier or len(recorded) != len(earlier):
         return None, "the earlier store's record names no files"
     if len(paths) <= len(earlier):
@@ -226,13 +226,6 @@ def _further(record: dict | None, paths: list[str], settings: dict) -> tuple[lis
         if differ:
             return None, f"{path}: {'; '.join(differ)}"
     return paths[len(earlier) :], ""
-
-
-def earlier_sources(record: dict) -> list[dict]:
-    """What each earlier file of a store was read with (store/sources.py `sources`: the file, the
-    options, its companions and option files), as its append record keeps them."""
-    made = record.get("sources") or {}
-    return list(made["listed"]) if "listed" in made else [made] if made.get("input") else []
 
 
 def store(
