@@ -395,7 +395,7 @@ def _check_run(args) -> tuple[list[str], bool]:
     """(the run's metrics, whether the input is genotypes); an option that does not apply to them
     or to the input is refused by its flag."""
     from genotile.core.encodings import ENCODINGS
-    from genotile.io.readers.listed import label
+    from genotile.io.readers.base import list_label
     from genotile.store.inputs import check_input, files_of, inputs_of, metric_encoding
 
     metrics = list(dict.fromkeys(args.metric))
@@ -416,7 +416,7 @@ def _check_run(args) -> tuple[list[str], bool]:
             f"genotypes ({inputs_of('genotypes')}): run them on their own inputs"
         )
     kind = check_input(args.input, metrics)
-    shown = label(files_of(args.input))
+    shown = list_label(files_of(args.input))
     given = [flag for flag, key in GENOTYPE_OPTIONS.items() if getattr(args, key) is not None]
     if given and (not genotype or kind == "fasta"):
         raise GenotileError(

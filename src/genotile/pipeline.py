@@ -16,7 +16,7 @@ from genotile.core.metrics import get_metric
 from genotile.core.plan import Plan
 from genotile.core.registry import REGISTRY
 from genotile.io.planfile import read_plan
-from genotile.io.readers.listed import label as listed_label
+from genotile.io.readers.base import list_label
 from genotile.pairs import stage as pairs_stage
 from genotile.store import reuse
 from genotile.store import stage as store_stage
@@ -135,7 +135,7 @@ def run_all(
     )
     input_path, outdir = given(input_path), Path(outdir)  # a one-file list: that file
     # the input in the run's messages: a list input's files joined, as its store's manifest names it
-    label = listed_label(files_of(input_path))
+    label = list_label(files_of(input_path))
     thresholds, opt_in = config["thresholds"], opt_in or {}
     peer_formats.check_dataset(label, {**opt_in, "metrics": list(metrics), "against": against}, thresholds.get("king"))
     if against is not None:

@@ -17,8 +17,7 @@ from pathlib import Path
 
 from genotile.core.encodings import ENCODINGS
 from genotile.errors import GenotileError
-from genotile.io.readers.base import GENOTYPE_OPTIONS, reader_classes, reader_for
-from genotile.io.readers.listed import label
+from genotile.io.readers.base import GENOTYPE_OPTIONS, list_label, reader_classes, reader_for
 
 
 def files_of(path) -> list[str]:
@@ -76,7 +75,7 @@ def check_input(path, metrics, options: dict | None = None, where: str = "") -> 
         if (options or {}).get("samples") is not None:
             raise GenotileError(
                 f"{where}samples: selects and orders the samples of one file; the files of a list input hold "
-                f"distinct samples ({label(files)}): select them in each file (bcftools view -S), or join "
+                f"distinct samples ({list_label(files)}): select them in each file (bcftools view -S), or join "
                 "the files first"
             )
     kinds = [_check_file(f, metrics, options, where) for f in files]
@@ -138,7 +137,7 @@ def check_against(path, against, metrics, options: dict | None = None, where: st
     files = files_of(path)
     if len(files) > 1:
         raise GenotileError(
-            f"{where}against: takes an input of one file, not a list ({label(files)}): a query of a "
+            f"{where}against: takes an input of one file, not a list ({list_label(files)}): a query of a "
             "list input is not supported yet"
         )
     path = files[0]

@@ -40,7 +40,8 @@ import numpy as np
 
 from genotile.core.encodings import ENCODINGS
 from genotile.core.genotype import GenotypeLayout, genotype_layout, genotype_planes
-from genotile.io.readers.listed import ListedAlignment, ListedGenotypes, label, listed_sha256
+from genotile.io.readers.base import list_label
+from genotile.io.readers.listed import ListedAlignment, ListedGenotypes, listed_sha256
 from genotile.io.readers.query import Part
 from genotile.store import append, extend, stage
 from genotile.store.sources import (
@@ -142,7 +143,7 @@ def read_list(paths: list[str], encoding: str, options: dict | None = None, cano
 
     missing = [p for p in paths if not os.path.exists(p)]
     if missing:
-        raise GenotileError(f"{missing[0]}: no such file (listed in {label(paths)})")
+        raise GenotileError(f"{missing[0]}: no such file (listed in {list_label(paths)})")
     if ENCODINGS[encoding].source == "alignment":
         held = _held(paths, encoding, canonical) if hold else None
         if held is not None:
@@ -278,7 +279,7 @@ def store(
         assert record is not None
         auto = {"metrics": metrics, "backend": backend, "dense_max": dense_max}
         job = append.AppendJob(
-            label(paths), encoding, ingest_manifest_out, store_dir, record, settings, _total_size(paths), options,
+            list_label(paths), encoding, ingest_manifest_out, store_dir, record, settings, _total_size(paths), options,
             bounds, auto, say,
         )  # fmt: skip
         p, why = _append(job, paths, further)
@@ -436,7 +437,7 @@ def _grown_alignment(job, paths: list[str], further: list[str], hashed):
     index, first = append.index_appended(job.record, n_old, new, job.settings["collapse"])
     sha256s, digests = hashed.result()
     m = alignment_manifest(
-        label(paths), ListedAlignment.kind, job.encoding, every, n_fields, new.keep.size, listed_sha256(sha256s)
+        list_label(paths), ListedAlignment.kind, job.encoding, every, n_fields, new.keep.size, listed_sha256(sha256s)
     )
     complete(m, paths, sha256s, digests, job.options)
     keys = categorical_keys(NUCLEOTIDE.name, new.enc)
@@ -473,7 +474,7 @@ def _grown_genotypes(job, paths: list[str], further: list[str], hashed):
     counts = listed_counts([before.get("ingest_counts") or {}, *(stats for _, stats, _ in read)])
     m = {
         "genotile": __version__,
-        "input": label(paths),
+        "input": list_label(paths),
         "input_sha256": listed_sha256(sha256s),
         "format": ListedGenotypes.format,
         "encoding": job.encoding,

@@ -214,6 +214,16 @@ class GenotypeReader(Reader):
         self.close()
 
 
+def list_label(names) -> str:
+    """A list input in words, as its manifests and messages name it (store/listed.py): its files
+    joined by " + ".
+
+    >>> list_label(["day1.fa", "day2.fa"])
+    'day1.fa + day2.fa'
+    """
+    return " + ".join(str(n) for n in names)
+
+
 @cache
 def reader_classes() -> tuple[type[Reader], ...]:
     """The classes of READERS, in order."""

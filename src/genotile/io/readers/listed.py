@@ -16,16 +16,8 @@ from genotile.core.encode import ALPHABETS
 from genotile.errors import GenotileError
 from genotile.io.ids import check_ids, check_unique
 from genotile.io.readers.array import AlignmentArray, GenotypeArray
+from genotile.io.readers.base import list_label
 from genotile.io.readers.query import Part
-
-
-def label(names: list[str]) -> str:
-    """A list input in words, as its manifests record it: the files joined by " + ".
-
-    >>> label(["day1.fa", "day2.fa"])
-    'day1.fa + day2.fa'
-    """
-    return " + ".join(names)
 
 
 def listed_sha256(sha256s: list[str]) -> str:
@@ -73,7 +65,7 @@ class ListedAlignment(AlignmentArray):
         self.rows = held.rows if held is not None else np.concatenate([p.data for p in parts])
         self.ids = _names(parts, "sequence")
         self.sha256s = [p.sha256 for p in parts]
-        self._label, self._sha256 = label([p.name for p in parts]), listed_sha256(self.sha256s)
+        self._label, self._sha256 = list_label([p.name for p in parts]), listed_sha256(self.sha256s)
 
     def __str__(self) -> str:
         return self._label
@@ -115,7 +107,7 @@ class ListedGenotypes(GenotypeArray):
         self.codes = np.concatenate([p.data for p in parts])
         self.samples = _names(parts, "sample")
         self.variants = list(variants)
-        self.path = self._label = label([p.name for p in parts])
+        self.path = self._label = list_label([p.name for p in parts])
         self.sha256s = [p.sha256 for p in parts]
         self._sha256 = listed_sha256(self.sha256s)
         self.stats = stats
