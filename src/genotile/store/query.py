@@ -32,7 +32,7 @@ from genotile.errors import GenotileError
 from genotile.io.planfile import write_plan
 from genotile.io.readers.query import Part, QueryAlignment, QueryGenotypes
 from genotile.store import stage
-from genotile.store.sources import content_sha256, differences, sources
+from genotile.store.sources import content_sha256, differences, sources, stat_of
 from genotile.util.atomic import write_record
 
 if TYPE_CHECKING:
@@ -291,7 +291,7 @@ def query_store(
     store_dir = Path(store_dir)
     store_dir.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()
-    seen_stat = query_append.file_stat(against)  # before any read of it: query_append.write
+    seen_stat = stat_of(against)  # before any read of it: query_append.write
     record = query_append.read_record(store_dir)
     settings = query_append.settings_of(encoding, options, block_size, seed)
     n_before, why = query_append.grown_by(record, input_path, against, settings, options)

@@ -41,7 +41,7 @@ from genotile.store import append, extend, stage
 from genotile.store.ingest import alignment_manifest
 from genotile.store.manifest import part_key, store_identity
 from genotile.store.pack import categorical_keys, write_manifest
-from genotile.store.sources import content_sha256, content_size, differences, recorded_pieces, sources
+from genotile.store.sources import content_sha256, content_size, differences, recorded_pieces, sources, stat_of
 from genotile.util import sha256_state
 from genotile.util.atomic import write_record
 from genotile.util.checksums import PIECE, file_pieces, file_sha256_resumable, pieces, pieces_digest, range_digests
@@ -50,15 +50,6 @@ from genotile.version import __version__
 log = logging.getLogger("genotile")
 
 RECORD = "query.json"  # beside the query store's files (not `append.json`: no all-pairs store of FILE)
-
-
-def file_stat(path) -> tuple | None:
-    """What says a FILE was not written to between two looks: its size, inode, mtime and ctime."""
-    try:
-        st = os.stat(path)
-    except OSError:
-        return None
-    return (st.st_size, st.st_ino, st.st_mtime_ns, st.st_ctime_ns)
 
 
 def read_record(store_dir) -> dict | None:
@@ -167,7 +158,7 @@ def write(
     its files linked, store/extend.keep; `state`: the FILE's SHA-256 state after its last byte):
     written last, so that a job killed before it leaves the earlier record (and its kept files),
     whose store it then grows again; the other kept files removed after it. `seen_stat`: the
-    FILE's `file_stat` before the store read it: a FILE written to since gets no record (records
+    FILE's stat (store/sources.stat_of) before the store read it: a FILE written to since gets no record (records
     added while the store was made are not in it, and a later growth must not start after them)."""
     manifest = json.loads((store_dir / "manifest.json").read_text(encoding="utf-8"))
     n_earlier = len(manifest["ids"]) - int(manifest["query"]["n_against"])
@@ -176,7 +167,7 @@ def write(
     file_pieces_now = _file_pieces(against)
     seen = (made.get("against") or {}).get("input") or {}
     now = (content_size(against), pieces_digest([bytes.fromhex(d) for d in file_pieces_now]))
-    unchanged = seen_stat is None or (file_stat(against) == seen_stat and seen_stat[0] == seen.get("size"))
+    unchanged = seen_stat is None or stat_of(against) == seen_stat  # and so what was read is `now`
     if (seen.get("size"), seen.get("digest")) != now or not unchanged:
         # the FILE changed while the store was made: no record, so no later growth keeps its tiles
         (store_dir / RECORD).unlink(missing_ok=True)
