@@ -66,8 +66,7 @@ def _file_pieces(against) -> list[str]:
     recorded = recorded_pieces(against)
     if recorded is not None:
         return recorded
-    st = os.stat(against)
-    key = (os.path.realpath(against), st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+    key = (os.path.realpath(against), *(stat_of(against) or ()))
     if key not in _HASHED:
         _HASHED.clear()
         _HASHED[key] = [d.hex() for d in file_pieces(against)]
