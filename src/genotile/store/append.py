@@ -323,12 +323,18 @@ def _why_not(record: dict | None, input_path, settings: dict) -> str | None:
     size = os.path.getsize(input_path)
     if size < old:
         return f"the input is shorter than before ({size} < {old} bytes): records were removed or edited"
-    if size > old:
-        with open(input_path, "rb") as fh:
-            fh.seek(old - 1)
-            if fh.read(2) != b"\n>":
-                return "the earlier input's last record was extended, or its last line had no newline"
+    if size > old and not record_starts_at(input_path, old):
+        return "the earlier input's last record was extended, or its last line had no newline"
     return None
+
+
+def record_starts_at(path, offset: int) -> bool:
+    """Whether a FASTA record starts at byte `offset` of `path`, right after a line's end: where
+    records were added after an earlier file of `offset` bytes (a query's FILE too,
+    store/query_append.py)."""
+    with open(path, "rb") as fh:
+        fh.seek(offset - 1)
+        return fh.read(2) == b"\n>"
 
 
 def store(

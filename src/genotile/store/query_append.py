@@ -93,11 +93,8 @@ def grown_by(record: dict | None, input_path, against, settings: dict, options) 
     old, size = int(record["against"]["size"]), content_size(against)
     if size < old:
         return 0, "the FILE is shorter than before: records were removed or edited"
-    if size > old:
-        with open(against, "rb") as fh:
-            fh.seek(old - 1)
-            if fh.read(2) != b"\n>":
-                return 0, "the FILE's last record was extended, or its last line had no newline"
+    if size > old and not append.record_starts_at(against, old):
+        return 0, "the FILE's last record was extended, or its last line had no newline"
     earlier, grown = record["against"]["pieces"], _file_pieces(against)
     n_full = old // PIECE
     partial = [d.hex() for d in range_digests(against, pieces(old)[n_full:])]
