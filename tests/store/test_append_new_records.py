@@ -197,6 +197,25 @@ def test_a_stores_codes_are_read_back_from_its_planes():
     assert np.array_equal(categorical_codes(categorical_planes(codes, enc), enc), codes[:, enc.order])
 
 
+@pytest.mark.parametrize("seed", range(6))
+def test_earlier_rows_reranked_bit_by_bit_are_the_rows_encoded_again(seed):
+    # store/extend._rerank (the bits of columns whose bases' ranks changed, rewritten) against
+    # the rows' codes packed again with the grown encoding
+    rng = np.random.default_rng(seed)
+    codes = (rng.integers(0, 4, (400, 300)) % (np.arange(300) % 4 + 1)).astype(np.uint8)
+    codes[rng.random(codes.shape) < 0.05] = MISSING
+    old = categorical_encoding(symbol_counts(codes), True)
+    # new rows of each column's rarest base: ranks swap where they outnumber the others
+    bases = symbol_counts(codes)[:, :4]  # (columns, codes 0-3)
+    rarest = np.argmin(np.where(bases > 0, bases, 1 << 30), axis=1).astype(np.uint8)
+    enc = categorical_encoding(symbol_counts(np.concatenate([codes, np.repeat(rarest[None], 90, 0)])), True)
+    assert old.n_b == enc.n_b and old.s_lengths == enc.s_lengths and np.array_equal(old.order, enc.order)
+    changed = np.flatnonzero((old.symbols != enc.symbols).any(axis=0))
+    assert 50 < changed.size <= extend.RERANK_COLUMNS
+    planes = categorical_planes(codes, old)
+    assert np.array_equal(extend._rerank(planes.copy(), old, enc, changed), categorical_planes(codes, enc))
+
+
 @pytest.mark.parametrize(
     ("record", "error"),
     [
