@@ -80,20 +80,28 @@ def dataset_input(wildcards):
 
 
 def dataset_fileset(wildcards):
-    """The other files of each PLINK fileset (.bim + .fam, .pvar + .psam; none for other inputs):
-    inputs of the ingest, so that a missing one is named and an edit reruns it."""
+    """The other files of each PLINK fileset (.bim + .fam, .pvar + .psam; none for other inputs)
+    of the input and of a query's FILE: inputs of the ingest, so that a missing one is named and
+    an edit reruns it."""
     return [
         str(p)
-        for path in dataset_input(wildcards)
+        for path in dataset_input(wildcards) + dataset_against(wildcards)
         for p in _inputs.input_files(path)[1:]
     ]
 
 
+def against_files_of(dataset):
+    """Query mode (`against:`, store/query.py): the FILE, or each file of a FILE given as a list,
+    in its order; none for an all-pairs dataset."""
+    against = config["datasets"][dataset].get("against")
+    return [] if against is None else _inputs.files_of(against)
+
+
 def dataset_against(wildcards):
-    """Query mode (`against:`, store/query.py): the FILE and its fileset's other files, inputs of
-    the store; none for an all-pairs dataset (its DAG and records unchanged)."""
-    against = config["datasets"][wildcards.dataset].get("against")
-    return [] if against is None else [str(p) for p in _inputs.input_files(against)]
+    """The files of a query's FILE (`against_files_of`), inputs of the store (their filesets'
+    other files: `dataset_fileset`); none for an all-pairs dataset (its DAG and records
+    unchanged)."""
+    return against_files_of(wildcards.dataset)
 
 
 def encoding_of(wildcards):
@@ -386,18 +394,32 @@ def fingerprint(out, path, options=None):
     return out if Path(path).exists() else []
 
 
-def against_fingerprint(dataset):
-    return f"{FINGERPRINTS}/{dataset}.against.json"
+def against_fingerprint(dataset, k=1):
+    """The fingerprint of the `k`th file of a query's FILE (1: its only or first file), named as
+    the input's are (`dataset_fingerprint`)."""
+    return (
+        f"{FINGERPRINTS}/{dataset}.against.json"
+        if k == 1
+        else f"{FINGERPRINTS}/{dataset}.against+{k}.json"
+    )
+
+
+def against_fingerprints(dataset):
+    """The fingerprint of each file of a query's FILE, in its order (none without `against:`)."""
+    return [
+        against_fingerprint(dataset, k)
+        for k in range(1, len(against_files_of(dataset)) + 1)
+    ]
 
 
 def dataset_sources(wildcards):
-    """The fingerprint of each file of the input (and of the FILE of a query): a list input's
-    further file, its own fingerprint new, reruns the store (an append of its vectors).
+    """The fingerprint of each file of the input (and of each file of the FILE of a query): a
+    list's further file, its own fingerprint new, reruns the store (an append of its vectors).
     """
-    pairs = zip(dataset_fingerprints(wildcards.dataset), dataset_input(wildcards))
-    against = config["datasets"][wildcards.dataset].get("against")
-    if against is not None:
-        pairs = [*pairs, (against_fingerprint(wildcards.dataset), against)]
+    pairs = [
+        *zip(dataset_fingerprints(wildcards.dataset), dataset_input(wildcards)),
+        *zip(against_fingerprints(wildcards.dataset), dataset_against(wildcards)),
+    ]
     # a missing file has none ([]): Snakemake names the file itself
     return [out for out, path in pairs if fingerprint(out, path)]
 
@@ -423,22 +445,25 @@ def write_fingerprints():
                     out, path, dataset_options(dataset), defer=True
                 )
         drop_fingerprints_past(dataset, len(input_files_of(dataset)))
-        if spec.get("against") is not None and Path(spec["against"]).exists():
-            _sources.write_fingerprint(
-                against_fingerprint(dataset), spec["against"], dataset_options(dataset)
-            )
+        for out, path in zip(against_fingerprints(dataset), against_files_of(dataset)):
+            if Path(path).exists():
+                _sources.write_fingerprint(out, path, dataset_options(dataset))
+        drop_fingerprints_past(
+            dataset, len(against_files_of(dataset)), against_fingerprint
+        )
     for screen, spec in (config.get("screens") or {}).items():
         for kind in ("samples", "signatures"):
             if Path(spec[kind]).is_file():
                 _sources.write_fingerprint(screen_fingerprint(screen, kind), spec[kind])
 
 
-def drop_fingerprints_past(dataset, n):
-    """Remove the fingerprints of the files past the `n` a dataset's input now lists (a list made
-    shorter): none is then left to stand for a file no longer listed."""
-    k = n + 1
-    while Path(dataset_fingerprint(dataset, k)).exists():
-        Path(dataset_fingerprint(dataset, k)).unlink()
+def drop_fingerprints_past(dataset, n, named=dataset_fingerprint):
+    """Remove the fingerprints of the files past the `n` a dataset's input (or, `named`
+    against_fingerprint, its FILE) now lists (a list made shorter): none is then left to stand
+    for a file no longer listed."""
+    k = max(n, 1) + 1
+    while Path(named(dataset, k)).exists():
+        Path(named(dataset, k)).unlink()
         k += 1
 
 
@@ -622,7 +647,7 @@ with one_line_errors():
             _spec,
             config["dense_max"],
             dataset_fingerprints(_name),
-            against_fingerprint(_name),
+            against_fingerprints(_name),
         )
 
 

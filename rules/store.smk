@@ -7,7 +7,7 @@
 checkpoint store:
     input:
         data=dataset_input,
-        # query mode: the FILE compared against (none for all pairs; store/query.py)
+        # query mode: the FILE compared against, or each file of a list (none for all pairs; store/query.py)
         against=dataset_against,
         fileset=dataset_fileset,
         option_files=ingest_option_files,

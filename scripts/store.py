@@ -134,8 +134,9 @@ def store(sm):
             if sm.input.against:  # query mode: the input's vectors, then the FILE's (a grown FILE appended)
                 from genotile.store import query
 
+                # FILE: its path, or a list's files in their order (store/query.read_side)
                 query.query_store(
-                    input_, sm.input.against[0], *common, metrics=of_store, backend=backend, **kwargs, say=say
+                    input_, given(sm.input.against), *common, metrics=of_store, backend=backend, **kwargs, say=say
                 )
             else:  # records appended to a FASTA, or a file to a list: only their pairs computed (store/append.py)
                 from genotile.store import append, listed

@@ -417,5 +417,7 @@ def test_a_list_of_paths_is_one_input_in_its_order(tmp_path):
         genotile.pairwise([tmp_path / "a.fa", tmp_path / "b.fa"], "snp", ids=names)
     with pytest.raises(GenotileError, match="x: a list of str is an alignment's sequences, but these name files"):
         genotile.pairwise([str(tmp_path / "a.fa"), str(tmp_path / "b.fa")], "snp")
-    with pytest.raises(GenotileError, match="against: takes an input of one file"):
-        genotile.pairwise([tmp_path / "a.fa", tmp_path / "b.fa"], "snp", against=str(tmp_path / "ab.fa"))
+    with pytest.raises(GenotileError, match="against: input .* is a VCF/BCF, but .* of the same list is a FASTA"):
+        genotile.pairwise(str(tmp_path / "ab.fa"), "snp", against=[tmp_path / "a.fa", tmp_path / "a.vcf"])
+    with pytest.raises(GenotileError, match="against: a list of str is an alignment's sequences"):
+        genotile.pairwise(str(tmp_path / "ab.fa"), "snp", against=[str(tmp_path / "a.fa"), str(tmp_path / "b.fa")])

@@ -315,7 +315,7 @@ def test_run_takes_several_inputs(inputs, tmp_path):
     assert _parser().parse_args(["run", "--outdir", "o", "--metric", "snp", "x.fa"]).input == ["x.fa"]
 
 
-def test_a_list_of_mixed_kinds_or_a_query_of_a_list_is_one_line(inputs, capsys):
+def test_a_list_of_mixed_kinds_as_input_or_against_is_one_line(inputs, capsys):
     root, vcf, fasta = inputs
     never = str(root / "never")
     assert main(["run", str(fasta), str(vcf), "--outdir", never, "--metric", "snp"]) == 1
@@ -324,10 +324,10 @@ def test_a_list_of_mixed_kinds_or_a_query_of_a_list_is_one_line(inputs, capsys):
     assert err.startswith("genotile error: ") and err.count("\n") == 1, err
     assert main(["run", str(fasta), str(fasta), "--outdir", never, "--metric", "snp"]) == 1
     assert f"input {fasta} is listed twice" in capsys.readouterr().err
-    again = ["--against", str(fasta)]
-    assert main(["run", str(fasta), str(root / "b.fa"), "--outdir", never, "--metric", "snp", *again]) == 1
+    again = ["--against", str(fasta), str(vcf)]
+    assert main(["run", str(root / "b.fa"), "--outdir", never, "--metric", "snp", *again]) == 1
     err = capsys.readouterr().err
-    assert "against: takes an input of one file, not a list" in err and err.count("\n") == 1, err
+    assert f"against: input {vcf} is a VCF/BCF, but {fasta} of the same list" in err and err.count("\n") == 1, err
     # options for genotypes, given to a list of alignments: the list named as its files joined
     assert (
         main(["run", str(fasta), str(root / "b.fa"), "--outdir", never, "--metric", "snp", "--chromosomes", "all"]) == 1

@@ -221,10 +221,10 @@ def _array_input(x, encoding: str, ids, rows) -> GenotypeArray | AlignmentArray:
     return GenotypeArray(g, samples=samples if ids is None else ids, variants=variants)
 
 
-def _files(x):
+def _files(x, what: str = "x"):
     """`x` as the store takes it where it is a list of pathlib.Path objects: two or more as the list
     of their paths, one as its path (store/inputs.given); anything else (an array, a sequence of
-    str: an alignment's sequences) as it is, and False."""
+    str: an alignment's sequences) as it is, and False. `what`: the argument, as messages name it."""
     if isinstance(x, (list, tuple)) and x and all(isinstance(p, os.PathLike) for p in x):
         from genotile.store.inputs import given
 
@@ -232,24 +232,24 @@ def _files(x):
     if isinstance(x, (list, tuple)) and x and all(isinstance(p, str) and os.path.isfile(p) for p in x):
         # names of files read as sequences would be compared as sequences, silently
         raise GenotileError(
-            f"x: a list of str is an alignment's sequences, but these name files ({', '.join(x[:3])}"
+            f"{what}: a list of str is an alignment's sequences, but these name files ({', '.join(x[:3])}"
             f"{', ...' if len(x) > 3 else ''}): give pathlib.Path objects to read them as one input"
         )
     return x, False
 
 
-def _query_part(x, metric_name: str, ids, rows, options: dict, what: str):
-    """One side of a query (store/query.py Part): a file read with the reader options, or an
-    array read by its reader."""
+def _query_part(x, metric_name: str, ids, rows, options: dict, what: str, listed: bool = False):
+    """One side of a query (store/query.py Part): a file (or, `listed`, a list of files read as
+    one: `_files`) read with the reader options, or an array read by its reader."""
     from genotile.io.readers.query import Part
-    from genotile.store.query import read_part
+    from genotile.store.query import read_side
 
     encoding = metric_encoding(metric_name)
-    if isinstance(x, (str, os.PathLike)):
+    if listed or isinstance(x, (str, os.PathLike)):
         if ids is not None:
             raise GenotileError(f"{what}ids: a file names its own vectors; ids are for arrays")
         check_input(x, [metric_name], options)
-        return read_part(x, encoding, options)[0]
+        return read_side(x, encoding, options)[0]
     if options:
         raise GenotileError(
             f"option(s) {', '.join(sorted(options))} apply to {inputs_of('genotypes')}, not to an array"
@@ -267,16 +267,14 @@ def _query_store(x, against, metric_name: str, ids, against_ids, rows, options: 
     """_store's query form (store/query.py): x's vectors then against's, in memory."""
     from genotile.store import query
 
-    x, files = _files(x)
-    if files and isinstance(x, list):  # refused, naming the list
-        check_against(x, against, [metric_name], options)
-    if isinstance(x, (str, os.PathLike)) and isinstance(against, (str, os.PathLike)):
+    (x, files), (against, listed) = _files(x), _files(against, "against")  # files, or lists of pathlib.Path objects
+    if (files or isinstance(x, (str, os.PathLike))) and (listed or isinstance(against, (str, os.PathLike))):
         check_input(x, [metric_name], options)
         check_against(x, against, [metric_name], options)
     encoding = metric_encoding(metric_name)
     made = query.ingest_query(
-        _query_part(x, metric_name, ids, rows, options, ""),
-        _query_part(against, metric_name, against_ids, rows, options, "against: "),
+        _query_part(x, metric_name, ids, rows, options, "", files),
+        _query_part(against, metric_name, against_ids, rows, options, "against: ", listed),
         encoding,
     )
     plan = query.plan_query(made.manifest, block_size, seed, **auto)
@@ -409,11 +407,12 @@ def pairwise(
         Write every stage's file here (codes.npy, ingest.json, plan.json, perm.npy, planes.npy,
         store.json); by default the store is made in memory (a FASTA file that is not held
         writes its codes to a scratch folder, removed).
-    against : str, os.PathLike or array_like, optional
+    against : str, os.PathLike, list of pathlib.Path or array_like, optional
         Query mode: every vector of `x` against every vector of this (a file or array of x's
         kind: an alignment of the same length, genotypes of the same variants; for ccc2 the same
         samples), the cross pairs only: id1 from `x`, id2 from `against` (a name may be in both).
-        The two are encoded together, as the workflow's `against:` does.
+        The two are encoded together, as the workflow's `against:` does. A list of
+        pathlib.Path objects is files of one kind read as one, in their order (as `x`).
     against_ids : sequence of str, optional
         Names of `against`'s vectors where it is an array (as `ids`).
 

@@ -130,8 +130,11 @@ def _run_parser(sub) -> None:
     run.add_argument(
         "--against",
         metavar="FILE",
+        nargs="+",
         help="query mode (config: datasets.<name>.against): compare every vector of INPUT with every vector "
-        "of FILE (of INPUT's kind: the same alignment length, or the same variants), the cross pairs only",
+        "of FILE (of INPUT's kind: the same alignment length, or the same variants), the cross pairs only; "
+        "several: files of one kind read as one FILE in their order, a further FASTA file appended to an "
+        "earlier run's list computing only its vectors' cross pairs (give INPUT before --against)",
     )
     run.add_argument(
         "--metric",
@@ -444,7 +447,7 @@ def _check_run(args) -> tuple[list[str], bool]:
 
         check_against(args.input, args.against, metrics, where="--against: ".removesuffix("--against: "))
         spec = {"metrics": metrics, "against": args.against, "formats": args.formats, "king_cutoff": args.king_cutoff}
-        check_dataset(args.input, spec, None)
+        check_dataset(shown, spec, None)
     return metrics, bool(genotype) and kind != "fasta"
 
 
@@ -457,8 +460,10 @@ def _run(args) -> None:
     from genotile.store import inputs
     from genotile.store.reuse import current_store
 
-    # INPUT's files as the store takes them: a path, or a list of two or more (store/listed.py)
+    # INPUT's (and FILE's) files as the store takes them: a path, or a list of two or more (store/listed.py)
     args.input = inputs.given(args.input)
+    if args.against is not None:
+        args.against = inputs.given(args.against)
     metrics, genotypes = _check_run(args)
     if args.threads is not None:
         backends.limit_threads(args.threads)

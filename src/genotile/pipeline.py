@@ -112,9 +112,10 @@ def run_all(
     opt_in : dict, optional
         A dataset's opt-in outputs, as its config keys: {"formats": [...], "king_degrees": bool,
         "king_cutoff": value} (README, Peer formats and Relatedness), written beside each metric.
-    against : str or os.PathLike, optional
+    against : str, os.PathLike or list of them, optional
         Query mode (the config's `against:`): every vector of the input against every vector of
-        this FILE, the cross pairs only (store/query.py).
+        this FILE, the cross pairs only (store/query.py); a list: files of one kind read as one
+        FILE in their order, a further FASTA file appended computing only its vectors' cross pairs.
 
     Returns
     -------
@@ -134,6 +135,7 @@ def run_all(
         pairs_max=pairs_max,
     )
     input_path, outdir = given(input_path), Path(outdir)  # a one-file list: that file
+    against = None if against is None else given(against)
     # the input in the run's messages: a list input's files joined, as its store's manifest names it
     label = list_label(files_of(input_path))
     thresholds, opt_in = config["thresholds"], opt_in or {}

@@ -1,6 +1,6 @@
 """store/inputs.py with a list input (issue 27, point 1): each file checked, the files of one
-source, each once; a query takes an input of one file; the vectors known before the store are
-the files' added up."""
+source, each once; a query's input and FILE too; the vectors known before the store are the
+files' added up."""
 
 import numpy as np
 import pytest
@@ -59,16 +59,30 @@ def test_a_file_listed_twice_is_refused(files, monkeypatch):
     refused(lambda: check_input(["a.fa", "b.fa", "./a.fa"], ["snp"]), "input ./a.fa is listed twice (as a.fa)")
 
 
-def test_a_query_takes_an_input_of_one_file(files):
-    a, b, _, _ = files
+def test_a_query_takes_lists_of_one_kind_on_either_side(files):
+    """A query's input and FILE may each be a list of files, checked as a list input is: one
+    source, each file once, of the other side's kind."""
+    a, b, g, h = files
     other = a.parent / "q.fa"
     write_fasta(other, random_alignment(np.random.default_rng(3), 2, 30))
+    check_against([str(a), str(b)], str(other), ["snp"], where="dataset d: ")
+    check_against(str(other), [str(a), str(b)], ["snp"])
+    check_against([str(a)], [str(other)], ["snp"])  # a one-file list: that file
+    check_against(str(g), [str(h), str(g)], ["king"])
     refused(
-        lambda: check_against([str(a), str(b)], str(other), ["snp"], where="dataset d: "),
-        "dataset d: against: takes an input of one file, not a list",
-        f"{a} + {b}",
+        lambda: check_against(str(other), [str(a), str(g)], ["snp"], where="dataset d: "),
+        f"dataset d: against: input {g} is a VCF/BCF, but {a} of the same list is a FASTA alignment",
     )
-    check_against([str(a)], str(other), ["snp"])  # a one-file list: that file
+    refused(
+        lambda: check_against(str(other), [str(g), str(h)], ["snp"], where="dataset d: "),
+        f"dataset d: against: {g} + {h} is a VCF/BCF, but the input {other} is a FASTA alignment",
+        "a query compares vectors of one kind",
+    )
+    refused(lambda: check_against(str(other), [str(a), str(a)], ["snp"]), f"against: input {a} is listed twice")
+    refused(
+        lambda: check_against(str(g), [str(h), str(g)], ["king"], {"samples": "s.txt"}),
+        "against: samples: selects and orders the samples of one file",
+    )
 
 
 def test_check_datasets_names_the_dataset(files):
@@ -79,8 +93,9 @@ def test_check_datasets_names_the_dataset(files):
         lambda: check_datasets({"datasets": {"d": {"input": [str(a), str(g)], "metrics": ["snp"], **base}}}),
         "dataset d: input",
     )
-    query = {"input": [str(a), str(b)], "against": str(a), "metrics": ["snp"], **base}
-    refused(lambda: check_datasets({"datasets": {"d": query}}), "dataset d: against: takes an input of one file")
+    query = {"input": [str(a), str(b)], "against": [str(a), str(g)], "metrics": ["snp"], **base}
+    refused(lambda: check_datasets({"datasets": {"d": query}}), "dataset d: against: input", "of the same list")
+    check_datasets({"datasets": {"d": {**query, "against": [str(b), str(a)]}}})
 
 
 def test_known_vectors_of_a_list_are_its_files_added_up(files, tmp_path):

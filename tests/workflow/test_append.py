@@ -208,6 +208,29 @@ def _query(tmp_path, seed: int, n: int, n_query: int, n_file: int):
     return seqs, ids, folders, config
 
 
+def _same_query_outputs(grown, fresh) -> None:
+    """A grown query's outputs are the fresh one's, byte for byte."""
+    for name in ("pairs.tsv.gz", "histogram.tsv", "matrix.tsv"):
+        got = [(w / "results" / "d" / "snp" / name).read_bytes() for w in (grown, fresh)]
+        assert got[0] == got[1], name
+
+
+def _grown_keeping(grown, config, before: dict) -> None:
+    """The query run again on its FILE grown by 15 records: its earlier tiles kept (their
+    mtimes), new ones computed."""
+    proc = snakemake(grown, config)
+    assert "15 vectors appended to the FILE's 45" in proc.stderr, proc.stderr[-3000:]
+    now = _tile_mtimes(grown, "snp")
+    assert {k for k in before if now.get(k) == before[k]} == set(before) and len(now) > len(before)
+
+
+def _edited(seqs: list[str], k: int) -> list[str]:
+    """The sequences, sequence k's base 6 changed."""
+    edited = list(seqs)
+    edited[k] = edited[k][:5] + ("A" if edited[k][5] != "A" else "C") + edited[k][6:]
+    return edited
+
+
 def test_a_grown_query_file_computes_its_new_records_cross_pairs_only(tmp_path):
     """`against: FILE`, then records added at the end of FILE (store/query_append.py): the earlier
     cross tiles kept, the new FILE blocks' computed, the outputs a fresh query's; an edit before
@@ -215,17 +238,11 @@ def test_a_grown_query_file_computes_its_new_records_cross_pairs_only(tmp_path):
     seqs, ids, (grown, fresh), config = _query(tmp_path, 9, 90, 15, 60)
     before = _tile_mtimes(grown, "snp")
     write_fasta(grown / "db.fa", seqs[15:75], ids[15:75])
-    proc = snakemake(grown, config)
-    assert "15 vectors appended to the FILE's 45" in proc.stderr, proc.stderr[-3000:]
-    now = _tile_mtimes(grown, "snp")
-    assert {k for k in before if now.get(k) == before[k]} == set(before) and len(now) > len(before)
+    _grown_keeping(grown, config, before)
     write_fasta(fresh / "db.fa", seqs[15:75], ids[15:75])
     snakemake(fresh, config)
-    for name in ("pairs.tsv.gz", "histogram.tsv", "matrix.tsv"):
-        got = [(w / "results" / "d" / "snp" / name).read_bytes() for w in (grown, fresh)]
-        assert got[0] == got[1], name
-    edited = list(seqs)
-    edited[20] = edited[20][:5] + ("A" if edited[20][5] != "A" else "C") + edited[20][6:]
+    _same_query_outputs(grown, fresh)
+    edited = _edited(seqs, 20)
     write_fasta(grown / "db.fa", edited[15:90], ids[15:90])
     proc = snakemake(grown, config)
     assert "recomputing in full: the FILE's earlier bytes changed" in proc.stderr, proc.stderr[-3000:]
@@ -242,6 +259,29 @@ def test_a_tile_recomputed_between_two_growths_is_kept(tmp_path):
         assert "vectors appended to the FILE's" in proc.stderr, proc.stderr[-3000:]
     write_fasta(fresh / "db.fa", seqs[10:80], ids[10:80])
     snakemake(fresh, config)
-    for name in ("pairs.tsv.gz", "histogram.tsv", "matrix.tsv"):
-        got = [(w / "results" / "d" / "snp" / name).read_bytes() for w in (grown, fresh)]
-        assert got[0] == got[1], name
+    _same_query_outputs(grown, fresh)
+
+
+def test_a_further_file_of_a_query_list_computes_its_cross_pairs_only(tmp_path):
+    """`against:` a list of files, then a file added at its end (store/query_append.py
+    `_grow_listed`): the earlier cross tiles kept, the new FILE blocks' computed, the outputs a
+    fresh query's against the grown list and against the files joined; an earlier file edited
+    recomputes in full, saying why."""
+    seqs, ids, (grown, fresh), config = _query(tmp_path, 9, 90, 15, 60)
+    (grown / "db.fa").rename(grown / "db1.fa")
+    config["datasets"]["d"]["against"] = ["db1.fa"]  # a one-file list: that file, grown into a list below
+    snakemake(grown, config)
+    before = _tile_mtimes(grown, "snp")
+    write_fasta(grown / "db2.fa", seqs[60:75], ids[60:75])
+    config["datasets"]["d"]["against"] = ["db1.fa", "db2.fa"]
+    _grown_keeping(grown, config, before)
+    write_fasta(fresh / "db.fa", seqs[15:75], ids[15:75])
+    fresh_config = {**config, "datasets": {"d": {**config["datasets"]["d"], "against": "db.fa"}}}
+    snakemake(fresh, fresh_config)
+    _same_query_outputs(grown, fresh)
+    edited = _edited(seqs, 20)
+    write_fasta(grown / "db1.fa", edited[15:60], ids[15:60])
+    write_fasta(grown / "db3.fa", seqs[75:90], ids[75:90])
+    config["datasets"]["d"]["against"] = ["db1.fa", "db2.fa", "db3.fa"]
+    proc = snakemake(grown, config)
+    assert "recomputing in full: db1.fa changed since the earlier store was made" in proc.stderr, proc.stderr[-3000:]

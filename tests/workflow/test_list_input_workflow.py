@@ -1,6 +1,6 @@
 """A dataset's input as a list of files (issue 27, point 1), as the workflow takes it before its
 store job: every file an input of the store with a fingerprint of its own (rules/common.smk),
-a list of mixed kinds, or a query of a list, refused in one line before any job."""
+a query's FILE given as a list too; a list of mixed kinds refused in one line before any job."""
 
 import json
 import re
@@ -72,11 +72,23 @@ def test_a_list_of_mixed_kinds_is_one_line_before_any_job(tmp_path, fastas):
     assert not (tmp_path / "results").exists()
 
 
-def test_a_query_of_a_list_is_one_line(tmp_path, fastas):
-    spec = {"input": [str(p) for p in fastas[:2]], "against": str(fastas[2]), "metrics": ["snp"]}
+def test_a_query_against_a_list_has_every_file_an_input_with_its_fingerprint(tmp_path, fastas):
+    """`against:` a list: each file an input of the store, with a fingerprint of its own
+    (`<dataset>.against.json`, `<dataset>.against+2.json`); a list input with it too; a list of
+    mixed kinds refused in one line before any job."""
+    spec = {"input": [str(p) for p in fastas[:2]], "against": [str(fastas[2]), str(fastas[0])], "metrics": ["snp"]}
+    proc = snakemake(tmp_path, {"datasets": {"d": spec}}, "-n")
+    prints = [f"{SOURCES}/d.json", f"{SOURCES}/d+2.json", f"{SOURCES}/d.against.json", f"{SOURCES}/d.against+2.json"]
+    assert store_inputs(proc) == [*spec["input"], *spec["against"], *prints]
+    assert [recorded_input(tmp_path, "d.against.json"), recorded_input(tmp_path, "d.against+2.json")] == spec["against"]
+    # the list made shorter: the fingerprint of a file no longer listed is gone
+    snakemake(tmp_path, {"datasets": {"d": {**spec, "against": spec["against"][:1]}}}, "-n")
+    assert not (tmp_path / SOURCES / "d.against+2.json").exists()
+    vcf = write_vcf(tmp_path / "g.vcf", vcf_text(random_genotypes(4, 20, seed=1)))
+    spec["against"] = [str(fastas[2]), str(vcf)]
     one_line_error(
         snakemake(tmp_path, {"datasets": {"d": spec}}, "-n", check=False),
-        "dataset d: against: takes an input of one file, not a list",
+        f"dataset d: against: input {vcf} is a VCF/BCF, but {fastas[2]} of the same list is a FASTA alignment",
     )
 
 

@@ -137,7 +137,7 @@ def _record(
                 "size": size,
                 "sha256": ingest_manifest["input_sha256"],
                 # the files it was read from (a list's: store/listed.py), what a further file's append checks
-                "files": _files(ingest_manifest),
+                "files": recorded_files(ingest_manifest),
                 **checks,
             },
             "settings": settings,
@@ -163,7 +163,7 @@ def each_file(made: dict) -> list[dict]:
     return list(made["listed"]) if "listed" in made else [made] if made.get("input") else []
 
 
-def _files(ingest_manifest: dict) -> list[dict] | None:
+def recorded_files(ingest_manifest: dict) -> list[dict] | None:
     """The input files of a store as its record holds them: a file's path, size, digest and
     SHA-256 (store/sources.py); a list's files', or its one file's (`each_file`)."""
     made = ingest_manifest.get("sources") or {}

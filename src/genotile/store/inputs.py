@@ -9,7 +9,7 @@ judged here (the metric's reader decides, as before).
 
 An input may be a list of files (store/listed.py): each is checked as one, and together they must
 hold one source (alignments, or genotypes: a VCF beside a PLINK fileset is genotypes too), each
-file once; a query (`against:`) takes an input of one file.
+file once; so must a query's FILE (`against:`) given as a list.
 """
 
 import os
@@ -131,30 +131,30 @@ def _check_file(path, metrics, options: dict | None, where: str) -> str | None:
 
 def check_against(path, against, metrics, options: dict | None = None, where: str = "") -> None:
     """Query mode (`against:`, issue 27): FILE of the input's kind, read by the same metrics;
-    2-way metrics only (ccc3 compares triples within one set)."""
+    2-way metrics only (ccc3 compares triples within one set). FILE, as the input, may be a list
+    of files of one kind, checked as a list input is (`check_input`: one source, each file once),
+    read as one (store/query.read_side)."""
     from genotile.core.metrics import METRICS  # the 2-way metrics
 
     files = files_of(path)
-    if len(files) > 1:
-        raise GenotileError(
-            f"{where}against: takes an input of one file, not a list ({list_label(files)}): a query of a "
-            "list input is not supported yet"
-        )
-    path = files[0]
     three = [m for m in metrics if m not in METRICS]
     if three:
         raise GenotileError(
             f"{where}against: is for 2-way metrics (a query compares the input's vectors with the FILE's); "
             f"{', '.join(three)} compares triples within one set: run it on a dataset of its own"
         )
+    listed = files_of(against)
+    if len(listed) > 1:
+        check_one_source(listed, f"{where}against: ")
     try:
-        kind, other = reader_for(path), reader_for(against)
+        kind = next((r for r in (reader_for(f) for f in files) if r is not None), None)
+        other = next((r for r in (reader_for(f) for f in listed) if r is not None), None)
     except GenotileError as exc:
         raise GenotileError(f"{where}against: {exc}") from None
     if kind is not None and other is not None and kind.source != other.source:
         raise GenotileError(
-            f"{where}against: {against} is {other.what}, but the input {path} is {kind.what}: a query compares "
-            "vectors of one kind (alignments, or genotypes)"
+            f"{where}against: {list_label(listed)} is {other.what}, but the input {list_label(files)} is "
+            f"{kind.what}: a query compares vectors of one kind (alignments, or genotypes)"
         )
     check_input(against, metrics, options, where=f"{where}against: ")
 

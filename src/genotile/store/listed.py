@@ -24,6 +24,11 @@ else (an earlier file changed, removed or moved, other settings, a genotype list
 whose vectors are the variants) is made in full, one line saying why. An input that was one
 file and becomes a list starting with it is appended to the same way.
 
+A query's input or FILE (`against:`) may be a list too: read as one (`read_listed`), its files
+recorded in the query store's manifest (`side_sources`) and compared with the files as they are
+now (`side_differences`, `earlier_changed`: store/query_append.py grows a FILE list by its
+further files).
+
 A genotype list's reader counts (`listed_counts`) are the first file's per-variant ones and its
 calls' counts added over the files; the per-variant counts over every sample (monomorphic,
 all missing) are left out.
@@ -44,6 +49,7 @@ from genotile.io.readers.base import list_label
 from genotile.io.readers.listed import ListedAlignment, ListedGenotypes, listed_sha256
 from genotile.io.readers.query import Part
 from genotile.store import append, extend, stage
+from genotile.store.inputs import files_of
 from genotile.store.sources import (
     content_sha256,
     content_size,
@@ -85,7 +91,7 @@ def variants_sha256(variants: list[str]) -> str:
 def _genotype_part(path, encoding: str, options: dict | None) -> tuple[Part, dict, dict]:
     """One genotype file of a list: (its samples' part, codes (samples, variants) and the variant
     IDs as fields, whatever the encoding; its reader's counts; its manifest keys)."""
-    from genotile.store.query import read_part
+    from genotile.store.parts import read_part
 
     keys: dict = {}
     part, stats = read_part(path, encoding, options, keys)
@@ -99,7 +105,7 @@ def _held(paths: list[str], encoding: str, canonical: bool) -> ListedAlignment |
     threads, their SHA-256s alongside); None where they are not (then `read_list` reads each)."""
     from genotile.core.encode import ALPHABETS
     from genotile.io.readers.fasta import hold_regulars
-    from genotile.store.query import regular_layouts
+    from genotile.store.parts import regular_layouts
 
     found = regular_layouts(paths, encoding)
     if found is None:
@@ -139,7 +145,7 @@ def read_list(paths: list[str], encoding: str, options: dict | None = None, cano
     ListedAlignment or ListedGenotypes
     """
     from genotile.errors import GenotileError
-    from genotile.store.query import read_part
+    from genotile.store.parts import read_part
 
     missing = [p for p in paths if not os.path.exists(p)]
     if missing:
@@ -151,6 +157,47 @@ def read_list(paths: list[str], encoding: str, options: dict | None = None, cano
         return ListedAlignment([read_part(p, encoding)[0] for p in paths])
     read = [_genotype_part(p, encoding, options) for p in paths]
     return ListedGenotypes([r[0] for r in read], listed_counts([r[1] for r in read]), [r[2] for r in read])
+
+
+def read_listed(paths: list[str], encoding: str, options: dict | None = None) -> tuple[Part, dict]:
+    """A query's side given as a list of files (store/query.read_side), read as one (`read_list`,
+    not held): its files joined in words (io/readers/base.list_label), its SHA-256 of theirs
+    (io/readers/listed.listed_sha256), each file's kept (Part.sha256s); and its reader counts."""
+    reader = read_list(paths, encoding, options, hold=False)
+    name, sha256, sha256s = str(reader), reader.sha256(), list(reader.sha256s)
+    if isinstance(reader, ListedAlignment):
+        return Part(name, sha256, list(reader.ids), reader.rows, sha256s=sha256s), {}
+    if ENCODINGS[encoding].transposed:  # variants are the vectors (ccc2), over the files' samples
+        return Part(name, sha256, reader.variants, reader.codes, reader.samples, sha256s=sha256s), reader.stats
+    return Part(name, sha256, reader.samples, reader.codes, reader.variants, sha256s=sha256s), reader.stats
+
+
+def side_sources(path, part: Part, options: dict | None, digest=None) -> dict:
+    """store/sources.sources of one side of a query: of its file, or of each file of a list
+    ({"listed": [...]}, as a list input's: store/listed.complete); `digest`: the file's content
+    digest, or a list's, one a file, where known."""
+    files = files_of(path)
+    if len(files) == 1:
+        return sources(files[0], options, input_sha256=part.sha256, input_digest=digest)
+    digests = digest if isinstance(digest, list) else [None] * len(files)
+    sha256s: list = part.sha256s or [None] * len(files)
+    return {
+        "listed": [
+            sources(f, options, input_sha256=s, input_digest=d) for f, s, d in zip(files, sha256s, digests, strict=True)
+        ]
+    }
+
+
+def side_differences(recorded, path, options: dict | None) -> list[str]:
+    """store/sources.differences of one side of a query as it is now (a file, or a list of files)
+    and as `side_sources` recorded it; [] where they agree."""
+    files = files_of(path)
+    if len(files) == 1:
+        return differences(recorded, sources(files[0], options))
+    listed = recorded.get("listed") if isinstance(recorded, dict) else None
+    if not isinstance(listed, list) or len(listed) != len(files):
+        return [f"the list of files ({list_label(files)})"]
+    return [d for r, f in zip(listed, files, strict=True) for d in differences(r, sources(f, options))]
 
 
 def complete(m: dict, paths: list[str], sha256s: list[str], digests: list[str], options, variants=None) -> None:
@@ -210,23 +257,32 @@ def _further(record: dict | None, paths: list[str], settings: dict) -> tuple[lis
     if changed:
         return None, changed
     earlier = record["input"].get("files") or []
-    recorded = append.each_file(record.get("sources") or {})  # what each was read with
-    if not earlier or len(recorded) != len(earlier):
-        return None, "the earlier store's record names no files"
     if len(paths) <= len(earlier):
         return None, f"the list holds {len(paths)} files, the earlier one {len(earlier)}: none added at its end"
+    why = earlier_changed(paths, earlier, record.get("sources") or {}, settings["options"] or None)
+    return (paths[len(earlier) :], "") if why is None else (None, why)
+
+
+def earlier_changed(paths: list[str], earlier: list[dict], made: dict, options: dict | None) -> str | None:
+    """Why the first files of `paths` are not the `earlier` ones an earlier store recorded (each
+    the same path, size and content digest: store/append.py `files`; and, `made` being that
+    store's `sources`, the same companions and option files), in words; None where they are
+    ("" where a file is missing: the reader names it)."""
+    recorded = append.each_file(made)  # what each was read with
+    if not earlier or len(recorded) != len(earlier):
+        return "the earlier store's record names no files"
     for k, (path, was) in enumerate(zip(paths, earlier, strict=False), start=1):
         if path != was["path"]:
-            return None, f"file {k} of the list is {path}, {was['path']} before (files are added at the end)"
+            return f"file {k} of the list is {path}, {was['path']} before (files are added at the end)"
         if not os.path.exists(path):
-            return None, ""
+            return ""
         if content_size(path) != was["size"] or known_digest(path) != was["digest"]:
-            return None, f"{path} changed since the earlier store was made"
+            return f"{path} changed since the earlier store was made"
         # its companions and option files too (a PLINK fileset's .bim/.fam, a regions file)
-        differ = differences(recorded[k - 1], sources(path, settings["options"] or None, input_digest=was["digest"]))
+        differ = differences(recorded[k - 1], sources(path, options, input_digest=was["digest"]))
         if differ:
-            return None, f"{path}: {'; '.join(differ)}"
-    return paths[len(earlier) :], ""
+            return f"{path}: {'; '.join(differ)}"
+    return None
 
 
 def store(

@@ -1,7 +1,8 @@
 """Query mode's store: a dataset's input and a FILE, one store of n + r vectors (issue 27, `against:`).
 
-Both are read (store/query.read_part) and encoded together by the one ingest, as an array in
-memory (io/readers/query.py): the input's vectors are rows 0..n-1, the FILE's n..n+r-1. The plan
+Both are read (store/parts.read_part; either given as a list of files, as one: store/listed.py
+read_listed) and encoded together by the one ingest, as an array in memory (io/readers/query.py):
+the input's vectors are rows 0..n-1, the FILE's n..n+r-1. The plan
 (core/plan.py, `n_against`) permutes and blocks each part within itself, so its tiles are
 (input block, FILE block) only: the r x n cross pairs, each computed once, none wasted. Then the
 same pack as any store (store/stage.pack). Identical vectors are not collapsed in a query store
@@ -15,12 +16,12 @@ What the workflow's store job runs for a dataset with `against:` (scripts/store.
 `genotile run --against` runs (`current_query_store`) and what the API runs (`ingest_query`).
 """
 
+import dataclasses
 import json
 import logging
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -30,53 +31,17 @@ from genotile.core.limits import BYTES_PER_PAIR
 from genotile.core.plan import Plan
 from genotile.errors import GenotileError
 from genotile.io.planfile import write_plan
+from genotile.io.readers.base import list_label
+from genotile.io.readers.listed import listed_sha256
 from genotile.io.readers.query import Part, QueryAlignment, QueryGenotypes
 from genotile.store import stage
-from genotile.store.sources import content_sha256, differences, sources, stat_of
+from genotile.store.inputs import files_of, given
+from genotile.store.listed import side_differences, side_sources
+from genotile.store.parts import read_part, regular_layouts
+from genotile.store.sources import content_sha256, stat_of
 from genotile.util.atomic import write_record
 
-if TYPE_CHECKING:
-    from genotile.io.fasta_mmap import RegularFasta
-
 log = logging.getLogger("genotile")
-
-
-def read_part(path, encoding: str, options: dict | None = None, keys: dict | None = None) -> tuple[Part, dict]:
-    """One side of a query (or one file of a list input, store/listed.py) read into memory: a
-    FASTA's sequences, or a genotype input's codes with its reader's options applied; and the
-    reader's counts ({} for an alignment). `keys`, given: updated with the reader's manifest keys
-    (PLINK: FID and IID of each sample)."""
-    from genotile.io.readers.base import GenotypeReader, reader_of
-
-    reader = reader_of(path, encoding)
-    sha256 = content_sha256(path)
-    if ENCODINGS[encoding].source == "alignment":
-        from genotile.io.fasta import read_alignment
-
-        ids, rows = [], []
-        for name, row in read_alignment(path):
-            ids.append(name)
-            rows.append(row)
-        return Part(str(path), sha256, ids, np.stack(rows)), {}
-    from genotile.store.ingest_genotypes import check_options
-
-    given = check_options({k: v for k, v in (options or {}).items() if v is not None})
-    assert issubclass(reader, GenotypeReader)
-    with reader(path, **given) as opened:
-        opened.want_ids = True  # the variants are compared between the two inputs by their IDs
-        variant_ids, blocks = [], []
-        for ids, codes in opened.blocks():
-            variant_ids += list(ids)
-            blocks.append(codes)
-        if not blocks:
-            raise GenotileError(f"{path}: no variants left after the VCF rules")
-        codes = np.ascontiguousarray(np.concatenate(blocks).T)  # (samples, variants)
-        samples, stats = list(opened.samples), dict(opened.stats)
-        if keys is not None:
-            keys.update(opened.manifest_keys())
-    if ENCODINGS[encoding].transposed:  # variants are the vectors (ccc2), over the same samples
-        return Part(str(path), sha256, variant_ids, codes, samples), stats
-    return Part(str(path), sha256, samples, codes, variant_ids), stats
 
 
 def held_alignments(input_path, against, encoding: str) -> tuple[Part, Part, QueryAlignment] | None:
@@ -97,45 +62,43 @@ def held_alignments(input_path, against, encoding: str) -> tuple[Part, Part, Que
 
     if ENCODINGS[encoding].source != "alignment" or isinstance(input_path, Part) or isinstance(against, Part):
         return None
-    layouts = regular_layouts([input_path, against], encoding)
+    inputs, files = files_of(input_path), files_of(against)
+    layouts = regular_layouts([*inputs, *files], encoding)
     if layouts is None:
         return None
-    with ThreadPoolExecutor(2, thread_name_prefix="genotile-sha256") as hashing:  # hashlib releases the GIL
-        of_input, of_file = hashing.submit(content_sha256, input_path), hashing.submit(sha256_and_state, against)
+    with ThreadPoolExecutor(min(4, len(layouts)), thread_name_prefix="genotile-sha256") as hashing:  # no GIL held
+        of_input = [hashing.submit(content_sha256, f) for f in inputs]
+        # one FILE's SHA-256 state kept: a FILE grown by records at its end resumes it (store/query_append.py)
+        of_file = [hashing.submit(sha256_and_state, f) for f in files]
         held = hold_regulars(layouts, ALPHABETS[encoding])
-        digest, (file_digest, state) = of_input.result(), of_file.result()
+        input_sha256s, file_sha256s = [f.result() for f in of_input], [f.result() for f in of_file]
     if held is None:
         return None
-    n = layouts[0].n
-    q = Part(str(input_path), digest, layouts[0].ids, held.rows[:n])
-    # FILE's SHA-256 state kept: a FILE grown by records at its end resumes it (store/query_append.py)
-    a = Part(str(against), file_digest, layouts[1].ids, held.rows[n:], state=state)
+    n = sum(layout.n for layout in layouts[: len(inputs)])
+    q = _held_part(inputs, input_sha256s, layouts[: len(inputs)], held.rows[:n])
+    a = _held_part(files, [d for d, _ in file_sha256s], layouts[len(inputs) :], held.rows[n:])
+    if len(files) == 1:
+        a = dataclasses.replace(a, state=file_sha256s[0][1])
     return q, a, QueryAlignment(q, a, held)
 
 
-def regular_layouts(paths, encoding: str) -> "list[RegularFasta] | None":
-    """The layouts (io/fasta_mmap.RegularFasta) of FASTA files that are all regular alignments of
-    one length, to be held as one (io/readers/fasta.py hold_regulars: a query's two files, a list
-    input's); None where any is not (another format, an irregular or damaged file, another
-    length), or GPU packing is insisted on (GENOTILE_GPU_PACK=1 packs from codes: the ingest
-    holds nothing): then each is read a record at a time, and its errors name what is wrong."""
-    from genotile.io import fasta_mmap
-    from genotile.io.readers.base import reader_of
-    from genotile.io.readers.fasta import FastaReader
-    from genotile.store.pack import gpu_insisted
+def _held_part(files: list[str], sha256s: list[str], layouts, rows: np.ndarray) -> Part:
+    """One side of a query held (`held_alignments`): a file's, or a list of files' as one."""
+    ids = [name for layout in layouts for name in layout.ids]
+    if len(files) == 1:
+        return Part(files[0], sha256s[0], ids, rows)
+    return Part(list_label(files), listed_sha256(sha256s), ids, rows, sha256s=sha256s)
 
-    if gpu_insisted():
-        return None
-    try:
-        if any(reader_of(p, encoding) is not FastaReader for p in paths):
-            return None
-        layouts = [fasta_mmap.open_regular(p) for p in paths]
-    except (GenotileError, OSError, ValueError):
-        return None
-    found = [layout for layout in layouts if layout is not None]
-    if len(found) != len(layouts) or len({layout.length for layout in found}) != 1:
-        return None
-    return found
+
+def read_side(path, encoding: str, options: dict | None = None) -> tuple[Part, dict]:
+    """One side of a query read into memory (`read_part`), or a list of files read as one
+    (store/listed.read_listed)."""
+    files = files_of(path)
+    if len(files) == 1:
+        return read_part(files[0], encoding, options)
+    from genotile.store.listed import read_listed
+
+    return read_listed(files, encoding, options)
 
 
 def _sum_counts(a: dict, b: dict) -> dict:
@@ -181,8 +144,8 @@ def _ingest_query(input_path, against, encoding: str, options: dict | None = Non
         q, a, alignment = held
         reader: QueryAlignment | QueryGenotypes = alignment
     else:
-        q, q_counts = (input_path, {}) if isinstance(input_path, Part) else read_part(input_path, encoding, options)
-        a, a_counts = (against, {}) if isinstance(against, Part) else read_part(against, encoding, options)
+        q, q_counts = (input_path, {}) if isinstance(input_path, Part) else read_side(input_path, encoding, options)
+        a, a_counts = (against, {}) if isinstance(against, Part) else read_side(against, encoding, options)
         if ENCODINGS[encoding].source == "alignment":
             reader = QueryAlignment(q, a)
         else:
@@ -198,15 +161,16 @@ def _ingest_query(input_path, against, encoding: str, options: dict | None = Non
 def complete_manifest(m: dict, q: Part, a: Part, paths, options: dict | None, against_digest=None) -> None:
     """A query's ingest manifest given its query keys: the `query` record, the reader options and
     (`paths`: the input's and FILE's, None for arrays) what the store was made from, for reruns
-    (genotile run); `against_digest`: FILE's content digest where it is known (store/sources.py)."""
+    (genotile run); `against_digest`: FILE's content digest where it is known (store/sources.py;
+    a list of files': one each)."""
     m["query"] = query_record(q, a)
     if options:
         m["options"] = {k: v for k, v in options.items() if v is not None}
     if paths is not None:
         input_path, against = paths
         m["sources"] = {
-            "input": sources(input_path, options, input_sha256=q.sha256),
-            "against": sources(against, options, input_sha256=a.sha256, input_digest=against_digest),
+            "input": side_sources(input_path, q, options),
+            "against": side_sources(against, a, options, against_digest),
         }
 
 
@@ -271,8 +235,9 @@ def query_store(
 
     Parameters
     ----------
-    input_path, against : str or os.PathLike
-        The dataset's input and the FILE.
+    input_path, against : str, os.PathLike or list of them
+        The dataset's input and the FILE; either a list of files read as one (`read_side`): a
+        FILE given as a list grows by further FASTA files added at its end.
     encoding, ingest_manifest_out, store_dir, block_size, seed, options, metrics, backend, after_pack
         As stage.store.
     bounds : dict, optional
@@ -288,10 +253,11 @@ def query_store(
     """
     from genotile.store import query_append
 
+    input_path, against = given(input_path), given(against)  # a one-file list: that file
     store_dir = Path(store_dir)
     store_dir.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()
-    seen_stat = stat_of(against)  # before any read of it: query_append.write
+    seen_stat = [stat_of(f) for f in files_of(against)]  # before any read of it: query_append.write
     record = query_append.read_record(store_dir)
     settings = query_append.settings_of(encoding, options, block_size, seed)
     n_before, why = query_append.grown_by(record, input_path, against, settings, options)
@@ -358,6 +324,9 @@ def reuse_file_store(input_path, against, encoding: str, store_dir: Path, option
     read, `ingest_query`); one line in the log says which, and why."""
     from genotile.store import against as file_store
 
+    if len(files_of(input_path)) > 1 or len(files_of(against)) > 1:
+        log.info("query store (%s): both sides read, FILE's all-pairs store not reused: a list of files", encoding)
+        return None
     found, why = file_store.find(against, encoding, store_dir, options)
     reused, why = file_store.ingest(input_path, against, encoding, found) if found is not None else (None, why)
     if reused is None:
@@ -402,8 +371,8 @@ def current_query_store(
     except (OSError, ValueError):
         recorded = built = None
     if isinstance(recorded, dict) and isinstance(built, dict) and isinstance(recorded.get("sources"), dict):
-        changed = differences(recorded["sources"].get("input"), sources(input_path, options))
-        changed += differences(recorded["sources"].get("against"), sources(against, options))
+        changed = side_differences(recorded["sources"].get("input"), input_path, options)
+        changed += side_differences(recorded["sources"].get("against"), against, options)
         have = built.get("plan") or {}
         if block_size != AUTO and (have.get("block_size"), have.get("seed")) != (block_size, seed):
             changed.append("block_size or seed")

@@ -19,9 +19,16 @@ the FILE's all-pairs store where it has one, else both files read). Either way i
 fresh query store's with this plan, byte for byte; the merge reads every tile and writes what a
 fresh query writes.
 
-Anything else is a query made in full, saying why in one line: the input changed, the FILE
-changed before its end (an edit, records removed or reordered), other settings, genotype files
-(records added to a VCF are variants, which change every vector).
+A FILE given as a list of FASTA files (or a one-file FILE become a list starting with it) grows
+the same way by further files added at the end of the list (`listed_grown_by`, `_grow_listed`):
+the record names each of its files (path, size, content digest, SHA-256, as an append record's
+`files`: store/append.py), the earlier ones must be unchanged (store/listed.earlier_changed), and
+the further files' records are the FILE's new ones.
+
+Anything else is a query made in full, saying why in one line: the input changed (a file of an
+input list too), the FILE changed before its end (an edit, records removed or reordered; a file
+of a FILE list changed, moved, reordered or removed), other settings, genotype files (records
+added to a VCF are variants, which change every vector; a genotype FILE list is queried in full).
 """
 
 import json
@@ -32,16 +39,21 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+import numpy as np
+
 from genotile.core.encode import NUCLEOTIDE
 from genotile.core.encodings import ENCODINGS
 from genotile.core.plan import Plan
 from genotile.io.planfile import write_plan
+from genotile.io.readers.base import list_label
+from genotile.io.readers.listed import listed_sha256
 from genotile.io.readers.query import Part, QueryAlignment, combined_sha256, label
 from genotile.store import append, extend, stage
 from genotile.store.ingest import alignment_manifest
+from genotile.store.inputs import files_of
 from genotile.store.manifest import part_key, store_identity
 from genotile.store.pack import categorical_keys, write_manifest
-from genotile.store.sources import content_sha256, content_size, differences, recorded_pieces, sources, stat_of
+from genotile.store.sources import content_sha256, content_size, known_digest, recorded_pieces, stat_of
 from genotile.util import sha256_state
 from genotile.util.atomic import write_record
 from genotile.util.checksums import PIECE, file_pieces, file_sha256_resumable, pieces, pieces_digest, range_digests
@@ -78,18 +90,24 @@ _HASHED: dict[tuple, list[str]] = {}  # `_file_pieces`' last FILE, by its stat
 
 def grown_by(record: dict | None, input_path, against, settings: dict, options) -> tuple[int, str]:
     """The FILE's vectors of the earlier query store (n_against) where the FILE grew at its end
-    and nothing else changed, else 0; and why not, in words ("" where there is no earlier
-    query store, or nothing to compare)."""
-    if record is None or not os.path.isfile(against):
+    (records added to its one file, or files added to its list: `listed_grown_by`) and nothing
+    else changed, else 0; and why not, in words ("" where there is no earlier query store, or
+    nothing to compare)."""
+    from genotile.store.listed import side_differences
+
+    files = files_of(against)
+    if record is None or not all(os.path.isfile(f) for f in files):
         return 0, ""
     changed = append.settings_changed(record, settings)
     if changed:
         return 0, changed
-    differ = differences(record["input"], sources(input_path, options))
+    differ = side_differences(record["input"], input_path, options)
     if differ:
         return 0, f"the input changed ({'; '.join(differ)})"
-    if ENCODINGS[settings["encoding"]].source != "alignment" or str(against).lower().endswith(".gz"):
+    if ENCODINGS[settings["encoding"]].source != "alignment" or any(f.lower().endswith(".gz") for f in files):
         return 0, "the FILE is not an uncompressed FASTA (records appended are recognised there only)"
+    if len(files) > 1 or len(record["against"].get("files") or []) > 1:
+        return listed_grown_by(record, files, options)
     old, size = int(record["against"]["size"]), content_size(against)
     if size < old:
         return 0, "the FILE is shorter than before: records were removed or edited"
@@ -101,6 +119,22 @@ def grown_by(record: dict | None, input_path, against, settings: dict, options) 
     if grown[:n_full] != earlier[:n_full] or partial != earlier[n_full:]:
         return 0, "the FILE's earlier bytes changed (an edit before the end, or records removed or reordered)"
     # the same FILE (a store job run again on the same files): the recorded plan, nothing added
+    return int(record["plan"]["n_against"]), ""
+
+
+def listed_grown_by(record: dict, files: list[str], options) -> tuple[int, str]:
+    """`grown_by` of a FILE given as a list of files (or a one-file FILE that became a list
+    starting with it): the earlier FILE's n_against where its files are the first ones, each
+    unchanged (store/listed.earlier_changed: path, size, digest, companions), further files added
+    at its end or none; else 0 and why."""
+    from genotile.store.listed import earlier_changed
+
+    earlier = record["against"].get("files") or []
+    if len(files) < len(earlier):
+        return 0, f"the FILE's list holds {len(files)} files, {len(earlier)} before (files are added at its end)"
+    why = earlier_changed(files, earlier, record["against"].get("sources") or {}, options)
+    if why is not None:
+        return 0, why or "a FILE is missing"
     return int(record["plan"]["n_against"]), ""
 
 
@@ -154,17 +188,28 @@ def write(
     its files linked, store/extend.keep; `state`: the FILE's SHA-256 state after its last byte):
     written last, so that a job killed before it leaves the earlier record (and its kept files),
     whose store it then grows again; the other kept files removed after it. `seen_stat`: the
-    FILE's stat (store/sources.stat_of) before the store read it: a FILE written to since gets no record (records
-    added while the store was made are not in it, and a later growth must not start after them)."""
+    stat (store/sources.stat_of) of each FILE before the store read it: a FILE written to since
+    gets no record (records added while the store was made are not in it, and a later growth
+    must not start after them). The FILE's files are recorded as an append record's (path,
+    size, content digest, SHA-256: store/append.recorded_files), with its companions and option
+    files (`sources`), what a FILE given as a list grown by further files is checked by."""
     manifest = json.loads((store_dir / "manifest.json").read_text(encoding="utf-8"))
     n_earlier = len(manifest["ids"]) - int(manifest["query"]["n_against"])
     current = {"store": store_identity(manifest), "key": part_key(manifest)}
     made = manifest.get("sources") or {}  # what the store was made from, as its ingest saw it
-    file_pieces_now = _file_pieces(against)
-    seen = (made.get("against") or {}).get("input") or {}
-    now = (content_size(against), pieces_digest([bytes.fromhex(d) for d in file_pieces_now]))
-    unchanged = seen_stat is None or stat_of(against) == seen_stat  # and so what was read is `now`
-    if (seen.get("size"), seen.get("digest")) != now or not unchanged:
+    files = files_of(against)
+    unchanged = seen_stat is None or [stat_of(f) for f in files] == seen_stat  # and so what was read is `now`
+    of_file: dict = {}
+    if len(files) == 1:
+        file_pieces_now = _file_pieces(against)
+        seen = (made.get("against") or {}).get("input") or {}
+        now = (content_size(against), pieces_digest([bytes.fromhex(d) for d in file_pieces_now]))
+        unchanged = unchanged and (seen.get("size"), seen.get("digest")) == now
+        of_file = {"size": seen.get("size"), "pieces": file_pieces_now, "sha256_state": state}
+    recorded = append.recorded_files(
+        {"sources": made.get("against") or {}, "input_sha256": manifest["query"]["against_sha256"]}
+    )
+    if not unchanged or recorded is None:
         # the FILE changed while the store was made: no record, so no later growth keeps its tiles
         (store_dir / RECORD).unlink(missing_ok=True)
         log.info("query store: the FILE changed while its store was made; nothing recorded for its growth")
@@ -177,10 +222,10 @@ def write(
             "settings": settings,
             "input": made["input"],
             "against": {
-                "path": str(against),
-                "size": seen["size"],
-                "pieces": file_pieces_now,
-                "sha256_state": state,
+                "path": list_label(files),
+                **of_file,
+                "files": recorded,
+                "sources": made["against"],
             },
             "ids_sha256": append.ids_digest(manifest["ids"]),
             "n_input": n_earlier,
@@ -230,8 +275,12 @@ def grow(
     None, with nothing written, where it cannot (then the store is made as any query store).
 
     `paths`: (input, FILE); `complete`: store/query.complete_manifest (the query keys, sources);
-    `check`: the plan's bounds (store/query.check_query_bound), before anything is written."""
+    `check`: the plan's bounds (store/query.check_query_bound), before anything is written. A
+    FILE given as a list grows by its further files (`_grow_listed`)."""
     input_path, against = paths
+    if len(files_of(against)) > 1 or len(record["against"].get("files") or []) > 1:
+        job = (paths, encoding, options, ingest_manifest_out)
+        return _grow_listed(store_dir, record, n_before, job, (complete, say, check))
     t0 = time.perf_counter()
     old, size = int(record["against"]["size"]), content_size(against)
     if size == old:  # nothing added (the same files again): made as any query store, the plan kept
@@ -247,21 +296,103 @@ def grow(
     ids, rows = read
     if content_size(against) != size:  # written to while read: made as any query store
         return None
-    n_query = int(before.manifest["query"]["n_input"])
-    file_ids = before.manifest["ids"][n_query:]
-    new, why = extend.grown(ids, rows, before) if set(ids).isdisjoint(file_ids) else (None, "a name is taken")
+    new, why = _grown(ids, rows, before)
     if new is None:
         log.info("query store (%s): the FILE's records are not added alone: %s", encoding, why)
         return None
     sha256, state = hashed.result()
-    q = Part(str(input_path), before.manifest["query"]["input_sha256"], before.manifest["ids"][:n_query], rows[:0])
-    a = Part(str(against), sha256, [*file_ids, *ids], rows[:0])
+    q = _input_part(input_path, before.manifest, record)
+    a = Part(str(against), sha256, [*_file_ids(before.manifest), *ids], rows[:0])
+    # the FILE's digest is its pieces' (util/checksums.file_digest): not hashed again
+    digest = pieces_digest([bytes.fromhex(d) for d in _file_pieces(against)])
+    made = _write_grown(store_dir, record, n_before, (q, a, new, before), paths, encoding, options,
+                        ingest_manifest_out, (complete, say, check), digest, t0)  # fmt: skip
+    return None if made is None else (made, new.columns, state)
+
+
+def _file_ids(manifest: dict) -> list[str]:
+    """The FILE's vectors' names of a query store's manifest (after the input's)."""
+    return manifest["ids"][int(manifest["query"]["n_input"]) :]
+
+
+def _input_part(input_path, manifest: dict, record: dict) -> Part:
+    """The input's side of a grown query store, as the earlier one recorded it (the input is
+    unchanged: `grown_by`): its names, SHA-256 and (a list's) each file's, no rows."""
+    n_query = int(manifest["query"]["n_input"])
+    each = [f.get("input") or {} for f in append.each_file(record["input"])]
+    sha256s = [str(f.get("sha256")) for f in each] if len(files_of(input_path)) > 1 else None
+    name = list_label(files_of(input_path))
+    return Part(name, manifest["query"]["input_sha256"], manifest["ids"][:n_query], np.empty((0, 0), np.uint8),
+                sha256s=sha256s)  # fmt: skip
+
+
+def _grown(ids: list[str], rows, before: extend.Earlier):
+    """extend.grown of the FILE's new records, where their names are not the FILE's earlier ones'
+    nor each other's; else (None, why)."""
+    if not set(ids).isdisjoint(_file_ids(before.manifest)) or len(set(ids)) != len(ids):
+        return None, "a name is taken"
+    return extend.grown(ids, rows, before)
+
+
+def _grow_listed(store_dir: Path, record: dict, n_before: int, job: tuple, calls: tuple):
+    """`grow` of a FILE given as a list, by its further files' records read alone (as a list
+    input's further files: store/listed.py); None, with nothing written, where it cannot (no
+    further file: the same files again; a column they make variable; a name taken). `job`:
+    `grow`'s (paths, encoding, options, ingest_manifest_out); `calls`: its (complete, say, check)."""
+    paths, encoding, options, ingest_manifest_out = job
+    input_path, against = paths
+    files, earlier = files_of(against), record["against"]["files"]
+    further = files[len(earlier) :]
+    if not further:
+        return None
+    t0 = time.perf_counter()
+    before, why = extend.earlier(store_dir, record)
+    if before is None:
+        log.info("query store (%s): the FILE's further files are not added alone: %s", encoding, why)
+        return None
+    hashing = ThreadPoolExecutor(1, thread_name_prefix="genotile-sha256")
+    hashed = hashing.submit(lambda: [(content_sha256(f), known_digest(f)) for f in further])
+    hashing.shutdown(wait=False)
+    ids: list[str] = []
+    rows = []
+    for path in further:
+        read, why = extend.new_records(path, 0, int(before.manifest["n_fields"]))
+        if read is None:
+            log.info("query store (%s): the FILE's further files are not added alone: %s: %s", encoding, path, why)
+            return None
+        ids += read[0]
+        rows.append(read[1])
+    new, why = _grown(ids, np.concatenate(rows), before)
+    if new is None:
+        log.info("query store (%s): the FILE's further files are not added alone: %s", encoding, why)
+        return None
+    added = hashed.result()
+    sha256s = [f["sha256"] for f in earlier] + [sha256 for sha256, _ in added]
+    digests = [f["digest"] for f in earlier] + [digest for _, digest in added]
+    q = _input_part(input_path, before.manifest, record)
+    a = Part(list_label(files), listed_sha256(sha256s), [*_file_ids(before.manifest), *ids], new.rows[:0],
+             sha256s=sha256s)  # fmt: skip
+    made = _write_grown(store_dir, record, n_before, (q, a, new, before), paths, encoding, options,
+                        ingest_manifest_out, calls, digests, t0)  # fmt: skip
+    return None if made is None else (made, new.columns, None)
+
+
+def _write_grown(
+    store_dir: Path, record: dict, n_before: int, grown: tuple, paths: tuple, encoding: str, options,
+    ingest_manifest_out, calls: tuple, against_digest, t0: float,
+) -> Plan | None:  # fmt: skip
+    """The grown query store's files written (`grow`): `grown` (the input's part, the grown
+    FILE's part, extend.Appended of the new records, the earlier store: extend.Earlier); `calls` (complete, say,
+    check) as `grow` takes them; `against_digest`: the FILE's content digest (a list's, one a
+    file). None, with nothing written, where the grown plan is not the earlier one's."""
+    q, a, new, before = grown
+    complete, say, check = calls
+    n_new = len(new.ids)
     m = alignment_manifest(
         label(q, a), QueryAlignment.kind, encoding, q.ids + a.ids, before.manifest["n_fields"], new.keep.size,
         combined_sha256(q, a),
     )  # fmt: skip
-    # the FILE's digest is its pieces' (util/checksums.file_digest): not hashed again
-    complete(m, q, a, (input_path, against), options, pieces_digest([bytes.fromhex(d) for d in _file_pieces(against)]))
+    complete(m, q, a, paths, options, against_digest)
     p = plan(m, record, n_before, say)
     if p is None:
         return None
@@ -270,7 +401,7 @@ def grow(
     t1 = time.perf_counter()
     write_record(ingest_manifest_out, m)
     write_plan(p, store_dir / "plan.json", store_dir / "perm.npy")
-    n_old = p.n_vectors - len(ids)
+    n_old = p.n_vectors - n_new
     new_rows = p.permutation()[n_old:] - n_old
     extend.write_planes(store_dir / "planes.npy", before.planes, new, new_rows, new.enc.layout.total_words)
     manifest = write_manifest(categorical_keys(NUCLEOTIDE.name, new.enc), new.enc.layout, m, p, len(m["ids"]), None)
@@ -279,9 +410,9 @@ def grow(
     write_record(store_dir / "manifest.json", manifest)
     log.info(
         "store stages (s): ingest %.3f (the FILE's %d new records), plan and pack %.3f",
-        *(t1 - t0, len(ids), time.perf_counter() - t1),
+        *(t1 - t0, n_new, time.perf_counter() - t1),
     )
-    return p, new.columns, state
+    return p
 
 
 def settings_of(encoding: str, options, block_size, seed: int) -> dict:

@@ -29,7 +29,8 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class Part:
-    """One side of a query: its file (or array, in words), its content's SHA-256, its vectors' names
+    """One side of a query: its file (a list of files, or an array, in words), its content's SHA-256
+    (a list's: io/readers/listed.listed_sha256 of its files'), its vectors' names
     and their data (an alignment's bytes (n, length); genotype codes (samples, variants)); for
     genotypes the names of the fields (variant IDs where samples are the vectors, sample IDs
     where variants are)."""
@@ -40,6 +41,7 @@ class Part:
     data: np.ndarray
     fields: list[str] | None = None
     state: str | None = None  # the SHA-256's state after the file's last byte, where it was kept
+    sha256s: list[str] | None = None  # a list of files' (store/listed.py): each file's SHA-256, in order
 
 
 def label(query: Part, against: Part) -> str:
