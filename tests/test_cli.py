@@ -308,11 +308,19 @@ def test_peer_formats_and_relatedness_from_the_cli(inputs, tmp_path):
             assert got and got == (tmp_path / "direct" / metric / name).read_bytes(), (metric, name)
 
 
-def test_run_takes_several_inputs(inputs, tmp_path):
+def test_run_takes_several_inputs(inputs, tmp_path, capsys):
     root, vcf, fasta = inputs
     args = _parser().parse_args(["run", str(fasta), str(root / "b.fa"), "--outdir", "o", "--metric", "snp"])
     assert args.input == [str(fasta), str(root / "b.fa")]
     assert _parser().parse_args(["run", "--outdir", "o", "--metric", "snp", "x.fa"]).input == ["x.fa"]
+    # --against takes one FILE a flag, repeated for a list (no earlier one dropped); a file after it
+    # is not taken as FILE's
+    common = ["--outdir", "o", "--metric", "snp"]
+    args = _parser().parse_args(["run", "in.fa", "--against", "a.fa", "--against", "b.fa", *common])
+    assert (args.input, args.against) == (["in.fa"], ["a.fa", "b.fa"])
+    with pytest.raises(SystemExit):
+        main(["run", "in.fa", "--against", "a.fa", "r.fa", *common])
+    assert capsys.readouterr().err.startswith("genotile error: unrecognized arguments: r.fa\n")
 
 
 def test_a_list_of_mixed_kinds_as_input_or_against_is_one_line(inputs, capsys):
@@ -324,7 +332,7 @@ def test_a_list_of_mixed_kinds_as_input_or_against_is_one_line(inputs, capsys):
     assert err.startswith("genotile error: ") and err.count("\n") == 1, err
     assert main(["run", str(fasta), str(fasta), "--outdir", never, "--metric", "snp"]) == 1
     assert f"input {fasta} is listed twice" in capsys.readouterr().err
-    again = ["--against", str(fasta), str(vcf)]
+    again = ["--against", str(fasta), "--against", str(vcf)]
     assert main(["run", str(root / "b.fa"), "--outdir", never, "--metric", "snp", *again]) == 1
     err = capsys.readouterr().err
     assert f"against: input {vcf} is a VCF/BCF, but {fasta} of the same list" in err and err.count("\n") == 1, err

@@ -130,11 +130,11 @@ def _run_parser(sub) -> None:
     run.add_argument(
         "--against",
         metavar="FILE",
-        nargs="+",
+        action="append",
         help="query mode (config: datasets.<name>.against): compare every vector of INPUT with every vector "
         "of FILE (of INPUT's kind: the same alignment length, or the same variants), the cross pairs only; "
-        "several: files of one kind read as one FILE in their order, a further FASTA file appended to an "
-        "earlier run's list computing only its vectors' cross pairs (give INPUT before --against)",
+        "repeat for several (--against a.fa --against b.fa): files of one kind read as one FILE in their "
+        "order, a further FASTA file appended to an earlier run's list computing only its vectors' cross pairs",
     )
     run.add_argument(
         "--metric",
@@ -445,7 +445,7 @@ def _check_run(args) -> tuple[list[str], bool]:
         from genotile.io.peer_formats import check_dataset
         from genotile.store.inputs import check_against
 
-        check_against(args.input, args.against, metrics, where="--against: ".removesuffix("--against: "))
+        check_against(args.input, args.against, metrics)
         spec = {"metrics": metrics, "against": args.against, "formats": args.formats, "king_cutoff": args.king_cutoff}
         check_dataset(shown, spec, None)
     return metrics, bool(genotype) and kind != "fasta"

@@ -219,7 +219,7 @@ def test_a_genotype_list_is_the_files_joined_and_is_queried_in_full_when_it_grow
 def test_the_cli_and_the_api_take_a_list(alignment, capsys):
     args = ["run", str(alignment / "query.fa"), "--metric", "snp", "--threshold", "snp=60", "-q", "--backend", "numpy"]
     listed = [str(alignment / "db1.fa"), str(alignment / "db2.fa")]
-    assert main([*args, "--outdir", str(alignment / "cli"), "--against", *listed]) == 0
+    assert main([*args, "--outdir", str(alignment / "cli"), "--against", listed[0], "--against", listed[1]]) == 0
     assert main([*args, "--outdir", str(alignment / "cli_joined"), "--against", str(alignment / "db12.fa")]) == 0
     assert outputs(alignment / "cli") == outputs(alignment / "cli_joined")
     r = genotile.pairwise(alignment / "query.fa", "snp", against=[Path(p) for p in listed], threshold=60)
@@ -227,7 +227,7 @@ def test_the_cli_and_the_api_take_a_list(alignment, capsys):
     assert r.pairs.equals(joined.pairs) and np.array_equal(r.matrix(), joined.matrix())
     short = alignment / "short.fa"
     never = str(alignment / "never")
-    assert main([*args, "--outdir", never, "--against", str(alignment / "db1.fa"), str(short)]) == 1
+    assert main([*args, "--outdir", never, "--against", str(alignment / "db1.fa"), "--against", str(short)]) == 1
     err = capsys.readouterr().err
     assert err.startswith("genotile error: ") and err.count("\n") == 1, err
     assert f"{short} holds sequences of length 89, but" in err, err
