@@ -362,15 +362,18 @@ def ingest_option_files(wildcards):
 FINGERPRINTS = _sources.FINGERPRINTS.as_posix()
 
 
+def named_fingerprint(name, *parts):
+    """The fingerprint `name`+part+...: `name` a dataset's or a screen's, the parts what it stands
+    for (none: a dataset's only or first input file). The parts are joined by `+`, which no
+    dataset or screen name holds (the schema's pattern): never another's fingerprint, whatever
+    the names (a `.` would let dataset `x.against` take dataset `x`'s FILE's)."""
+    return f"{FINGERPRINTS}/{'+'.join((name, *map(str, parts)))}.json"
+
+
 def dataset_fingerprint(dataset, k=1):
-    """The fingerprint of the `k`th file of a dataset's input (1: its only or first file). A
-    further file's name holds `+`, which no dataset name can (the schema's pattern): never another
-    dataset's fingerprint."""
-    return (
-        f"{FINGERPRINTS}/{dataset}.json"
-        if k == 1
-        else f"{FINGERPRINTS}/{dataset}+{k}.json"
-    )
+    """The fingerprint of the `k`th file of a dataset's input (1: its only or first file):
+    `<dataset>.json`, `<dataset>+2.json`, ..."""
+    return named_fingerprint(dataset, *([k] if k > 1 else []))
 
 
 def dataset_fingerprints(dataset):
@@ -382,7 +385,7 @@ def dataset_fingerprints(dataset):
 
 
 def screen_fingerprint(screen, kind):
-    return f"{FINGERPRINTS}/{screen}.screen.{kind}.json"
+    return named_fingerprint(screen, "screen", kind)
 
 
 def fingerprint(out, path, options=None):
@@ -395,13 +398,9 @@ def fingerprint(out, path, options=None):
 
 
 def against_fingerprint(dataset, k=1):
-    """The fingerprint of the `k`th file of a query's FILE (1: its only or first file), named as
-    the input's are (`dataset_fingerprint`)."""
-    return (
-        f"{FINGERPRINTS}/{dataset}.against.json"
-        if k == 1
-        else f"{FINGERPRINTS}/{dataset}.against+{k}.json"
-    )
+    """The fingerprint of the `k`th file of a query's FILE (1: its only or first file):
+    `<dataset>+against.json`, `<dataset>+against+2.json`, ..."""
+    return named_fingerprint(dataset, "against", *([k] if k > 1 else []))
 
 
 def against_fingerprints(dataset):
@@ -459,9 +458,9 @@ def write_fingerprints():
 
 def drop_fingerprints_past(dataset, n, named=dataset_fingerprint):
     """Remove the fingerprints of the files past the `n` a dataset's input (or, `named`
-    against_fingerprint, its FILE) now lists (a list made shorter): none is then left to stand
-    for a file no longer listed."""
-    k = max(n, 1) + 1
+    against_fingerprint, its FILE: none without `against:`) now lists (a list made shorter):
+    none is then left to stand for a file no longer listed."""
+    k = n + 1
     while Path(named(dataset, k)).exists():
         Path(named(dataset, k)).unlink()
         k += 1

@@ -79,15 +79,15 @@ def test_a_file_another_fingerprint_recorded_is_not_hashed_again(tmp_path, monke
     path.write_bytes(b">a\nACGT\n>b\nACGA\n")
     records = sources_module.FINGERPRINTS
     write_fingerprint(records / "db.json", "db.fa")
-    write_fingerprint(records / "q.against.json", "db.fa")
+    write_fingerprint(records / "q+against.json", "db.fa")
     assert hashed == ["db.fa"], "hashed once"
-    db, q = (json.loads((records / f"{name}.json").read_text()) for name in ("db", "q.against"))
+    db, q = (json.loads((records / f"{name}.json").read_text()) for name in ("db", "q+against"))
     assert q["pieces"] == db["pieces"] and q["sources"] == db["sources"]
     assert q["sources"]["input"]["digest"] == checksums.file_digest(path)
     path.write_bytes(b">a\nACGT\n>b\nACGC\n")  # changed: the other's record no longer holds
-    write_fingerprint(records / "q.against.json", "db.fa")
+    write_fingerprint(records / "q+against.json", "db.fa")
     assert hashed == ["db.fa", "db.fa"]
-    assert json.loads((records / "q.against.json").read_text())["sources"]["input"]["digest"] == checksums.file_digest(
+    assert json.loads((records / "q+against.json").read_text())["sources"]["input"]["digest"] == checksums.file_digest(
         path
     )
 
@@ -165,9 +165,9 @@ def test_a_file_hashed_for_one_fingerprint_completes_another_left_pending(tmp_pa
     records = sources_module.FINGERPRINTS
     write_fingerprint(records / "db.json", "db.fa", defer=True)
     os.utime(records / "db.json", ns=(10**18, 10**18))
-    write_fingerprint(records / "q.against.json", "db.fa")
+    write_fingerprint(records / "q+against.json", "db.fa")
     assert hashed == ["db.fa"]
-    db, q = _record(records / "db.json"), _record(records / "q.against.json")
+    db, q = _record(records / "db.json"), _record(records / "q+against.json")
     assert db["sources"] == q["sources"] and db["pieces"] == q["pieces"]
     assert db["sources"]["input"]["digest"] == checksums.file_digest(tmp_path / "db.fa")
     assert os.stat(records / "db.json").st_mtime_ns == 10**18

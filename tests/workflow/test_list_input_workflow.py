@@ -74,16 +74,23 @@ def test_a_list_of_mixed_kinds_is_one_line_before_any_job(tmp_path, fastas):
 
 def test_a_query_against_a_list_has_every_file_an_input_with_its_fingerprint(tmp_path, fastas):
     """`against:` a list: each file an input of the store, with a fingerprint of its own
-    (`<dataset>.against.json`, `<dataset>.against+2.json`); a list input with it too; a list of
+    (`<dataset>+against.json`, `<dataset>+against+2.json`); a list input with it too; a list of
     mixed kinds refused in one line before any job."""
     spec = {"input": [str(p) for p in fastas[:2]], "against": [str(fastas[2]), str(fastas[0])], "metrics": ["snp"]}
     proc = snakemake(tmp_path, {"datasets": {"d": spec}}, "-n")
-    prints = [f"{SOURCES}/d.json", f"{SOURCES}/d+2.json", f"{SOURCES}/d.against.json", f"{SOURCES}/d.against+2.json"]
+    prints = [f"{SOURCES}/d.json", f"{SOURCES}/d+2.json", f"{SOURCES}/d+against.json", f"{SOURCES}/d+against+2.json"]
     assert store_inputs(proc) == [*spec["input"], *spec["against"], *prints]
-    assert [recorded_input(tmp_path, "d.against.json"), recorded_input(tmp_path, "d.against+2.json")] == spec["against"]
-    # the list made shorter: the fingerprint of a file no longer listed is gone
+    assert [recorded_input(tmp_path, "d+against.json"), recorded_input(tmp_path, "d+against+2.json")] == spec["against"]
+    # the list made shorter: the fingerprint of a file no longer listed is gone; no `against:`, none
     snakemake(tmp_path, {"datasets": {"d": {**spec, "against": spec["against"][:1]}}}, "-n")
-    assert not (tmp_path / SOURCES / "d.against+2.json").exists()
+    assert not (tmp_path / SOURCES / "d+against+2.json").exists()
+    snakemake(tmp_path, {"datasets": {"d": {"input": spec["input"], "metrics": ["snp"]}}}, "-n")
+    assert not (tmp_path / SOURCES / "d+against.json").exists()
+    # a dataset named as another's FILE fingerprint once was (`d.against`): fingerprints of its own
+    both = {"d": spec, "d.against": {"input": [str(fastas[1]), str(fastas[2])], "metrics": ["snp"]}}
+    snakemake(tmp_path, {"datasets": both}, "-n")
+    assert [recorded_input(tmp_path, f"d.against{k}.json") for k in ("", "+2")] == both["d.against"]["input"]
+    assert [recorded_input(tmp_path, f"d+against{k}.json") for k in ("", "+2")] == spec["against"]
     vcf = write_vcf(tmp_path / "g.vcf", vcf_text(random_genotypes(4, 20, seed=1)))
     spec["against"] = [str(fastas[2]), str(vcf)]
     one_line_error(
