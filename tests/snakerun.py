@@ -1,6 +1,7 @@
 """Helpers for tests that run the Snakemake workflow in a temporary working directory."""
 
 import gzip
+import os
 import re
 import subprocess
 import sys
@@ -32,6 +33,17 @@ def write_fasta(path, seqs, ids=None):
             for k in range(0, len(s), 60):
                 fh.write(s[k : k + 60] + "\n")
     return ids
+
+
+def same_size_edit(path) -> None:
+    """One base of a FASTA file's first sequence changed, its size kept; its mtime moved on by a
+    second, for certain (a write within one tick of the clock may keep it)."""
+    path = Path(path)
+    st = path.stat()
+    lines = path.read_text().splitlines(keepends=True)
+    lines[1] = ("C" if lines[1][0].upper() == "A" else "A") + lines[1][1:]
+    path.write_text("".join(lines))
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns + 1_000_000_000))
 
 
 def snakemake_cmd(workdir, config: dict, *extra) -> list[str]:

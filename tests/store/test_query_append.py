@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from genotile.store import query, query_append
-from tests.snakerun import random_alignment, write_fasta
+from tests.snakerun import random_alignment, same_size_edit, write_fasta
 
 FILES = ("plan.json", "perm.npy", "planes.npy", "manifest.json")
 
@@ -149,6 +149,35 @@ def test_a_file_written_to_while_its_store_is_made_gets_no_record(grown, monkeyp
     monkeypatch.undo()
     assert _query_store(work) == []  # no record: made in full, nothing to say
     assert (work / "store" / query_append.RECORD).exists()
+
+
+def test_the_input_written_to_while_the_file_grows_gets_no_record(grown, monkeypatch, tmp_path_factory):
+    """The input given a same-size edit after grown_by checked it, as the FILE's new records are
+    added: the grown store holds the input as the earlier store read it, its sources (taken
+    after) the edited one's, so no record; the next run makes the query in full, its store a
+    fresh one's of the same files, byte for byte."""
+    work, full = grown
+    (work / "db.fa").write_bytes(full)
+    check = query_append.grown_by
+
+    def racing(*args, **kwargs):
+        got = check(*args, **kwargs)
+        same_size_edit(work / "query.fa")
+        return got
+
+    monkeypatch.setattr(query_append, "grown_by", racing)
+    said = _query_store(work)
+    assert said and said[0].startswith("9 vectors appended to the FILE's 40"), said  # grown from the earlier store
+    assert not (work / "store" / query_append.RECORD).exists()
+    assert not list((work / "store").glob("kept-*"))
+    monkeypatch.undo()
+    assert _query_store(work) == []  # no record: made in full, nothing to say
+    fresh = tmp_path_factory.mktemp("fresh")
+    for name in ("query.fa", "db.fa"):
+        shutil.copyfile(work / name, fresh / name)
+    _query_store(fresh)
+    for name in FILES:
+        assert (work / "store" / name).read_bytes() == (fresh / "store" / name).read_bytes(), name
 
 
 def test_genotile_run_killed_before_the_record_makes_the_store_again(tmp_path, caplog):

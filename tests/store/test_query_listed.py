@@ -21,8 +21,8 @@ from genotile.errors import GenotileError
 from genotile.io.planfile import read_plan
 from genotile.pairs import stage as pairs_stage
 from genotile.pipeline import run_all
-from genotile.store import query, query_append
-from tests.snakerun import random_alignment, write_fasta
+from genotile.store import query, query_append, stage
+from tests.snakerun import random_alignment, same_size_edit, write_fasta
 
 FILES = ("plan.json", "perm.npy", "planes.npy")
 SUMMARY_RESULTS = ("n_vectors", "n_fields", "n_fields_kept", "pairs_computed", "pairs_passing", "threshold")
@@ -143,9 +143,7 @@ def test_anything_else_is_made_in_full_saying_why(alignment, change, why):
     store(alignment, ["db1.fa", "db2.fa"])
     against = ["db1.fa", "db2.fa", "db3.fa"]
     if change == "edit":
-        text = (alignment / "db1.fa").read_text().splitlines(keepends=True)
-        text[1] = ("A" if text[1][0] != "A" else "C") + text[1][1:]
-        (alignment / "db1.fa").write_text("".join(text))
+        same_size_edit(alignment / "db1.fa")
     elif change == "reorder":
         against = ["db2.fa", "db1.fa", "db3.fa"]
     elif change == "remove":
@@ -176,9 +174,7 @@ def test_genotile_run_computes_only_the_further_files_tiles(alignment, computed,
     caplog.clear()
     assert run(alignment, "out", ["db1.fa", "db2.fa", "db3.fa"]) == grown
     assert computed == []  # nothing changed: nothing computed
-    text = (alignment / "db2.fa").read_text().splitlines(keepends=True)
-    text[1] = ("A" if text[1][0] != "A" else "C") + text[1][1:]
-    (alignment / "db2.fa").write_text("".join(text))
+    same_size_edit(alignment / "db2.fa")
     computed.clear()
     run(alignment, "out", ["db1.fa", "db2.fa", "db3.fa"])
     assert "db2.fa changed since the earlier store was made" in caplog.text
@@ -199,6 +195,33 @@ def test_an_input_list_is_the_files_joined_and_any_change_recomputes_in_full(ali
     assert said == []
     said = store(alignment, ["db1.fa", "db2.fa", "db3.fa"], input_path=["q1.fa", "q2.fa", "q3.fa"])
     assert len(said) == 1 and said[0].startswith("recomputing in full: the input changed"), said
+
+
+@pytest.mark.parametrize("input_path", ["query.fa", ["q1.fa", "q2.fa"]], ids=["one file", "a list"])
+def test_an_input_written_to_while_its_store_is_made_gets_no_record(alignment, monkeypatch, caplog, input_path):
+    """The input given a same-size edit after the store read it (store/query.query_store): what
+    the store records of it (its sources, taken after the read) is not what it read, so no record
+    (store/query_append.write: the input's stat with the FILE's); the rerun makes the query in
+    full, its outputs a fresh query's, and a FILE grown next keeps no stale tile."""
+    caplog.set_level(logging.INFO, logger="genotile")
+    ingest, edited = stage.ingest, alignment / (input_path if isinstance(input_path, str) else input_path[-1])
+
+    def racing(*args, **kwargs):
+        made = ingest(*args, **kwargs)
+        monkeypatch.setattr(stage, "ingest", ingest)  # the first ingest only
+        same_size_edit(edited)
+        return made
+
+    monkeypatch.setattr(stage, "ingest", racing)
+    against = ["db1.fa", "db2.fa"]
+    run(alignment, "out", against, input_path=input_path)
+    assert not (alignment / "out" / "store" / "nucleotide" / query_append.RECORD).exists()
+    caplog.clear()
+    again = run(alignment, "out", against, input_path=input_path)
+    assert "recomputing, changed since the last run: the store's record" in caplog.text
+    assert again == run(alignment, "fresh", against, input_path=input_path)
+    grown = [*against, "db3.fa"]
+    assert run(alignment, "out", grown, input_path=input_path) == run(alignment, "grown", grown, input_path=input_path)
 
 
 def test_a_genotype_list_is_the_files_joined_and_is_queried_in_full_when_it_grows(tmp_path, caplog):

@@ -257,7 +257,8 @@ def query_store(
     store_dir = Path(store_dir)
     store_dir.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()
-    seen_stat = [stat_of(f) for f in files_of(against)]  # before any read of it: query_append.write
+    # each file of the input, then of the FILE, before any read of them: query_append.write
+    seen_stat = [stat_of(f) for f in (*files_of(input_path), *files_of(against))]
     record = query_append.read_record(store_dir)
     settings = query_append.settings_of(encoding, options, block_size, seed)
     n_before, why = query_append.grown_by(record, input_path, against, settings, options)

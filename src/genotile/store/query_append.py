@@ -188,17 +188,20 @@ def write(
     its files linked, store/extend.keep; `state`: the FILE's SHA-256 state after its last byte):
     written last, so that a job killed before it leaves the earlier record (and its kept files),
     whose store it then grows again; the other kept files removed after it. `seen_stat`: the
-    stat (store/sources.stat_of) of each FILE before the store read it: a FILE written to since
-    gets no record (records added while the store was made are not in it, and a later growth
-    must not start after them). The FILE's files are recorded as an append record's (path,
-    size, content digest, SHA-256: store/append.recorded_files), with its companions and option
-    files (`sources`), what a FILE given as a list grown by further files is checked by."""
+    stat (store/sources.stat_of) of each file of the input, then of the FILE, before the store
+    read them: a file written to since gets no record, nor kept files (its sources, taken after
+    the read, may not be what the store holds; records added to the FILE meanwhile are not in
+    it, and a later growth must not start after them). The FILE's files are recorded as an
+    append record's (path, size, content digest, SHA-256: store/append.recorded_files), with its
+    companions and option files (`sources`), what a FILE given as a list grown by further files
+    is checked by."""
     manifest = json.loads((store_dir / "manifest.json").read_text(encoding="utf-8"))
     n_earlier = len(manifest["ids"]) - int(manifest["query"]["n_against"])
     current = {"store": store_identity(manifest), "key": part_key(manifest)}
     made = manifest.get("sources") or {}  # what the store was made from, as its ingest saw it
     files = files_of(against)
-    unchanged = seen_stat is None or [stat_of(f) for f in files] == seen_stat  # and so what was read is `now`
+    read = [*files_of(input_path), *files]
+    unchanged = seen_stat is None or [stat_of(f) for f in read] == seen_stat  # and so what was read is `now`
     of_file: dict = {}
     if len(files) == 1:
         file_pieces_now = _file_pieces(against)
@@ -210,9 +213,10 @@ def write(
         {"sources": made.get("against") or {}, "input_sha256": manifest["query"]["against_sha256"]}
     )
     if not unchanged or recorded is None:
-        # the FILE changed while the store was made: no record, so no later growth keeps its tiles
+        # the input or the FILE changed while the store was made: no record, so no later run keeps its tiles
         (store_dir / RECORD).unlink(missing_ok=True)
-        log.info("query store: the FILE changed while its store was made; nothing recorded for its growth")
+        extend.forget(store_dir, None)
+        log.info("query store: the input or the FILE changed while its store was made; nothing recorded for a rerun")
         return
     kept = extend.keep(store_dir, columns)
     write_record(
