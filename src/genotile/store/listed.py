@@ -37,7 +37,7 @@ all missing) are left out.
 import logging
 import os
 import time
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -409,7 +409,7 @@ def _append(job, paths: list[str], further: list[str]):
     """The grown store of a list with `further` files added (store/append.grow), or (None, why)
     with nothing written."""
     t0 = time.perf_counter()
-    hashed = _hashed(job, further)
+    hashed = hashed_files(job.record["input"]["files"], further)
     if ENCODINGS[job.encoding].source == "alignment":
         grown, m, why = _grown_alignment(job, paths, further, hashed)
     else:
@@ -445,11 +445,12 @@ def _reingest(job, paths: list[str], hashed, why: str):
         codes.unlink(missing_ok=True)
 
 
-def _hashed(job, further: list[str]):
+def hashed_files(earlier: list[dict], further: list[str]) -> Future[tuple[list[str], list[str]]]:
     """A future of (every listed file's SHA-256, every listed file's content digest): the earlier
-    files' as their record holds them (`_further` checked their digests), the further files'
-    hashed on a thread beside the reading of their vectors (hashlib releases the GIL)."""
-    earlier = job.record["input"]["files"]
+    files' as their record (`earlier`: store/append.py `files`) holds them (`earlier_changed`
+    checked their digests), the further files' hashed on a thread beside the reading of their
+    vectors (hashlib releases the GIL). A list input's append, and a query's FILE list grown
+    (store/query_append.py)."""
 
     def hashes() -> tuple[list[str], list[str]]:
         added = [(content_sha256(p), known_digest(p)) for p in further]
@@ -464,6 +465,21 @@ def _hashed(job, further: list[str]):
         pool.shutdown(wait=False)
 
 
+def further_records(further: list[str], n_fields: int) -> tuple[tuple[list[str], np.ndarray] | None, str]:
+    """The records of further FASTA files of a list, each read alone from its start (store/
+    extend.new_records): (their names and rows, file after file), or (None, "the file: why
+    not"). A list input's append, and a query's FILE list grown (store/query_append.py)."""
+    ids: list[str] = []
+    rows = []
+    for path in further:
+        read, why = extend.new_records(path, 0, n_fields)
+        if read is None:
+            return None, f"{path}: {why}"
+        ids += read[0]
+        rows.append(read[1])
+    return (ids, np.concatenate(rows)), ""
+
+
 def _grown_alignment(job, paths: list[str], further: list[str], hashed):
     """(append.Grown, ingest manifest, "") of further FASTA files' records read alone (store/
     extend.py new_records, grown), or (None, None, why)."""
@@ -475,18 +491,14 @@ def _grown_alignment(job, paths: list[str], further: list[str], hashed):
     if before is None:
         return None, None, why
     n_fields = int(before.manifest["n_fields"])
-    ids: list[str] = []
-    rows = []
-    for path in further:
-        read, why = extend.new_records(path, 0, n_fields)
-        if read is None:
-            return None, None, f"{path}: {why}"
-        ids += read[0]
-        rows.append(read[1])
+    read, why = further_records(further, n_fields)
+    if read is None:
+        return None, None, why
+    ids, rows = read
     every = [*before.manifest["ids"], *ids]
     if len(set(every)) != len(every):
         return None, None, "a further file's sequence name is taken"  # the list's read names it
-    new, why = extend.grown(ids, np.concatenate(rows), before)
+    new, why = extend.grown(ids, rows, before)
     if new is None:
         return None, None, why
     n_old = int(job.record["n_input"])

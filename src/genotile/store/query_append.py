@@ -51,9 +51,10 @@ from genotile.io.readers.query import Part, QueryAlignment, combined_sha256, lab
 from genotile.store import append, extend, stage
 from genotile.store.ingest import alignment_manifest
 from genotile.store.inputs import files_of
+from genotile.store.listed import further_records, hashed_files
 from genotile.store.manifest import part_key, store_identity
 from genotile.store.pack import categorical_keys, write_manifest
-from genotile.store.sources import content_sha256, content_size, known_digest, recorded_pieces, stat_of
+from genotile.store.sources import content_sha256, content_size, recorded_pieces, stat_of
 from genotile.util import sha256_state
 from genotile.util.atomic import write_record
 from genotile.util.checksums import PIECE, file_pieces, file_sha256_resumable, pieces, pieces_digest, range_digests
@@ -354,25 +355,14 @@ def _grow_listed(store_dir: Path, record: dict, n_before: int, job: tuple, calls
     if before is None:
         log.info("query store (%s): the FILE's further files are not added alone: %s", encoding, why)
         return None
-    hashing = ThreadPoolExecutor(1, thread_name_prefix="genotile-sha256")
-    hashed = hashing.submit(lambda: [(content_sha256(f), known_digest(f)) for f in further])
-    hashing.shutdown(wait=False)
-    ids: list[str] = []
-    rows = []
-    for path in further:
-        read, why = extend.new_records(path, 0, int(before.manifest["n_fields"]))
-        if read is None:
-            log.info("query store (%s): the FILE's further files are not added alone: %s: %s", encoding, path, why)
-            return None
-        ids += read[0]
-        rows.append(read[1])
-    new, why = _grown(ids, np.concatenate(rows), before)
-    if new is None:
+    hashed = hashed_files(earlier, further)
+    read, why = further_records(further, int(before.manifest["n_fields"]))
+    new, why = (None, why) if read is None else _grown(*read, before)
+    if read is None or new is None:
         log.info("query store (%s): the FILE's further files are not added alone: %s", encoding, why)
         return None
-    added = hashed.result()
-    sha256s = [f["sha256"] for f in earlier] + [sha256 for sha256, _ in added]
-    digests = [f["digest"] for f in earlier] + [digest for _, digest in added]
+    ids = read[0]
+    sha256s, digests = hashed.result()
     q = _input_part(input_path, before.manifest, record)
     a = Part(list_label(files), listed_sha256(sha256s), [*_file_ids(before.manifest), *ids], new.rows[:0],
              sha256s=sha256s)  # fmt: skip
