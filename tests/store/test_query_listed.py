@@ -191,6 +191,11 @@ def test_an_input_list_is_the_files_joined_and_any_change_recomputes_in_full(ali
         str(alignment) + "/", ""
     )
     assert sorted(computed) == sorted(read_plan(alignment / "out" / "store" / "nucleotide" / "plan.json").tiles())
+    caplog.clear()  # the list given as its first file alone: said as the list, not as a file's path
+    run(alignment, "out", ["db1.fa", "db2.fa"], input_path="q1.fa")
+    assert "recomputing, changed since the last run: the list of files (q1.fa)" in caplog.text.replace(
+        str(alignment) + "/", ""
+    )
     said = store(alignment, ["db1.fa", "db2.fa"], input_path=["q1.fa", "q2.fa"])
     assert said == []
     said = store(alignment, ["db1.fa", "db2.fa", "db3.fa"], input_path=["q1.fa", "q2.fa", "q3.fa"])

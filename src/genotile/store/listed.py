@@ -192,9 +192,11 @@ def side_differences(recorded, path, options: dict | None) -> list[str]:
     """store/sources.differences of one side of a query as it is now (a file, or a list of files)
     and as `side_sources` recorded it; [] where they agree."""
     files = files_of(path)
+    listed = recorded.get("listed") if isinstance(recorded, dict) else None
+    if (len(files) == 1) != (listed is None):  # one file where a list was recorded, or a list for one
+        return [f"the list of files ({list_label(files)})"]
     if len(files) == 1:
         return differences(recorded, sources(files[0], options))
-    listed = recorded.get("listed") if isinstance(recorded, dict) else None
     if not isinstance(listed, list) or len(listed) != len(files):
         return [f"the list of files ({list_label(files)})"]
     return [d for r, f in zip(listed, files, strict=True) for d in differences(r, sources(f, options))]
