@@ -73,20 +73,11 @@ def read_record(store_dir) -> dict | None:
 
 
 def _file_pieces(against) -> list[str]:
-    """The FILE's pieces' SHA-256s (hex): its workflow fingerprint's, else hashed on threads, once
-    a process while its stat stays the same (`genotile run` checks, grows and records the FILE:
-    one read of it, not three)."""
+    """The FILE's pieces' SHA-256s (hex): its workflow fingerprint's, else hashed on threads (once
+    a process while its stat stays the same: util/checksums.file_pieces; `genotile run` checks,
+    grows and records the FILE)."""
     recorded = recorded_pieces(against)
-    if recorded is not None:
-        return recorded
-    key = (os.path.realpath(against), *(stat_of(against) or ()))
-    if key not in _HASHED:
-        _HASHED.clear()
-        _HASHED[key] = [d.hex() for d in file_pieces(against)]
-    return _HASHED[key]
-
-
-_HASHED: dict[tuple, list[str]] = {}  # `_file_pieces`' last FILE, by its stat
+    return recorded if recorded is not None else [d.hex() for d in file_pieces(against)]
 
 
 def grown_by(record: dict | None, input_path, against, settings: dict, options) -> tuple[int, str]:

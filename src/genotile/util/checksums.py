@@ -60,10 +60,35 @@ def pieces_digest(digests: list[bytes]) -> str:
 def file_pieces(path, size: int | None = None) -> list[bytes]:
     """The SHA-256s of the PIECE-byte pieces of a file's first `size` bytes (None: all of it),
     the last one shorter, hashed on threads: `file_digest`'s pieces; where `size` ends inside a
-    piece, the last is of the bytes up to `size` (an append's earlier file: store/append.py)."""
-    if size is None:
-        size = os.path.getsize(path)
-    return range_digests(path, pieces(size))
+    piece, the last is of the bytes up to `size` (an append's earlier file: store/append.py).
+
+    A whole file of a PIECE or more is hashed once a process while its stat (device, inode,
+    size, mtime, ctime) stays the one it had before and after its hashing: `genotile run` checks,
+    grows and records an input (a query's FILE, a list's files) in several steps, each of which
+    would read the whole file again (a few GB: a second or more each)."""
+    if size is not None:
+        return range_digests(path, pieces(size))
+    before = _stat_key(path)
+    if before[3] < PIECE:
+        return range_digests(path, pieces(before[3]))
+    key = (os.path.realpath(path), *before)
+    if key not in _HASHED:
+        got = range_digests(path, pieces(before[3]))
+        if _stat_key(path) != before:  # written to while hashed: not kept
+            return got
+        if len(_HASHED) >= HASHED_FILES:
+            _HASHED.pop(next(iter(_HASHED)))
+        _HASHED[key] = got
+    return list(_HASHED[key])
+
+
+HASHED_FILES = 8  # whole files whose pieces `file_pieces` keeps (the oldest dropped first)
+_HASHED: dict[tuple, list[bytes]] = {}
+
+
+def _stat_key(path) -> tuple[int, int, int, int, int, int]:
+    st = os.stat(path)
+    return st.st_dev, st.st_ino, st.st_mode, st.st_size, st.st_mtime_ns, st.st_ctime_ns
 
 
 def pieces(size: int) -> list[tuple[int, int]]:
