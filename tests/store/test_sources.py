@@ -198,3 +198,24 @@ def test_a_pending_input_is_hashed_ahead_once_and_taken_while_its_stat_holds(tmp
     with open(path, "ab") as fh:  # changed since: not taken
         fh.write(b">d\nACGG\n")
     assert sources_module.hashed_ahead("in.fa") is None
+
+
+def test_each_fingerprint_is_parsed_once_while_its_stat_holds(tmp_path, monkeypatch):
+    """A list's store job looks every file up among every fingerprint: each is parsed once a
+    process (store/sources._parsed), again once written (a digest filled in)."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(sources_module, "_PARSED", {})
+    records = sources_module.FINGERPRINTS
+    for k in range(3):
+        (tmp_path / f"day{k}.fa").write_bytes(b">a\nACGT\n" * (k + 1))
+        write_fingerprint(records / f"d+{k + 1}.json", f"day{k}.fa", defer=True)  # pending: no digest
+    sources_module._PARSED.clear()
+    parsed: list[str] = []
+    real = sources_module.json.loads
+    monkeypatch.setattr(sources_module.json, "loads", lambda text: parsed.append(text) or real(text))
+    assert [recorded_digest(f"day{k}.fa") for k in range(3)] == [None] * 3
+    assert len(parsed) == 3
+    sources_module.complete_fingerprints("day1.fa", checksums.file_digest(tmp_path / "day1.fa"))
+    parsed.clear()
+    assert recorded_digest("day1.fa") == checksums.file_digest(tmp_path / "day1.fa")
+    assert len(parsed) == 1  # the one written again

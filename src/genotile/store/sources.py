@@ -151,10 +151,7 @@ def _fingerprints_of(path, records, pending: bool) -> Iterator[tuple[Path, dict,
     except OSError:
         return
     for candidate in candidates:
-        try:
-            record = json.loads(candidate.read_text())
-        except (OSError, ValueError):
-            continue
+        record = _parsed(candidate)
         if not isinstance(record, dict) or not isinstance(record.get("stat"), dict):
             continue
         recorded = (record.get("sources") or {}).get("input") if isinstance(record.get("sources"), dict) else None
@@ -164,6 +161,30 @@ def _fingerprints_of(path, records, pending: bool) -> Iterator[tuple[Path, dict,
             continue
         if record["stat"].get(recorded.get("path")) == key and recorded.get("size") == key[2]:
             yield candidate, record, recorded
+
+
+def _parsed(candidate: Path):
+    """The JSON of a fingerprint file, parsed once a process while its stat (inode, size, mtime,
+    ctime) holds: a list input's store job looks each of its files up among every fingerprint
+    (`_fingerprints_of`), N files x N fingerprints of a list grown by a file a day; None where
+    it cannot be read."""
+    try:
+        st = candidate.stat()
+    except OSError:
+        return None
+    key = (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+    kept = _PARSED.get(str(candidate))
+    if kept is not None and kept[0] == key:
+        return kept[1]
+    try:
+        record = json.loads(candidate.read_text())
+    except (OSError, ValueError):
+        return None
+    _PARSED[str(candidate)] = (key, record)
+    return record
+
+
+_PARSED: dict[str, tuple[tuple, object]] = {}  # `_parsed`: a fingerprint's path -> (its stat, its JSON)
 
 
 # a file's pieces being hashed since its store job started (`hash_ahead`): its absolute path ->
