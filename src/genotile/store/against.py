@@ -39,7 +39,7 @@ from genotile.io.readers.query import Part, QueryAlignment, combined_sha256, lab
 from genotile.store import append, extend
 from genotile.store.ingest import alignment_manifest
 from genotile.store.pack import categorical_keys, write_manifest
-from genotile.store.sources import content_digest, content_sha256, content_size, recorded_digest
+from genotile.store.sources import content_sha256, content_size, known_digest
 from genotile.util.atomic import atomic_path, write_record
 from genotile.util.readback import load_npy
 
@@ -70,7 +70,7 @@ def find(against, encoding: str, store_dir, options: dict | None) -> tuple[FileS
     records = [(f, r) for f in folders if (r := append.read_record(f)) is not None and _of(r, encoding, size)]
     if not records:
         return None, f"no store of {against} ({size:,} bytes) by this genotile among {len(folders)} beside this one"
-    digest = recorded_digest(against) or content_digest(against)
+    digest = known_digest(against)  # hashed here, the fingerprints left pending are filled in
     why = "its kept files are missing"
     for folder, record in records:
         kept, why = extend.earlier(folder, record)
