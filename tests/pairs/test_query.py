@@ -254,6 +254,8 @@ def test_mismatched_inputs_refused_in_one_line(alignments, genotypes, tmp_path, 
         (groot / "new.vcf", tmp_path / "other.vcf", "ibs", "variant 1 is 'w0' there, 'v0' in the input"),
         (root / "new.fa", groot / "db.vcf.gz", "snp", "a query compares vectors of one kind"),
         (groot / "new.vcf", groot / "db.vcf.gz", "ccc3", "against: is for 2-way metrics"),
+        (root / "new.fa", tmp_path / "nothere.fa", "snp", f"{tmp_path / 'nothere.fa'}: no such file"),
+        (tmp_path / "nothere.fa", root / "db.fa", "snp", f"{tmp_path / 'nothere.fa'}: no such file"),
     ]
     for k, (inp, against, metric, message) in enumerate(cases):
         out = tmp_path / f"never{k}"

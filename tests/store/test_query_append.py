@@ -180,6 +180,34 @@ def test_the_input_written_to_while_the_file_grows_gets_no_record(grown, monkeyp
         assert (work / "store" / name).read_bytes() == (fresh / "store" / name).read_bytes(), name
 
 
+def test_the_input_written_to_before_a_full_read_keeps_no_earlier_tile(grown, monkeypatch, tmp_path_factory):
+    """As above, but the grown store read in full from both files (here: `grow` gives none, as
+    where the FILE's new records make a column variable): the input read may not be the one
+    grown_by checked, so the earlier tiles are not kept (the plan made in full, saying why) and
+    the store is a fresh one's of the files as read."""
+    work, full = grown
+    (work / "db.fa").write_bytes(full)
+    check = query_append.grown_by
+
+    def racing(*args, **kwargs):
+        got = check(*args, **kwargs)
+        same_size_edit(work / "query.fa")
+        return got
+
+    monkeypatch.setattr(query_append, "grown_by", racing)
+    monkeypatch.setattr(query_append, "grow", lambda *args, **kwargs: None)
+    said = _query_store(work)
+    assert said == ["recomputing in full: the input or the FILE was written to while the store read it"], said
+    assert not (work / "store" / query_append.RECORD).exists()
+    monkeypatch.undo()
+    fresh = tmp_path_factory.mktemp("fresh")
+    for name in ("query.fa", "db.fa"):
+        shutil.copyfile(work / name, fresh / name)
+    _query_store(fresh)
+    for name in FILES:
+        assert (work / "store" / name).read_bytes() == (fresh / "store" / name).read_bytes(), name
+
+
 def test_genotile_run_killed_before_the_record_makes_the_store_again(tmp_path, caplog):
     """`genotile run --against`: a store whose record is missing or another's is made again."""
     caplog.set_level(logging.INFO, logger="genotile")
@@ -194,3 +222,19 @@ def test_genotile_run_killed_before_the_record_makes_the_store_again(tmp_path, c
     query.current_query_store(*run)
     assert "recomputing, changed since the last run: the store's record" in caplog.text
     assert (out / "store" / "nucleotide" / query_append.RECORD).exists()
+
+
+def test_what_a_query_store_reads_is_watched_with_its_companions_and_option_files(tmp_path):
+    """query_append.stat_of_read: the input's and the FILE's files, their filesets' other files
+    and the option files, so that a .fam or a samples file written to while the store read it
+    leaves no record either."""
+    for name in ("a.bed", "a.bim", "a.fam", "b.bed", "b.bim", "b.fam", "keep.txt"):
+        (tmp_path / name).write_text(">s\nACGT\n")  # same_size_edit changes a FASTA-like second line
+    with contextlib.chdir(tmp_path):
+        before = query_append.stat_of_read("a.bed", "b.bed", {"samples": "keep.txt"})
+        assert len(before) == 7 and None not in before
+        for name in ("b.fam", "keep.txt"):
+            same_size_edit(tmp_path / name)
+            now = query_append.stat_of_read("a.bed", "b.bed", {"samples": "keep.txt"})
+            assert now != before
+            before = now

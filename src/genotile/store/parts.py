@@ -2,6 +2,7 @@
 sequences, a genotype input's codes (`read_part`); whether FASTA files can be held as one
 (`regular_layouts`). What store/query.py and store/listed.py read their files with."""
 
+import os
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -22,6 +23,8 @@ def read_part(path, encoding: str, options: dict | None = None, keys: dict | Non
     (PLINK: FID and IID of each sample)."""
     from genotile.io.readers.base import GenotypeReader, reader_of
 
+    if not os.path.exists(path):  # the query's input or FILE, given as one file (a list's are checked)
+        raise GenotileError(f"{path}: no such file")
     reader = reader_of(path, encoding)
     sha256 = content_sha256(path)
     if ENCODINGS[encoding].source == "alignment":

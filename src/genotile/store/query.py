@@ -38,7 +38,7 @@ from genotile.store import stage
 from genotile.store.inputs import files_of, given
 from genotile.store.listed import side_differences, side_sources
 from genotile.store.parts import read_part, regular_layouts
-from genotile.store.sources import content_sha256, stat_of
+from genotile.store.sources import content_sha256
 from genotile.util.atomic import write_record
 
 log = logging.getLogger("genotile")
@@ -257,8 +257,8 @@ def query_store(
     store_dir = Path(store_dir)
     store_dir.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()
-    # each file of the input, then of the FILE, before any read of them: query_append.write
-    seen_stat = [stat_of(f) for f in (*files_of(input_path), *files_of(against))]
+    # each file the store reads, before any read of them: again after the read, and in query_append.write
+    seen_stat = query_append.stat_of_read(input_path, against, options)
     record = query_append.read_record(store_dir)
     settings = query_append.settings_of(encoding, options, block_size, seed)
     n_before, why = query_append.grown_by(record, input_path, against, settings, options)
@@ -290,6 +290,10 @@ def query_store(
         manifest, columns = made.manifest, made.columns
     t1 = time.perf_counter()
     p: Plan | None = None
+    if n_before and query_append.stat_of_read(input_path, against, options) != seen_stat:
+        # read in full after grown_by checked the files: what was read may not be what it checked,
+        # and the earlier tiles are not kept (query_append.write then records nothing either)
+        n_before, why = 0, "the input or the FILE was written to while the store read it"
     if n_before:
         assert record is not None
         p = query_append.plan(manifest, record, n_before, say)
