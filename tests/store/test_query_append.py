@@ -151,11 +151,14 @@ def test_a_file_written_to_while_its_store_is_made_gets_no_record(grown, monkeyp
     assert (work / "store" / query_append.RECORD).exists()
 
 
-def test_the_input_written_to_while_the_file_grows_gets_no_record(grown, monkeypatch, tmp_path_factory):
+@pytest.mark.parametrize("grows", [True, False], ids=["grown alone", "read in full"])
+def test_the_input_written_to_while_the_file_grows_gets_no_record(grown, monkeypatch, tmp_path_factory, grows):
     """The input given a same-size edit after grown_by checked it, as the FILE's new records are
-    added: the grown store holds the input as the earlier store read it, its sources (taken
-    after) the edited one's, so no record; the next run makes the query in full, its store a
-    fresh one's of the same files, byte for byte."""
+    added. Grown alone: the grown store holds the input as the earlier store read it, its
+    sources (taken after) the edited one's, so no record; the next run makes the query in full.
+    Read in full (`grow` gives none, as where the FILE's new records make a column variable): the
+    input read may not be the one grown_by checked, so no earlier tile is kept (the plan made in
+    full, saying why). Either way the store is then a fresh one's of the same files, byte for byte."""
     work, full = grown
     (work / "db.fa").write_bytes(full)
     check = query_append.grown_by
@@ -166,40 +169,18 @@ def test_the_input_written_to_while_the_file_grows_gets_no_record(grown, monkeyp
         return got
 
     monkeypatch.setattr(query_append, "grown_by", racing)
+    if not grows:
+        monkeypatch.setattr(query_append, "grow", lambda *args, **kwargs: None)
     said = _query_store(work)
-    assert said and said[0].startswith("9 vectors appended to the FILE's 40"), said  # grown from the earlier store
+    if grows:
+        assert said and said[0].startswith("9 vectors appended to the FILE's 40"), said  # from the earlier store
+    else:
+        assert said == ["recomputing in full: the input or the FILE was written to while the store read it"], said
     assert not (work / "store" / query_append.RECORD).exists()
     assert not list((work / "store").glob("kept-*"))
     monkeypatch.undo()
-    assert _query_store(work) == []  # no record: made in full, nothing to say
-    fresh = tmp_path_factory.mktemp("fresh")
-    for name in ("query.fa", "db.fa"):
-        shutil.copyfile(work / name, fresh / name)
-    _query_store(fresh)
-    for name in FILES:
-        assert (work / "store" / name).read_bytes() == (fresh / "store" / name).read_bytes(), name
-
-
-def test_the_input_written_to_before_a_full_read_keeps_no_earlier_tile(grown, monkeypatch, tmp_path_factory):
-    """As above, but the grown store read in full from both files (here: `grow` gives none, as
-    where the FILE's new records make a column variable): the input read may not be the one
-    grown_by checked, so the earlier tiles are not kept (the plan made in full, saying why) and
-    the store is a fresh one's of the files as read."""
-    work, full = grown
-    (work / "db.fa").write_bytes(full)
-    check = query_append.grown_by
-
-    def racing(*args, **kwargs):
-        got = check(*args, **kwargs)
-        same_size_edit(work / "query.fa")
-        return got
-
-    monkeypatch.setattr(query_append, "grown_by", racing)
-    monkeypatch.setattr(query_append, "grow", lambda *args, **kwargs: None)
-    said = _query_store(work)
-    assert said == ["recomputing in full: the input or the FILE was written to while the store read it"], said
-    assert not (work / "store" / query_append.RECORD).exists()
-    monkeypatch.undo()
+    if grows:
+        assert _query_store(work) == []  # no record: made in full, nothing to say
     fresh = tmp_path_factory.mktemp("fresh")
     for name in ("query.fa", "db.fa"):
         shutil.copyfile(work / name, fresh / name)
