@@ -273,6 +273,16 @@ class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:
         self.exit(2, f"genotile error: {message}\nsee: {self.prog} --help\n")
 
+    def parse_args(self, args=None, namespace=None):
+        """Arguments no parser took are refused naming the command's help (`genotile run
+        --help`), not the top level's: argparse leaves them to the top-level parser."""
+        parsed, extras = self.parse_known_args(args, namespace)
+        if extras:
+            command = getattr(parsed, "command", None)
+            where = f"{self.prog} {command}" if command else self.prog
+            self.exit(2, f"genotile error: unrecognized arguments: {' '.join(extras)}\nsee: {where} --help\n")
+        return parsed
+
 
 WORKFLOW_DEFAULT = ("the workflow's default",)  # not a string: argparse would parse it as a value
 
