@@ -206,16 +206,16 @@ def test_genotile_run_killed_before_the_record_makes_the_store_again(tmp_path, c
 
 
 def test_what_a_query_store_reads_is_watched_with_its_companions_and_option_files(tmp_path):
-    """query_append.stat_of_read: the input's and the FILE's files, their filesets' other files
+    """query_append.stat_of_sides: the input's and the FILE's files, their filesets' other files
     and the option files, so that a .fam or a samples file written to while the store read it
     leaves no record either."""
     for name in ("a.bed", "a.bim", "a.fam", "b.bed", "b.bim", "b.fam", "keep.txt"):
         (tmp_path / name).write_text(">s\nACGT\n")  # same_size_edit changes a FASTA-like second line
     with contextlib.chdir(tmp_path):
-        before = query_append.stat_of_read("a.bed", "b.bed", {"samples": "keep.txt"})
+        before = query_append.stat_of_sides("a.bed", "b.bed", {"samples": "keep.txt"})
         assert len(before) == 7 and None not in before
         for name in ("b.fam", "keep.txt"):
             same_size_edit(tmp_path / name)
-            now = query_append.stat_of_read("a.bed", "b.bed", {"samples": "keep.txt"})
+            now = query_append.stat_of_sides("a.bed", "b.bed", {"samples": "keep.txt"})
             assert now != before
             before = now

@@ -56,7 +56,7 @@ from genotile.store.sources import (
     differences,
     known_digest,
     sources,
-    stat_of,
+    stat_of_read,
 )
 from genotile.util.atomic import write_record
 
@@ -376,7 +376,7 @@ def fresh(
     """A list input's store made in full (stage.store of the files read as one, `read_list`) and
     its append record; `given`: stage.store's metrics, backend, dense_max, bounds, after_pack."""
     options = settings["options"] or None
-    seen = [stat_of(p) for p in paths]  # before the read: a file written to meanwhile gets no record
+    seen = stat_of_read(paths, options)  # before the read: a file written to meanwhile gets no record
     reader = read_list(paths, encoding, options, canonical=settings["collapse"])
     digests = _digests(paths)
     made: list = []
@@ -400,7 +400,7 @@ def fresh(
     )
     links = ENCODINGS[encoding].source != "alignment" and not ENCODINGS[encoding].transposed
     append.record_store(store_dir, ingest_manifest_out, settings, _total_size(paths), made[0], links=links)
-    if [stat_of(p) for p in paths] != seen:  # its digests may not be what was read: no append from it
+    if stat_of_read(paths, options) != seen:  # its digests may not be what was read: no append from it
         (store_dir / append.RECORD).unlink(missing_ok=True)
         extend.forget(store_dir, None)
         log.info("store: a listed file was written to while the store was made; nothing recorded for an append")

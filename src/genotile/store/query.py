@@ -258,7 +258,7 @@ def query_store(
     store_dir.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()
     # each file the store reads, before any read of them: again after the read, and in query_append.write
-    seen_stat = query_append.stat_of_read(input_path, against, options)
+    seen_stat = query_append.stat_of_sides(input_path, against, options)
     record = query_append.read_record(store_dir)
     settings = query_append.settings_of(encoding, options, block_size, seed)
     n_before, why = query_append.grown_by(record, input_path, against, settings, options)
@@ -290,7 +290,7 @@ def query_store(
         manifest, columns = made.manifest, made.columns
     t1 = time.perf_counter()
     p: Plan | None = None
-    if n_before and query_append.stat_of_read(input_path, against, options) != seen_stat:
+    if n_before and query_append.stat_of_sides(input_path, against, options) != seen_stat:
         # read in full after grown_by checked the files: what was read may not be what it checked,
         # and the earlier tiles are not kept (query_append.write then records nothing either)
         n_before, why = 0, "the input or the FILE was written to while the store read it"

@@ -54,14 +54,7 @@ from genotile.store.inputs import files_of
 from genotile.store.listed import further_records, hashed_files
 from genotile.store.manifest import part_key, store_identity
 from genotile.store.pack import categorical_keys, write_manifest
-from genotile.store.sources import (
-    content_sha256,
-    content_size,
-    fileset_files,
-    option_files,
-    recorded_pieces,
-    stat_of,
-)
+from genotile.store.sources import content_sha256, content_size, recorded_pieces, stat_of_read
 from genotile.util import sha256_state
 from genotile.util.atomic import write_record
 from genotile.util.checksums import PIECE, file_pieces, file_sha256_resumable, pieces, pieces_digest, range_digests
@@ -179,14 +172,10 @@ def with_parts(manifest_path: Path, record: dict, p: Plan) -> None:
     write_record(manifest_path, manifest)
 
 
-def stat_of_read(input_path, against, options) -> list:
-    """store/sources.stat_of of every file a query store reads: each file of the input, then of
-    the FILE, then their companions (a PLINK fileset's .bim/.fam, .pvar/.psam) and the option
-    files (`samples:`, `regions:`). Taken before the read (`seen_stat`) and after it: a file
-    written to in between is not what the store holds (store/query.py query_store, `write`)."""
-    files = [*files_of(input_path), *files_of(against)]
-    besides = [p for f in files for p in fileset_files(f).values()] + list(option_files(options).values())
-    return [stat_of(f) for f in (*files, *besides)]
+def stat_of_sides(input_path, against, options) -> list:
+    """store/sources.stat_of_read of a query store's files: each file of the input, then of the
+    FILE (store/query.py query_store, before and after its read; `write`)."""
+    return stat_of_read([*files_of(input_path), *files_of(against)], options)
 
 
 def write(
@@ -197,7 +186,7 @@ def write(
     its files linked, store/extend.keep; `state`: the FILE's SHA-256 state after its last byte):
     written last, so that a job killed before it leaves the earlier record (and its kept files),
     whose store it then grows again; the other kept files removed after it. `seen_stat`:
-    `stat_of_read` before the store read them: a file written to since gets no record, nor
+    `stat_of_sides` before the store read them: a file written to since gets no record, nor
     kept files (its sources, taken after
     the read, may not be what the store holds; records added to the FILE meanwhile are not in
     it, and a later growth must not start after them). The FILE's files are recorded as an
@@ -209,7 +198,7 @@ def write(
     current = {"store": store_identity(manifest), "key": part_key(manifest)}
     made = manifest.get("sources") or {}  # what the store was made from, as its ingest saw it
     files = files_of(against)
-    unchanged = seen_stat is None or stat_of_read(input_path, against, options) == seen_stat  # what was read is `now`
+    unchanged = seen_stat is None or stat_of_sides(input_path, against, options) == seen_stat  # what was read is `now`
     of_file: dict = {}
     if len(files) == 1:
         file_pieces_now = _file_pieces(against)

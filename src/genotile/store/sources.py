@@ -23,7 +23,7 @@ from concurrent.futures import Future
 from pathlib import Path
 
 from genotile.util.atomic import write_text
-from genotile.util.checksums import file_digest, file_pieces, file_sha256, pieces_digest
+from genotile.util.checksums import file_digest, file_pieces, file_sha256, file_stat, pieces_digest
 
 
 def index_files(path) -> list[Path]:
@@ -164,15 +164,14 @@ def _fingerprints_of(path, records, pending: bool) -> Iterator[tuple[Path, dict,
 
 
 def _parsed(candidate: Path):
-    """The JSON of a fingerprint file, parsed once a process while its stat (inode, size, mtime,
-    ctime) holds: a list input's store job looks each of its files up among every fingerprint
+    """The JSON of a fingerprint file, parsed once a process while its stat
+    (util/checksums.file_stat) holds: a list input's store job looks each of its files up among every fingerprint
     (`_fingerprints_of`), N files x N fingerprints of a list grown by a file a day; None where
     it cannot be read."""
     try:
-        st = candidate.stat()
+        key = file_stat(candidate)
     except OSError:
         return None
-    key = (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
     kept = _PARSED.get(str(candidate))
     if kept is not None and kept[0] == key:
         return kept[1]
@@ -184,7 +183,7 @@ def _parsed(candidate: Path):
     return record
 
 
-_PARSED: dict[str, tuple[tuple, object]] = {}  # `_parsed`: a fingerprint's path -> (its stat, its JSON)
+_PARSED: dict[str, tuple[list, object]] = {}  # `_parsed`: a fingerprint's path -> (its stat, its JSON)
 
 
 # a file's pieces being hashed since its store job started (`hash_ahead`): its absolute path ->
@@ -317,14 +316,22 @@ def stat_of(path) -> list | None:
         return None
 
 
+def stat_of_read(files, options: dict | None) -> list:
+    """`stat_of` of every file a store reads: `files`, then their companions (a PLINK fileset's
+    .bim/.fam, .pvar/.psam) and the option files (`samples:`, `regions:`). Taken before the read
+    and after it: a file written to in between may not be what the store holds, so the store
+    records nothing to append to (store/listed.py `fresh`, store/query_append.py `write`)."""
+    besides = [p for f in files for p in fileset_files(f).values()] + list(option_files(options).values())
+    return [stat_of(f) for f in (*files, *besides)]
+
+
 def _stat_key(path) -> list:
     """Device, inode, size, mtime and ctime of a file; of a directory, its device and inode,
     its files' size, then each file's relative path, size, mtime and ctime."""
-    st = os.stat(path)
-    # ctime moves on every write and on `cp -p`/`touch -d` (which set mtime back): the cache
-    # below is trusted only while all of these stay the same
+    # the cache below is trusted only while all of these stay the same (util/checksums.file_stat)
     if not os.path.isdir(path):
-        return [st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns]
+        return file_stat(path)
+    st = os.stat(path)
     files = [(p.relative_to(path).as_posix(), p.stat()) for p in tree_files(path)]
     each = [[name, f.st_size, f.st_mtime_ns, f.st_ctime_ns] for name, f in files]
     return [st.st_dev, st.st_ino, sum(f.st_size for _, f in files), each]

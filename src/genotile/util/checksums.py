@@ -68,13 +68,14 @@ def file_pieces(path, size: int | None = None) -> list[bytes]:
     would read the whole file again (a few GB: a second or more each)."""
     if size is not None:
         return range_digests(path, pieces(size))
-    before = _stat_key(path)
-    if before[3] < PIECE:
-        return range_digests(path, pieces(before[3]))
+    before = file_stat(path)
+    size = before[2]
+    if size < PIECE:
+        return range_digests(path, pieces(size))
     key = (os.path.realpath(path), *before)
     if key not in _HASHED:
-        got = range_digests(path, pieces(before[3]))
-        if _stat_key(path) != before:  # written to while hashed: not kept
+        got = range_digests(path, pieces(size))
+        if file_stat(path) != before:  # written to while hashed: not kept
             return got
         if len(_HASHED) >= HASHED_FILES:
             _HASHED.pop(next(iter(_HASHED)))
@@ -86,9 +87,13 @@ HASHED_FILES = 8  # whole files whose pieces `file_pieces` keeps (the oldest dro
 _HASHED: dict[tuple, list[bytes]] = {}
 
 
-def _stat_key(path) -> tuple[int, int, int, int, int, int]:
+def file_stat(path) -> list[int]:
+    """A file's device, inode, size, mtime and ctime (ns): while all of them stay the same, its
+    content is taken as unchanged (ctime moves on every write, and on `cp -p` or `touch -d`,
+    which set mtime back). What `file_pieces` keeps its hashes by, and the input fingerprints
+    record (store/sources.py)."""
     st = os.stat(path)
-    return st.st_dev, st.st_ino, st.st_mode, st.st_size, st.st_mtime_ns, st.st_ctime_ns
+    return [st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns]
 
 
 def pieces(size: int) -> list[tuple[int, int]]:
