@@ -180,12 +180,15 @@ def side_sources(path, part: Part, options: dict | None, digest=None) -> dict:
     if len(files) == 1:
         return sources(files[0], options, input_sha256=part.sha256, input_digest=digest)
     digests = digest if isinstance(digest, list) else [None] * len(files)
-    sha256s: list = part.sha256s or [None] * len(files)
-    return {
-        "listed": [
-            sources(f, options, input_sha256=s, input_digest=d) for f, s, d in zip(files, sha256s, digests, strict=True)
-        ]
-    }
+    return listed_sources(files, part.sha256s or [None] * len(files), digests, options)
+
+
+def listed_sources(paths: list[str], sha256s: list, digests: list, options: dict | None) -> dict:
+    """The `sources` of a list of files ({"listed": each file's store/sources.sources}), given
+    each one's SHA-256 and content digest where known (None: hashed or taken from its
+    fingerprint): a list input's (`complete`), a query's side (`side_sources`)."""
+    each = zip(paths, sha256s, digests, strict=True)
+    return {"listed": [sources(p, options, input_sha256=s, input_digest=d) for p, s, d in each]}
 
 
 def side_differences(recorded, path, options: dict | None) -> list[str]:
@@ -193,11 +196,9 @@ def side_differences(recorded, path, options: dict | None) -> list[str]:
     and as `side_sources` recorded it; [] where they agree."""
     files = files_of(path)
     listed = recorded.get("listed") if isinstance(recorded, dict) else None
-    if (len(files) == 1) != (listed is None):  # one file where a list was recorded, or a list for one
-        return [f"the list of files ({list_label(files)})"]
-    if len(files) == 1:
+    if listed is None and len(files) == 1:
         return differences(recorded, sources(files[0], options))
-    if not isinstance(listed, list) or len(listed) != len(files):
+    if not isinstance(listed, list) or len(listed) != len(files):  # a list for one file, one for a list
         return [f"the list of files ({list_label(files)})"]
     return [d for r, f in zip(listed, files, strict=True) for d in differences(r, sources(f, options))]
 
@@ -206,11 +207,7 @@ def complete(m: dict, paths: list[str], sha256s: list[str], digests: list[str], 
     """A list input's ingest manifest given what it was made from: `sources` (each file's, for
     reruns, and the append record's `files`: store/append.py), the reader options, a genotype
     list's variants' digest (`variants`: their IDs)."""
-    m["sources"] = {
-        "listed": [
-            sources(p, options, input_sha256=s, input_digest=d) for p, s, d in zip(paths, sha256s, digests, strict=True)
-        ]
-    }
+    m["sources"] = listed_sources(paths, sha256s, digests, options)
     if "encoding" in m:  # a genotype list's manifest (an alignment's names its alphabet)
         given = {k: v for k, v in (options or {}).items() if v is not None}
         m["options"] = {k: (str(v) if isinstance(v, os.PathLike) else v) for k, v in given.items()}
