@@ -362,18 +362,20 @@ def ingest_option_files(wildcards):
 FINGERPRINTS = _sources.FINGERPRINTS.as_posix()
 
 
-def named_fingerprint(name, *parts):
-    """The fingerprint `name`+part+...: `name` a dataset's or a screen's, the parts what it stands
-    for (none: a dataset's only or first input file). The parts are joined by `+`, which no
-    dataset or screen name holds (the schema's pattern): never another's fingerprint, whatever
-    the names (a `.` would let dataset `x.against` take dataset `x`'s FILE's)."""
-    return f"{FINGERPRINTS}/{'+'.join((name, *map(str, parts)))}.json"
+def named_fingerprint(name, *parts, k=1):
+    """The fingerprint `name`+part+...(+k): `name` a dataset's or a screen's, the parts what it
+    stands for (none: a dataset's input), `k` which file of a list (the first unnumbered). The
+    parts are joined by `+`, which no dataset or screen name holds (the schema's pattern): never
+    another's fingerprint, whatever the names (a `.` would let dataset `x.against` take dataset
+    `x`'s FILE's)."""
+    numbered = [str(k)] if k > 1 else []
+    return f"{FINGERPRINTS}/{'+'.join([name, *parts, *numbered])}.json"
 
 
 def dataset_fingerprint(dataset, k=1):
     """The fingerprint of the `k`th file of a dataset's input (1: its only or first file):
     `<dataset>.json`, `<dataset>+2.json`, ..."""
-    return named_fingerprint(dataset, *([k] if k > 1 else []))
+    return named_fingerprint(dataset, k=k)
 
 
 def dataset_fingerprints(dataset):
@@ -400,7 +402,7 @@ def fingerprint(out, path, options=None):
 def against_fingerprint(dataset, k=1):
     """The fingerprint of the `k`th file of a query's FILE (1: its only or first file):
     `<dataset>+against.json`, `<dataset>+against+2.json`, ..."""
-    return named_fingerprint(dataset, "against", *([k] if k > 1 else []))
+    return named_fingerprint(dataset, "against", k=k)
 
 
 def against_fingerprints(dataset):
