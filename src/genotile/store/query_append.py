@@ -188,10 +188,10 @@ def write(
     whose store it then grows again; the other kept files removed after it. `seen_stat`:
     `stat_of_sides` before the store read them: a file written to since gets no record, nor
     kept files (its sources, taken after the read, may not be what the store holds; records
-    added to the FILE meanwhile are not in it, and a later growth must not start after them). The FILE's files are recorded as an
-    append record's (path, size, content digest, SHA-256: store/append.recorded_files), with its
-    companions and option files (`sources`), what a FILE given as a list grown by further files
-    is checked by."""
+    added to the FILE meanwhile are not in it, and a later growth must not start after them).
+    The FILE's files are recorded as an append record's (path, size, content digest, SHA-256:
+    store/append.recorded_files), with its companions and option files (`sources`), what a FILE
+    given as a list grown by further files is checked by."""
     manifest = json.loads((store_dir / "manifest.json").read_text(encoding="utf-8"))
     n_earlier = len(manifest["ids"]) - int(manifest["query"]["n_against"])
     current = {"store": store_identity(manifest), "key": part_key(manifest)}
