@@ -128,3 +128,17 @@ def test_a_long_id_list_is_padded_for_the_rows_ids_alone_with_the_same_bytes(tmp
     assert (tmp_path / "sparse.gz").read_bytes() == (tmp_path / "dense.gz").read_bytes()
     text = gzip.decompress((tmp_path / "sparse.gz").read_bytes()).decode()
     assert text.splitlines()[1:] == [f"{ids[x]}\t{ids[y]}\t{n}" for x, y, n in zip(a, b, columns[2], strict=True)]
+
+
+def test_one_texts_list_in_two_columns_is_padded_once_with_each_columns_end():
+    """A pair's id1 and id2 (one IDs list, a tab after id1, a newline after id2): the list is
+    padded once, for the first column, and copied with the second's end (`_Padded.with_end`);
+    the text is every row's, non-ASCII IDs and IDs of every width among them."""
+    rng = np.random.default_rng(7)
+    ids = [f"s{k}" + "é" * int(rng.integers(0, 3)) + "x" * int(rng.integers(0, 20)) for k in range(300)]
+    a, b = rng.integers(0, 300, 500), rng.integers(0, 300, 500)
+    table = tsvgz.Table([Cells(ids, a), Cells(ids, b)])
+    first, second = table.padded
+    assert second.masks is first.masks and second.table is not first.table  # one padding, two ends
+    want = "".join(f"{ids[x]}\t{ids[y]}\n" for x, y in zip(a, b, strict=True)).encode()
+    assert table.text(0, table.n) == want

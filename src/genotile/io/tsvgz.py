@@ -143,6 +143,18 @@ class _Padded:
             masks[used, k] = True
         self.table, self.masks = table.view(np.uint64), masks.view(np.uint64)
 
+    def with_end(self, end: bytes) -> "_Padded":
+        """The same entries, each ending in `end` (as long as their own end) instead: a texts list
+        of two columns (a pair's id1 and id2) padded once."""
+        twin = object.__new__(_Padded)
+        twin.lengths, twin.words, twin.masks = self.lengths, self.words, self.masks
+        table = self.table.view(np.uint8).copy()
+        rows = np.arange(len(self.lengths))
+        for k, byte in enumerate(end):
+            table[rows, self.lengths - len(end) + k] = byte
+        twin.table = table.view(np.uint64)
+        return twin
+
     def _from_bytes(self, texts: ByteTexts, end: bytes) -> None:
         lengths = texts.lengths.astype(np.int64) + len(end)
         self.lengths = lengths
@@ -254,12 +266,16 @@ def _used_padded(texts: Sequence[str], end: bytes, codes: list[np.ndarray]) -> t
     texts, padded in order). A list far longer than its rows (a merge's 1,000,000 IDs for its 300
     passing pairs: 0.5-0.7 s) is padded for the codes used only, as wide as its widest text, so
     that the rows per gzip block, and so the file's bytes, are the same (rows_per_block)."""
-    total = sum(c.size for c in codes)
-    if isinstance(texts, ByteTexts) or len(texts) <= SPARSE_TEXTS * max(1, total):
+    if _all_padded(texts, codes):
         return _Padded(texts, end), None
     used = np.unique(np.concatenate(codes))
     widest = max(map(len, texts)) if "".join(texts).isascii() else max(len(t.encode("utf-8")) for t in texts)
     return _Padded([texts[k] for k in used.tolist()], end, -(-(widest + len(end)) // 8)), used
+
+
+def _all_padded(texts: Sequence[str], codes: list[np.ndarray]) -> bool:
+    """Whether `_used_padded` pads every one of `texts` for `codes`, in order."""
+    return isinstance(texts, ByteTexts) or len(texts) <= SPARSE_TEXTS * max(1, sum(c.size for c in codes))
 
 
 class Table:
@@ -281,7 +297,11 @@ class Table:
         self.padded: list[_Padded] = []
         self.indexes: list[np.ndarray] = []
         for c, end, key, column_codes in zip(cells, ends, keys, codes, strict=True):
-            if key not in tables:
+            # the same texts of another end padded whole already (id1's, for id2): its copy
+            twin = next((k for k in tables if k[0] == key[0] and len(k[1]) == len(end) and tables[k][1] is None), None)
+            if key not in tables and twin is not None and _all_padded(c.texts, codes_of[key]):
+                tables[key] = (tables[twin][0].with_end(end), None)
+            elif key not in tables:
                 tables[key] = _used_padded(c.texts, end, codes_of[key])
             padded, used = tables[key]
             self.padded.append(padded)
