@@ -108,14 +108,7 @@ def store(sm):
             # job adopts a tile recorded with all of its params, with these values (pairs/early.py)
             settings = {m: tile_settings(sm.config, m, p) for m in pairs}
             gpu_only = mode == "auto" and not appended
-            # an append's few new tiles: counted with numba where that is quicker than a GPU's start
-            # (not a query's: its job warmed the GPU, below)
-            counting = None
-            if appended and not sm.input.against:
-                counting = early.appended_backend(store_dir, p, tiles, len(pairs), backend)
-            seconds = early.compute_tiles(
-                store_dir, p, settings, gpu_only=gpu_only, pool=pool, tiles=tiles, counting=counting
-            )
+            seconds = early.compute_tiles(store_dir, p, settings, gpu_only=gpu_only, pool=pool, tiles=tiles)
             # one line a benchmark reads (bench/bench_e2e.py), as the store stages'
             done = len(tiles) * len(pairs) if seconds else 0
             log.info("store tiles (s): %.3f for %d tile(s)", seconds, done)
@@ -126,14 +119,9 @@ def store(sm):
         gpu_slots().slot_for_backend(backend) if granted and pool is None else contextlib.nullcontext(),
         resident.on_device(may and granted),
     ):
-        # a store that may be appended to warms numba, which an append's new tiles are counted with
-        # where quicker than a GPU's start (early.appended_backend); else CuPy and the context (a
-        # query's store too, on a GPU: a new input against the same FILE is its usual rerun)
-        warming = None
-        if pairs and mode == "auto" and backend in ("auto", "numba") and not (may and granted and sm.input.against):
+        warming = early.warm_gpu() if may and granted else None
+        if warming is None and pairs and mode == "auto" and backend in ("auto", "numba"):
             warming = early.warm_numba_for_append(store_dir)
-        if warming is None and may and granted:
-            warming = early.warm_gpu()
         try:
             # the store's encoding, files and plan settings, as both stages take them
             common = (sm.wildcards.encoding, sm.output.ingest, store_dir, sm.params.block_size, sm.params.seed)

@@ -218,31 +218,6 @@ def test_an_appends_few_new_tiles_are_computed_by_the_store_job_and_much_work_is
     assert not early.few_appended(tmp_path, many, many.appended_tiles())
 
 
-def test_an_appends_new_tiles_are_counted_with_numba_where_quicker_than_a_gpus_start(tmp_path, monkeypatch):
-    """`auto` on a GPU host: 200,000 + 2,000 vectors of 160 plane words (2 new tiles, 4 x 10^8
-    pairs) take ~0.54 s of numba's counts on 16 cores (7.5e9 pair-words/s a core), less than
-    CuPy's import and context; on 2 cores, or for four metrics, more. A backend named in the
-    config is kept, and so is auto without numba."""
-    from genotile.backends.cpu import numba_popcount
-    from genotile.core.plan import Plan
-    from genotile.util import cpus
-
-    np.save(tmp_path / "planes.npy", np.zeros((1, 160), np.uint64))
-    plan = Plan(202_000, 200_000, 1, segments=(2_000,))  # the last 2,000 new
-    tiles = plan.appended_tiles()
-    assert tiles == [(0, 1), (1, 1)]
-    monkeypatch.setattr(numba_popcount, "is_available", lambda: True)
-    monkeypatch.setattr(cpus, "usable_cpus", lambda at_most=None: 16)
-    assert early.appended_backend(tmp_path, plan, tiles, 1, "auto") == "numba"
-    assert early.appended_backend(tmp_path, plan, tiles, 1, "cupy-b1") == "cupy-b1"
-    assert early.appended_backend(tmp_path, plan, tiles, 4, "auto") == "auto"  # four metrics: 2.2 s
-    monkeypatch.setattr(cpus, "usable_cpus", lambda at_most=None: 2)
-    assert early.appended_backend(tmp_path, plan, tiles, 1, "auto") == "auto"
-    monkeypatch.setattr(cpus, "usable_cpus", lambda at_most=None: 16)
-    monkeypatch.setattr(numba_popcount, "is_available", lambda: False)
-    assert early.appended_backend(tmp_path, plan, tiles, 1, "auto") == "auto"
-
-
 def test_a_tile_the_store_job_computed_takes_no_gpu(tmp_path, source):
     """Its job only moves the file (adopt), so it does not hold the `gpu` resource: on a host of
     one GPU the tile jobs would otherwise wait for one another. Forced here with `tile_gpu: true`

@@ -164,20 +164,6 @@ _ALL_STARTED: list = []  # a DevicePool worker's barrier of the pool's workers (
 
 
 APPENDED_CPU_S = 2.0  # `auto`: a store job computes an append's new tiles where numba would take at most this
-# what a store job's first GPU tile costs before its first count: CuPy's import and a CUDA context
-# (0.90 s on the H100 machine, byte-compiled: bench/RESULTS.md "Session 22"), then the context's
-# teardown as the process ends; an append's new tiles that numba counts in less on this host's
-# cores are counted there (`appended_backend`)
-GPU_START_S = 0.9
-
-
-def _appended_work(store_dir, plan, tiles) -> int:
-    """The pair-words (pairs x plane words of a vector) of an appended plan's new `tiles`."""
-    import numpy as np  # not at the top: a tile job adopting its tile imports no more than the standard library
-
-    words = int(np.load(Path(store_dir) / "planes.npy", mmap_mode="r").shape[1])
-    sizes = [plan.block(b).stop - plan.block(b).start for b in range(plan.n_blocks)]
-    return sum(sizes[i] * sizes[j] for i, j in tiles) * words
 
 
 def few_appended(store_dir, plan, tiles, metrics: int = 1) -> bool:
@@ -185,35 +171,16 @@ def few_appended(store_dir, plan, tiles, metrics: int = 1) -> bool:
     `tiles_in_store` auto, scripts/store.py): at most EARLY_TILES_MAX of them, whose counts numba
     would do in at most APPENDED_CPU_S here for `metrics` metrics (core/rates.py CPU_COUNTS): cheaper than a
     process each; more work is left to the tile jobs, which may run on GPUs or other machines."""
+    import numpy as np  # not at the top: a tile job adopting its tile imports no more than the standard library
+
     from genotile.core import rates
 
     if len(tiles) > EARLY_TILES_MAX:
         return False
-    return _appended_work(store_dir, plan, tiles) * metrics / rates.CPU_COUNTS["numba"] <= APPENDED_CPU_S
-
-
-def appended_backend(store_dir, plan, tiles, metrics: int, backend: str) -> str:
-    """The backend a store job counts an appended plan's new `tiles` with (`compute_tiles`'
-    `counting`): for `backend` auto where numba is installed, numba if its counts on this host's
-    cores (core/rates.py CPU_COUNTS, a rate of 2 threads, taken per core) would take less than
-    GPU_START_S, the start a GPU's first tile costs in the job; else `backend` (auto: the fastest
-    available, a GPU where there is one). The tiles are the same on every backend: their record
-    holds the tile rule's own params (backend auto), which the tile jobs adopt them by.
-
-    >>> appended_backend(".", None, [], 1, "cupy-b1")
-    'cupy-b1'
-    """
-    if backend != "auto" or not tiles:
-        return backend
-    from genotile.backends.cpu import numba_popcount
-    from genotile.core import rates
-    from genotile.util.cpus import usable_cpus
-
-    if not numba_popcount.is_available():
-        return backend
-    per_core = rates.CPU_COUNTS["numba"] / 2
-    seconds = _appended_work(store_dir, plan, tiles) * metrics / (per_core * usable_cpus())
-    return "numba" if seconds < GPU_START_S else backend
+    words = int(np.load(Path(store_dir) / "planes.npy", mmap_mode="r").shape[1])
+    sizes = [plan.block(b).stop - plan.block(b).start for b in range(plan.n_blocks)]
+    work = sum(sizes[i] * sizes[j] for i, j in tiles) * words
+    return work * metrics / rates.CPU_COUNTS["numba"] <= APPENDED_CPU_S
 
 
 def _warm_numba() -> None:
@@ -311,21 +278,13 @@ class DevicePool:
 
 
 def _compute_tile(
-    store_dir,
-    metric: str,
-    i: int,
-    j: int,
-    settings: dict,
-    store: str | None,
-    deferred: list | None = None,
-    counting: str | None = None,
+    store_dir, metric: str, i: int, j: int, settings: dict, store: str | None, deferred: list | None = None
 ) -> str:
     """Tile (i, j) of `metric` into the store's early tiles, then its record (a record means a
     whole tile; `store`: the manifest's store_digest, None: taken once the tile is written, the
     manifest then written too); returns the GPU it ran on (CUDA_VISIBLE_DEVICES, "" where unset).
     `deferred`: the tile's writing and record appended there where its store's manifest is still
-    being written (pairs/stage.tile), to run once the tiles are counted. `counting`: the backend
-    the tile is counted with, where not its settings' (its record holds them)."""
+    being written (pairs/stage.tile), to run once the tiles are counted."""
     from genotile.pairs import stage
 
     store_dir = Path(store_dir)
@@ -340,7 +299,7 @@ def _compute_tile(
         j,
         tile_out=tile,
         deferred=deferred,
-        **(settings if counting is None else {**settings, "backend": counting}),
+        **settings,
     )
 
     def record() -> None:
@@ -441,14 +400,7 @@ def _threads_per_device(devices: int, todo: list, args, store_dir, in_flight: in
 
 
 def compute_tiles(
-    store_dir,
-    plan,
-    metrics: dict,
-    *,
-    gpu_only: bool,
-    pool: DevicePool | None = None,
-    tiles=None,
-    counting: str | None = None,
+    store_dir, plan, metrics: dict, *, gpu_only: bool, pool: DevicePool | None = None, tiles=None
 ) -> float:
     """Compute every tile of `plan` (or `tiles` of it) for each metric into the store's early tiles.
 
@@ -469,9 +421,6 @@ def compute_tiles(
     tiles : list of (int, int), optional
         The tiles to compute (an appended plan's new ones, `Plan.appended_tiles`); every tile of
         the plan where None.
-    counting : str, optional
-        The backend to count them with (`appended_backend`), where not each metric's settings'
-        own; their records hold the settings.
 
     Returns
     -------
@@ -484,7 +433,7 @@ def compute_tiles(
     store_dir = Path(store_dir)
     started = time.perf_counter()
     try:
-        backends = {settings["backend"] for settings in metrics.values()} if counting is None else {counting}
+        backends = {settings["backend"] for settings in metrics.values()}
         on_gpu = all(registry.uses_gpu(resolve(b)) for b in backends)
         if gpu_only and not on_gpu:
             log.info("tiles in store: no GPU backend here (%s); the tile jobs compute the tiles", sorted(backends))
@@ -493,12 +442,12 @@ def compute_tiles(
         # has its manifest written behind the first tiles: store/resident.py)
         todo = [(metric, i, j) for metric in metrics for i, j in (plan.tiles() if tiles is None else tiles)]
         deferred: list = []  # tiles written once the store's manifest is (pairs/stage.tile)
-        args = lambda m, i, j: (m, i, j, metrics[m], None, deferred, counting)  # noqa: E731
+        args = lambda m, i, j: (m, i, j, metrics[m], None, deferred)  # noqa: E731
         if pool is None and on_gpu and len(todo) > 1 and _held(store_dir):  # the store held on this GPU
             in_flight = tiles_in_flight(store_dir, plan.block_size)
             per = _threads_per_device(1, todo, args, store_dir, in_flight)
             log.info("tiles in store: %s (%d at once)", per, in_flight)
-        elif pool is None or not on_gpu:  # (an append's tiles counted on the CPU: one at a time, numba's threads each)
+        elif pool is None:
             for metric, i, j in todo:
                 _compute_tile(store_dir, *args(metric, i, j))
         elif _on_every_device(store_dir, len(pool.devices)):  # the store held on the GPU: a thread a GPU
