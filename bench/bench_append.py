@@ -8,6 +8,7 @@ grown file, whole Snakemake runs, same machine, same run; the outputs compared b
     python3 bench/bench_append.py --repeat 5   # 5 appends and 5 fresh runs in turn: the ratio's median
     python3 bench/bench_append.py --as-list    # the new records as a further file of a list input
     python3 bench/bench_append.py --gpu --query-grows   # and the query's FILE grown, then rerun
+    python3 bench/bench_append.py --cli        # every run as `genotile run` (one process) instead
 
 The issue's case: 15,800 sequences x 20 kb, 2,000 variable columns, 200 clusters (bench_e2e's
 generator), snp threshold 10, `dense_max: 0`, `report: true` (clusters.tsv and plots), then 200
@@ -31,11 +32,17 @@ appended (goal: the rerun <= 4 s), and a query run in a workflow folder of its o
 sequences as a dataset's input `against:` the 200,000 (goal <= 4 s; its store is made from both
 files), its pairs checked against the append's cross pairs (the pairs of an appended sequence with
 an earlier one, ids and distances).
+
+`--cli`: every run as `genotile run` (one process, the same settings: `--metric snp --threshold
+snp=T --dense-max 0 --threads CORES`, `--against` for the query), its files where the workflow's
+are; no report (clusters, plots) on either side. Per stage: the store's stages and the tiles from
+its log, the merge from summary.json; "the rest" is the process's start and the other work.
 """
 
 import argparse
 import gzip
 import json
+import re
 import shutil
 import statistics
 import sys
@@ -47,6 +54,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_e2e import REPO, Case, timed, write_fasta  # noqa: E402
 
 RESULTS = ("pairs.tsv.gz", "histogram.tsv", "matrix.tsv", "report/clusters.tsv")
+HEADER = "| run | wall (s) | per rule (s) | Snakemake and the rest (s) |"
 SUMMARY = ("n_vectors", "n_fields", "n_fields_kept", "pairs_computed", "pairs_passing", "threshold")
 
 
@@ -79,6 +87,33 @@ def run(
     log = (work / f"snakemake.{int(t0)}.log").read_text()
     said = [line.split("genotile store for ")[1] for line in log.splitlines() if "genotile store for " in line]
     return {"wall": wall, "rules": rules, "said": said}
+
+
+def run_cli(
+    work: Path, data: Path | list[Path], threshold: float, cores: int, against: Path | list[Path] | None = None
+) -> dict:
+    """`run`'s runs as `genotile run` (one process), writing where the workflow would
+    (results/bench/)."""
+    work.mkdir(parents=True, exist_ok=True)
+    files = [str(f) for f in data] if isinstance(data, list) else [str(data)]
+    cmd = [sys.executable, "-m", "genotile.cli", "run", *files, "--outdir", str(work / "results" / "bench")]
+    cmd += ["--metric", "snp", "--threshold", f"snp={threshold}", "--dense-max", "0", "--threads", str(cores)]
+    for f in [] if against is None else against if isinstance(against, list) else [against]:
+        cmd += ["--against", str(f)]
+    t0 = time.time()
+    wall = timed(cmd, log=work / f"genotile.{int(t0)}.log")
+    log = (work / f"genotile.{int(t0)}.log").read_text()
+    stages: dict[str, float] = {}
+    for line in log.splitlines():
+        if "store stages (s): " in line:  # ingest X (...), plan Y, pack Z
+            numbers = re.findall(r"(?:ingest|plan|pack) ([0-9.]+)", line)
+            stages["store"] = stages.get("store", 0.0) + sum(map(float, numbers))
+        elif re.search(r"snp: tiles: \d+ done in ", line):
+            stages["tiles"] = float(line.rsplit(" in ", 1)[1].split()[0])
+    timings = json.loads((work / "results" / "bench" / "snp" / "summary.json").read_text()).get("timings") or {}
+    stages["merge"] = float(timings.get("merge_seconds") or 0.0)
+    said = [line.split("store (nucleotide): ")[1] for line in log.splitlines() if "store (nucleotide): " in line]
+    return {"wall": wall, "rules": stages, "said": said}
 
 
 def outputs(work: Path) -> dict:
@@ -148,7 +183,9 @@ def main() -> int:
     ap.add_argument("--gpu", action="store_true", help="the issue's GPU case (200,000 + 2,000) and a query run")
     ap.add_argument("--as-list", action="store_true", help="the new records as a further file of a list input")
     ap.add_argument("--query-grows", action="store_true", help="with --gpu: the query's FILE grown, then rerun")
+    ap.add_argument("--cli", action="store_true", help="every run as `genotile run` (one process)")
     args = ap.parse_args()
+    run_ = run_cli if args.cli else run
     if args.gpu:
         args.n, args.added = (200_000, 2_000) if args.n == 15_800 else (args.n, args.added)
         case = Case("fasta", args.n + args.added, 30_000, 2, gpu=True, variable=300, clusters=2_000,
@@ -167,7 +204,7 @@ def main() -> int:
     fresh.mkdir(exist_ok=True)
     data = appended / "data.fa"
     split_at(grown, data, args.n)
-    first = run(appended, data, case.threshold, args.cores)
+    first = run_(appended, data, case.threshold, args.cores)
     snapshot = root / "append.first"
     if args.repeat > 1:  # the folder as the first run left it, for each append after the first
         shutil.rmtree(snapshot, ignore_errors=True)
@@ -182,12 +219,14 @@ def main() -> int:
                 shutil.rmtree(fresh / name, ignore_errors=True)
         if args.as_list:  # the records added as a further file of the list
             (appended / "added.fa").write_bytes(grown.read_bytes()[data.stat().st_size :])
-            agains.append(run(appended, [data, appended / "added.fa"], case.threshold, args.cores))
+            agains.append(run_(appended, [data, appended / "added.fa"], case.threshold, args.cores))
         else:
             data.write_bytes(grown.read_bytes())  # the records added at the end
-            agains.append(run(appended, data, case.threshold, args.cores))
-        fulls.append(run(fresh, fresh / "data.fa", case.threshold, args.cores))
+            agains.append(run_(appended, data, case.threshold, args.cores))
+        fulls.append(run_(fresh, fresh / "data.fa", case.threshold, args.cores))
         same = same and outputs(appended) == outputs(fresh)
+    header = "| run | wall (s) | per stage (s) | the rest (s) |" if args.cli else HEADER
+    how = "`genotile run`" if args.cli else "report"
     ratios = [a["wall"] / f["wall"] for a, f in zip(agains, fulls, strict=True)]
     ratio = statistics.median(ratios)
     query_lines: list[str] = []
@@ -196,7 +235,7 @@ def main() -> int:
         split_at(grown, earlier, args.n)
         added.parent.mkdir(exist_ok=True)
         added.write_bytes(grown.read_bytes()[earlier.stat().st_size :])
-        query = run(root / "query", added, case.threshold, args.cores, against=earlier)  # a workflow folder of its own
+        query = run_(root / "query", added, case.threshold, args.cores, against=earlier)  # a workflow folder of its own
         q_pairs = pair_rows(root / "query")
         want = pair_rows(appended, record_ids(added))
         query_lines = [
@@ -219,14 +258,14 @@ def main() -> int:
             else:
                 with open(earlier, "ab") as fh:
                     fh.write(extra)
-            grows = run(root / "query", added, case.threshold, args.cores, against=grown_file)
+            grows = run_(root / "query", added, case.threshold, args.cores, against=grown_file)
             fresh_q = root / "query_fresh"
             fresh_q.mkdir(exist_ok=True)
-            full = run(fresh_q, added, case.threshold, args.cores, against=grown_file)
+            full = run_(fresh_q, added, case.threshold, args.cores, against=grown_file)
             equal = pair_rows(root / "query") == pair_rows(fresh_q)
             query_lines += [
                 "",
-                "| run | wall (s) | per rule (s) | Snakemake and the rest (s) |",
+                header,
                 "|---|---|---|---|",
                 row(
                     f"query after the FILE grew by {extra.count(b'>'):,} records"
@@ -242,9 +281,9 @@ def main() -> int:
     lines = [
         f"appends{' (a further file of a list)' if args.as_list else ''}: {args.n} + {args.added} sequences "
         f"x {case.length} ({case.variable} variable columns), "
-        f"snp threshold {case.threshold}, dense_max 0, report, {args.cores} cores",
+        f"snp threshold {case.threshold}, dense_max 0, {how}, {args.cores} cores",
         "",
-        "| run | wall (s) | per rule (s) | Snakemake and the rest (s) |",
+        header,
         "|---|---|---|---|",
         row(f"first {args.n}", first),
         *[

@@ -17,6 +17,7 @@ from genotile.core.plan import Plan
 from genotile.core.registry import REGISTRY
 from genotile.io.planfile import read_plan
 from genotile.io.readers.base import list_label
+from genotile.pairs import early
 from genotile.pairs import stage as pairs_stage
 from genotile.store import reuse
 from genotile.store import stage as store_stage
@@ -145,91 +146,102 @@ def run_all(
 
         check_against(input_path, against, metrics, vcf_options)
     summaries = {}
-    for metric_name in metrics:
-        # its parameters checked before anything is read
-        enc = get_metric(metric_name, **(metric_params or {}).get(metric_name, {})).encoding
-        store = outdir / "store" / enc
-        same_store = [m for m in metrics if get_metric(m).encoding == enc]
-        if against is None:
-            reuse.current_store(
-                input_path,
-                enc,
-                outdir,
-                block_size,
-                seed,
-                vcf_options,
-                metrics=same_store,
-                backend=backend,
-                dense_max=dense_max,
-                collapse_duplicates=store_stage.collapse_wanted(collapse_duplicates, gpu_tiles(backend)),
-            )
-        else:  # a query store: the input's vectors, then the FILE's (store/query.py)
-            from genotile.store import query
+    warming: list = []  # numba's start on threads (below), joined before the run returns
+    try:
+        for metric_name in metrics:
+            # its parameters checked before anything is read
+            enc = get_metric(metric_name, **(metric_params or {}).get(metric_name, {})).encoding
+            store = outdir / "store" / enc
+            same_store = [m for m in metrics if get_metric(m).encoding == enc]
+            # a store that may be appended to: numba's start on a thread while the input is read, as
+            # the store job's (scripts/store.py), so that `auto` counts the new vectors' few tiles
+            # with numba, its start paid (2 cores, 200 sequences appended to 15,800: numpy took 0.62 s)
+            on_cpu = backend in ("auto", "numba") and not gpu_tiles(backend)
+            warming.append(early.warm_numba_for_append(store) if on_cpu else None)
+            if against is None:
+                reuse.current_store(
+                    input_path,
+                    enc,
+                    outdir,
+                    block_size,
+                    seed,
+                    vcf_options,
+                    metrics=same_store,
+                    backend=backend,
+                    dense_max=dense_max,
+                    collapse_duplicates=store_stage.collapse_wanted(collapse_duplicates, gpu_tiles(backend)),
+                )
+            else:  # a query store: the input's vectors, then the FILE's (store/query.py)
+                from genotile.store import query
 
-            query.current_query_store(
-                input_path, against, enc, outdir, block_size, seed, vcf_options, metrics=same_store, backend=backend
-            )
-        p = read_plan(store / "plan.json")
-        # the plan's bounds on output, also where the store was planned by an earlier run
-        if p.n_against:
-            query.check_query_bound(p, same_store, thresholds, pairs_max, where=f"{label}: ")
-        else:
-            check_plan(p.input_vectors, same_store, thresholds, pairs_max=pairs_max, where=f"{label}: ")
-        mdir = outdir / metric_name
-        paths = pairs_stage.tile_paths(mdir / "pairs", p)
-        tile_kwargs = settings.tile_settings(config, metric_name, p)
-        # the tiles an earlier run computed from this store, or from its part before records were
-        # appended (store/append.py; a query's FILE grown, store/query_append.py), with these
-        # settings are kept
-        todo = pairs_stage.tiles_to_compute(mdir / "pairs", store / "manifest.json", p, tile_kwargs)
-        if len(todo) < len(paths):
-            log.info(
-                "%s: %d of %d tiles to compute, the rest kept from the last run", metric_name, len(todo), len(paths)
-            )
-        progress = Progress(f"{metric_name}: tiles", total=len(todo))
-        tiles = p.tiles()
-        for k, index in enumerate(todo, start=1):
-            bi, bj = tiles[index]
-            pairs_stage.tile(
-                store / "planes.npy",
-                store / "manifest.json",
-                store / "perm.npy",
-                metric_name,
-                bi,
-                bj,
-                tile_out=paths[index],
-                **tile_kwargs,
-            )
-            progress.update(k)
-        progress.finish(len(todo))
-        pairs_stage.record_tiles(mdir / "pairs", store / "manifest.json", tile_kwargs)
-        matrix_path = None
-        if settings.dense_wanted(config, p):
-            matrix_path = mdir / "matrix.tsv"
-            pairs_stage.matrix(paths, store / "manifest.json", metric_name, matrix_path)
-        summaries[metric_name] = pairs_stage.merge(
-            paths,
-            store / "manifest.json",
-            metric_name,
-            mdir / "pairs.tsv.gz",
-            mdir / "summary.json",
-            settings.summary_config(config, metric_name),
-            matrix_path,
-            mdir / "histogram.tsv",
-        )
-        names, dense = peer_formats.output_files(opt_in, metric_name)
-        if dense:
-            peer_formats.refuse_past_dense_max(label, opt_in, metric_name, p.input_vectors, dense_max)
-        if names:
-            from genotile.pairs import peers  # the opt-in outputs' code, only when asked for
-
-            peers.write_outputs(
+                query.current_query_store(
+                    input_path, against, enc, outdir, block_size, seed, vcf_options, metrics=same_store, backend=backend
+                )
+            p = read_plan(store / "plan.json")
+            # the plan's bounds on output, also where the store was planned by an earlier run
+            if p.n_against:
+                query.check_query_bound(p, same_store, thresholds, pairs_max, where=f"{label}: ")
+            else:
+                check_plan(p.input_vectors, same_store, thresholds, pairs_max=pairs_max, where=f"{label}: ")
+            mdir = outdir / metric_name
+            paths = pairs_stage.tile_paths(mdir / "pairs", p)
+            tile_kwargs = settings.tile_settings(config, metric_name, p)
+            # the tiles an earlier run computed from this store, or from its part before records were
+            # appended (store/append.py; a query's FILE grown, store/query_append.py), with these
+            # settings are kept
+            todo = pairs_stage.tiles_to_compute(mdir / "pairs", store / "manifest.json", p, tile_kwargs)
+            if len(todo) < len(paths):
+                log.info(
+                    "%s: %d of %d tiles to compute, the rest kept from the last run", metric_name, len(todo), len(paths)
+                )
+            progress = Progress(f"{metric_name}: tiles", total=len(todo))
+            tiles = p.tiles()
+            for k, index in enumerate(todo, start=1):
+                bi, bj = tiles[index]
+                pairs_stage.tile(
+                    store / "planes.npy",
+                    store / "manifest.json",
+                    store / "perm.npy",
+                    metric_name,
+                    bi,
+                    bj,
+                    tile_out=paths[index],
+                    **tile_kwargs,
+                )
+                progress.update(k)
+            progress.finish(len(todo))
+            pairs_stage.record_tiles(mdir / "pairs", store / "manifest.json", tile_kwargs)
+            matrix_path = None
+            if settings.dense_wanted(config, p):
+                matrix_path = mdir / "matrix.tsv"
+                pairs_stage.matrix(paths, store / "manifest.json", metric_name, matrix_path)
+            summaries[metric_name] = pairs_stage.merge(
                 paths,
                 store / "manifest.json",
                 metric_name,
-                [mdir / name for name in names],
-                king_cutoff=opt_in.get("king_cutoff"),
+                mdir / "pairs.tsv.gz",
+                mdir / "summary.json",
+                settings.summary_config(config, metric_name),
+                matrix_path,
+                mdir / "histogram.tsv",
             )
+            names, dense = peer_formats.output_files(opt_in, metric_name)
+            if dense:
+                peer_formats.refuse_past_dense_max(label, opt_in, metric_name, p.input_vectors, dense_max)
+            if names:
+                from genotile.pairs import peers  # the opt-in outputs' code, only when asked for
+
+                peers.write_outputs(
+                    paths,
+                    store / "manifest.json",
+                    metric_name,
+                    [mdir / name for name in names],
+                    king_cutoff=opt_in.get("king_cutoff"),
+                )
+    finally:
+        for thread in warming:  # not left running as the process goes on (or ends)
+            if thread is not None:
+                thread.join()
     return summaries
 
 

@@ -184,3 +184,58 @@ def test_a_grown_query_file_computes_only_its_new_records_tiles(tmp_path, fasta_
     assert sorted(computed) == sorted(
         ("snp", i, j) for i, j in read_plan(out / "store" / "nucleotide" / "plan.json").tiles()
     )
+
+
+def test_an_append_run_starts_numba_on_a_thread_while_it_reads_and_ends_it(
+    tmp_path, fasta_writer, records, monkeypatch
+):
+    """`genotile run` as the store job (scripts/store.py): where the store may be appended to,
+    numba's start on a thread while the input is read (its new tiles then count with numba, its
+    start paid: backends.resolve), joined before the run returns; not for a fresh store, nor for
+    a backend that never takes numba."""
+    pytest.importorskip("numba", reason="numba is not installed: nothing to start")
+    from genotile.pairs import early
+
+    started: list = []
+    warm = early.warm_numba_for_append
+
+    def spy(store_dir):
+        thread = warm(store_dir)
+        started.append(thread)
+        return thread
+
+    monkeypatch.setattr(early, "warm_numba_for_append", spy)
+    fasta, out = tmp_path / "data.fa", tmp_path / "out"
+    fasta_writer(fasta, records[:40])
+    run(fasta, out)
+    assert started and all(t is None for t in started)  # a fresh store: nothing to append to
+    started.clear()
+    fasta_writer(fasta, records[:45])
+    run(fasta, out)
+    assert started and all(t is not None and not t.is_alive() for t in started)  # started, then joined
+    started.clear()
+    fasta_writer(fasta, records[:50])
+    run(fasta, out, "--backend", "numpy")
+    assert started == []
+
+
+def test_an_append_run_checks_the_earlier_bytes_against_the_pieces_it_hashed_once(
+    tmp_path, fasta_writer, records, monkeypatch, caplog
+):
+    """`genotile run` hashes its input's pieces to find its store current (store/append.py
+    `_kept`), then checks an append's earlier bytes against those pieces (util/checksums.
+    hashed_pieces), hashing only the partial piece where the earlier file ended: each file read
+    once. Pieces of 1 KB here, so that the 60-record input is several (the pieces a process keeps
+    are of files of a piece or more); the outputs are a fresh run's."""
+    from genotile.util import checksums
+
+    monkeypatch.setattr(checksums, "PIECE", 1024)
+    caplog.set_level(logging.INFO, logger="genotile")
+    fasta, out = tmp_path / "data.fa", tmp_path / "out"
+    fasta_writer(fasta, records[:40])
+    run(fasta, out)
+    fasta_writer(fasta, records[:50])
+    caplog.clear()
+    run(fasta, out)
+    assert "against this run's pieces" in caplog.text and "vectors appended to" in caplog.text
+    assert outputs(out) == fresh(tmp_path, fasta_writer, records)

@@ -107,6 +107,15 @@ def test_bench_append_smoke(tmp_path):
     assert "| append 8 |" in table and "| fresh 68 |" in table
 
 
+def test_bench_append_smoke_as_genotile_run(tmp_path):
+    """--cli: the same runs as `genotile run` (one process), its stages from its own log."""
+    args = ("--cli", "--tmp", str(tmp_path), "--out", str(tmp_path / "c.md"))
+    out = run_bench("bench_append.py", *args).stdout
+    table = (tmp_path / "c.md").read_text()
+    assert "`genotile run`" in table and "8 vectors appended to 60" in table and "outputs identical: yes" in table, out
+    assert re.search(r"\| append 8 \| [\d.]+ \| merge [\d.]+ store [\d.]+ tiles [\d.]+ \|", table), table
+
+
 def test_bench_append_smoke_repeated(tmp_path):
     """--repeat: each append from the first run's folder (so each one appends: its store says so),
     in turn with fresh runs; the ratio pair by pair and its median."""

@@ -242,7 +242,8 @@ def check_earlier(path, recorded: dict, size: int) -> Checks:
     bytes are checked piece by piece on threads (util/checksums.range_digests: the last,
     partial piece's digest is of the bytes up to the earlier size), or against the pieces of
     the grown file the workflow's fingerprint recorded, trusted as its digest is
-    (store/sources.recorded_pieces), its partial earlier piece hashed; and the SHA-256 is resumed
+    (store/sources.recorded_pieces), or that this process hashed (`genotile run`:
+    util/checksums.hashed_pieces), its partial earlier piece hashed; and the SHA-256 is resumed
     from the state over the new bytes alone, beside them. Otherwise (a record of an earlier
     version, no libcrypto) the whole file in one stream, as sha256sum reads it.
     """
@@ -254,6 +255,8 @@ def check_earlier(path, recorded: dict, size: int) -> Checks:
     grown, whose = recorded_pieces(path), "the fingerprint's"
     if grown is None and (ahead := hashed_ahead(path)) is not None:  # hashed since the job started
         grown, whose = [p.hex() for p in ahead], "the job's"
+    if grown is None and (kept := checksums.hashed_pieces(path)) is not None:  # `genotile run`'s (`_kept`)
+        grown, whose = [p.hex() for p in kept], "this run's"
     if grown is not None and len(grown) == len(pieces(size)) and grown[:n_full] == earlier[:n_full]:
         spans, known, how = pieces(old)[n_full:], grown, f"against {whose} pieces"
     else:

@@ -87,6 +87,19 @@ HASHED_FILES = 8  # whole files whose pieces `file_pieces` keeps (the oldest dro
 _HASHED: dict[tuple, list[bytes]] = {}
 
 
+def hashed_pieces(path) -> list[bytes] | None:
+    """The pieces `file_pieces` hashed of the whole file at `path` in this process, where its stat
+    is still the one they were hashed at; None otherwise (never hashed whole here, or changed).
+    `genotile run` hashes its input to find its store current (store/append.py `_kept`), then
+    checks an append's earlier bytes against the same pieces (`check_earlier`)."""
+    try:
+        key = (os.path.realpath(path), *file_stat(path))
+    except OSError:
+        return None
+    got = _HASHED.get(key)
+    return None if got is None else list(got)
+
+
 def file_stat(path) -> list[int]:
     """A file's device, inode, size, mtime and ctime (ns): while all of them stay the same, its
     content is taken as unchanged (ctime moves on every write, and on `cp -p` or `touch -d`,
