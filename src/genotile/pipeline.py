@@ -153,11 +153,14 @@ def run_all(
             enc = get_metric(metric_name, **(metric_params or {}).get(metric_name, {})).encoding
             store = outdir / "store" / enc
             same_store = [m for m in metrics if get_metric(m).encoding == enc]
-            # a store that may be appended to: numba's start on a thread while the input is read, as
-            # the store job's (scripts/store.py), so that `auto` counts the new vectors' few tiles
-            # with numba, its start paid (2 cores, 200 sequences appended to 15,800: numpy took 0.62 s)
-            on_cpu = backend in ("auto", "numba") and not gpu_tiles(backend)
-            warming.append(early.warm_numba_for_append(store) if on_cpu else None)
+            # as the store job (scripts/store.py), while the input is read: where tiles take a GPU,
+            # CuPy's import and the CUDA context on a thread; on the CPU, where the store may be
+            # appended to, numba's start, so that `auto` counts the new vectors' few tiles with
+            # numba, its start paid (2 cores, 200 sequences appended to 15,800: numpy took 0.62 s)
+            if gpu_tiles(backend):
+                warming.append(early.warm_gpu())
+            elif backend in ("auto", "numba"):
+                warming.append(early.warm_numba_for_append(store))
             if against is None:
                 reuse.current_store(
                     input_path,

@@ -239,3 +239,32 @@ def test_an_append_run_checks_the_earlier_bytes_against_the_pieces_it_hashed_onc
     run(fasta, out)
     assert "against this run's pieces" in caplog.text and "vectors appended to" in caplog.text
     assert outputs(out) == fresh(tmp_path, fasta_writer, records)
+
+
+def test_a_run_whose_tiles_take_a_gpu_starts_cupy_on_a_thread_while_it_reads(
+    tmp_path, fasta_writer, records, monkeypatch
+):
+    """Where tiles take a GPU (core/blocks.gpu_tiles), `genotile run` imports CuPy and makes the
+    context on a thread while the input is read, as the store job does (pairs/early.warm_gpu),
+    for every metric's store, and joins it before it returns; numba is not started then. Here
+    with a stand-in thread (no GPU needed) and the CPU's tiles."""
+    import threading
+
+    from genotile import pipeline
+    from genotile.pairs import early
+
+    threads: list = []
+
+    def warm_gpu():
+        thread = threading.Thread(target=lambda: None)
+        thread.start()
+        threads.append(thread)
+        return thread
+
+    monkeypatch.setattr(pipeline, "gpu_tiles", lambda backend: True)
+    monkeypatch.setattr(early, "warm_gpu", warm_gpu)
+    monkeypatch.setattr(early, "warm_numba_for_append", lambda store_dir: pytest.fail("numba started"))
+    fasta, out = tmp_path / "data.fa", tmp_path / "out"
+    fasta_writer(fasta, records[:40])
+    run(fasta, out)
+    assert len(threads) == len(METRICS) and not any(t.is_alive() for t in threads)
