@@ -146,7 +146,7 @@ def run_all(
 
         check_against(input_path, against, metrics, vcf_options)
     summaries = {}
-    warming: list = []  # numba's start on threads (below), joined before the run returns
+    warming: list = []  # CuPy's or numba's start on threads (below), joined before the run returns
     try:
         for metric_name in metrics:
             # its parameters checked before anything is read
@@ -156,11 +156,13 @@ def run_all(
             # as the store job (scripts/store.py), while the input is read: where tiles take a GPU,
             # CuPy's import and the CUDA context on a thread; on the CPU, where the store may be
             # appended to, numba's start, so that `auto` counts the new vectors' few tiles with
-            # numba, its start paid (2 cores, 200 sequences appended to 15,800: numpy took 0.62 s)
-            if gpu_tiles(backend):
-                warming.append(early.warm_gpu())
-            elif backend in ("auto", "numba"):
-                warming.append(early.warm_numba_for_append(store))
+            # numba, its start paid (2 cores, 200 sequences appended to 15,800: numpy took 0.62 s).
+            # Once a store, and only where it may be made again (a rerun of nothing counts nothing)
+            if same_store[0] == metric_name and _store_may_change(store, input_path, against):
+                if gpu_tiles(backend):
+                    warming.append(early.warm_gpu())
+                elif backend in ("auto", "numba"):
+                    warming.append(early.warm_numba_for_append(store))
             if against is None:
                 reuse.current_store(
                     input_path,
@@ -246,6 +248,19 @@ def run_all(
             if thread is not None:
                 thread.join()
     return summaries
+
+
+def _store_may_change(store: Path, input_path, against) -> bool:
+    """Whether `run_all` may make the store at `store` again or grow it, so count tiles: it has no
+    manifest yet, or an input file (or FILE's) is as new as it or newer (written since: grown,
+    edited, replaced). Two stats a file, no read; a file copied with its old time counts as
+    unchanged, and only a warm-up is then missed (the store's own checks decide what is kept)."""
+    try:
+        made = (store / "manifest.json").stat().st_mtime_ns
+        files = [*files_of(input_path), *([] if against is None else files_of(against))]
+        return any(Path(f).stat().st_mtime_ns >= made for f in files)
+    except OSError:
+        return True
 
 
 def run_ccc3(

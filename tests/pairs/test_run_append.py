@@ -192,15 +192,19 @@ def test_an_append_run_starts_numba_on_a_thread_while_it_reads_and_ends_it(
     """`genotile run` as the store job (scripts/store.py): where the store may be appended to,
     numba's start on a thread while the input is read (its new tiles then count with numba, its
     start paid: backends.resolve), joined before the run returns; not for a fresh store, nor for
-    a backend that never takes numba."""
+    a rerun with nothing changed, nor for a backend that never takes numba."""
     pytest.importorskip("numba", reason="numba is not installed: nothing to start")
     from genotile.pairs import early
 
     started: list = []
+    joined: list = []
     warm = early.warm_numba_for_append
 
     def spy(store_dir):
         thread = warm(store_dir)
+        if thread is not None:
+            real = thread.join
+            thread.join = lambda *a, **k: (joined.append(thread), real(*a, **k))  # type: ignore[method-assign]
         started.append(thread)
         return thread
 
@@ -212,8 +216,10 @@ def test_an_append_run_starts_numba_on_a_thread_while_it_reads_and_ends_it(
     started.clear()
     fasta_writer(fasta, records[:45])
     run(fasta, out)
-    assert started and all(t is not None and not t.is_alive() for t in started)  # started, then joined
+    assert started and all(t is not None for t in started) and joined == started  # started, then joined
     started.clear()
+    run(fasta, out)  # nothing changed: no store made, no tile counted, nothing started
+    assert started == []
     fasta_writer(fasta, records[:50])
     run(fasta, out, "--backend", "numpy")
     assert started == []
@@ -246,18 +252,21 @@ def test_a_run_whose_tiles_take_a_gpu_starts_cupy_on_a_thread_while_it_reads(
 ):
     """Where tiles take a GPU (core/blocks.gpu_tiles), `genotile run` imports CuPy and makes the
     context on a thread while the input is read, as the store job does (pairs/early.warm_gpu),
-    for every metric's store, and joins it before it returns; numba is not started then. Here
-    with a stand-in thread (no GPU needed) and the CPU's tiles."""
+    once a store, and joins it before it returns; numba is not started then. Here with a
+    stand-in thread that waits to be let go (no GPU needed) and the CPU's tiles."""
     import threading
 
     from genotile import pipeline
     from genotile.pairs import early
 
     threads: list = []
+    joined: list = []
 
     def warm_gpu():
-        thread = threading.Thread(target=lambda: None)
+        thread = threading.Thread(target=threading.Event().wait, args=(0.2,))
         thread.start()
+        real = thread.join
+        thread.join = lambda *a, **k: (joined.append(thread), real(*a, **k))  # type: ignore[method-assign]
         threads.append(thread)
         return thread
 
@@ -267,4 +276,5 @@ def test_a_run_whose_tiles_take_a_gpu_starts_cupy_on_a_thread_while_it_reads(
     fasta, out = tmp_path / "data.fa", tmp_path / "out"
     fasta_writer(fasta, records[:40])
     run(fasta, out)
-    assert len(threads) == len(METRICS) and not any(t.is_alive() for t in threads)
+    assert len(threads) == len(METRICS) and joined == threads  # a store each: snp's, hamming's
+    assert not any(t.is_alive() for t in threads)

@@ -215,3 +215,32 @@ def test_without_libcrypto_an_append_checks_in_one_stream_with_the_same_files(tm
     for key in ("pieces", "sha256_state"):
         want["record"]["input"].pop(key, None)
     assert got == want
+
+
+@needs_libcrypto
+def test_the_pieces_this_process_hashed_are_trusted_while_the_file_stays_as_hashed(tmp_path, monkeypatch):
+    """`genotile run` hashes its input whole first (store/append.py `_kept`): the check takes those
+    pieces (util/checksums.hashed_pieces), the partial earlier piece alone hashed; where the file
+    is written to while the check reads it (its stat moves), they are not trusted: the check is
+    made in one stream, over the bytes as they are."""
+    monkeypatch.chdir(tmp_path)
+    path = tmp_path / "in.fa"
+    old = 3 * PIECE + 64
+    path.write_bytes(DATA[:old])
+    recorded = _recorded(path)
+    path.write_bytes(DATA)
+    file_pieces(path)  # as `_kept` hashes it
+    checked = append.check_earlier(path, recorded, len(DATA))
+    assert checked.earlier and "this run's pieces" in checked.how
+    assert checked.sha256 == hashlib.sha256(DATA).hexdigest()
+    real = append.range_digests
+
+    def touching(p, spans):  # the file touched while its partial earlier piece is hashed
+        got = real(p, spans)
+        st = os.stat(p)
+        os.utime(p, ns=(st.st_atime_ns, st.st_mtime_ns + 10**9))
+        return got
+
+    monkeypatch.setattr(append, "range_digests", touching)
+    checked = append.check_earlier(path, recorded, len(DATA))
+    assert checked.how == "in one stream" and checked.earlier

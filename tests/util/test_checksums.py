@@ -63,3 +63,21 @@ def test_a_file_written_to_while_hashed_is_not_kept(tmp_path, reads, monkeypatch
     checksums.file_pieces(path)
     checksums.file_pieces(path)
     assert reads == ["big.fa"] * 2 and checksums._HASHED == {}
+
+
+def test_the_pieces_hashed_whole_are_handed_out_with_their_stat_while_it_holds(tmp_path, reads):
+    """hashed_pieces: what file_pieces kept of the whole file (and the stat it is of), for as
+    long as the file's stat is that one: none once it grew or was touched."""
+    path = tmp_path / "big.fa"
+    path.write_bytes(b"ACGT" * 1024)
+    assert checksums.hashed_pieces(path) is None  # never hashed whole here
+    first = checksums.file_pieces(path)
+    pieces, stat = checksums.hashed_pieces(path)
+    assert pieces == first and stat == checksums.file_stat(path)
+    with open(path, "ab") as fh:
+        fh.write(b"ACGT")
+    assert checksums.hashed_pieces(path) is None
+    checksums.file_pieces(path)
+    st = os.stat(path)
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns + 10**9))  # touched: the same bytes, another stat
+    assert checksums.hashed_pieces(path) is None

@@ -255,8 +255,9 @@ def check_earlier(path, recorded: dict, size: int) -> Checks:
     grown, whose = recorded_pieces(path), "the fingerprint's"
     if grown is None and (ahead := hashed_ahead(path)) is not None:  # hashed since the job started
         grown, whose = [p.hex() for p in ahead], "the job's"
+    kept_at = None  # the stat the pieces this process hashed are of, checked again once read
     if grown is None and (kept := checksums.hashed_pieces(path)) is not None:  # `genotile run`'s (`_kept`)
-        grown, whose = [p.hex() for p in kept], "this run's"
+        grown, whose, kept_at = [p.hex() for p in kept[0]], "this run's", kept[1]
     if grown is not None and len(grown) == len(pieces(size)) and grown[:n_full] == earlier[:n_full]:
         spans, known, how = pieces(old)[n_full:], grown, f"against {whose} pieces"
     else:
@@ -270,6 +271,8 @@ def check_earlier(path, recorded: dict, size: int) -> Checks:
         return _in_one_stream(path, recorded, size)
     finally:
         hashing.shutdown(wait=True)
+    if kept_at is not None and known is not None and checksums.file_stat(path) != kept_at:
+        return _in_one_stream(path, recorded, size)  # written to since: its pieces are not the bytes read
     n_old = len(pieces(old))
     if known is None:
         same, grown = digests[:n_old] == earlier, earlier[:n_full] + digests[n_old:]

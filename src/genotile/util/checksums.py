@@ -87,17 +87,18 @@ HASHED_FILES = 8  # whole files whose pieces `file_pieces` keeps (the oldest dro
 _HASHED: dict[tuple, list[bytes]] = {}
 
 
-def hashed_pieces(path) -> list[bytes] | None:
-    """The pieces `file_pieces` hashed of the whole file at `path` in this process, where its stat
-    is still the one they were hashed at; None otherwise (never hashed whole here, or changed).
-    `genotile run` hashes its input to find its store current (store/append.py `_kept`), then
-    checks an append's earlier bytes against the same pieces (`check_earlier`)."""
+def hashed_pieces(path) -> tuple[list[bytes], list[int]] | None:
+    """The pieces `file_pieces` hashed of the whole file at `path` in this process, and the stat
+    (`file_stat`) they were hashed at, where it is the file's stat still; None otherwise (never
+    hashed whole here, or changed). `genotile run` hashes its input to find its store current
+    (store/append.py `_kept`), then checks an append's earlier bytes against the same pieces
+    (`check_earlier`, which takes the stat again once it has read the file)."""
     try:
-        key = (os.path.realpath(path), *file_stat(path))
+        stat = file_stat(path)
     except OSError:
         return None
-    got = _HASHED.get(key)
-    return None if got is None else list(got)
+    got = _HASHED.get((os.path.realpath(path), *stat))
+    return None if got is None else (list(got), stat)
 
 
 def file_stat(path) -> list[int]:
