@@ -1,3 +1,4 @@
+import glob as _glob
 import json
 import sys
 from pathlib import Path
@@ -461,11 +462,17 @@ def write_fingerprints():
 def drop_fingerprints_past(dataset, n, named=dataset_fingerprint):
     """Remove the fingerprints of the files past the `n` a dataset's input (or, `named`
     against_fingerprint, its FILE: none without `against:`) now lists (a list made shorter):
-    none is then left to stand for a file no longer listed."""
-    k = n + 1
-    while Path(named(dataset, k)).exists():
-        Path(named(dataset, k)).unlink()
-        k += 1
+    none is then left to stand for a file no longer listed, past a gap too (a run stopped while
+    it removed them)."""
+    first = Path(named(dataset, 1))
+    if n < 1 and first.exists():
+        first.unlink()
+    # `<name>+...+`, then a file's number
+    numbered = Path(named(dataset, 2)).name.removesuffix("2.json")
+    for path in first.parent.glob(_glob.escape(numbered) + "*.json"):
+        k = path.name[len(numbered) : -len(".json")]
+        if k.isdigit() and int(k) > n:
+            path.unlink()
 
 
 with one_line_errors():
