@@ -200,6 +200,38 @@ def test_run_summary_leaves_a_null_threshold_empty(tmp_path):
     assert rows[0]["threshold"] == "" and "None" not in out.read_text()
 
 
+def test_run_summary_skips_a_benchmark_not_written_yet(tmp_path):
+    """run_summary runs once the summaries are written, beside the plots, whose benchmark files
+    Snakemake may not have written yet (empty, or a header alone): those are no stage of the
+    table and are passed over; the stages upstream of the summaries are counted."""
+    from genotile import report
+
+    summary = {
+        "config": {"dataset": "d"},
+        "metric": "snp",
+        "n_vectors": 3,
+        "n_fields": 10,
+        "n_fields_kept": 4,
+        "pairs_computed": 3,
+        "pairs_passing": 3,
+        "threshold": 2,
+        "backend": ["numpy"],
+        "timings": {"element_comparisons_per_s_counts": 0},
+    }
+    path = tmp_path / "results" / "d" / "snp" / "summary.json"
+    path.parent.mkdir(parents=True)
+    path.write_text(json.dumps(summary))
+    bench = tmp_path / "benchmarks" / "d" / "snp"
+    bench.mkdir(parents=True)
+    (bench / "merge.tsv").write_text("s\th:m:s\n1.5\t0:00:01\n")
+    (bench / "plot_histogram.tsv").write_text("")  # being written
+    (bench / "plot_heatmap.tsv").write_text("s\th:m:s\n")  # its header alone
+    out = tmp_path / "run_summary.tsv"
+    report.run_summary([path], sorted((tmp_path / "benchmarks").rglob("*.tsv")), out)
+    rows = list(csv.DictReader(out.open(), delimiter="\t"))
+    assert len(rows) == 1 and float(rows[0]["merge_s"]) == 1.5
+
+
 def test_every_report_item_has_the_one_label_key():
     """One label key (`result`): different keys give each item a column of its own in the report's
     lists, and a second key with two values becomes a toggle that hides half of the items."""
