@@ -174,11 +174,8 @@ def test_screen_plot_and_table_hold_the_matches(example_run):
     assert "hits.tsv" in html and "screen.png" in html
 
 
-def test_run_summary_leaves_a_null_threshold_empty(tmp_path):
-    """A metric run with no threshold: its run_summary.tsv cell is empty (as summary.json's null),
-    not Python's `None`."""
-    from genotile import report
-
+def write_summary(tmp_path, threshold):
+    """results/d/snp/summary.json of a 3-vector snp run (what run_summary reads of it)."""
     summary = {
         "config": {"dataset": "d"},
         "metric": "snp",
@@ -187,13 +184,22 @@ def test_run_summary_leaves_a_null_threshold_empty(tmp_path):
         "n_fields_kept": 4,
         "pairs_computed": 3,
         "pairs_passing": 3,
-        "threshold": None,
+        "threshold": threshold,
         "backend": ["numpy"],
         "timings": {"element_comparisons_per_s_counts": 0},
     }
     path = tmp_path / "results" / "d" / "snp" / "summary.json"
     path.parent.mkdir(parents=True)
     path.write_text(json.dumps(summary))
+    return path
+
+
+def test_run_summary_leaves_a_null_threshold_empty(tmp_path):
+    """A metric run with no threshold: its run_summary.tsv cell is empty (as summary.json's null),
+    not Python's `None`."""
+    from genotile import report
+
+    path = write_summary(tmp_path, threshold=None)
     out = tmp_path / "run_summary.tsv"
     report.run_summary([path], [], out)
     rows = list(csv.DictReader(out.open(), delimiter="\t"))
@@ -206,21 +212,7 @@ def test_run_summary_skips_a_benchmark_not_written_yet(tmp_path):
     table and are passed over; the stages upstream of the summaries are counted."""
     from genotile import report
 
-    summary = {
-        "config": {"dataset": "d"},
-        "metric": "snp",
-        "n_vectors": 3,
-        "n_fields": 10,
-        "n_fields_kept": 4,
-        "pairs_computed": 3,
-        "pairs_passing": 3,
-        "threshold": 2,
-        "backend": ["numpy"],
-        "timings": {"element_comparisons_per_s_counts": 0},
-    }
-    path = tmp_path / "results" / "d" / "snp" / "summary.json"
-    path.parent.mkdir(parents=True)
-    path.write_text(json.dumps(summary))
+    path = write_summary(tmp_path, threshold=2)
     bench = tmp_path / "benchmarks" / "d" / "snp"
     bench.mkdir(parents=True)
     (bench / "merge.tsv").write_text("s\th:m:s\n1.5\t0:00:01\n")

@@ -49,12 +49,10 @@ def run_summary(
         else:
             stage, owner = name.split("_")[0], parts[-2]
         with open(path) as fh:
-            row = next(csv.DictReader(fh, delimiter="\t"), None)
+            row = next(csv.DictReader(fh, delimiter="\t"), {})
         try:
-            seconds = float(row["s"]) if row is not None else None
-        except (KeyError, TypeError, ValueError):
-            seconds = None
-        if seconds is None:  # a job beside this one (a plot), its benchmark not written yet: no stage of the table
+            seconds = float(row["s"])
+        except (KeyError, TypeError, ValueError):  # a job beside this one (a plot), its benchmark not written yet
             continue
         key = (dataset, owner, stage)
         stage_seconds[key] = stage_seconds.get(key, 0.0) + seconds

@@ -186,6 +186,12 @@ def test_a_grown_query_file_computes_only_its_new_records_tiles(tmp_path, fasta_
     )
 
 
+def recording_joins(thread, joined: list) -> None:
+    """`thread`, each join of which appends it to `joined` first (a warm-up thread: joined by the run)."""
+    real = thread.join
+    thread.join = lambda *a, **k: (joined.append(thread), real(*a, **k))
+
+
 def test_an_append_run_starts_numba_on_a_thread_while_it_reads_and_ends_it(
     tmp_path, fasta_writer, records, monkeypatch
 ):
@@ -203,8 +209,7 @@ def test_an_append_run_starts_numba_on_a_thread_while_it_reads_and_ends_it(
     def spy(store_dir):
         thread = warm(store_dir)
         if thread is not None:
-            real = thread.join
-            thread.join = lambda *a, **k: (joined.append(thread), real(*a, **k))  # type: ignore[method-assign]
+            recording_joins(thread, joined)
         started.append(thread)
         return thread
 
@@ -265,8 +270,7 @@ def test_a_run_whose_tiles_take_a_gpu_starts_cupy_on_a_thread_while_it_reads(
     def warm_gpu():
         thread = threading.Thread(target=threading.Event().wait, args=(0.2,))
         thread.start()
-        real = thread.join
-        thread.join = lambda *a, **k: (joined.append(thread), real(*a, **k))  # type: ignore[method-assign]
+        recording_joins(thread, joined)
         threads.append(thread)
         return thread
 

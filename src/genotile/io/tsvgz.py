@@ -297,12 +297,13 @@ class Table:
         self.padded: list[_Padded] = []
         self.indexes: list[np.ndarray] = []
         for c, end, key, column_codes in zip(cells, ends, keys, codes, strict=True):
-            # the same texts of another end padded whole already (id1's, for id2): its copy
-            twin = next((k for k in tables if k[0] == key[0] and len(k[1]) == len(end) and tables[k][1] is None), None)
-            if key not in tables and twin is not None and _all_padded(c.texts, codes_of[key]):
-                tables[key] = (tables[twin][0].with_end(end), None)
-            elif key not in tables:
-                tables[key] = _used_padded(c.texts, end, codes_of[key])
+            if key not in tables:
+                # the same texts of another end padded whole already (id1's, for id2): its copy
+                whole = [k for k in tables if k[0] == key[0] and len(k[1]) == len(end) and tables[k][1] is None]
+                if whole and _all_padded(c.texts, codes_of[key]):
+                    tables[key] = (tables[whole[0]][0].with_end(end), None)
+                else:
+                    tables[key] = _used_padded(c.texts, end, codes_of[key])
             padded, used = tables[key]
             self.padded.append(padded)
             self.indexes.append(column_codes if used is None else np.searchsorted(used, column_codes))

@@ -72,7 +72,7 @@ def file_pieces(path, size: int | None = None) -> list[bytes]:
     size = before[2]
     if size < PIECE:
         return range_digests(path, pieces(size))
-    key = (os.path.realpath(path), *before)
+    key = _hashed_key(path, before)
     if key not in _HASHED:
         got = range_digests(path, pieces(size))
         if file_stat(path) != before:  # written to while hashed: not kept
@@ -87,6 +87,11 @@ HASHED_FILES = 8  # whole files whose pieces `file_pieces` keeps (the oldest dro
 _HASHED: dict[tuple, list[bytes]] = {}
 
 
+def _hashed_key(path, stat: list[int]) -> tuple:
+    """What `_HASHED` keeps a whole file's pieces by: its real path and its stat (`file_stat`)."""
+    return (os.path.realpath(path), *stat)
+
+
 def hashed_pieces(path) -> tuple[list[bytes], list[int]] | None:
     """The pieces `file_pieces` hashed of the whole file at `path` in this process, and the stat
     (`file_stat`) they were hashed at, where it is the file's stat still; None otherwise (never
@@ -97,7 +102,7 @@ def hashed_pieces(path) -> tuple[list[bytes], list[int]] | None:
         stat = file_stat(path)
     except OSError:
         return None
-    got = _HASHED.get((os.path.realpath(path), *stat))
+    got = _HASHED.get(_hashed_key(path, stat))
     return None if got is None else (list(got), stat)
 
 
