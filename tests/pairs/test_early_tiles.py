@@ -151,6 +151,31 @@ def test_auto_on_a_gpu_machine(tmp_path, source):
             assert got == (tmp_path / "jobs" / "results" / "d" / metric / name).read_bytes(), (metric, name)
 
 
+@pytest.mark.skipif(not _has_gpu(), reason="no CUDA GPU / CuPy: an append's tiles go to a worker on a GPU machine only")
+def test_an_append_on_one_gpu_counts_its_tiles_in_a_worker_with_a_fresh_runs_outputs(tmp_path):
+    """On one GPU, a store job that may be appended to counts its tiles in a worker process
+    (early.DevicePool of one), which imports CuPy while the job reads the new records: the
+    appended records' tiles alone, computed there and adopted by their jobs; the outputs are a
+    fresh run's on the grown file."""
+    records = random_alignment(np.random.default_rng(11), 30, 40)
+    fasta = tmp_path / "grow" / "aln.fa"
+    fasta.parent.mkdir()
+    write_fasta(fasta, records[:24])
+    cfg = {**config(fasta, "auto"), "backend": "auto"}
+    snakemake(tmp_path / "grow", cfg, "--resources", "gpu=1")
+    write_fasta(fasta, records)  # 6 records appended
+    snakemake(tmp_path / "grow", cfg, "--resources", "gpu=1")
+    logs = [log.read_text() for log in (tmp_path / "grow" / "logs" / "d").glob("store.*.log")]
+    assert logs and all("vectors appended to 24" in text and "on 1 GPUs" in text for text in logs), logs
+    (tmp_path / "fresh").mkdir()
+    write_fasta(tmp_path / "fresh" / "aln.fa", records)
+    snakemake(tmp_path / "fresh", {**cfg, **config(tmp_path / "fresh" / "aln.fa", False)}, "--resources", "gpu=1")
+    for metric in ("snp", "hamming"):
+        for name in OUTPUTS:
+            got = (tmp_path / "grow" / "results" / "d" / metric / name).read_bytes()
+            assert got == (tmp_path / "fresh" / "results" / "d" / metric / name).read_bytes(), (metric, name)
+
+
 def test_tiles_shared_out_among_devices_equal_those_computed_in_turn(tmp_path, source):
     """A store job granted several GPUs shares its tiles out among a worker process each
     (early.DevicePool); here two workers on the numpy backend stand for two GPUs (each is given

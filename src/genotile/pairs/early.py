@@ -192,6 +192,14 @@ def _warm_numba() -> None:
         log.debug("numba warm-up failed", exc_info=True)
 
 
+def may_append(store_dir) -> bool:
+    """Whether the all-pairs store in `store_dir` may be appended to: its append record is there
+    (store/append.py)."""
+    from genotile.store import append
+
+    return (Path(store_dir) / append.RECORD).exists()
+
+
 def warm_numba_for_append(store_dir) -> threading.Thread | None:
     """Where the store in `store_dir` may be appended to (store/append.py: its record is there)
     and numba is installed, numba's start (about 0.65 s) on a thread while the input is read: the
@@ -211,10 +219,16 @@ def warm_numba_for_append(store_dir) -> threading.Thread | None:
 
 def _bind_device(devices, all_started) -> None:
     """A DevicePool worker's start: take one GPU of the pool's (CUDA_VISIBLE_DEVICES, before
-    anything touches CUDA), then import CuPy and make its context."""
+    anything touches CUDA), then import CuPy and make its context, and import what a tile runs
+    (its first tile would otherwise pay for it after the store job's read)."""
     os.environ[CUDA_DEVICES] = devices.get()
     _ALL_STARTED[:] = [all_started]
     _warm()
+    try:
+        import genotile.pairs.stage  # noqa: F401
+        from genotile.backends.cuda import cupy_b1, cupy_tile  # noqa: F401
+    except Exception:  # noqa: BLE001 -- a warm-up only: the tile imports them itself
+        pass
 
 
 def _started() -> str:
@@ -434,7 +448,10 @@ def compute_tiles(
     started = time.perf_counter()
     try:
         backends = {settings["backend"] for settings in metrics.values()}
-        on_gpu = all(registry.uses_gpu(resolve(b)) for b in backends)
+        if pool is not None and not _held(store_dir):  # the workers' GPUs count: CuPy not imported here
+            on_gpu = all(registry.uses_gpu(b) is not False for b in backends)
+        else:
+            on_gpu = all(registry.uses_gpu(resolve(b)) for b in backends)
         if gpu_only and not on_gpu:
             log.info("tiles in store: no GPU backend here (%s); the tile jobs compute the tiles", sorted(backends))
             return 0.0
