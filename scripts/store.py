@@ -24,12 +24,6 @@ from pathlib import Path  # noqa: E402
 
 from genotile.core.registry import REGISTRY  # noqa: E402
 from genotile.pairs import early  # noqa: E402
-from genotile.runtime.rule import run_rule  # noqa: E402
-from genotile.settings import ccc3_null_max, tile_settings  # noqa: E402
-from genotile.store import resident  # noqa: E402
-from genotile.store.inputs import given  # noqa: E402
-
-log = logging.getLogger("genotile")
 
 
 def gpu_slots():
@@ -40,11 +34,50 @@ def gpu_slots():
     return gpu_slots
 
 
-def store(sm):
+def tiles_of(sm) -> tuple[list[str], list[str], int, bool]:
+    """The job's metrics of this store, those of pairs among them, the GPUs it was granted
+    (rules/common.smk store_gpus) and whether it may compute tiles (config `tiles_in_store`,
+    pairs/early.py: in `auto`, where it was granted a GPU)."""
     dataset = sm.config["datasets"][sm.wildcards.dataset]
+    of_store = [m for m in dataset["metrics"] if REGISTRY[m].encoding == sm.wildcards.encoding]
+    pairs = [m for m in of_store if REGISTRY[m].workload == "pairs"]
+    gpus, mode = int(getattr(sm.resources, "gpu", 0)), sm.config["tiles_in_store"]
+    return of_store, pairs, gpus, bool(pairs) and (mode is True or (mode == "auto" and gpus > 0))
+
+
+def append_pool(sm):
+    """An append on one GPU (the store's append record there, one FASTA, no `against:`): the
+    worker its tiles are counted in (early.DevicePool of one), started now, before the job's other
+    imports, so that it imports CuPy and makes the CUDA context on its own interpreter while this
+    one reads the new records (beside CuPy's import on this process's GIL the read of 2,000 new
+    sequences took 0.50 s on the H100 machine, alone ~0.2: bench/RESULTS.md "Session 23"). None
+    otherwise, or where no worker starts (the tiles are then counted here, as before)."""
+    _, _, gpus, may = tiles_of(sm)
+    if not (may and gpus == 1 and isinstance(sm.input.data, str) and not sm.input.against):
+        return None
+    try:
+        if not early.may_append(sm.output.plan.rsplit("/", 1)[0]):
+            return None
+        devices = gpu_slots().visible_gpus()[:1]
+        return early.DevicePool(devices) if devices else None
+    except Exception:  # noqa: BLE001 -- a head start only: the job counts its tiles itself
+        return None
+
+
+APPEND_POOL = append_pool(snakemake)
+
+from genotile.runtime.rule import run_rule  # noqa: E402
+from genotile.settings import ccc3_null_max, tile_settings  # noqa: E402
+from genotile.store import resident  # noqa: E402
+from genotile.store.inputs import given  # noqa: E402
+
+log = logging.getLogger("genotile")
+
+
+def store(sm):
     # the input as the store takes it: its file, or a list input's files in their order
     input_ = given(sm.input.data)
-    of_store = [m for m in dataset["metrics"] if REGISTRY[m].encoding == sm.wildcards.encoding]
+    of_store, pairs, gpus, may = tiles_of(sm)
     # the bounds on output (limits.check_plan), as `genotile run` applies them
     bounds = {
         "metrics": of_store,
@@ -57,21 +90,14 @@ def store(sm):
     early.clear(store_dir)
     # config `tiles_in_store` (pairs/early.py): the job may compute the tiles itself where it was
     # granted a GPU (rules/common.smk, store_gpus); CuPy and the CUDA context are then made ready
-    # on a thread while the input is read
+    # on a thread while the input is read, or in a worker process (an append on one GPU, above)
     mode = sm.config["tiles_in_store"]
-    gpus = int(getattr(sm.resources, "gpu", 0))
     granted = gpus > 0
-    pairs = [m for m in of_store if REGISTRY[m].workload == "pairs"]
     backend = sm.config["backend"]
-    may = bool(pairs) and (mode is True or (mode == "auto" and granted))
-    # granted every GPU of the host (rules/common.smk store_gpus): a worker each, started now. An
-    # append on one GPU too: the worker imports CuPy and makes the CUDA context on its own
-    # interpreter while this one reads the new records (beside CuPy's import on this process's
-    # GIL, the read of 2,000 new sequences took 0.50 s on the H100 machine, alone 0.16 s on 2 cores)
-    appending = may and gpus == 1 and isinstance(input_, str) and not sm.input.against and early.may_append(store_dir)
-    devices = gpu_slots().visible_gpus() if may and (gpus > 1 or appending) else []
-    pool = early.DevicePool(devices[:gpus]) if len(devices) > 1 or (appending and devices) else None
-    one_worker = appending and pool is not None
+    # granted every GPU of the host (rules/common.smk store_gpus): a worker each, started now
+    devices = gpu_slots().visible_gpus() if may and gpus > 1 else []
+    pool = early.DevicePool(devices[:gpus]) if len(devices) > 1 else APPEND_POOL
+    one_worker = pool is not None and pool is APPEND_POOL
 
     def after_pack(p):
         # a fresh store's tiles (a thread a GPU) trade the GIL far more often at 0.2 ms: the default
