@@ -46,21 +46,16 @@ def tiles_of(sm) -> tuple[list[str], list[str], int, bool]:
 
 
 def append_pool(sm):
-    """An append on one GPU (the store's append record there, one FASTA, no `against:`): the
-    worker its tiles are counted in (early.DevicePool of one), started now, before the job's other
-    imports, so that it imports CuPy and makes the CUDA context on its own interpreter while this
-    one reads the new records (beside CuPy's import on this process's GIL the read of 2,000 new
-    sequences took 0.50 s on the H100 machine, alone ~0.2: bench/RESULTS.md "Session 23"). None
-    otherwise, or where no worker starts (the tiles are then counted here, as before)."""
-    _, _, gpus, may = tiles_of(sm)
-    if not (may and gpus == 1 and isinstance(sm.input.data, str) and not sm.input.against):
+    """An append's worker on one GPU (early.append_pool), started before the job's other imports;
+    None where the query's store is made (`against:`), or where no worker starts (the tiles are
+    then counted in the job, as before)."""
+    if sm.input.against:
         return None
+    _, _, gpus, may = tiles_of(sm)
     try:
-        if not early.may_append(sm.output.plan.rsplit("/", 1)[0]):
-            return None
-        devices = gpu_slots().visible_gpus()[:1]
-        return early.DevicePool(devices) if devices else None
-    except Exception:  # noqa: BLE001 -- a head start only: the job counts its tiles itself
+        return early.append_pool(sm.output.plan.rsplit("/", 1)[0], sm.input.data, gpus, may)
+    except Exception as exc:  # noqa: BLE001 -- a head start only: the job counts its tiles itself
+        print(f"genotile: an append's tile worker did not start ({exc!r}): the job counts its tiles", file=sys.stderr)
         return None
 
 

@@ -230,6 +230,36 @@ def test_device_workers_do_not_run_the_main_script_again(tmp_path):
     assert runs.read_text() == "run\n"  # the parent's run only
 
 
+@pytest.mark.parametrize(
+    ("data", "gpus", "may", "record", "pool"),
+    [
+        (["aln.fa"], 1, True, True, True),  # the rule's input: a list, of one file too
+        ("aln.fa", 1, True, True, True),
+        (["aln.fa", "more.fa"], 1, True, True, False),  # a list input: store/listed.py, no worker
+        (["aln.fa"], 2, True, True, False),  # several GPUs: a pool of their own (scripts/store.py)
+        (["aln.fa"], 1, False, True, False),  # the job may not compute tiles
+        (["aln.fa"], 1, True, False, False),  # no append record: a fresh store
+    ],
+)
+def test_an_append_on_one_gpu_starts_its_worker_only_where_it_may_count_its_tiles(
+    tmp_path, monkeypatch, data, gpus, may, record, pool
+):
+    """early.append_pool, on any machine: the one GPU's worker started for an all-pairs store
+    that may be appended to, of one file, whose job may compute tiles on the one GPU it was
+    granted (the rule's one-file input is a list: Session 24 found a check of `str` that started
+    no worker)."""
+    from genotile.runtime import gpu_slots
+    from genotile.store import append
+
+    started = []
+    monkeypatch.setattr(gpu_slots, "visible_gpus", lambda: ["3", "5"])
+    monkeypatch.setattr(early, "DevicePool", lambda devices: started.append(devices) or "pool")
+    if record:
+        (tmp_path / append.RECORD).write_text("{}")
+    got = early.append_pool(tmp_path, data, gpus, may)
+    assert (got, started) == (("pool", [["3"]]) if pool else (None, []))
+
+
 def test_an_appends_few_new_tiles_are_computed_by_the_store_job_and_much_work_is_left_to_the_tile_jobs(tmp_path):
     from genotile.core.plan import Plan
 

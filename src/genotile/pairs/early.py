@@ -201,6 +201,23 @@ def may_append(store_dir) -> bool:
     return (Path(store_dir) / append.RECORD).exists()
 
 
+def append_pool(store_dir, data, gpus: int, may: bool) -> "DevicePool | None":
+    """The worker an append on one GPU counts its tiles in (a DevicePool of one), started at once,
+    so that it imports CuPy and makes the CUDA context on its own interpreter while the store job
+    reads the new records (beside CuPy's import on the job's GIL the read of 2,000 new sequences
+    took 0.50 s on the H100 machine, alone ~0.2: bench/RESULTS.md "Session 23"). Only where the
+    job may compute tiles (`may`) on the one GPU it was granted, for an input of one file (`data`:
+    the rule's input, a list, of one file too: rules/common.smk dataset_input) whose all-pairs
+    store may be appended to (`may_append`); None otherwise, the tiles then counted in the job."""
+    files = [data] if isinstance(data, str) else list(data)
+    if not (may and gpus == 1 and len(files) == 1 and may_append(store_dir)):
+        return None
+    from genotile.runtime import gpu_slots
+
+    devices = gpu_slots.visible_gpus()[:1]
+    return DevicePool(devices) if devices else None
+
+
 def warm_numba_for_append(store_dir) -> threading.Thread | None:
     """Where the store in `store_dir` may be appended to (store/append.py: its record is there)
     and numba is installed, numba's start (about 0.65 s) on a thread while the input is read: the
