@@ -8,6 +8,30 @@ import sys
 DEFAULT_SWITCH = sys.getswitchinterval()
 sys.setswitchinterval(0.0002)  # until a fresh store is packed (after_pack)
 
+from genotile.pairs import early  # noqa: E402  (the standard library only)
+
+
+def append_pool(sm):
+    """An append's worker on one GPU (early.append_pool), made first: forked before the job starts
+    a thread or imports CuPy, it imports CuPy and makes the CUDA context while the job hashes and
+    reads its input (spawned after the job's imports, it was ready ~0.6 s after the job's read on
+    the H100 machine: bench/RESULTS.md "Session 24"). None where the query's store is made
+    (`against:`), or where no worker starts (the tiles are then counted in the job, as before).
+    The job is granted a GPU only for a store of 2-way metrics that may compute its tiles
+    (rules/common.smk store_gpus)."""
+    if sm.input.against:
+        return None
+    gpus = int(getattr(sm.resources, "gpu", 0))
+    may = gpus > 0 and sm.config["tiles_in_store"] is not False
+    try:
+        return early.append_pool(sm.output.plan.rsplit("/", 1)[0], sm.input.data, gpus, may)
+    except Exception as exc:  # noqa: BLE001 -- a head start only: the job counts its tiles itself
+        print(f"genotile: an append's tile worker did not start ({exc!r}): the job counts its tiles", file=sys.stderr)
+        return None
+
+
+APPEND_POOL = append_pool(snakemake)
+
 from genotile.store.sources import hash_ahead  # noqa: E402
 
 # each input file the workflow's fingerprints left to this job (grown, or new: store/sources.py)
@@ -23,7 +47,6 @@ import logging  # noqa: E402
 from pathlib import Path  # noqa: E402
 
 from genotile.core.registry import REGISTRY  # noqa: E402
-from genotile.pairs import early  # noqa: E402
 
 
 def gpu_slots():
@@ -44,22 +67,6 @@ def tiles_of(sm) -> tuple[list[str], list[str], int, bool]:
     gpus, mode = int(getattr(sm.resources, "gpu", 0)), sm.config["tiles_in_store"]
     return of_store, pairs, gpus, bool(pairs) and (mode is True or (mode == "auto" and gpus > 0))
 
-
-def append_pool(sm):
-    """An append's worker on one GPU (early.append_pool), started before the job's other imports;
-    None where the query's store is made (`against:`), or where no worker starts (the tiles are
-    then counted in the job, as before)."""
-    if sm.input.against:
-        return None
-    _, _, gpus, may = tiles_of(sm)
-    try:
-        return early.append_pool(sm.output.plan.rsplit("/", 1)[0], sm.input.data, gpus, may)
-    except Exception as exc:  # noqa: BLE001 -- a head start only: the job counts its tiles itself
-        print(f"genotile: an append's tile worker did not start ({exc!r}): the job counts its tiles", file=sys.stderr)
-        return None
-
-
-APPEND_POOL = append_pool(snakemake)
 
 from genotile.runtime.rule import run_rule  # noqa: E402
 from genotile.settings import ccc3_null_max, tile_settings  # noqa: E402

@@ -209,9 +209,11 @@ def test_tiles_shared_out_among_devices_equal_those_computed_in_turn(tmp_path, s
         assert a.with_suffix(".json").read_text() == b.with_suffix(".json").read_text()
 
 
-def test_device_workers_do_not_run_the_main_script_again(tmp_path):
+@pytest.mark.parametrize(("devices", "fork"), [(["0", "1"], False), (["0"], True)])
+def test_device_workers_do_not_run_the_main_script_again(tmp_path, devices, fork):
     """A spawned worker runs its parent's main script again unless it is hidden: the store job's
-    is Snakemake's script of the whole store job. The script below counts its own runs."""
+    is Snakemake's script of the whole store job. The script below counts its own runs. A forked
+    pool's one worker (an append's, scripts/store.py) takes its GPU as spawned ones do."""
     import subprocess
     import sys
 
@@ -221,12 +223,12 @@ def test_device_workers_do_not_run_the_main_script_again(tmp_path):
         "import os\n"
         f"open({str(runs)!r}, 'a').write('run\\n')\n"
         "from genotile.pairs import early\n"
-        "pool = early.DevicePool(['0', '1'])\n"
+        f"pool = early.DevicePool({devices!r}, fork={fork})\n"
         "print(sorted(f.result() for f in pool.started))\n"
         "pool.close()\n"
     )
     proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120, check=True)
-    assert proc.stdout.strip() == "['0', '1']"
+    assert proc.stdout.strip() == repr(devices)
     assert runs.read_text() == "run\n"  # the parent's run only
 
 
@@ -253,11 +255,11 @@ def test_an_append_on_one_gpu_starts_its_worker_only_where_it_may_count_its_tile
 
     started = []
     monkeypatch.setattr(gpu_slots, "visible_gpus", lambda: ["3", "5"])
-    monkeypatch.setattr(early, "DevicePool", lambda devices: started.append(devices) or "pool")
+    monkeypatch.setattr(early, "DevicePool", lambda devices, fork: started.append((devices, fork)) or "pool")
     if record:
         (tmp_path / append.RECORD).write_text("{}")
     got = early.append_pool(tmp_path, data, gpus, may)
-    assert (got, started) == (("pool", [["3"]]) if pool else (None, []))
+    assert (got, started) == (("pool", [(["3"], True)]) if pool else (None, []))  # forked: nothing started yet
 
 
 def test_an_appends_few_new_tiles_are_computed_by_the_store_job_and_much_work_is_left_to_the_tile_jobs(tmp_path):

@@ -215,7 +215,7 @@ def append_pool(store_dir, data, gpus: int, may: bool) -> "DevicePool | None":
     from genotile.runtime import gpu_slots
 
     devices = gpu_slots.visible_gpus()[:1]
-    return DevicePool(devices) if devices else None
+    return DevicePool(devices, fork=True) if devices else None
 
 
 def warm_numba_for_append(store_dir) -> threading.Thread | None:
@@ -239,7 +239,8 @@ def _bind_device(devices, all_started) -> None:
     """A DevicePool worker's start: take one GPU of the pool's (CUDA_VISIBLE_DEVICES, before
     anything touches CUDA), then import CuPy and make its context, and import what a tile runs
     (its first tile would otherwise pay for it after the store job's read)."""
-    os.environ[CUDA_DEVICES] = devices.get()
+    # the pool's queue of GPUs (a spawned worker takes one), or a forked pool's one GPU
+    os.environ[CUDA_DEVICES] = devices if isinstance(devices, str) else devices.get()
     _ALL_STARTED[:] = [all_started]
     atexit.register(_end_without_teardown)  # before CuPy's: run after them (last in, first out)
     _warm()
@@ -299,20 +300,31 @@ class DevicePool:
     ----------
     devices : list of str
         The GPUs, as CUDA_VISIBLE_DEVICES names them (runtime/gpu_slots.visible_gpus).
+    fork : bool
+        One GPU's worker forked from the job, not spawned: no interpreter to start, nothing its
+        parent imported to import again. Only where the job has touched no CUDA and runs no other
+        thread yet (an append's worker, made first thing in scripts/store.py): a fork inherits
+        neither safely.
     """
 
-    def __init__(self, devices: list[str]):
-        context = multiprocessing.get_context("spawn")  # no CUDA state inherited from a fork
-        queue = context.Queue()
-        for device in devices:
-            queue.put(str(device))
+    def __init__(self, devices: list[str], fork: bool = False):
         self.devices = list(devices)
+        if fork and len(self.devices) != 1:
+            raise ValueError("a forked DevicePool has one GPU")
+        # spawned: no CUDA state inherited from a fork
+        context = multiprocessing.get_context("fork" if fork else "spawn")
+        if fork:  # its one GPU as it is: a queue's feeder thread would run in the job as it forks
+            source: object = str(self.devices[0])
+        else:
+            source = queue = context.Queue()
+            for device in self.devices:
+                queue.put(str(device))
         with _main_script_hidden():
             self.executor = ProcessPoolExecutor(
                 len(self.devices),
                 mp_context=context,
                 initializer=_bind_device,
-                initargs=(queue, context.Barrier(len(self.devices))),
+                initargs=(source, context.Barrier(len(self.devices))),
             )
             # a task per worker starts them all now (the pool starts one a task while none is idle,
             # in `submit`; each task waits for all: no worker takes two)
