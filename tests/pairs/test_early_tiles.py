@@ -209,7 +209,7 @@ def test_tiles_shared_out_among_devices_equal_those_computed_in_turn(tmp_path, s
         assert a.with_suffix(".json").read_text() == b.with_suffix(".json").read_text()
 
 
-@pytest.mark.parametrize(("devices", "fork"), [(["0", "1"], False), (["0"], True)])
+@pytest.mark.parametrize(("devices", "fork"), [(["0", "1"], False), (None, True)])
 def test_device_workers_do_not_run_the_main_script_again(tmp_path, devices, fork):
     """A spawned worker runs its parent's main script again unless it is hidden: the store job's
     is Snakemake's script of the whole store job. The script below counts its own runs. A forked
@@ -228,7 +228,7 @@ def test_device_workers_do_not_run_the_main_script_again(tmp_path, devices, fork
         "pool.close()\n"
     )
     proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120, check=True)
-    assert proc.stdout.strip() == repr(devices)
+    assert proc.stdout.strip() == repr(devices or ["0"])  # forked: the first GPU, as no CUDA_VISIBLE_DEVICES
     assert runs.read_text() == "run\n"  # the parent's run only
 
 
@@ -250,16 +250,28 @@ def test_an_append_on_one_gpu_starts_its_worker_only_where_it_may_count_its_tile
     that may be appended to, of one file, whose job may compute tiles on the one GPU it was
     granted (the rule's one-file input is a list: Session 24 found a check of `str` that started
     no worker)."""
-    from genotile.runtime import gpu_slots
     from genotile.store import append
 
     started = []
-    monkeypatch.setattr(gpu_slots, "visible_gpus", lambda: ["3", "5"])
     monkeypatch.setattr(early, "DevicePool", lambda devices, fork: started.append((devices, fork)) or "pool")
     if record:
         (tmp_path / append.RECORD).write_text("{}")
     got = early.append_pool(tmp_path, data, gpus, may)
-    assert (got, started) == (("pool", [(["3"], True)]) if pool else (None, []))  # forked: nothing started yet
+    assert (got, started) == (("pool", [(None, True)]) if pool else (None, []))  # forked, on the first GPU
+
+
+@pytest.mark.parametrize(("visible", "first"), [(None, "0"), ("3,1", "3"), ("GPU-5f2e", "GPU-5f2e")])
+def test_a_forked_pools_gpu_is_the_first_the_job_may_use(monkeypatch, visible, first):
+    """early.first_gpu, the forked worker's GPU and its pool's `devices`: gpu_slots.visible_gpus'
+    first (the host's GPU 0 where CUDA_VISIBLE_DEVICES is unset)."""
+    from genotile.runtime import gpu_slots
+
+    if visible is None:
+        monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+        monkeypatch.setattr(gpu_slots, "host_gpu_count", lambda: 2)
+    else:
+        monkeypatch.setenv("CUDA_VISIBLE_DEVICES", visible)
+    assert early.first_gpu() == first == gpu_slots.visible_gpus()[0]
 
 
 def test_an_appends_few_new_tiles_are_computed_by_the_store_job_and_much_work_is_left_to_the_tile_jobs(tmp_path):

@@ -196,9 +196,9 @@ def _warm_numba() -> None:
 def may_append(store_dir) -> bool:
     """Whether the all-pairs store in `store_dir` may be appended to: its append record is there
     (store/append.py)."""
-    from genotile.store import append
+    from genotile.store import records
 
-    return (Path(store_dir) / append.RECORD).exists()
+    return (Path(store_dir) / records.APPEND).exists()
 
 
 def append_pool(store_dir, data, gpus: int, may: bool) -> "DevicePool | None":
@@ -208,14 +208,26 @@ def append_pool(store_dir, data, gpus: int, may: bool) -> "DevicePool | None":
     took 0.50 s on the H100 machine, alone ~0.2: bench/RESULTS.md "Session 23"). Only where the
     job may compute tiles (`may`) on the one GPU it was granted, for an input of one file (`data`:
     the rule's input, a list, of one file too: rules/common.smk dataset_input) whose all-pairs
-    store may be appended to (`may_append`); None otherwise, the tiles then counted in the job."""
+    store may be appended to (`may_append`); None otherwise, the tiles then counted in the job.
+    Forked, on the first GPU the job may use (`first_gpu`): nothing but the standard library and
+    the store's record names is imported for it, so the job forks first and starts its threads
+    (the input's hash) at once after."""
     files = [data] if isinstance(data, str) else list(data)
     if not (may and gpus == 1 and len(files) == 1 and may_append(store_dir)):
         return None
-    from genotile.runtime import gpu_slots
+    return DevicePool(None, fork=True)
 
-    devices = gpu_slots.visible_gpus()[:1]
-    return DevicePool(devices, fork=True) if devices else None
+
+def first_gpu() -> str:
+    """The first GPU this process may use, as CUDA_VISIBLE_DEVICES names it: runtime/gpu_slots
+    visible_gpus()[0] for a process granted a GPU (the host's GPU 0 where the variable is unset;
+    an IndexError where it lists none). A forked DevicePool's worker takes it, and so does the
+    pool's `devices` in the job: the same answer, read on each side after the fork (the job
+    imports nothing for it before)."""
+    from genotile.core.blocks import cuda_visible_devices
+
+    listed = cuda_visible_devices()
+    return "0" if listed is None else listed[0]
 
 
 def warm_numba_for_append(store_dir) -> threading.Thread | None:
@@ -225,10 +237,10 @@ def warm_numba_for_append(store_dir) -> threading.Thread | None:
     its start paid (backends.resolve), rather than numpy, 5x slower than its rate on their shape
     (a few hundred new vectors against a block: 0.56-0.83 s a tile, numba 0.13-0.16 s)."""
     from genotile.backends.cpu import numba_popcount
-    from genotile.store import append, query_append
+    from genotile.store import records
 
-    records = (append.RECORD, query_append.RECORD)  # an all-pairs store's, a query's (its FILE may grow)
-    if not any((Path(store_dir) / r).exists() for r in records) or not numba_popcount.is_available():
+    kept = (records.APPEND, records.QUERY)  # an all-pairs store's, a query's (its FILE may grow)
+    if not any((Path(store_dir) / r).exists() for r in kept) or not numba_popcount.is_available():
         return None
     thread = threading.Thread(target=_warm_numba, name="genotile-warm-numba", daemon=True)
     thread.start()
@@ -239,8 +251,8 @@ def _bind_device(devices, all_started) -> None:
     """A DevicePool worker's start: take one GPU of the pool's (CUDA_VISIBLE_DEVICES, before
     anything touches CUDA), then import CuPy and make its context, and import what a tile runs
     (its first tile would otherwise pay for it after the store job's read)."""
-    # the pool's queue of GPUs (a spawned worker takes one), or a forked pool's one GPU
-    os.environ[CUDA_DEVICES] = devices if isinstance(devices, str) else devices.get()
+    # the pool's queue of GPUs (a spawned worker takes one), or a forked pool's one GPU (None)
+    os.environ[CUDA_DEVICES] = first_gpu() if devices is None else devices.get()
     _ALL_STARTED[:] = [all_started]
     atexit.register(_end_without_teardown)  # before CuPy's: run after them (last in, first out)
     _warm()
@@ -298,8 +310,9 @@ class DevicePool:
 
     Parameters
     ----------
-    devices : list of str
-        The GPUs, as CUDA_VISIBLE_DEVICES names them (runtime/gpu_slots.visible_gpus).
+    devices : list of str, or None
+        The GPUs, as CUDA_VISIBLE_DEVICES names them (runtime/gpu_slots.visible_gpus); None with
+        `fork`: the first the job may use (`first_gpu`), which the worker reads itself.
     fork : bool
         One GPU's worker forked from the job, not spawned: no interpreter to start, nothing its
         parent imported to import again. Only where the job has touched no CUDA and runs no other
@@ -307,28 +320,35 @@ class DevicePool:
         neither safely.
     """
 
-    def __init__(self, devices: list[str], fork: bool = False):
-        self.devices = list(devices)
-        if fork and len(self.devices) != 1:
-            raise ValueError("a forked DevicePool has one GPU")
+    def __init__(self, devices: list[str] | None, fork: bool = False):
+        if fork != (devices is None):
+            raise ValueError("a forked DevicePool takes the first GPU (devices None), a spawned one a list")
+        self._devices = None if devices is None else [str(d) for d in devices]
         # spawned: no CUDA state inherited from a fork
         context = multiprocessing.get_context("fork" if fork else "spawn")
-        if fork:  # its one GPU as it is: a queue's feeder thread would run in the job as it forks
-            source: object = str(self.devices[0])
-        else:
+        source = None  # forked: no queue, whose feeder thread would run in the job as it forks
+        if self._devices is not None:
             source = queue = context.Queue()
-            for device in self.devices:
-                queue.put(str(device))
+            for device in self._devices:
+                queue.put(device)
+        workers = 1 if self._devices is None else len(self._devices)
         with _main_script_hidden():
             self.executor = ProcessPoolExecutor(
-                len(self.devices),
+                workers,
                 mp_context=context,
                 initializer=_bind_device,
-                initargs=(source, context.Barrier(len(self.devices))),
+                initargs=(source, context.Barrier(workers)),
             )
             # a task per worker starts them all now (the pool starts one a task while none is idle,
             # in `submit`; each task waits for all: no worker takes two)
-            self.started = [self.executor.submit(_started) for _ in self.devices]
+            self.started = [self.executor.submit(_started) for _ in range(workers)]
+
+    @property
+    def devices(self) -> list[str]:
+        """The GPUs of the pool's workers, as CUDA_VISIBLE_DEVICES names them."""
+        if self._devices is None:
+            self._devices = [first_gpu()]
+        return self._devices
 
     def close(self) -> None:
         self.executor.shutdown(wait=True, cancel_futures=True)

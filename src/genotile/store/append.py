@@ -78,7 +78,7 @@ from genotile.core.limits import check_plan
 from genotile.core.plan import Plan
 from genotile.io.planfile import write_plan
 from genotile.io.readers.fasta import FastaReader
-from genotile.store import extend, stage
+from genotile.store import extend, records, stage
 from genotile.store.ingest import alignment_manifest, record_distinct
 from genotile.store.manifest import part_key, store_identity
 from genotile.store.pack import categorical_keys, write_manifest
@@ -98,7 +98,7 @@ from genotile.version import __version__
 
 log = logging.getLogger("genotile")
 
-RECORD = "append.json"  # beside the store's files, not one of the store job's outputs
+RECORD = records.APPEND  # beside the store's files, not one of the store job's outputs
 
 
 def read_record(store_dir) -> dict | None:

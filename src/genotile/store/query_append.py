@@ -48,7 +48,7 @@ from genotile.io.planfile import write_plan
 from genotile.io.readers.base import list_label
 from genotile.io.readers.listed import listed_sha256
 from genotile.io.readers.query import Part, QueryAlignment, combined_sha256, label
-from genotile.store import append, extend, stage
+from genotile.store import append, extend, records, stage
 from genotile.store.ingest import alignment_manifest
 from genotile.store.inputs import files_of
 from genotile.store.listed import further_records, hashed_files
@@ -62,7 +62,7 @@ from genotile.version import __version__
 
 log = logging.getLogger("genotile")
 
-RECORD = "query.json"  # beside the query store's files (not `append.json`: no all-pairs store of FILE)
+RECORD = records.QUERY  # beside the query store's files
 
 
 def read_record(store_dir) -> dict | None:
