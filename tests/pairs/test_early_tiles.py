@@ -274,6 +274,43 @@ def test_a_forked_pools_gpu_is_the_first_the_job_may_use(monkeypatch, visible, f
     assert early.first_gpu() == first == gpu_slots.visible_gpus()[0]
 
 
+@pytest.mark.parametrize(("devices", "fork"), [(["0"], False), (None, True)])
+def test_a_pools_workers_end_with_a_killed_job(tmp_path, devices, fork):
+    """A store job killed (SIGKILL) leaves no DevicePool worker behind waiting for a task, with its
+    CUDA context: each ends within a second (early._end_with). Without the watch the forked
+    worker lived on (Session 24), and kept this test's pipes open."""
+    import os
+    import subprocess
+    import sys
+    import time
+
+    script = tmp_path / "job.py"
+    script.write_text(
+        "import os, signal\n"
+        "from genotile.pairs import early\n"
+        f"pool = early.DevicePool({devices!r}, fork={fork})\n"
+        "[f.result() for f in pool.started]\n"
+        "print(*[p.pid for p in pool.executor._processes.values()], flush=True)\n"
+        "os.kill(os.getpid(), signal.SIGKILL)\n"
+    )
+    proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == -9
+    workers = [int(pid) for pid in proc.stdout.split()]
+    assert len(workers) == 1
+
+    def alive(pid: int) -> bool:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return False
+        return True
+
+    deadline = time.monotonic() + 10
+    while any(alive(pid) for pid in workers) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not any(alive(pid) for pid in workers)
+
+
 def test_an_appends_few_new_tiles_are_computed_by_the_store_job_and_much_work_is_left_to_the_tile_jobs(tmp_path):
     from genotile.core.plan import Plan
 

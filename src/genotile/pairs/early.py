@@ -254,6 +254,7 @@ def _bind_device(devices, all_started) -> None:
     # the pool's queue of GPUs (a spawned worker takes one), or a forked pool's one GPU (None)
     os.environ[CUDA_DEVICES] = first_gpu() if devices is None else devices.get()
     _ALL_STARTED[:] = [all_started]
+    threading.Thread(target=_end_with, args=(os.getppid(),), name="genotile-parent", daemon=True).start()
     atexit.register(_end_without_teardown)  # before CuPy's: run after them (last in, first out)
     _warm()
     try:
@@ -261,6 +262,16 @@ def _bind_device(devices, all_started) -> None:
         from genotile.backends.cuda import cupy_b1, cupy_tile  # noqa: F401
     except Exception:  # noqa: BLE001 -- a warm-up only: the tile imports them itself
         pass
+
+
+def _end_with(parent: int) -> None:
+    """A DevicePool worker's watch on the store job: where the job is gone (killed: SIGKILL, a
+    cluster's time limit), the worker ends too. It would otherwise wait for a task for ever,
+    holding its CUDA context, for it holds the pool's queues' other ends itself (a forked worker
+    all of them, a spawned one those it was handed)."""
+    while os.getppid() == parent:
+        time.sleep(0.5)
+    os._exit(1)
 
 
 def _end_without_teardown() -> None:
