@@ -149,9 +149,14 @@ def store(sm):
     # a whole .bed's store made on the GPU and held there for the job's tiles, its file written
     # behind them (store/resident.py); with several GPUs written before they are shared out
     with (
-        gpu_slots().slot_for_backend(backend) if granted and (pool is None or one_worker) else contextlib.nullcontext(),
+        gpu_slots().slot_for_backend(backend)
+        if granted and (pool is None or one_worker)
+        else contextlib.nullcontext() as slot,
         resident.on_device(may and granted),
     ):
+        if one_worker and not early.on_slot(pool, slot):  # the append's worker on another GPU than the job's slot
+            pool.close()
+            pool, one_worker = None, False
         warming = early.warm_gpu() if may and granted and not one_worker else None
         if warming is None and not one_worker and pairs and mode == "auto" and backend in ("auto", "numba"):
             warming = early.warm_numba_for_append(store_dir)

@@ -4,6 +4,7 @@ a tile of other settings is never adopted."""
 
 import json
 import re
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -194,7 +195,7 @@ def test_tiles_shared_out_among_devices_equal_those_computed_in_turn(tmp_path, s
         try:
             assert early.compute_tiles(store_dir, plan, settings, gpu_only=False, pool=pool) > 0
             if pool is not None:  # each worker took one of the two devices
-                assert sorted(f.result() for f in pool.started) == ["0", "1"]
+                assert sorted(device for device, _ in (f.result() for f in pool.started)) == ["0", "1"]
         finally:
             if pool is not None:
                 pool.close()
@@ -213,7 +214,9 @@ def test_tiles_shared_out_among_devices_equal_those_computed_in_turn(tmp_path, s
 def test_device_workers_do_not_run_the_main_script_again(tmp_path, devices, fork):
     """A spawned worker runs its parent's main script again unless it is hidden: the store job's
     is Snakemake's script of the whole store job. The script below counts its own runs. A forked
-    pool's one worker (an append's, scripts/store.py) takes its GPU as spawned ones do."""
+    pool's one worker (an append's, scripts/store.py) takes its GPU as spawned ones do, and each
+    worker says whether CuPy made its context (`gpus_ready`: here where there is a GPU)."""
+    import os
     import subprocess
     import sys
 
@@ -224,11 +227,15 @@ def test_device_workers_do_not_run_the_main_script_again(tmp_path, devices, fork
         f"open({str(runs)!r}, 'a').write('run\\n')\n"
         "from genotile.pairs import early\n"
         f"pool = early.DevicePool({devices!r}, fork={fork})\n"
-        "print(sorted(f.result() for f in pool.started))\n"
+        "print(sorted(device for device, _ in (f.result() for f in pool.started)), pool.devices, pool.gpus_ready())\n"
         "pool.close()\n"
     )
-    proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120, check=True)
-    assert proc.stdout.strip() == repr(devices or ["0"])  # forked: the first GPU, as no CUDA_VISIBLE_DEVICES
+    env = {k: v for k, v in os.environ.items() if k != "CUDA_VISIBLE_DEVICES"}
+    proc = subprocess.run(
+        [sys.executable, str(script)], capture_output=True, text=True, timeout=120, check=True, env=env
+    )
+    taken = devices or ["0"]  # forked: the first GPU, the host's 0 without CUDA_VISIBLE_DEVICES
+    assert proc.stdout.strip() == f"{taken!r} {taken!r} {_has_gpu()}"
     assert runs.read_text() == "run\n"  # the parent's run only
 
 
@@ -293,22 +300,44 @@ def test_a_pools_workers_end_with_a_killed_job(tmp_path, devices, fork):
         "print(*[p.pid for p in pool.executor._processes.values()], flush=True)\n"
         "os.kill(os.getpid(), signal.SIGKILL)\n"
     )
-    proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=60)
+    env = {k: v for k, v in os.environ.items() if k != "CUDA_VISIBLE_DEVICES"}
+    proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=60, env=env)
     assert proc.returncode == -9
     workers = [int(pid) for pid in proc.stdout.split()]
     assert len(workers) == 1
 
-    def alive(pid: int) -> bool:
+    def alive(pid: int) -> bool:  # a zombie not reaped yet (a container's init may not) has ended
         try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
+            stat = Path(f"/proc/{pid}/stat").read_text()
+        except OSError:
             return False
-        return True
+        return stat.rsplit(")", 1)[1].split()[0] != "Z"
 
     deadline = time.monotonic() + 10
     while any(alive(pid) for pid in workers) and time.monotonic() < deadline:
         time.sleep(0.1)
     assert not any(alive(pid) for pid in workers)
+
+
+class _Pool:
+    def __init__(self, devices):
+        self.devices = devices
+
+
+@pytest.mark.parametrize(
+    ("devices", "slot", "kept"),
+    [
+        (["0"], "0", True),
+        (["3"], " 3", True),  # gpu_slot yields CUDA_VISIBLE_DEVICES as it is where it names one GPU
+        (["0"], "1", False),  # the job saw several GPUs and took the first free one: not the worker's
+        (["0"], None, True),  # no slot taken (a CPU backend): nothing to compare
+    ],
+)
+def test_an_appends_worker_is_kept_only_on_the_jobs_gpu_slot(devices, slot, kept):
+    """early.on_slot: scripts/store.py closes an append's forked worker and counts the tiles
+    itself where the GPU slot it took is not the worker's GPU (`--resources gpu=1` on a host of
+    several, GPU 0 busy)."""
+    assert early.on_slot(_Pool(devices), slot) is kept
 
 
 def test_an_appends_few_new_tiles_are_computed_by_the_store_job_and_much_work_is_left_to_the_tile_jobs(tmp_path):

@@ -15,6 +15,7 @@ import socket
 import subprocess
 import threading
 
+from genotile.core.cuda_env import cuda_visible_devices
 from genotile.core.encodings import ENCODINGS
 from genotile.core.metrics import METRICS
 
@@ -102,25 +103,6 @@ def gpu_tiles(backend: str) -> bool:
     if backend != AUTO:
         return False
     return visible_gpu_count() > 0
-
-
-def cuda_visible_devices() -> list[str] | None:
-    """The devices CUDA_VISIBLE_DEVICES lists ("", -1 and NoDevFiles list none); None where it
-    is not set (every device of the host is visible).
-
-    >>> import os; os.environ["CUDA_VISIBLE_DEVICES"] = "0, 2"; cuda_visible_devices()
-    ['0', '2']
-    >>> os.environ["CUDA_VISIBLE_DEVICES"] = "NoDevFiles"; cuda_visible_devices()
-    []
-    >>> del os.environ["CUDA_VISIBLE_DEVICES"]; cuda_visible_devices() is None
-    True
-    """
-    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
-    if visible is None:
-        return None
-    if visible.strip() in ("", "-1", "NoDevFiles"):
-        return []
-    return [d.strip() for d in visible.split(",") if d.strip()]
 
 
 def visible_gpu_count() -> int:

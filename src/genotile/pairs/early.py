@@ -11,7 +11,9 @@ itself otherwise. The DAG, the tile files and what a rerun recomputes are the wo
 before: an early tile is only ever the file its job would have written.
 
 On a host with several GPUs the store job's tiles are shared out among them (`DevicePool`: a
-worker process a GPU, started while the input is read), as tile jobs would be, one a GPU. Where
+worker process a GPU, started while the input is read), as tile jobs would be, one a GPU. An
+append on one GPU counts its new tiles in one worker, forked first thing in the job
+(`append_pool`), which imports CuPy while the job hashes and reads its input. Where
 the job made its store on the GPU and holds it there (store/resident.py: a whole .bed), the store
 is copied to every GPU instead and the tiles run on a thread a GPU of the job itself, reading
 their blocks from the device (no worker reads planes.npy, which is written behind them).
@@ -135,18 +137,21 @@ def wanted(mode, gpu_granted: bool, n_tiles: int) -> bool:
     return bool(mode)
 
 
-def _warm() -> None:
+def _warm() -> bool:
     """Import CuPy and make the CUDA context (a warm-up only: the tiles find out for themselves),
     then sort two keys as a tile's passing pairs are sorted (cupy_tile._appended_pairs): the
-    sort's first call loads its module, ~0.05 s of a first tile on the H100 machine."""
+    sort's first call loads its module, ~0.05 s of a first tile on the H100 machine. Whether the
+    context was made (a DevicePool's workers say it: `_started`)."""
     try:
         from genotile.backends.cuda import cupy_common
 
         if cupy_common.has_gpu():
             cp = cupy_common.cupy_module()
             cp.argsort(cp.zeros(2, dtype=cp.int64))  # its allocation makes the context
+            return True
     except Exception:  # noqa: BLE001 -- a warm-up only
         pass
+    return False
 
 
 def warm_gpu() -> threading.Thread:
@@ -161,7 +166,8 @@ def warm_gpu() -> threading.Thread:
 CUDA_DEVICES = "CUDA_VISIBLE_DEVICES"
 
 
-_ALL_STARTED: list = []  # a DevicePool worker's barrier of the pool's workers (`_started`)
+# a DevicePool worker's barrier of the pool's workers, and whether its GPU's context was made (`_started`)
+_ALL_STARTED: list = []
 
 
 APPENDED_CPU_S = 2.0  # `auto`: a store job computes an append's new tiles where numba would take at most this
@@ -221,10 +227,9 @@ def append_pool(store_dir, data, gpus: int, may: bool) -> "DevicePool | None":
 def first_gpu() -> str:
     """The first GPU this process may use, as CUDA_VISIBLE_DEVICES names it: runtime/gpu_slots
     visible_gpus()[0] for a process granted a GPU (the host's GPU 0 where the variable is unset;
-    an IndexError where it lists none). A forked DevicePool's worker takes it, and so does the
-    pool's `devices` in the job: the same answer, read on each side after the fork (the job
-    imports nothing for it before)."""
-    from genotile.core.blocks import cuda_visible_devices
+    an IndexError where it lists none): a forked DevicePool's, read in the job before the fork
+    (core/cuda_env.py: the standard library only)."""
+    from genotile.core.cuda_env import cuda_visible_devices
 
     listed = cuda_visible_devices()
     return "0" if listed is None else listed[0]
@@ -247,16 +252,18 @@ def warm_numba_for_append(store_dir) -> threading.Thread | None:
     return thread
 
 
-def _bind_device(devices, all_started) -> None:
+def _bind_device(devices, all_started, parent: int) -> None:
     """A DevicePool worker's start: take one GPU of the pool's (CUDA_VISIBLE_DEVICES, before
     anything touches CUDA), then import CuPy and make its context, and import what a tile runs
     (its first tile would otherwise pay for it after the store job's read)."""
-    # the pool's queue of GPUs (a spawned worker takes one), or a forked pool's one GPU (None)
-    os.environ[CUDA_DEVICES] = first_gpu() if devices is None else devices.get()
-    _ALL_STARTED[:] = [all_started]
-    threading.Thread(target=_end_with, args=(os.getppid(),), name="genotile-parent", daemon=True).start()
+    # the job gone before this worker started: its watch below would watch another parent
+    if os.getppid() != parent:
+        os._exit(1)
+    threading.Thread(target=_end_with, args=(parent,), name="genotile-parent", daemon=True).start()
+    # the pool's queue of GPUs (a spawned worker takes one), or a forked pool's one GPU
+    os.environ[CUDA_DEVICES] = devices if isinstance(devices, str) else devices.get()
     atexit.register(_end_without_teardown)  # before CuPy's: run after them (last in, first out)
-    _warm()
+    _ALL_STARTED[:] = [all_started, _warm()]
     try:
         import genotile.pairs.stage  # noqa: F401
         from genotile.backends.cuda import cupy_b1, cupy_tile  # noqa: F401
@@ -286,10 +293,11 @@ def _end_without_teardown() -> None:
     os._exit(0)
 
 
-def _started() -> str:
-    """A worker's GPU, once every worker of the pool has started: one of these tasks a worker."""
+def _started() -> tuple[str, bool]:
+    """A worker's GPU and whether CuPy made its context there, once every worker of the pool has
+    started: one of these tasks a worker."""
     _ALL_STARTED[0].wait(timeout=600)
-    return os.environ.get(CUDA_DEVICES, "")
+    return os.environ.get(CUDA_DEVICES, ""), bool(_ALL_STARTED[1])
 
 
 @contextlib.contextmanager
@@ -323,46 +331,60 @@ class DevicePool:
     ----------
     devices : list of str, or None
         The GPUs, as CUDA_VISIBLE_DEVICES names them (runtime/gpu_slots.visible_gpus); None with
-        `fork`: the first the job may use (`first_gpu`), which the worker reads itself.
+        `fork`: the first the job may use (`first_gpu`, read in the job before the fork).
     fork : bool
         One GPU's worker forked from the job, not spawned: no interpreter to start, nothing its
         parent imported to import again. Only where the job has touched no CUDA and runs no other
         thread yet (an append's worker, made first thing in scripts/store.py): a fork inherits
-        neither safely.
+        neither safely. A forked worker ends with os._exit (multiprocessing's fork), running no
+        exit function; it keeps the job's switch interval (scripts/store.py), harmless in a
+        worker of two threads.
     """
 
     def __init__(self, devices: list[str] | None, fork: bool = False):
         if fork != (devices is None):
             raise ValueError("a forked DevicePool takes the first GPU (devices None), a spawned one a list")
-        self._devices = None if devices is None else [str(d) for d in devices]
+        self.devices = [first_gpu()] if devices is None else [str(d) for d in devices]
         # spawned: no CUDA state inherited from a fork
         context = multiprocessing.get_context("fork" if fork else "spawn")
-        source = None  # forked: no queue, whose feeder thread would run in the job as it forks
-        if self._devices is not None:
+        if fork:  # its one GPU as it is: a queue's feeder thread would run in the job as it forks
+            source: object = self.devices[0]
+        else:
             source = queue = context.Queue()
-            for device in self._devices:
+            for device in self.devices:
                 queue.put(device)
-        workers = 1 if self._devices is None else len(self._devices)
         with _main_script_hidden():
             self.executor = ProcessPoolExecutor(
-                workers,
+                len(self.devices),
                 mp_context=context,
                 initializer=_bind_device,
-                initargs=(source, context.Barrier(workers)),
+                initargs=(source, context.Barrier(len(self.devices)), os.getpid()),
             )
             # a task per worker starts them all now (the pool starts one a task while none is idle,
             # in `submit`; each task waits for all: no worker takes two)
-            self.started = [self.executor.submit(_started) for _ in range(workers)]
+            self.started = [self.executor.submit(_started) for _ in self.devices]
 
-    @property
-    def devices(self) -> list[str]:
-        """The GPUs of the pool's workers, as CUDA_VISIBLE_DEVICES names them."""
-        if self._devices is None:
-            self._devices = [first_gpu()]
-        return self._devices
+    def gpus_ready(self) -> bool:
+        """Whether CuPy made a context in every worker (waits for them to start): a worker
+        without one would count its tiles on the CPU, which `auto` leaves to the tile jobs."""
+        return all(ready for _, ready in (future.result() for future in self.started))
 
     def close(self) -> None:
         self.executor.shutdown(wait=True, cancel_futures=True)
+
+
+def on_slot(pool: DevicePool | None, slot: str | None) -> bool:
+    """Whether a one-GPU pool's worker runs on the GPU slot the job took (runtime/gpu_slots
+    gpu_slot's device; None where it took none, or a CPU backend's): the slot is the first free
+    GPU where the job sees several, and the worker took the first one (`first_gpu`) before the
+    job's imports. Where they differ the job closes the pool and counts the tiles itself.
+
+    >>> on_slot(None, "1"), on_slot(None, None)
+    (True, True)
+    """
+    if pool is None or slot is None:
+        return True
+    return pool.devices == [slot.strip()]
 
 
 def _compute_tile(
@@ -523,7 +545,7 @@ def compute_tiles(
     try:
         backends = {settings["backend"] for settings in metrics.values()}
         if pool is not None and not _held(store_dir):  # the workers' GPUs count: CuPy not imported here
-            on_gpu = all(registry.uses_gpu(b) is not False for b in backends)
+            on_gpu = all(registry.uses_gpu(b) is not False for b in backends) and pool.gpus_ready()
         else:
             on_gpu = all(registry.uses_gpu(resolve(b)) for b in backends)
         if gpu_only and not on_gpu:

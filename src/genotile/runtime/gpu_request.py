@@ -12,7 +12,7 @@ import shutil
 import subprocess
 
 from genotile.backends import registry
-from genotile.core.blocks import cuda_visible_devices
+from genotile.core.cuda_env import cuda_visible_devices
 from genotile.errors import GenotileError
 from genotile.runtime.gpu_slots import host_gpu_count
 

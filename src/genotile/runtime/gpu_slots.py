@@ -20,7 +20,8 @@ import time
 from pathlib import Path
 
 from genotile.backends import registry
-from genotile.core.blocks import cuda_visible_devices, host_gpus
+from genotile.core.blocks import host_gpus
+from genotile.core.cuda_env import cuda_visible_devices
 
 ENV = "CUDA_VISIBLE_DEVICES"
 
