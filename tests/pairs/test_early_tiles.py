@@ -152,20 +152,18 @@ def test_auto_on_a_gpu_machine(tmp_path, source):
             assert got == (tmp_path / "jobs" / "results" / "d" / metric / name).read_bytes(), (metric, name)
 
 
-@pytest.mark.skipif(not _has_gpu(), reason="no CUDA GPU / CuPy: an append's tiles go to a worker on a GPU machine only")
-def test_an_append_on_one_gpu_counts_its_tiles_in_a_worker_with_a_fresh_runs_outputs(tmp_path):
-    """On one GPU, a store job that may be appended to counts its tiles in a worker process
-    (early.DevicePool of one), which imports CuPy while the job reads the new records: the
-    appended records' tiles alone, computed there and adopted by their jobs; the outputs are a
-    fresh run's on the grown file."""
+def _append_in_a_worker(tmp_path, *extra):
+    """Records appended to a FASTA and the workflow run again with `extra`: the store job counts
+    the new tiles in its forked worker (its log says "on 1 GPUs"), their jobs adopt them, and the
+    outputs are a fresh run's on the grown file."""
     records = random_alignment(np.random.default_rng(11), 30, 40)
     fasta = tmp_path / "grow" / "aln.fa"
     fasta.parent.mkdir()
     write_fasta(fasta, records[:24])
     cfg = {**config(fasta, "auto"), "backend": "auto"}
-    snakemake(tmp_path / "grow", cfg, "--resources", "gpu=1")
+    snakemake(tmp_path / "grow", cfg, "--resources", "gpu=1", *extra)
     write_fasta(fasta, records)  # 6 records appended
-    snakemake(tmp_path / "grow", cfg, "--resources", "gpu=1")
+    snakemake(tmp_path / "grow", cfg, "--resources", "gpu=1", *extra)
     logs = [log.read_text() for log in (tmp_path / "grow" / "logs" / "d").glob("store.*.log")]
     assert logs and all("vectors appended to 24" in text and "on 1 GPUs" in text for text in logs), logs
     (tmp_path / "fresh").mkdir()
@@ -175,6 +173,22 @@ def test_an_append_on_one_gpu_counts_its_tiles_in_a_worker_with_a_fresh_runs_out
         for name in OUTPUTS:
             got = (tmp_path / "grow" / "results" / "d" / metric / name).read_bytes()
             assert got == (tmp_path / "fresh" / "results" / "d" / metric / name).read_bytes(), (metric, name)
+
+
+@pytest.mark.skipif(not _has_gpu(), reason="no CUDA GPU / CuPy: an append's tiles go to a worker on a GPU machine only")
+def test_an_append_on_one_gpu_counts_its_tiles_in_a_worker_with_a_fresh_runs_outputs(tmp_path):
+    """On one GPU, a store job that may be appended to counts its tiles in a worker process
+    (early.DevicePool of one, forked first thing in the job), which imports CuPy while the job
+    reads the new records: the appended records' tiles alone, computed there and adopted by
+    their jobs; the outputs are a fresh run's on the grown file."""
+    _append_in_a_worker(tmp_path)
+
+
+def test_an_append_granted_one_gpu_forks_its_worker_on_any_machine(tmp_path):
+    """The same path wherever the store job is granted one GPU (here by `--set-resources`, on a
+    machine that may have none): the worker is forked first thing in scripts/store.py and counts
+    the new tiles (on the CPU where CuPy made no context), the outputs a fresh run's."""
+    _append_in_a_worker(tmp_path, "--set-resources", "store:gpu=1")
 
 
 def test_tiles_shared_out_among_devices_equal_those_computed_in_turn(tmp_path, source):
