@@ -11,6 +11,11 @@ sys.setswitchinterval(0.0002)  # until a fresh store is packed (after_pack)
 from genotile.pairs import early  # noqa: E402  (the standard library only)
 
 
+def granted_gpus(sm) -> int:
+    """The GPUs the job was granted (rules/common.smk store_gpus)."""
+    return int(getattr(sm.resources, "gpu", 0))
+
+
 def append_pool(sm):
     """An append's worker on one GPU (early.append_pool), made first: forked before the job starts
     a thread or imports CuPy, it imports CuPy and makes the CUDA context while the job hashes and
@@ -21,7 +26,7 @@ def append_pool(sm):
     (rules/common.smk store_gpus)."""
     if sm.input.against:
         return None
-    gpus = int(getattr(sm.resources, "gpu", 0))
+    gpus = granted_gpus(sm)
     may = gpus > 0 and sm.config["tiles_in_store"] is not False
     try:
         return early.append_pool(sm.output.plan.rsplit("/", 1)[0], sm.input.data, gpus, may)
@@ -64,7 +69,7 @@ def tiles_of(sm) -> tuple[list[str], list[str], int, bool]:
     dataset = sm.config["datasets"][sm.wildcards.dataset]
     of_store = [m for m in dataset["metrics"] if REGISTRY[m].encoding == sm.wildcards.encoding]
     pairs = [m for m in of_store if REGISTRY[m].workload == "pairs"]
-    gpus, mode = int(getattr(sm.resources, "gpu", 0)), sm.config["tiles_in_store"]
+    gpus, mode = granted_gpus(sm), sm.config["tiles_in_store"]
     return of_store, pairs, gpus, bool(pairs) and (mode is True or (mode == "auto" and gpus > 0))
 
 

@@ -175,7 +175,10 @@ def _append_in_a_worker(tmp_path, *extra):
             assert got == (tmp_path / "fresh" / "results" / "d" / metric / name).read_bytes(), (metric, name)
 
 
-@pytest.mark.skipif(not _has_gpu(), reason="no CUDA GPU / CuPy: an append's tiles go to a worker on a GPU machine only")
+@pytest.mark.skipif(
+    not _has_gpu(),
+    reason="no CUDA GPU / CuPy: the worker's tiles on a GPU (its path without one: test_an_append_granted_one_gpu_...)",
+)
 def test_an_append_on_one_gpu_counts_its_tiles_in_a_worker_with_a_fresh_runs_outputs(tmp_path):
     """On one GPU, a store job that may be appended to counts its tiles in a worker process
     (early.DevicePool of one, forked first thing in the job), which imports CuPy while the job
