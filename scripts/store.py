@@ -20,18 +20,17 @@ def append_pool(sm):
     """An append's worker on one GPU (early.append_pool), made first: forked before the job starts
     a thread or imports CuPy, it imports CuPy and makes the CUDA context while the job hashes and
     reads its input (spawned after the job's imports, it was ready ~0.6 s after the job's read on
-    the H100 machine: bench/RESULTS.md "Session 24"). None where the query's store is made
-    (`against:`), or where no worker starts (the tiles are then counted in the job, as before).
+    the H100 machine: bench/RESULTS.md "Session 24"); a query's store (`against:`) too. None where
+    no worker starts (the tiles are then counted in the job, as before).
     The job is granted a GPU only for a store of 2-way metrics that may compute its tiles
     (rules/common.smk store_gpus)."""
-    if sm.input.against:
-        return None
     gpus = granted_gpus(sm)
     may = gpus > 0 and sm.config["tiles_in_store"] is not False
     try:
-        return early.append_pool(sm.output.plan.rsplit("/", 1)[0], sm.input.data, gpus, may)
+        store_dir = sm.output.plan.rsplit("/", 1)[0]
+        return early.append_pool(store_dir, sm.input.data, gpus, may, query=bool(sm.input.against))
     except Exception as exc:  # noqa: BLE001 -- a head start only: the job counts its tiles itself
-        print(f"genotile: an append's tile worker did not start ({exc!r}): the job counts its tiles", file=sys.stderr)
+        print(f"genotile: the tile worker did not start ({exc!r}): the store job counts its tiles", file=sys.stderr)
         return None
 
 

@@ -284,6 +284,16 @@ def test_an_append_on_one_gpu_starts_its_worker_only_where_it_may_count_its_tile
     assert (got, started) == (("pool", [(None, True)]) if pool else (None, []))  # forked, on the first GPU
 
 
+@pytest.mark.parametrize(("gpus", "may", "pool"), [(1, True, True), (2, True, False), (1, False, False)])
+def test_a_query_store_on_one_gpu_starts_its_worker_without_an_append_record(tmp_path, monkeypatch, gpus, may, pool):
+    """early.append_pool for a query's store (`query`): its worker on the one GPU the job was
+    granted, whatever its input files and records (its cross tiles are few, beside its read)."""
+    started = []
+    monkeypatch.setattr(early, "DevicePool", lambda devices, fork: started.append((devices, fork)) or "pool")
+    got = early.append_pool(tmp_path, ["new.fa", "more.fa"], gpus, may, query=True)
+    assert (got, started) == (("pool", [(None, True)]) if pool else (None, []))
+
+
 @pytest.mark.parametrize(("visible", "first"), [(None, "0"), ("3,1", "3"), ("GPU-5f2e", "GPU-5f2e")])
 def test_a_forked_pools_gpu_is_the_first_the_job_may_use(monkeypatch, visible, first):
     """early.first_gpu, the forked worker's GPU and its pool's `devices`: gpu_slots.visible_gpus'

@@ -339,3 +339,26 @@ def test_two_fasta_files_held_as_one_make_the_store_of_their_parts(alignments, t
     assert query.held_alignments(root / "new.fa", irregular, "nucleotide") is None
     monkeypatch.setenv("GENOTILE_GPU_PACK", "1")  # packing from codes insisted on: nothing held
     assert query.held_alignments(root / "new.fa", root / "db.fa", "nucleotide") is None
+
+
+def test_a_query_store_granted_one_gpu_counts_its_tiles_in_a_forked_worker(alignments, tmp_path):
+    """A query's store job granted one GPU (here by `--set-resources`, on a machine that may have
+    none; `tiles_in_store: true` computes them on the CPU there) counts its cross tiles in a worker
+    forked first thing in the job (scripts/store.py, early.append_pool): the same bytes as the tile
+    jobs' own."""
+    root = alignments[0]
+    outputs = {}
+    for name, in_store in (("worker", True), ("jobs", False)):
+        work = tmp_path / name
+        work.mkdir()
+        config = {
+            "datasets": {"q": {"input": str(root / "new.fa"), "against": str(root / "db.fa"), "metrics": ["snp"]}},
+            "thresholds": {"snp": 8},
+            "block_size": 128,
+            "tiles_in_store": in_store,
+        }
+        snakemake(work, config, "--set-resources", "store:gpu=1", "--resources", "gpu=1")
+        log = next((work / "logs" / "q").glob("store.*.log")).read_text()
+        assert ("on 1 GPUs" in log) is in_store, log
+        outputs[name] = [(work / "results" / "q" / "snp" / f).read_bytes() for f in ("pairs.tsv.gz", "histogram.tsv")]
+    assert outputs["worker"] == outputs["jobs"]

@@ -207,19 +207,21 @@ def may_append(store_dir) -> bool:
     return (Path(store_dir) / records.APPEND).exists()
 
 
-def append_pool(store_dir, data, gpus: int, may: bool) -> "DevicePool | None":
+def append_pool(store_dir, data, gpus: int, may: bool, query: bool = False) -> "DevicePool | None":
     """The worker an append on one GPU counts its tiles in (a DevicePool of one), started at once,
     so that it imports CuPy and makes the CUDA context on its own interpreter while the store job
     reads the new records (beside CuPy's import on the job's GIL the read of 2,000 new sequences
     took 0.50 s on the H100 machine, alone ~0.2: bench/RESULTS.md "Session 23"). Only where the
     job may compute tiles (`may`) on the one GPU it was granted, for an input of one file (`data`:
     the rule's input, a list, of one file too: rules/common.smk dataset_input) whose all-pairs
-    store may be appended to (`may_append`); None otherwise, the tiles then counted in the job.
+    store may be appended to (`may_append`), or for a query's store (`query`: its few cross tiles,
+    beside the input's read; its FILE's store often reused, store/against.py); None otherwise, the
+    tiles then counted in the job.
     Forked, on the first GPU the job may use (`first_gpu`): nothing but the standard library and
     the store's record names is imported for it, so the job forks first and starts its threads
     (the input's hash) at once after."""
     files = [data] if isinstance(data, str) else list(data)
-    if not (may and gpus == 1 and len(files) == 1 and may_append(store_dir)):
+    if not (may and gpus == 1 and (query or (len(files) == 1 and may_append(store_dir)))):
         return None
     return DevicePool(None, fork=True)
 
