@@ -219,3 +219,29 @@ def test_what_a_query_store_reads_is_watched_with_its_companions_and_option_file
             now = query_append.stat_of_sides("a.bed", "b.bed", {"samples": "keep.txt"})
             assert now != before
             before = now
+
+
+@pytest.mark.parametrize("grows", [False, True])
+def test_a_query_stores_manifest_is_written_once_with_its_query_record(grown, monkeypatch, grows):
+    """Each way a query store is made (here both files read, then the FILE grown:
+    store/query_append.py) writes its store manifest once, with its `query` record: a job killed
+    after that write leaves a manifest a tile reads as a query's (query.pack_query wrote it twice,
+    the first time without the record, until Session 25)."""
+    from genotile.store import against, pack, stage
+    from genotile.util import atomic
+
+    work, full = grown
+    if grows:
+        (work / "db.fa").write_bytes(full)
+    writes: list[bool] = []
+
+    def spy(path, record, *args, **kwargs):
+        if Path(path).name == "manifest.json" and Path(path).parent.name == "store":
+            writes.append("query" in record)
+        return atomic.write_record(path, record, *args, **kwargs)
+
+    for module in (pack, query, query_append, against, stage):
+        if hasattr(module, "write_record"):
+            monkeypatch.setattr(module, "write_record", spy)
+    _query_store(work)
+    assert writes == [True]

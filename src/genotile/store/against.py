@@ -40,7 +40,7 @@ from genotile.store import append, extend
 from genotile.store.ingest import alignment_manifest
 from genotile.store.pack import categorical_keys, write_manifest
 from genotile.store.sources import content_sha256, content_size, known_digest
-from genotile.util.atomic import atomic_path, write_record
+from genotile.util.atomic import atomic_path
 from genotile.util.readback import load_npy
 
 log = logging.getLogger("genotile")
@@ -157,10 +157,7 @@ def pack(made: Reused, plan: Plan, store_dir: Path) -> dict:
                 planes = new.recoded(planes)
             npy_rows.pwrite_rows(fh.fileno(), planes, start + (n + r0) * words * 8, tmp)
     keys = categorical_keys(NUCLEOTIDE.name, new.enc)
-    m = write_manifest(keys, new.enc.layout, made.manifest, plan, plan.n_vectors, None)
-    m["query"] = made.manifest["query"]
-    write_record(store_dir / "manifest.json", m)
-    return m
+    return write_manifest(keys, new.enc.layout, made.manifest, plan, plan.n_vectors, store_dir / "manifest.json")
 
 
 def _store_rows(manifest: dict) -> np.ndarray:

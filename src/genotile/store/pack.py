@@ -279,6 +279,9 @@ def write_manifest(extra: dict, layout, ingest_manifest: dict, plan: Plan, n_inp
         **{key: ingest_manifest[key] for key in ("fids", "iids") if key in ingest_manifest},
         # identical vectors computed once: planes hold the distinct ones (store/duplicates.py)
         **{key: ingest_manifest[key] for key in ("n_distinct", "distinct_index") if key in ingest_manifest},
+        # a query's store (store/query.py): which rows are the input's and which FILE's, in the
+        # manifest's one write (a tile's store identity; a job killed after it leaves it whole)
+        **{key: ingest_manifest[key] for key in ("query",) if key in ingest_manifest},
     }
     if manifest_out is not None:
         write_record(manifest_out, manifest)

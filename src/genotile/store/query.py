@@ -347,10 +347,11 @@ def reuse_file_store(input_path, against, encoding: str, store_dir: Path, option
 
 
 def pack_query(made, store_dir) -> dict:
-    """stage.pack of a query's held codes, the store manifest then given the `query` record
-    (before any tile reads it: a tile's store identity is the manifest's input and plan)."""
+    """stage.pack of a query's held codes: the store manifest written once, with the ingest's
+    `query` record (store/pack.write_manifest; before any tile reads it: a tile's store identity
+    is the manifest's input and plan)."""
     store_dir = Path(store_dir)
-    m = stage.pack(
+    return stage.pack(
         made.stored,
         made.manifest,
         store_dir / "plan.json",
@@ -358,9 +359,6 @@ def pack_query(made, store_dir) -> dict:
         store_dir / "planes.npy",
         store_dir / "manifest.json",
     )
-    m["query"] = made.manifest["query"]
-    write_record(store_dir / "manifest.json", m)
-    return m
 
 
 def current_query_store(

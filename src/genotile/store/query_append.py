@@ -394,7 +394,6 @@ def _write_grown(
     new_rows = p.permutation()[n_old:] - n_old
     extend.write_planes(store_dir / "planes.npy", before.planes, new, new_rows, new.enc.layout.total_words)
     manifest = write_manifest(categorical_keys(NUCLEOTIDE.name, new.enc), new.enc.layout, m, p, len(m["ids"]), None)
-    manifest["query"] = m["query"]
     manifest["appended"] = {"parts": earlier_parts(record, p), "vectors": p.parts()[-1]}
     write_record(store_dir / "manifest.json", manifest)
     log.info(
