@@ -181,7 +181,7 @@ def _append_in_a_worker(tmp_path, *extra):
 )
 def test_an_append_on_one_gpu_counts_its_tiles_in_a_worker_with_a_fresh_runs_outputs(tmp_path):
     """On one GPU, a store job that may be appended to counts its tiles in a worker process
-    (early.DevicePool of one, forked first thing in the job), which imports CuPy while the job
+    (early.ForkedWorker, forked first thing in the job), which imports CuPy while the job
     reads the new records: the appended records' tiles alone, computed there and adopted by
     their jobs; the outputs are a fresh run's on the grown file."""
     _append_in_a_worker(tmp_path)
@@ -227,12 +227,14 @@ def test_tiles_shared_out_among_devices_equal_those_computed_in_turn(tmp_path, s
         assert a.with_suffix(".json").read_text() == b.with_suffix(".json").read_text()
 
 
-@pytest.mark.parametrize(("devices", "fork"), [(["0", "1"], False), (None, True)])
-def test_device_workers_do_not_run_the_main_script_again(tmp_path, devices, fork):
+@pytest.mark.parametrize(
+    ("make", "devices"), [("early.DevicePool(['0', '1'])", ["0", "1"]), ("early.ForkedWorker()", None)]
+)
+def test_device_workers_do_not_run_the_main_script_again(tmp_path, make, devices):
     """A spawned worker runs its parent's main script again unless it is hidden: the store job's
     is Snakemake's script of the whole store job. The script below counts its own runs. A forked
-    pool's one worker (an append's, scripts/store.py) takes its GPU as spawned ones do, and each
-    worker says whether CuPy made its context (`gpus_ready`: here where there is a GPU)."""
+    worker (an append's, scripts/store.py) takes its GPU as spawned ones do, and each worker says
+    whether CuPy made its context (`gpus_ready`: here where there is a GPU)."""
     import os
     import subprocess
     import sys
@@ -243,7 +245,7 @@ def test_device_workers_do_not_run_the_main_script_again(tmp_path, devices, fork
         "import os\n"
         f"open({str(runs)!r}, 'a').write('run\\n')\n"
         "from genotile.pairs import early\n"
-        f"pool = early.DevicePool({devices!r}, fork={fork})\n"
+        f"pool = {make}\n"
         "print(sorted(device for device, _ in (f.result() for f in pool.started)), pool.devices, pool.gpus_ready())\n"
         "pool.close()\n"
     )
@@ -277,11 +279,11 @@ def test_an_append_on_one_gpu_starts_its_worker_only_where_it_may_count_its_tile
     from genotile.store import append
 
     started = []
-    monkeypatch.setattr(early, "DevicePool", lambda devices, fork: started.append((devices, fork)) or "pool")
+    monkeypatch.setattr(early, "ForkedWorker", lambda: started.append("forked") or "pool")
     if record:
         (tmp_path / append.RECORD).write_text("{}")
     got = early.append_pool(tmp_path, data, gpus, may)
-    assert (got, started) == (("pool", [(None, True)]) if pool else (None, []))  # forked, on the first GPU
+    assert (got, started) == (("pool", ["forked"]) if pool else (None, []))
 
 
 @pytest.mark.parametrize(("gpus", "may", "pool"), [(1, True, True), (2, True, False), (1, False, False)])
@@ -289,9 +291,9 @@ def test_a_query_store_on_one_gpu_starts_its_worker_without_an_append_record(tmp
     """early.append_pool for a query's store (`query`): its worker on the one GPU the job was
     granted, whatever its input files and records (its cross tiles are few, beside its read)."""
     started = []
-    monkeypatch.setattr(early, "DevicePool", lambda devices, fork: started.append((devices, fork)) or "pool")
+    monkeypatch.setattr(early, "ForkedWorker", lambda: started.append("forked") or "pool")
     got = early.append_pool(tmp_path, ["new.fa", "more.fa"], gpus, may, query=True)
-    assert (got, started) == (("pool", [(None, True)]) if pool else (None, []))
+    assert (got, started) == (("pool", ["forked"]) if pool else (None, []))
 
 
 @pytest.mark.parametrize(("visible", "first"), [(None, "0"), ("3,1", "3"), ("GPU-5f2e", "GPU-5f2e")])
@@ -308,11 +310,18 @@ def test_a_forked_pools_gpu_is_the_first_the_job_may_use(monkeypatch, visible, f
     assert early.first_gpu() == first == gpu_slots.visible_gpus()[0]
 
 
-@pytest.mark.parametrize(("devices", "fork"), [(["0"], False), (None, True)])
-def test_a_pools_workers_end_with_a_killed_job(tmp_path, devices, fork):
-    """A store job killed (SIGKILL) leaves no DevicePool worker behind waiting for a task, with its
-    CUDA context: each ends within a second (early._end_with). Without the watch the forked
-    worker lived on (Session 24), and kept this test's pipes open."""
+@pytest.mark.parametrize(
+    ("make", "pids"),
+    [
+        ("early.DevicePool(['0'])", "[p.pid for p in pool.executor._processes.values()]"),
+        ("early.ForkedWorker()", "[pool.pid]"),
+    ],
+)
+def test_a_pools_workers_end_with_a_killed_job(tmp_path, make, pids):
+    """A store job killed (SIGKILL) leaves no worker behind waiting for a task, with its CUDA
+    context: each ends within a second (a DevicePool's: early._end_with; a ForkedWorker's: its end
+    of the pipe closes). Without the watch a forked worker lived on (Session 24), and kept this
+    test's pipes open."""
     import os
     import subprocess
     import sys
@@ -322,9 +331,9 @@ def test_a_pools_workers_end_with_a_killed_job(tmp_path, devices, fork):
     script.write_text(
         "import os, signal\n"
         "from genotile.pairs import early\n"
-        f"pool = early.DevicePool({devices!r}, fork={fork})\n"
+        f"pool = {make}\n"
         "[f.result() for f in pool.started]\n"
-        "print(*[p.pid for p in pool.executor._processes.values()], flush=True)\n"
+        f"print(*{pids}, flush=True)\n"
         "os.kill(os.getpid(), signal.SIGKILL)\n"
     )
     env = {k: v for k, v in os.environ.items() if k != "CUDA_VISIBLE_DEVICES"}
@@ -333,17 +342,86 @@ def test_a_pools_workers_end_with_a_killed_job(tmp_path, devices, fork):
     workers = [int(pid) for pid in proc.stdout.split()]
     assert len(workers) == 1
 
-    def alive(pid: int) -> bool:  # a zombie not reaped yet (a container's init may not) has ended
-        try:
-            stat = Path(f"/proc/{pid}/stat").read_text()
-        except OSError:
-            return False
-        return stat.rsplit(")", 1)[1].split()[0] != "Z"
-
     deadline = time.monotonic() + 10
-    while any(alive(pid) for pid in workers) and time.monotonic() < deadline:
+    while any(_alive(pid) for pid in workers) and time.monotonic() < deadline:
         time.sleep(0.1)
-    assert not any(alive(pid) for pid in workers)
+    assert not any(_alive(pid) for pid in workers)
+
+
+def test_a_job_ends_without_waiting_for_its_forked_workers_end(tmp_path):
+    """A ForkedWorker's job goes on once it has closed the worker, and ends, while the worker
+    still finishes the task in hand (here a 3 s sleep, as a CUDA context's teardown of 0.1-0.2 s
+    on the H100 machine); the worker then ends on its own. A DevicePool's close waits for its
+    workers' ends."""
+    import os
+    import subprocess
+    import sys
+    import time
+
+    script = tmp_path / "job.py"
+    script.write_text(
+        "import time\n"
+        "from genotile.pairs import early\n"
+        "pool = early.ForkedWorker()\n"
+        "pool.started[0].result()\n"
+        "assert pool.submit(divmod, 7, 2).result() == (3, 1)\n"
+        "pool.submit(time.sleep, 3)\n"
+        "pool.close()\n"
+        "print(pool.pid, flush=True)\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "CUDA_VISIBLE_DEVICES"}
+    out = tmp_path / "out"
+    with open(out, "w") as fh:  # not a pipe: the worker holds the job's standard streams
+        begun = time.monotonic()
+        job = subprocess.Popen([sys.executable, str(script)], stdout=fh, stderr=subprocess.STDOUT, env=env)
+        assert job.wait(timeout=60) == 0, out.read_text()
+        took = time.monotonic() - begun
+    worker = int(out.read_text().split()[-1])
+    assert _alive(worker), "the worker ended before its task did"
+    assert took < 2.5, f"the job waited for its worker: {took:.2f} s"
+    deadline = time.monotonic() + 15
+    while _alive(worker) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not _alive(worker)
+
+
+def test_a_forked_workers_failures_reach_the_job(tmp_path):
+    """What a task raises in a ForkedWorker is the future's exception in the job; a reply that
+    does not pickle is said in words; the worker serves the next task after either; once it has
+    been closed it takes none."""
+    import os
+    import subprocess
+    import sys
+
+    script = tmp_path / "job.py"
+    script.write_text(
+        "import threading\n"
+        "from genotile.pairs import early\n"
+        "pool = early.ForkedWorker()\n"
+        "print(type(pool.submit(int, 'x').exception()).__name__)\n"
+        "print(type(pool.submit(threading.Lock).exception()).__name__)\n"
+        "print(pool.submit(max, 3, 4).result())\n"
+        "pool.close()\n"
+        "try:\n"
+        "    pool.submit(max, 1, 2)\n"
+        "except RuntimeError as exc:\n"
+        "    print(exc)\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "CUDA_VISIBLE_DEVICES"}
+    out = tmp_path / "out"
+    with open(out, "w") as fh:
+        proc = subprocess.run([sys.executable, str(script)], stdout=fh, stderr=subprocess.STDOUT, env=env, timeout=60)
+    assert proc.returncode == 0, out.read_text()
+    assert out.read_text().splitlines()[-4:] == ["ValueError", "RuntimeError", "4", "the GPU worker was closed"]
+
+
+def _alive(pid: int) -> bool:
+    """Whether process `pid` runs (a zombie not reaped yet, as a container's init may leave it, has ended)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] != "Z"
 
 
 class _Pool:

@@ -32,7 +32,7 @@ import shutil
 import sys
 import threading
 import time
-from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
+from concurrent.futures import Future, ProcessPoolExecutor, ThreadPoolExecutor
 from pathlib import Path
 
 log = logging.getLogger("genotile")
@@ -207,8 +207,8 @@ def may_append(store_dir) -> bool:
     return (Path(store_dir) / records.APPEND).exists()
 
 
-def append_pool(store_dir, data, gpus: int, may: bool, query: bool = False) -> "DevicePool | None":
-    """The worker an append on one GPU counts its tiles in (a DevicePool of one), started at once,
+def append_pool(store_dir, data, gpus: int, may: bool, query: bool = False) -> "ForkedWorker | None":
+    """The worker an append on one GPU counts its tiles in (a ForkedWorker), started at once,
     so that it imports CuPy and makes the CUDA context on its own interpreter while the store job
     reads the new records (beside CuPy's import on the job's GIL the read of 2,000 new sequences
     took 0.50 s on the H100 machine, alone ~0.2: bench/RESULTS.md "Session 23"). Only where the
@@ -223,13 +223,13 @@ def append_pool(store_dir, data, gpus: int, may: bool, query: bool = False) -> "
     files = [data] if isinstance(data, str) else list(data)
     if not (may and gpus == 1 and (query or (len(files) == 1 and may_append(store_dir)))):
         return None
-    return DevicePool(None, fork=True)
+    return ForkedWorker()
 
 
 def first_gpu() -> str:
     """The first GPU this process may use, as CUDA_VISIBLE_DEVICES names it: runtime/gpu_slots
     visible_gpus()[0] for a process granted a GPU (the host's GPU 0 where the variable is unset;
-    an IndexError where it lists none): a forked DevicePool's, read in the job before the fork
+    an IndexError where it lists none): a ForkedWorker's, read in the job before the fork
     (core/cuda_env.py: the standard library only)."""
     from genotile.core.cuda_env import cuda_visible_devices
 
@@ -262,8 +262,7 @@ def _bind_device(devices, all_started, parent: int) -> None:
     if os.getppid() != parent:
         os._exit(1)
     threading.Thread(target=_end_with, args=(parent,), name="genotile-parent", daemon=True).start()
-    # the pool's queue of GPUs (a spawned worker takes one), or a forked pool's one GPU
-    os.environ[CUDA_DEVICES] = devices if isinstance(devices, str) else devices.get()
+    os.environ[CUDA_DEVICES] = devices.get()  # one of the pool's queue of GPUs
     atexit.register(_end_without_teardown)  # before CuPy's: run after them (last in, first out)
     _ALL_STARTED[:] = [all_started, _warm()]
     try:
@@ -276,8 +275,8 @@ def _bind_device(devices, all_started, parent: int) -> None:
 def _end_with(parent: int) -> None:
     """A DevicePool worker's watch on the store job: where the job is gone (killed: SIGKILL, a
     cluster's time limit), the worker ends too. It would otherwise wait for a task for ever,
-    holding its CUDA context, for it holds the pool's queues' other ends itself (a forked worker
-    all of them, a spawned one those it was handed)."""
+    holding its CUDA context, for it holds the other ends of the pool's queues it was handed (a
+    ForkedWorker sees its pipe's end instead)."""
     while os.getppid() == parent:
         time.sleep(0.5)
     os._exit(1)
@@ -327,44 +326,36 @@ class DevicePool:
 
     Processes, not threads: each tile's host work (reading rows, sorting pairs, writing the tile
     file) then runs beside the others' instead of taking turns for the GIL, and each process has
-    one GPU, as a tile job has. Tiles go to whichever worker is free (`compute_tiles`).
+    one GPU, as a tile job has. Tiles go to whichever worker is free (`compute_tiles`). Spawned:
+    no CUDA state inherited from a fork (a store job granted every GPU of the host, whose threads
+    have started by then); one GPU's worker forked first thing in the job is a `ForkedWorker`.
 
     Parameters
     ----------
-    devices : list of str, or None
-        The GPUs, as CUDA_VISIBLE_DEVICES names them (runtime/gpu_slots.visible_gpus); None with
-        `fork`: the first the job may use (`first_gpu`, read in the job before the fork).
-    fork : bool
-        One GPU's worker forked from the job, not spawned: no interpreter to start, nothing its
-        parent imported to import again. Only where the job has touched no CUDA and runs no other
-        thread yet (an append's worker, made first thing in scripts/store.py): a fork inherits
-        neither safely. A forked worker ends with os._exit (multiprocessing's fork), running no
-        exit function; it keeps the job's switch interval (scripts/store.py), harmless in a
-        worker of two threads.
+    devices : list of str
+        The GPUs, as CUDA_VISIBLE_DEVICES names them (runtime/gpu_slots.visible_gpus).
     """
 
-    def __init__(self, devices: list[str] | None, fork: bool = False):
-        if fork != (devices is None):
-            raise ValueError("a forked DevicePool takes the first GPU (devices None), a spawned one a list")
-        self.devices = [first_gpu()] if devices is None else [str(d) for d in devices]
-        # spawned: no CUDA state inherited from a fork
-        context = multiprocessing.get_context("fork" if fork else "spawn")
-        if fork:  # its one GPU as it is: a queue's feeder thread would run in the job as it forks
-            source: object = self.devices[0]
-        else:
-            source = queue = context.Queue()
-            for device in self.devices:
-                queue.put(device)
+    def __init__(self, devices: list[str]):
+        self.devices = [str(d) for d in devices]
+        context = multiprocessing.get_context("spawn")
+        queue = context.Queue()
+        for device in self.devices:
+            queue.put(device)
         with _main_script_hidden():
             self.executor = ProcessPoolExecutor(
                 len(self.devices),
                 mp_context=context,
                 initializer=_bind_device,
-                initargs=(source, context.Barrier(len(self.devices)), os.getpid()),
+                initargs=(queue, context.Barrier(len(self.devices)), os.getpid()),
             )
             # a task per worker starts them all now (the pool starts one a task while none is idle,
             # in `submit`; each task waits for all: no worker takes two)
             self.started = [self.executor.submit(_started) for _ in self.devices]
+
+    def submit(self, fn, *args) -> Future:
+        """`fn(*args)` in whichever worker is free (`fn` a module's function: it is pickled)."""
+        return self.executor.submit(fn, *args)
 
     def gpus_ready(self) -> bool:
         """Whether CuPy made a context in every worker (waits for them to start): a worker
@@ -375,7 +366,142 @@ class DevicePool:
         self.executor.shutdown(wait=True, cancel_futures=True)
 
 
-def on_slot(pool: DevicePool | None, slot: str | None) -> bool:
+_READY = -1  # a ForkedWorker's first message: its GPU and whether CuPy made its context there
+
+
+class ForkedWorker:
+    """One GPU's worker for the few tiles of an append or a query (`append_pool`), forked from the
+    store job first thing in it: no interpreter to start, nothing its parent imported to import
+    again; it imports CuPy and makes its CUDA context while the job hashes and reads its input.
+
+    The store job does not wait for its end. A process with a CUDA context takes 0.11-0.16 s to
+    end (the context's teardown, one H100: bench/RESULTS.md "Session 25"), and a pool's close
+    waits for it (concurrent.futures joins its workers, at the latest as the interpreter ends):
+    0.17-0.22 s of an append's store job on the H100 machine, after its last tile. So the worker
+    is a plain fork with a pipe: `close` tells it to end, and the job goes on; the worker ends on
+    its own (its exit status collected by the job's parent once the job has ended, as for any
+    orphan), as it does where its end of the pipe closes (the job ended or was killed) or where a
+    reply cannot be sent. Only where the job has touched no CUDA and runs no other thread yet (a
+    fork inherits neither safely); the worker keeps the job's switch interval (scripts/store.py),
+    harmless in a process of one thread.
+
+    The interface `compute_tiles` takes of a DevicePool: `devices`, `started`, `submit`,
+    `gpus_ready`, `close`.
+    """
+
+    def __init__(self) -> None:
+        self.devices = [first_gpu()]
+        ours, theirs = multiprocessing.Pipe()
+        pid = os.fork()
+        if pid == 0:  # the worker: never returns
+            ours.close()
+            _serve(theirs, self.devices[0])
+        theirs.close()
+        self.pid = pid
+        self._conn = ours
+        self._lock = threading.Lock()
+        ready: Future = Future()
+        self._pending: dict[int, Future] = {_READY: ready}
+        self._next = 0
+        self._closed = False
+        self.started = [ready]
+        threading.Thread(target=self._read, name="genotile-worker-replies", daemon=True).start()
+
+    def submit(self, fn, *args) -> Future:
+        """`fn(*args)` in the worker, after what was submitted before (`fn` a module's function:
+        it is pickled)."""
+        future: Future = Future()
+        with self._lock:
+            if self._closed:
+                raise RuntimeError("the GPU worker was closed")
+            key, self._next = self._next, self._next + 1
+            self._pending[key] = future
+            self._conn.send((key, fn, args))
+        return future
+
+    def gpus_ready(self) -> bool:
+        """Whether CuPy made a context in the worker (waits for it to start)."""
+        return bool(self.started[0].result()[1])
+
+    def close(self) -> None:
+        """Tell the worker to end once its task in hand is done, without waiting for it; what was
+        submitted and not begun is cancelled."""
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            with contextlib.suppress(OSError):
+                self._conn.send(None)
+            awaited = list(self._pending.values())
+        for future in awaited:
+            future.cancel()
+
+    def _read(self) -> None:
+        """The worker's replies, each to its future; once the worker has ended (its end of the pipe
+        closed), whatever is still awaited fails."""
+        try:
+            while True:
+                key, ok, value = self._conn.recv()
+                with self._lock:
+                    future = self._pending.pop(key, None)
+                if future is not None and future.set_running_or_notify_cancel():
+                    if ok:
+                        future.set_result(value)
+                    else:
+                        future.set_exception(value)
+        except Exception:  # noqa: BLE001 -- EOF: the worker ended; or a reply that cannot be read
+            pass
+        with self._lock:
+            self._closed = True
+            left, self._pending = list(self._pending.values()), {}
+        for future in left:
+            if future.set_running_or_notify_cancel():
+                future.set_exception(RuntimeError("the GPU worker ended before it replied"))
+
+
+def _serve(conn, device: str) -> None:
+    """A ForkedWorker's life: its GPU taken, CuPy imported and the context made, what a tile runs
+    imported; then each task the job sends, run and replied to, until the job says to end or its
+    end of the pipe closes. Ends the process (os._exit: no exit function of the job's runs here)."""
+    status = 1
+    try:
+        os.environ[CUDA_DEVICES] = device
+        conn.send((_READY, True, (device, _warm())))
+        try:
+            import genotile.pairs.stage  # noqa: F401
+            from genotile.backends.cuda import cupy_b1, cupy_tile  # noqa: F401
+        except Exception:  # noqa: BLE001 -- a warm-up only: the tile imports them itself
+            pass
+        while (task := _next_task(conn)) is not None:
+            key, fn, args = task
+            try:
+                reply = (key, True, fn(*args))
+            except Exception as exc:  # noqa: BLE001 -- handed to the job, which decides
+                reply = (key, False, exc)
+            try:
+                conn.send(reply)
+            except OSError:  # the job is gone
+                break
+            except Exception as exc:  # noqa: BLE001 -- a reply that does not pickle: said in words
+                conn.send((key, False, RuntimeError(f"the GPU worker's reply could not be sent: {exc!r}")))
+        status = 0
+    finally:
+        for stream in (sys.stdout, sys.stderr):
+            with contextlib.suppress(Exception):
+                if stream is not None:
+                    stream.flush()
+        os._exit(status)
+
+
+def _next_task(conn):
+    """The next task a ForkedWorker was sent; None where the job said to end or is gone."""
+    try:
+        return conn.recv()
+    except (EOFError, OSError):
+        return None
+
+
+def on_slot(pool: "DevicePool | ForkedWorker | None", slot: str | None) -> bool:
     """Whether a one-GPU pool's worker runs on the GPU slot the job took (runtime/gpu_slots
     gpu_slot's device; None where it took none, or a CPU backend's): the slot is the first free
     GPU where the job sees several, and the worker took the first one (`first_gpu`) before the
@@ -512,7 +638,7 @@ def _threads_per_device(devices: int, todo: list, args, store_dir, in_flight: in
 
 
 def compute_tiles(
-    store_dir, plan, metrics: dict, *, gpu_only: bool, pool: DevicePool | None = None, tiles=None
+    store_dir, plan, metrics: dict, *, gpu_only: bool, pool: "DevicePool | ForkedWorker | None" = None, tiles=None
 ) -> float:
     """Compute every tile of `plan` (or `tiles` of it) for each metric into the store's early tiles.
 
@@ -527,7 +653,7 @@ def compute_tiles(
     gpu_only : bool
         Compute nothing unless the backend resolves to a GPU one here (`auto` mode: a store job
         without CuPy, a conda env of the CPU rules say, leaves the tiles to their jobs).
-    pool : DevicePool, optional
+    pool : DevicePool or ForkedWorker, optional
         Share the tiles out among its GPUs (off-diagonal tiles, twice the pairs, first); None:
         one after another in this process.
     tiles : list of (int, int), optional
@@ -577,7 +703,7 @@ def compute_tiles(
             store = store_digest(store_dir / "manifest.json")
             todo.sort(key=lambda t: t[1] == t[2])  # the larger off-diagonal tiles first
             log.info("tiles in store: %d tile(s) on %d GPUs (%s)", len(todo), len(pool.devices), ",".join(pool.devices))
-            done = [pool.executor.submit(_compute_tile, str(store_dir), m, i, j, metrics[m], store) for m, i, j in todo]
+            done = [pool.submit(_compute_tile, str(store_dir), m, i, j, metrics[m], store) for m, i, j in todo]
             failed = [e for e in (future.exception() for future in done) if e is not None]  # every one ended
             if failed:
                 raise failed[0]
