@@ -337,12 +337,14 @@ def test_a_pools_workers_end_with_a_killed_job(tmp_path, make, pids):
         "os.kill(os.getpid(), signal.SIGKILL)\n"
     )
     env = {k: v for k, v in os.environ.items() if k != "CUDA_VISIBLE_DEVICES"}
-    proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=60, env=env)
-    assert proc.returncode == -9
-    workers = [int(pid) for pid in proc.stdout.split()]
+    out = tmp_path / "out"
+    with open(out, "w") as fh:  # not a pipe, read to its end: the workers hold the job's streams
+        proc = subprocess.run([sys.executable, str(script)], stdout=fh, stderr=subprocess.STDOUT, timeout=60, env=env)
+    assert proc.returncode == -9, out.read_text()
+    workers = [int(pid) for pid in out.read_text().split()]
     assert len(workers) == 1
 
-    deadline = time.monotonic() + 10
+    deadline = time.monotonic() + 5  # each watches its job twice a second, or reads its end of the pipe
     while any(_alive(pid) for pid in workers) and time.monotonic() < deadline:
         time.sleep(0.1)
     assert not any(_alive(pid) for pid in workers)
@@ -368,6 +370,8 @@ def test_a_job_ends_without_waiting_for_its_forked_workers_end(tmp_path):
         "pool.submit(time.sleep, 3)\n"
         "pool.close()\n"
         "print(pool.pid, flush=True)\n"
+        "from genotile.runtime.rule import leave\n"
+        "leave()\n"  # as a store job ends (scripts/store.py: runtime/rule.run_rule)
     )
     env = {k: v for k, v in os.environ.items() if k != "CUDA_VISIBLE_DEVICES"}
     out = tmp_path / "out"
@@ -385,10 +389,37 @@ def test_a_job_ends_without_waiting_for_its_forked_workers_end(tmp_path):
     assert not _alive(worker)
 
 
+def test_a_forked_worker_ends_once_told_while_its_job_goes_on(tmp_path):
+    """A closed ForkedWorker ends by itself while its job is still there (its stop message, not
+    the job's end), and the job's thread collects its exit status: no zombie left to the job."""
+    import os
+    import subprocess
+    import sys
+
+    script = tmp_path / "job.py"
+    script.write_text(
+        "import os, time\n"
+        "from genotile.pairs import early\n"
+        "pool = early.ForkedWorker()\n"
+        "pool.started[0].result()\n"
+        "pool.close()\n"
+        "deadline = time.monotonic() + 15\n"
+        "while os.path.exists(f'/proc/{pool.pid}') and time.monotonic() < deadline:\n"
+        "    time.sleep(0.05)\n"
+        "print('gone' if not os.path.exists(f'/proc/{pool.pid}') else 'left', flush=True)\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "CUDA_VISIBLE_DEVICES"}
+    out = tmp_path / "out"
+    with open(out, "w") as fh:
+        proc = subprocess.run([sys.executable, str(script)], stdout=fh, stderr=subprocess.STDOUT, env=env, timeout=60)
+    assert proc.returncode == 0, out.read_text()
+    assert out.read_text().split()[-1] == "gone"
+
+
 def test_a_forked_workers_failures_reach_the_job(tmp_path):
-    """What a task raises in a ForkedWorker is the future's exception in the job; a reply that
-    does not pickle is said in words; the worker serves the next task after either; once it has
-    been closed it takes none."""
+    """What a task raises in a ForkedWorker is the future's exception in the job, its traceback in
+    the worker the exception's cause; a reply that does not pickle is said in words; the worker
+    serves the next task after either; once it has been closed it takes none."""
     import os
     import subprocess
     import sys
@@ -398,7 +429,8 @@ def test_a_forked_workers_failures_reach_the_job(tmp_path):
         "import threading\n"
         "from genotile.pairs import early\n"
         "pool = early.ForkedWorker()\n"
-        "print(type(pool.submit(int, 'x').exception()).__name__)\n"
+        "failed = pool.submit(int, 'x').exception()\n"
+        "print(type(failed).__name__, 'int(' in str(failed.__cause__))\n"
         "print(type(pool.submit(threading.Lock).exception()).__name__)\n"
         "print(pool.submit(max, 3, 4).result())\n"
         "pool.close()\n"
@@ -412,7 +444,7 @@ def test_a_forked_workers_failures_reach_the_job(tmp_path):
     with open(out, "w") as fh:
         proc = subprocess.run([sys.executable, str(script)], stdout=fh, stderr=subprocess.STDOUT, env=env, timeout=60)
     assert proc.returncode == 0, out.read_text()
-    assert out.read_text().splitlines()[-4:] == ["ValueError", "RuntimeError", "4", "the GPU worker was closed"]
+    assert out.read_text().splitlines()[-4:] == ["ValueError True", "RuntimeError", "4", "the GPU worker was closed"]
 
 
 def _alive(pid: int) -> bool:

@@ -379,11 +379,11 @@ class ForkedWorker:
     waits for it (concurrent.futures joins its workers, at the latest as the interpreter ends):
     0.17-0.22 s of an append's store job on the H100 machine, after its last tile. So the worker
     is a plain fork with a pipe: `close` tells it to end, and the job goes on; the worker ends on
-    its own (its exit status collected by the job's parent once the job has ended, as for any
-    orphan), as it does where its end of the pipe closes (the job ended or was killed) or where a
-    reply cannot be sent. Only where the job has touched no CUDA and runs no other thread yet (a
-    fork inherits neither safely); the worker keeps the job's switch interval (scripts/store.py),
-    harmless in a process of one thread.
+    its own, as it does where its end of the pipe closes (the job ended or was killed: once the
+    task in hand is done) or a reply cannot be sent; a thread of the job collects its exit status
+    where the job is still there (else init does, or the nearest subreaper). Only where the job
+    has touched no CUDA and runs no other thread yet (a fork inherits neither safely); the worker
+    keeps the job's switch interval (scripts/store.py), harmless in a process of one thread.
 
     The interface `compute_tiles` takes of a DevicePool: `devices`, `started`, `submit`,
     `gpus_ready`, `close`.
@@ -392,10 +392,16 @@ class ForkedWorker:
     def __init__(self) -> None:
         self.devices = [first_gpu()]
         ours, theirs = multiprocessing.Pipe()
+        for stream in (sys.stdout, sys.stderr):  # what the job wrote is not written again by the worker
+            if stream is not None:
+                stream.flush()
         pid = os.fork()
         if pid == 0:  # the worker: never returns
-            ours.close()
-            _serve(theirs, self.devices[0])
+            try:
+                ours.close()
+                _serve(theirs, self.devices[0])
+            finally:
+                os._exit(1)
         theirs.close()
         self.pid = pid
         self._conn = ours
@@ -403,7 +409,8 @@ class ForkedWorker:
         ready: Future = Future()
         self._pending: dict[int, Future] = {_READY: ready}
         self._next = 0
-        self._closed = False
+        self._closed = False  # no more tasks taken
+        self._told = False  # the worker was told to end
         self.started = [ready]
         threading.Thread(target=self._read, name="genotile-worker-replies", daemon=True).start()
 
@@ -414,9 +421,9 @@ class ForkedWorker:
         with self._lock:
             if self._closed:
                 raise RuntimeError("the GPU worker was closed")
-            key, self._next = self._next, self._next + 1
-            self._pending[key] = future
+            key = self._next
             self._conn.send((key, fn, args))
+            self._next, self._pending[key] = key + 1, future
         return future
 
     def gpus_ready(self) -> bool:
@@ -424,24 +431,32 @@ class ForkedWorker:
         return bool(self.started[0].result()[1])
 
     def close(self) -> None:
-        """Tell the worker to end once its task in hand is done, without waiting for it; what was
-        submitted and not begun is cancelled."""
+        """Tell the worker to end once the tasks it was sent are done, without waiting for it; their
+        futures are cancelled (the store job closes it with none left: scripts/store.py)."""
         with self._lock:
-            if self._closed:
-                return
             self._closed = True
-            with contextlib.suppress(OSError):
-                self._conn.send(None)
+            self._tell_to_end()
             awaited = list(self._pending.values())
         for future in awaited:
             future.cancel()
 
+    def _tell_to_end(self) -> None:
+        """The worker's stop message, once (under the lock)."""
+        if not self._told:
+            self._told = True
+            with contextlib.suppress(OSError):
+                self._conn.send(None)
+
     def _read(self) -> None:
         """The worker's replies, each to its future; once the worker has ended (its end of the pipe
-        closed), whatever is still awaited fails."""
+        closed) or sent what cannot be read, whatever is still awaited fails, the worker is told to
+        end, and its exit status is collected."""
+        why = "the GPU worker ended before it replied"
         try:
             while True:
-                key, ok, value = self._conn.recv()
+                key, ok, value, trace = self._conn.recv()
+                if trace:  # where it failed in the worker, as concurrent.futures shows it
+                    value.__cause__ = WorkerTraceback(trace)
                 with self._lock:
                     future = self._pending.pop(key, None)
                 if future is not None and future.set_running_or_notify_cancel():
@@ -449,24 +464,39 @@ class ForkedWorker:
                         future.set_result(value)
                     else:
                         future.set_exception(value)
-        except Exception:  # noqa: BLE001 -- EOF: the worker ended; or a reply that cannot be read
+        except (EOFError, OSError):
             pass
+        except Exception as exc:  # noqa: BLE001 -- a reply that cannot be read: the worker is stopped
+            why = f"a reply of the GPU worker could not be read ({exc!r})"
         with self._lock:
             self._closed = True
+            self._tell_to_end()
             left, self._pending = list(self._pending.values()), {}
         for future in left:
             if future.set_running_or_notify_cancel():
-                future.set_exception(RuntimeError("the GPU worker ended before it replied"))
+                future.set_exception(RuntimeError(why))
+        with contextlib.suppress(ChildProcessError):
+            os.waitpid(self.pid, 0)
+
+
+class WorkerTraceback(Exception):
+    """Where a task failed in a ForkedWorker: its traceback there (the exception's __cause__)."""
+
+    def __str__(self) -> str:
+        return "\n" + str(self.args[0])
 
 
 def _serve(conn, device: str) -> None:
     """A ForkedWorker's life: its GPU taken, CuPy imported and the context made, what a tile runs
     imported; then each task the job sends, run and replied to, until the job says to end or its
     end of the pipe closes. Ends the process (os._exit: no exit function of the job's runs here)."""
+    import pickle
+    import traceback
+
     status = 1
     try:
         os.environ[CUDA_DEVICES] = device
-        conn.send((_READY, True, (device, _warm())))
+        conn.send((_READY, True, (device, _warm()), None))
         try:
             import genotile.pairs.stage  # noqa: F401
             from genotile.backends.cuda import cupy_b1, cupy_tile  # noqa: F401
@@ -474,16 +504,20 @@ def _serve(conn, device: str) -> None:
             pass
         while (task := _next_task(conn)) is not None:
             key, fn, args = task
+            reply: tuple[int, bool, object, str | None]
             try:
-                reply = (key, True, fn(*args))
+                reply = (key, True, fn(*args), None)
             except Exception as exc:  # noqa: BLE001 -- handed to the job, which decides
-                reply = (key, False, exc)
+                reply = (key, False, exc, traceback.format_exc())
+            try:  # what the job could not read back (an exception that does not unpickle) in words
+                pickle.loads(pickle.dumps(reply))
+            except Exception as exc:  # noqa: BLE001
+                text = reply[3] or repr(reply[2])
+                reply = (key, False, RuntimeError(f"the GPU worker's reply cannot be sent ({exc!r})"), text)
             try:
                 conn.send(reply)
             except OSError:  # the job is gone
                 break
-            except Exception as exc:  # noqa: BLE001 -- a reply that does not pickle: said in words
-                conn.send((key, False, RuntimeError(f"the GPU worker's reply could not be sent: {exc!r}")))
         status = 0
     finally:
         for stream in (sys.stdout, sys.stderr):
