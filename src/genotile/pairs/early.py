@@ -490,8 +490,8 @@ def _serve(conn, device: str) -> None:
     """A ForkedWorker's life: its GPU taken, CuPy imported and the context made, what a tile runs
     imported; then each task the job sends, run and replied to, until the job says to end or its
     end of the pipe closes. Ends the process (os._exit: no exit function of the job's runs here)."""
-    import pickle
     import traceback
+    from multiprocessing.reduction import ForkingPickler  # the pipe's own pickling (Connection.send)
 
     status = 1
     try:
@@ -510,7 +510,7 @@ def _serve(conn, device: str) -> None:
             except Exception as exc:  # noqa: BLE001 -- handed to the job, which decides
                 reply = (key, False, exc, traceback.format_exc())
             try:  # what the job could not read back (an exception that does not unpickle) in words
-                pickle.loads(pickle.dumps(reply))
+                ForkingPickler.loads(ForkingPickler.dumps(reply))  # between the job and its own fork only
             except Exception as exc:  # noqa: BLE001
                 text = reply[3] or repr(reply[2])
                 reply = (key, False, RuntimeError(f"the GPU worker's reply cannot be sent ({exc!r})"), text)
