@@ -28,10 +28,20 @@ def append_pool(sm):
     may = gpus > 0 and sm.config["tiles_in_store"] is not False
     try:
         store_dir = sm.output.plan.rsplit("/", 1)[0]
-        return early.append_pool(store_dir, sm.input.data, gpus, may, query=bool(sm.input.against))
+        metrics = tuple(sm.config["datasets"][sm.wildcards.dataset]["metrics"])
+        warm = early.WarmTile(store_dir, sm.wildcards.encoding, metrics, lambda m, plan: warm_settings(sm, m, plan))
+        return early.append_pool(store_dir, sm.input.data, gpus, may, query=bool(sm.input.against), warm=warm)
     except Exception as exc:  # noqa: BLE001 -- a head start only: the job counts its tiles itself
         print(f"genotile: the tile worker did not start ({exc!r}): the store job counts its tiles", file=sys.stderr)
         return None
+
+
+def warm_settings(sm, metric: str, plan) -> dict:
+    """A tile's settings (the tile rule's params), for the worker's warm-up tile (early.WarmTile):
+    imported there, after the fork."""
+    from genotile.settings import tile_settings
+
+    return tile_settings(sm.config, metric, plan)
 
 
 APPEND_POOL = append_pool(snakemake)

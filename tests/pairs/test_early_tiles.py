@@ -279,7 +279,7 @@ def test_an_append_on_one_gpu_starts_its_worker_only_where_it_may_count_its_tile
     from genotile.store import append
 
     started = []
-    monkeypatch.setattr(early, "ForkedWorker", lambda: started.append("forked") or "pool")
+    monkeypatch.setattr(early, "ForkedWorker", lambda warm=None: started.append("forked") or "pool")
     if record:
         (tmp_path / append.RECORD).write_text("{}")
     got = early.append_pool(tmp_path, data, gpus, may)
@@ -291,7 +291,7 @@ def test_a_query_store_on_one_gpu_starts_its_worker_without_an_append_record(tmp
     """early.append_pool for a query's store (`query`): its worker on the one GPU the job was
     granted, whatever its input files and records (its cross tiles are few, beside its read)."""
     started = []
-    monkeypatch.setattr(early, "ForkedWorker", lambda: started.append("forked") or "pool")
+    monkeypatch.setattr(early, "ForkedWorker", lambda warm=None: started.append("forked") or "pool")
     got = early.append_pool(tmp_path, ["new.fa", "more.fa"], gpus, may, query=True)
     assert (got, started) == (("pool", ["forked"]) if pool else (None, []))
 
@@ -414,6 +414,33 @@ def test_a_forked_worker_ends_once_told_while_its_job_goes_on(tmp_path):
         proc = subprocess.run([sys.executable, str(script)], stdout=fh, stderr=subprocess.STDOUT, env=env, timeout=60)
     assert proc.returncode == 0, out.read_text()
     assert out.read_text().split()[-1] == "gone"
+
+
+def test_a_forked_workers_warm_up_tile_counts_each_pairs_metric_of_its_store(tmp_path, source, monkeypatch):
+    """early.WarmTile: a tile of the earlier store's first rows, (rows - cols) x cols, counted for
+    each 2-way metric of the store's encoding with the tile rule's settings (others passed over),
+    its result dropped; nothing, and no error, where the store is not there."""
+    from genotile.pairs import tile as tile_module
+    from genotile.settings import tile_settings
+    from genotile.store import stage
+
+    cfg = {**config(source, True), "dense_max": 100}  # the schema's keys the tile settings read
+    store_dir = tmp_path / "store"
+    stage.store(source, "nucleotide", tmp_path / "ingest.json", store_dir, 8, 1)
+    counted = []
+    real = tile_module.compute_tile
+    monkeypatch.setattr(tile_module, "compute_tile", lambda *a: counted.append(a) or real(*a))
+    monkeypatch.setattr(early.WarmTile, "COLS", 5)
+    settings = lambda metric, plan: tile_settings(cfg, metric, plan)  # noqa: E731
+    early.WarmTile(str(store_dir), "nucleotide", ("snp", "ibs", "hamming"), settings).run()
+    assert [a[4].name for a in counted] == ["snp"]  # hamming's store is categorical, ibs's genotype
+    n = len(np.load(store_dir / "perm.npy"))
+    for _, _, _, plan, metric, bi, bj, threshold, _, backend in counted:
+        assert (plan.n_vectors, plan.block(0), plan.block(1), bi, bj) == (n, slice(0, n - 5), slice(n - 5, n), 0, 1)
+        assert threshold == cfg["thresholds"].get(metric.name) and backend == cfg["backend"]
+    counted.clear()
+    early.WarmTile(str(tmp_path / "none"), "nucleotide", ("snp",), settings).run()
+    assert counted == []
 
 
 def test_a_forked_workers_failures_reach_the_job(tmp_path):

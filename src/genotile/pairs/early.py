@@ -32,8 +32,11 @@ import shutil
 import sys
 import threading
 import time
+from collections.abc import Callable
 from concurrent.futures import Future, ProcessPoolExecutor, ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 log = logging.getLogger("genotile")
 
@@ -207,7 +210,9 @@ def may_append(store_dir) -> bool:
     return (Path(store_dir) / records.APPEND).exists()
 
 
-def append_pool(store_dir, data, gpus: int, may: bool, query: bool = False) -> "ForkedWorker | None":
+def append_pool(
+    store_dir, data, gpus: int, may: bool, query: bool = False, warm: "WarmTile | None" = None
+) -> "ForkedWorker | None":
     """The worker an append on one GPU counts its tiles in (a ForkedWorker), started at once,
     so that it imports CuPy and makes the CUDA context on its own interpreter while the store job
     reads the new records (beside CuPy's import on the job's GIL the read of 2,000 new sequences
@@ -223,7 +228,7 @@ def append_pool(store_dir, data, gpus: int, may: bool, query: bool = False) -> "
     files = [data] if isinstance(data, str) else list(data)
     if not (may and gpus == 1 and (query or (len(files) == 1 and may_append(store_dir)))):
         return None
-    return ForkedWorker()
+    return ForkedWorker(warm)
 
 
 def first_gpu() -> str:
@@ -389,7 +394,7 @@ class ForkedWorker:
     `gpus_ready`, `close`.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, warm: "WarmTile | None" = None) -> None:
         self.devices = [first_gpu()]
         ours, theirs = multiprocessing.Pipe()
         for stream in (sys.stdout, sys.stderr):  # what the job wrote is not written again by the worker
@@ -399,7 +404,7 @@ class ForkedWorker:
         if pid == 0:  # the worker: never returns
             try:
                 ours.close()
-                _serve(theirs, self.devices[0])
+                _serve(theirs, self.devices[0], warm)
             finally:
                 os._exit(1)
         theirs.close()
@@ -486,22 +491,26 @@ class WorkerTraceback(Exception):
         return "\n" + str(self.args[0])
 
 
-def _serve(conn, device: str) -> None:
+def _serve(conn, device: str, warm: "WarmTile | None" = None) -> None:
     """A ForkedWorker's life: its GPU taken, CuPy imported and the context made, what a tile runs
-    imported; then each task the job sends, run and replied to, until the job says to end or its
-    end of the pipe closes. Ends the process (os._exit: no exit function of the job's runs here)."""
+    imported, a tile counted to warm its path (`warm`); then each task the job sends, run and
+    replied to, until the job says to end or its end of the pipe closes. Ends the process
+    (os._exit: no exit function of the job's runs here)."""
     import traceback
     from multiprocessing.reduction import ForkingPickler  # the pipe's own pickling (Connection.send)
 
     status = 1
     try:
         os.environ[CUDA_DEVICES] = device
-        conn.send((_READY, True, (device, _warm()), None))
+        ready = _warm()
+        conn.send((_READY, True, (device, ready), None))
         try:
             import genotile.pairs.stage  # noqa: F401
             from genotile.backends.cuda import cupy_b1, cupy_tile  # noqa: F401
         except Exception:  # noqa: BLE001 -- a warm-up only: the tile imports them itself
             pass
+        if warm is not None and ready:  # on the GPU only: a CPU's would be seconds, not a warm-up
+            warm.run()
         while (task := _next_task(conn)) is not None:
             key, fn, args = task
             reply: tuple[int, bool, object, str | None]
@@ -525,6 +534,61 @@ def _serve(conn, device: str) -> None:
                 if stream is not None:
                     stream.flush()
         os._exit(status)
+
+
+@dataclass(frozen=True)
+class WarmTile:
+    """A tile a ForkedWorker counts and drops while it waits for its first task: a fresh process's
+    first 200,000 x 2,000 snp tile took 0.155-0.22 s on the H100 machine, its second 0.04-0.05,
+    and 0.05-0.07 after one of 50,000 x 2,000 (not after one of 64 x 64: bench/RESULTS.md "Session
+    25"). Counted from the earlier store in `store_dir` (an append's: its rows and layout as the new
+    tiles' are), for each 2-way metric of `metrics` on the store's `encoding`, with the settings a
+    tile of it would have (`settings(metric, plan)`: the job's settings.tile_settings, a floor above
+    this one); ROWS x COLS vectors, fewer where a vector's planes are wide (at most BYTES read).
+    Nothing where that store is not there or anything fails: a warm-up only."""
+
+    store_dir: str
+    encoding: str
+    metrics: tuple[str, ...]
+    settings: Callable[[str, Any], dict]
+
+    ROWS = 50_000
+    COLS = 2_000
+    BYTES = 256 << 20
+
+    def run(self) -> None:
+        try:
+            self._count()
+        except Exception:  # noqa: BLE001 -- a warm-up only
+            log.debug("worker warm-up tile failed", exc_info=True)
+
+    def _count(self) -> None:
+        import numpy as np
+
+        from genotile.core.metrics import get_metric
+        from genotile.core.plan import Plan
+        from genotile.core.registry import REGISTRY
+        from genotile.pairs.tile import compute_tile
+        from genotile.store.pack import open_store
+
+        store = Path(self.store_dir)
+        planes, manifest, layout = open_store(store / "planes.npy", store / "manifest.json")
+        rows = min(self.ROWS + self.COLS, int(planes.shape[0]), self.BYTES // (8 * layout.total_words))
+        cols = min(self.COLS, rows // 2)
+        if cols < 1:
+            return
+        earlier = Plan.from_json(manifest["plan"])
+        plan = Plan(rows, rows - cols, 1)  # tile (0, 1): (rows - cols) x cols vectors
+        for name in self.metrics:
+            spec = REGISTRY.get(name)
+            if spec is None or spec.encoding != self.encoding or spec.workload != "pairs":
+                continue
+            settings = self.settings(name, earlier)
+            metric = get_metric(name, **(settings["metric_params"] or {}))
+            compute_tile(
+                planes, layout, np.arange(rows), plan, metric, 0, 1,
+                settings["threshold"], settings["dense"], settings["backend"],
+            )  # fmt: skip
 
 
 def _next_task(conn):
