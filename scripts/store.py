@@ -26,10 +26,13 @@ def append_pool(sm):
     (rules/common.smk store_gpus)."""
     gpus = granted_gpus(sm)
     may = gpus > 0 and sm.config["tiles_in_store"] is not False
-    try:
-        store_dir = sm.output.plan.rsplit("/", 1)[0]
+    store_dir = sm.output.plan.rsplit("/", 1)[0]
+    try:  # the worker's warm-up tile (early.WarmTile): none where the config is not as expected
         metrics = tuple(sm.config["datasets"][sm.wildcards.dataset]["metrics"])
         warm = early.WarmTile(store_dir, sm.wildcards.encoding, metrics, lambda m, plan: warm_settings(sm, m, plan))
+    except Exception:  # noqa: BLE001 -- a warm-up only
+        warm = None
+    try:
         return early.append_pool(store_dir, sm.input.data, gpus, may, query=bool(sm.input.against), warm=warm)
     except Exception as exc:  # noqa: BLE001 -- a head start only: the job counts its tiles itself
         print(f"genotile: the tile worker did not start ({exc!r}): the store job counts its tiles", file=sys.stderr)

@@ -416,31 +416,55 @@ def test_a_forked_worker_ends_once_told_while_its_job_goes_on(tmp_path):
     assert out.read_text().split()[-1] == "gone"
 
 
-def test_a_forked_workers_warm_up_tile_counts_each_pairs_metric_of_its_store(tmp_path, source, monkeypatch):
-    """early.WarmTile: a tile of the earlier store's first rows, (rows - cols) x cols, counted for
-    each 2-way metric of the store's encoding with the tile rule's settings (others passed over),
-    its result dropped; nothing, and no error, where the store is not there."""
+def test_a_forked_workers_warm_up_tile_is_counted_from_the_kept_earlier_store(tmp_path, source, monkeypatch):
+    """early.WarmTile: a tile of the earlier store's first rows, (rows - cols) x cols, read from the
+    links an append keeps beside the store (Snakemake removes the store's own files before the job
+    runs), counted for each 2-way metric of the store's encoding that has a threshold, with the
+    tile rule's settings and no dense block, its result dropped; none where a task waits
+    (`stop`), nothing where nothing was kept."""
+    import contextlib
+    import shutil
+
     from genotile.pairs import tile as tile_module
     from genotile.settings import tile_settings
-    from genotile.store import stage
+    from genotile.store import append
 
+    shutil.copy(source, tmp_path / "data.fa")
+    with contextlib.chdir(tmp_path):
+        append.store("data.fa", "nucleotide", "ingest.json", "store", 8, 1)
+    n = len(np.load(tmp_path / "store" / "perm.npy"))
+    for name in ("plan.json", "perm.npy", "planes.npy", "manifest.json"):  # as Snakemake does
+        (tmp_path / "store" / name).unlink()
     cfg = {**config(source, True), "dense_max": 100}  # the schema's keys the tile settings read
-    store_dir = tmp_path / "store"
-    stage.store(source, "nucleotide", tmp_path / "ingest.json", store_dir, 8, 1)
     counted = []
     real = tile_module.compute_tile
-    monkeypatch.setattr(tile_module, "compute_tile", lambda *a: counted.append(a) or real(*a))
+
+    def counting(*args):
+        arrays, meta = real(*args)  # counted in full, then recorded
+        counted.append((args, meta))
+        return arrays, meta
+
+    monkeypatch.setattr(tile_module, "compute_tile", counting)
     monkeypatch.setattr(early.WarmTile, "COLS", 5)
     settings = lambda metric, plan: tile_settings(cfg, metric, plan)  # noqa: E731
-    early.WarmTile(str(store_dir), "nucleotide", ("snp", "ibs", "hamming"), settings).run()
-    assert [a[4].name for a in counted] == ["snp"]  # hamming's store is categorical, ibs's genotype
-    n = len(np.load(store_dir / "perm.npy"))
-    for _, _, _, plan, metric, bi, bj, threshold, _, backend in counted:
-        assert (plan.n_vectors, plan.block(0), plan.block(1), bi, bj) == (n, slice(0, n - 5), slice(n - 5, n), 0, 1)
-        assert threshold == cfg["thresholds"].get(metric.name) and backend == cfg["backend"]
-    counted.clear()
-    early.WarmTile(str(tmp_path / "none"), "nucleotide", ("snp",), settings).run()
-    assert counted == []
+    warm = early.WarmTile(tmp_path / "store", "nucleotide", ("snp", "ibs", "hamming"), settings)
+    assert warm._count() == 1  # hamming's store is categorical, ibs's genotype
+    ((args, meta),) = counted
+    _, layout, _, plan, metric, bi, bj, threshold, dense, backend = args
+    assert (metric.name, plan.n_vectors, plan.block(0), plan.block(1), bi, bj) == (
+        "snp",
+        n,
+        slice(0, n - 5),
+        slice(n - 5, n),
+        0,
+        1,
+    )
+    assert (threshold, dense, backend) == (cfg["thresholds"]["snp"], False, cfg["backend"])
+    assert meta["pairs_computed"] == (n - 5) * 5
+    assert warm._count(stop=lambda: True) == 0  # the job's first task waits: it goes first
+    without = lambda metric, plan: {**tile_settings(cfg, metric, plan), "threshold": None}  # noqa: E731
+    assert early.WarmTile(tmp_path / "store", "nucleotide", ("snp",), without)._count() == 0  # every pair kept
+    assert early.WarmTile(tmp_path / "none", "nucleotide", ("snp",), settings)._count() == 0
 
 
 def test_a_forked_workers_failures_reach_the_job(tmp_path):

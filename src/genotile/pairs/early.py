@@ -34,9 +34,12 @@ import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import Future, ProcessPoolExecutor, ThreadPoolExecutor
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import Any
 
 log = logging.getLogger("genotile")
 
@@ -510,7 +513,7 @@ def _serve(conn, device: str, warm: "WarmTile | None" = None) -> None:
         except Exception:  # noqa: BLE001 -- a warm-up only: the tile imports them itself
             pass
         if warm is not None and ready:  # on the GPU only: a CPU's would be seconds, not a warm-up
-            warm.run()
+            warm.run(stop=conn.poll)  # the job's first task, once sent, goes first
         while (task := _next_task(conn)) is not None:
             key, fn, args = task
             reply: tuple[int, bool, object, str | None]
@@ -536,59 +539,75 @@ def _serve(conn, device: str, warm: "WarmTile | None" = None) -> None:
         os._exit(status)
 
 
-@dataclass(frozen=True)
 class WarmTile:
     """A tile a ForkedWorker counts and drops while it waits for its first task: a fresh process's
     first 200,000 x 2,000 snp tile took 0.155-0.22 s on the H100 machine, its second 0.04-0.05,
     and 0.05-0.07 after one of 50,000 x 2,000 (not after one of 64 x 64: bench/RESULTS.md "Session
-    25"). Counted from the earlier store in `store_dir` (an append's: its rows and layout as the new
-    tiles' are), for each 2-way metric of `metrics` on the store's `encoding`, with the settings a
-    tile of it would have (`settings(metric, plan)`: the job's settings.tile_settings, a floor above
-    this one); ROWS x COLS vectors, fewer where a vector's planes are wide (at most BYTES read).
-    Nothing where that store is not there or anything fails: a warm-up only."""
-
-    store_dir: str
-    encoding: str
-    metrics: tuple[str, ...]
-    settings: Callable[[str, Any], dict]
+    25"). Counted from the earlier store of an append (the links store/extend.py keeps of it beside
+    the store in `store_dir`, named by its append record: Snakemake removes the store's own files
+    before the job runs), for each 2-way metric of `metrics` on the store's `encoding` that has a
+    threshold (without one a tile keeps every pair), with the settings a tile of it would have
+    (`settings(metric, plan)`: the job's settings.tile_settings, a floor above this one), no dense
+    block; ROWS x COLS vectors, fewer where a vector's planes are wide (at most BYTES read). Nothing
+    where nothing was kept (a query's store, a list input's) or anything fails: a warm-up only.
+    A plain class: the job imports this module before its fork, and dataclasses costs ~9 ms there.
+    """
 
     ROWS = 50_000
     COLS = 2_000
     BYTES = 256 << 20
 
-    def run(self) -> None:
+    def __init__(self, store_dir, encoding: str, metrics: "tuple[str, ...]", settings: "Callable[[str, Any], dict]"):
+        self.store_dir = str(store_dir)
+        self.encoding = encoding
+        self.metrics = tuple(metrics)
+        self.settings = settings
+
+    def run(self, stop: "Callable[[], bool]" = lambda: False) -> None:
+        """Count the tile for each metric, until `stop()` says a task is waiting."""
         try:
-            self._count()
+            self._count(stop)
         except Exception:  # noqa: BLE001 -- a warm-up only
             log.debug("worker warm-up tile failed", exc_info=True)
 
-    def _count(self) -> None:
+    def _count(self, stop: "Callable[[], bool]" = lambda: False) -> int:
+        """The tiles counted (0 where nothing was kept)."""
         import numpy as np
 
         from genotile.core.metrics import get_metric
         from genotile.core.plan import Plan
         from genotile.core.registry import REGISTRY
         from genotile.pairs.tile import compute_tile
-        from genotile.store.pack import open_store
+        from genotile.store import append, extend
+        from genotile.store.pack import layout_from_json
 
-        store = Path(self.store_dir)
-        planes, manifest, layout = open_store(store / "planes.npy", store / "manifest.json")
+        record = append.read_record(self.store_dir)
+        linked, _ = extend.earlier_links(Path(self.store_dir), record) if record is not None else (None, "")
+        if linked is None:
+            return 0
+        path, manifest = linked
+        planes = np.load(path, mmap_mode="r")
+        layout = layout_from_json(manifest["layout"])
         rows = min(self.ROWS + self.COLS, int(planes.shape[0]), self.BYTES // (8 * layout.total_words))
         cols = min(self.COLS, rows // 2)
         if cols < 1:
-            return
+            return 0
         earlier = Plan.from_json(manifest["plan"])
         plan = Plan(rows, rows - cols, 1)  # tile (0, 1): (rows - cols) x cols vectors
+        counted = 0
         for name in self.metrics:
             spec = REGISTRY.get(name)
-            if spec is None or spec.encoding != self.encoding or spec.workload != "pairs":
+            if spec is None or spec.encoding != self.encoding or spec.workload != "pairs" or stop():
                 continue
             settings = self.settings(name, earlier)
+            if settings["threshold"] is None:
+                continue
             metric = get_metric(name, **(settings["metric_params"] or {}))
             compute_tile(
-                planes, layout, np.arange(rows), plan, metric, 0, 1,
-                settings["threshold"], settings["dense"], settings["backend"],
-            )  # fmt: skip
+                planes, layout, np.arange(rows), plan, metric, 0, 1, settings["threshold"], False, settings["backend"]
+            )
+            counted += 1
+        return counted
 
 
 def _next_task(conn):
