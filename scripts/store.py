@@ -16,8 +16,8 @@ def granted_gpus(sm) -> int:
     return int(getattr(sm.resources, "gpu", 0))
 
 
-def append_pool(sm):
-    """An append's worker on one GPU (early.append_pool), made first: forked before the job starts
+def one_gpu_worker(sm):
+    """An append's or a query's worker on one GPU (early.one_gpu_worker), made first: forked before the job starts
     a thread or imports CuPy, it imports CuPy and makes the CUDA context while the job hashes and
     reads its input (spawned after the job's imports, it was ready ~0.6 s after the job's read on
     the H100 machine: bench/RESULTS.md "Session 24"); a query's store (`against:`) too. None where
@@ -33,7 +33,7 @@ def append_pool(sm):
     except Exception:  # noqa: BLE001 -- a warm-up only
         warm = None
     try:
-        return early.append_pool(store_dir, sm.input.data, gpus, may, query=bool(sm.input.against), warm=warm)
+        return early.one_gpu_worker(store_dir, sm.input.data, gpus, may, query=bool(sm.input.against), warm=warm)
     except Exception as exc:  # noqa: BLE001 -- a head start only: the job counts its tiles itself
         print(f"genotile: the tile worker did not start ({exc!r}): the store job counts its tiles", file=sys.stderr)
         return None
@@ -47,7 +47,7 @@ def warm_settings(sm, metric: str, plan) -> dict:
     return tile_settings(sm.config, metric, plan)
 
 
-APPEND_POOL = append_pool(snakemake)
+ONE_GPU_WORKER = one_gpu_worker(snakemake)
 
 from genotile.store.sources import hash_ahead  # noqa: E402
 
@@ -115,8 +115,8 @@ def store(sm):
     backend = sm.config["backend"]
     # granted every GPU of the host (rules/common.smk store_gpus): a worker each, started now
     devices = gpu_slots().visible_gpus() if may and gpus > 1 else []
-    pool = early.DevicePool(devices[:gpus]) if len(devices) > 1 else APPEND_POOL
-    one_worker = pool is not None and pool is APPEND_POOL
+    pool = early.DevicePool(devices[:gpus]) if len(devices) > 1 else ONE_GPU_WORKER
+    one_worker = pool is not None and pool is ONE_GPU_WORKER
 
     def after_pack(p):
         # a fresh store's tiles (a thread a GPU) trade the GIL far more often at 0.2 ms: the default

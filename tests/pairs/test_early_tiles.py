@@ -272,7 +272,7 @@ def test_device_workers_do_not_run_the_main_script_again(tmp_path, make, devices
 def test_an_append_on_one_gpu_starts_its_worker_only_where_it_may_count_its_tiles(
     tmp_path, monkeypatch, data, gpus, may, record, pool
 ):
-    """early.append_pool, on any machine: the one GPU's worker started for an all-pairs store
+    """early.one_gpu_worker, on any machine: the one GPU's worker started for an all-pairs store
     that may be appended to, of one file, whose job may compute tiles on the one GPU it was
     granted (the rule's one-file input is a list: Session 24 found a check of `str` that started
     no worker)."""
@@ -282,17 +282,17 @@ def test_an_append_on_one_gpu_starts_its_worker_only_where_it_may_count_its_tile
     monkeypatch.setattr(early, "ForkedWorker", lambda warm=None: started.append("forked") or "pool")
     if record:
         (tmp_path / append.RECORD).write_text("{}")
-    got = early.append_pool(tmp_path, data, gpus, may)
+    got = early.one_gpu_worker(tmp_path, data, gpus, may)
     assert (got, started) == (("pool", ["forked"]) if pool else (None, []))
 
 
 @pytest.mark.parametrize(("gpus", "may", "pool"), [(1, True, True), (2, True, False), (1, False, False)])
 def test_a_query_store_on_one_gpu_starts_its_worker_without_an_append_record(tmp_path, monkeypatch, gpus, may, pool):
-    """early.append_pool for a query's store (`query`): its worker on the one GPU the job was
+    """early.one_gpu_worker for a query's store (`query`): its worker on the one GPU the job was
     granted, whatever its input files and records (its cross tiles are few, beside its read)."""
     started = []
     monkeypatch.setattr(early, "ForkedWorker", lambda warm=None: started.append("forked") or "pool")
-    got = early.append_pool(tmp_path, ["new.fa", "more.fa"], gpus, may, query=True)
+    got = early.one_gpu_worker(tmp_path, ["new.fa", "more.fa"], gpus, may, query=True)
     assert (got, started) == (("pool", ["forked"]) if pool else (None, []))
 
 

@@ -344,7 +344,7 @@ def test_two_fasta_files_held_as_one_make_the_store_of_their_parts(alignments, t
 def test_a_query_store_granted_one_gpu_counts_its_tiles_in_a_forked_worker(alignments, tmp_path):
     """A query's store job granted one GPU (here by `--set-resources`, on a machine that may have
     none; `tiles_in_store: true` computes them on the CPU there) counts its cross tiles in a worker
-    forked first thing in the job (scripts/store.py, early.append_pool): the same bytes as the tile
+    forked first thing in the job (scripts/store.py, early.one_gpu_worker): the same bytes as the tile
     jobs' own."""
     root = alignments[0]
     outputs = {}

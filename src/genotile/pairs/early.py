@@ -13,7 +13,7 @@ before: an early tile is only ever the file its job would have written.
 On a host with several GPUs the store job's tiles are shared out among them (`DevicePool`: a
 worker process a GPU, started while the input is read), as tile jobs would be, one a GPU. An
 append on one GPU counts its new tiles in one worker, forked first thing in the job
-(`append_pool`), which imports CuPy while the job hashes and reads its input. Where
+(`one_gpu_worker`), which imports CuPy while the job hashes and reads its input. Where
 the job made its store on the GPU and holds it there (store/resident.py: a whole .bed), the store
 is copied to every GPU instead and the tiles run on a thread a GPU of the job itself, reading
 their blocks from the device (no worker reads planes.npy, which is written behind them).
@@ -213,7 +213,7 @@ def may_append(store_dir) -> bool:
     return (Path(store_dir) / records.APPEND).exists()
 
 
-def append_pool(
+def one_gpu_worker(
     store_dir, data, gpus: int, may: bool, query: bool = False, warm: "WarmTile | None" = None
 ) -> "ForkedWorker | None":
     """The worker an append on one GPU counts its tiles in (a ForkedWorker), started at once,
@@ -378,7 +378,7 @@ _READY = -1  # a ForkedWorker's first message: its GPU and whether CuPy made its
 
 
 class ForkedWorker:
-    """One GPU's worker for the few tiles of an append or a query (`append_pool`), forked from the
+    """One GPU's worker for the few tiles of an append or a query (`one_gpu_worker`), forked from the
     store job first thing in it: no interpreter to start, nothing its parent imported to import
     again; it imports CuPy and makes its CUDA context while the job hashes and reads its input.
 
