@@ -268,6 +268,27 @@ def test_mismatched_inputs_refused_in_one_line(alignments, genotypes, tmp_path, 
     assert "formats: kin0 describe all pairs of one set" in capsys.readouterr().err
 
 
+def test_a_missing_side_after_a_query_store_is_one_line(alignments, tmp_path, capsys):
+    """The input or FILE gone where an earlier query store is there: refused by name, as without
+    a store (the store's reuse check read the files' state first: a FileNotFoundError's traceback
+    before); the earlier results left as they were."""
+    root, *_ = alignments
+    for name in ("new.fa", "db.fa"):
+        (tmp_path / name).write_bytes((root / name).read_bytes())
+    out = tmp_path / "out"
+    run = ["run", str(tmp_path / "new.fa"), "--against", str(tmp_path / "db.fa"), "--metric", "snp"]
+    assert main([*run, "--threshold", "snp=8", "--outdir", str(out)]) == 0
+    before = (out / "snp" / "pairs.tsv.gz").read_bytes()
+    capsys.readouterr()
+    for name in ("db.fa", "new.fa"):
+        (tmp_path / name).rename(tmp_path / f"{name}.away")
+        assert main([*run, "--threshold", "snp=8", "--outdir", str(out)]) == 1
+        err = capsys.readouterr().err
+        assert err == f"genotile error: {tmp_path / name}: no such file\n", err
+        assert (out / "snp" / "pairs.tsv.gz").read_bytes() == before
+        (tmp_path / f"{name}.away").rename(tmp_path / name)
+
+
 def test_workflow_refuses_a_query_config_in_one_line(alignments, tmp_path):
     root, *_ = alignments
     config = {

@@ -219,6 +219,24 @@ def test_a_missing_listed_file_is_one_line(alignment):
         _store(alignment, ["a.fa", "nope.fa"])
 
 
+def test_a_missing_further_file_after_a_store_is_one_line(alignment, capsys):
+    """A list's further file missing where an earlier store of the list is there: the append's
+    checks size and hash the files first (a FileNotFoundError's traceback before), so the store
+    and `genotile run` refuse it by name first, as they do without a store."""
+    from genotile.cli import main
+
+    _store(alignment, ["a.fa", "b.fa"])
+    with pytest.raises(GenotileError, match=r"^nope.fa: no such file \(listed in a.fa \+ b.fa \+ nope.fa\)$"):
+        _store(alignment, ["a.fa", "b.fa", "nope.fa"])
+    with contextlib.chdir(alignment):
+        run = ["run", "a.fa", "b.fa", "--metric", "snp", "--outdir", "out"]
+        assert main(run) == 0
+        capsys.readouterr()
+        assert main([*run[:3], "nope.fa", *run[3:]]) == 1
+    err = capsys.readouterr().err
+    assert err == "genotile error: nope.fa: no such file (listed in a.fa + b.fa + nope.fa)\n", err
+
+
 def test_samples_with_a_genotype_list_is_refused(genotypes):
     from genotile.store.inputs import check_input
 

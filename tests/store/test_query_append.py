@@ -201,7 +201,7 @@ def test_genotile_run_killed_before_the_record_makes_the_store_again(tmp_path, c
     (out / "store" / "nucleotide" / query_append.RECORD).unlink()
     caplog.clear()
     query.current_query_store(*run)
-    assert "recomputing, changed since the last run: the store's record" in caplog.text
+    assert "query store (nucleotide): changed since the last run: the store's record" in caplog.text
     assert (out / "store" / "nucleotide" / query_append.RECORD).exists()
 
 

@@ -29,6 +29,23 @@ def files_of(path) -> list[str]:
     return [os.fspath(path)] if isinstance(path, (str, os.PathLike)) else [os.fspath(p) for p in path]
 
 
+def refuse_missing(path) -> None:
+    """A GenotileError naming the first file of a dataset's input (a path, or a list of paths)
+    that is not there, and the list it is in: before anything sizes, hashes or reads them (an
+    earlier store's append and reuse checks come first).
+
+    >>> refuse_missing(__file__)
+    >>> refuse_missing([__file__, "no/such.fa"])
+    Traceback (most recent call last):
+    genotile.errors.GenotileError: no/such.fa: no such file (listed in ...)
+    """
+    files = files_of(path)
+    missing = [p for p in files if not os.path.exists(p)]
+    if missing:
+        where = f" (listed in {list_label(files)})" if len(files) > 1 else ""
+        raise GenotileError(f"{missing[0]}: no such file{where}")
+
+
 def given(path) -> "str | list[str]":
     """A dataset's input as the store takes it: one file as its path (a one-file list too), two or
     more as their list (store/listed.py).

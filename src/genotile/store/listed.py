@@ -49,7 +49,7 @@ from genotile.io.readers.base import list_label
 from genotile.io.readers.listed import ListedAlignment, ListedGenotypes, listed_sha256
 from genotile.io.readers.query import Part
 from genotile.store import append, extend, stage
-from genotile.store.inputs import files_of
+from genotile.store.inputs import files_of, refuse_missing
 from genotile.store.sources import (
     content_sha256,
     content_size,
@@ -144,12 +144,9 @@ def read_list(paths: list[str], encoding: str, options: dict | None = None, cano
     -------
     ListedAlignment or ListedGenotypes
     """
-    from genotile.errors import GenotileError
     from genotile.store.parts import read_part
 
-    missing = [p for p in paths if not os.path.exists(p)]
-    if missing:
-        raise GenotileError(f"{missing[0]}: no such file (listed in {list_label(paths)})")
+    refuse_missing(paths)
     if ENCODINGS[encoding].source == "alignment":
         held = _held(paths, encoding, canonical) if hold else None
         if held is not None:
@@ -317,6 +314,7 @@ def store(
     -------
     Plan
     """
+    refuse_missing(paths)  # an earlier store's append path sizes and hashes the files first
     store_dir = Path(store_dir)
     store_dir.mkdir(parents=True, exist_ok=True)
     record = append.read_record(store_dir)

@@ -35,7 +35,7 @@ from genotile.io.readers.base import list_label
 from genotile.io.readers.listed import listed_sha256
 from genotile.io.readers.query import Part, QueryAlignment, QueryGenotypes
 from genotile.store import stage
-from genotile.store.inputs import files_of, given
+from genotile.store.inputs import files_of, given, refuse_missing
 from genotile.store.listed import side_differences, side_sources
 from genotile.store.parts import read_part, regular_layouts
 from genotile.store.sources import content_sha256
@@ -366,6 +366,8 @@ def current_query_store(
 ) -> None:
     """`genotile run --against`: the query store in `outdir`, made again unless its ingest records
     the same two inputs (content, options) and its plan the same settings."""
+    refuse_missing(input_path)  # before the recorded sources are compared with the files
+    refuse_missing(against)
     outdir = Path(outdir)
     imani, store = outdir / "ingest" / f"{encoding}.json", outdir / "store" / encoding
     try:
@@ -389,7 +391,7 @@ def current_query_store(
             changed.append("the store's record")
         if not changed and all((store / f).exists() for f in ("plan.json", "perm.npy", "planes.npy")):
             return
-        log.info("query store (%s): recomputing, changed since the last run: %s", encoding, "; ".join(changed))
+        log.info("query store (%s): changed since the last run: %s", encoding, "; ".join(changed))
     query_store(
         input_path,
         against,
