@@ -24,6 +24,7 @@ from genotile.store import stage as store_stage
 from genotile.store.inputs import files_of, given
 from genotile.store.manifest import STORE_KEYS
 from genotile.triples import stage as triples_stage
+from genotile.util.atomic import renamed_together
 from genotile.util.progress import Progress
 from genotile.util.readback import load_json
 
@@ -216,38 +217,49 @@ def run_all(
                 progress.update(k)
             progress.finish(len(todo))
             pairs_stage.record_tiles(mdir / "pairs", store / "manifest.json", tile_kwargs)
-            matrix_path = None
-            if settings.dense_wanted(config, p):
-                matrix_path = mdir / "matrix.tsv"
-                pairs_stage.matrix(paths, store / "manifest.json", metric_name, matrix_path)
-            summaries[metric_name] = pairs_stage.merge(
-                paths,
-                store / "manifest.json",
-                metric_name,
-                mdir / "pairs.tsv.gz",
-                mdir / "summary.json",
-                settings.summary_config(config, metric_name),
-                matrix_path,
-                mdir / "histogram.tsv",
-            )
             names, dense = peer_formats.output_files(opt_in, metric_name)
             if dense:
                 peer_formats.refuse_past_dense_max(label, opt_in, metric_name, p.input_vectors, dense_max)
-            if names:
-                from genotile.pairs import peers  # the opt-in outputs' code, only when asked for
-
-                peers.write_outputs(
-                    paths,
-                    store / "manifest.json",
-                    metric_name,
-                    [mdir / name for name in names],
-                    king_cutoff=opt_in.get("king_cutoff"),
-                )
+            # the metric's results land together (issue 27: a run killed while it updates them leaves
+            # the earlier ones whole): each written under its temporary name, renamed once all are,
+            # summary.json last (it names the others by their digests)
+            with renamed_together(mdir, last="summary.json"):
+                summaries[metric_name] = _results(config, opt_in, metric_name, p, paths, store, mdir, names)
     finally:
         for thread in warming:  # not left running as the process goes on (or ends)
             if thread is not None:
                 thread.join()
     return summaries
+
+
+def _results(config: dict, opt_in: dict, metric_name: str, p: Plan, paths, store: Path, mdir: Path, names) -> dict:
+    """A metric's results in `mdir` from its tiles `paths`: matrix.tsv where dense, pairs.tsv.gz,
+    histogram.tsv and summary.json (returned), then the opt-in files `names`."""
+    matrix_path = None
+    if settings.dense_wanted(config, p):
+        matrix_path = mdir / "matrix.tsv"
+        pairs_stage.matrix(paths, store / "manifest.json", metric_name, matrix_path)
+    summary = pairs_stage.merge(
+        paths,
+        store / "manifest.json",
+        metric_name,
+        mdir / "pairs.tsv.gz",
+        mdir / "summary.json",
+        settings.summary_config(config, metric_name),
+        matrix_path,
+        mdir / "histogram.tsv",
+    )
+    if names:
+        from genotile.pairs import peers  # the opt-in outputs' code, only when asked for
+
+        peers.write_outputs(
+            paths,
+            store / "manifest.json",
+            metric_name,
+            [mdir / name for name in names],
+            king_cutoff=opt_in.get("king_cutoff"),
+        )
+    return summary
 
 
 def _store_may_change(store: Path, input_path, against) -> bool:
@@ -321,13 +333,14 @@ def run_ccc3(
         )
         progress.update(n)
     progress.finish(len(paths))
-    return triples_stage.merge(
-        paths,
-        store_dir / "manifest.json",
-        block_size=block_size,
-        stages=stages,
-        triples_out=outdir / "triples.tsv.gz",
-        summary_out=outdir / "summary.json",
-        config=settings.summary_config(config, ccc3.NAME),
-        params=params,
-    )
+    with renamed_together(outdir, last="summary.json"):  # as run_all's metrics' results
+        return triples_stage.merge(
+            paths,
+            store_dir / "manifest.json",
+            block_size=block_size,
+            stages=stages,
+            triples_out=outdir / "triples.tsv.gz",
+            summary_out=outdir / "summary.json",
+            config=settings.summary_config(config, ccc3.NAME),
+            params=params,
+        )

@@ -10,8 +10,12 @@ import logging
 import pytest
 
 from genotile.cli import main
+from genotile.errors import GenotileError
+from genotile.io import peer_formats
 from genotile.io.planfile import read_plan
+from genotile.pairs import merge as pairs_merge
 from genotile.pairs import stage as pairs_stage
+from genotile.util.atomic import written
 
 METRICS = ("snp", "hamming")
 SUMMARY_RESULTS = ("n_vectors", "n_fields", "n_fields_kept", "pairs_computed", "pairs_passing", "threshold")
@@ -93,6 +97,46 @@ def test_appended_records_compute_only_their_tiles_with_a_fresh_runs_outputs(
     run(fasta, out, *collapse)  # nothing changed: no tile computed, the same outputs
     assert computed == []
     assert outputs(out) == fresh(tmp_path, fasta_writer, records, *collapse)
+
+
+def results(out) -> dict:
+    """Every file of the metrics' folders (not their tiles), as bytes."""
+    return {f.relative_to(out): f.read_bytes() for m in METRICS for f in (out / m).iterdir() if f.is_file()}
+
+
+@pytest.mark.parametrize(("module", "writer"), [(pairs_merge, "write_summary"), (peer_formats, "write_snp_dists_csv")])
+def test_an_append_run_stopped_before_its_results_are_whole_leaves_the_earlier_ones(
+    tmp_path, fasta_writer, records, monkeypatch, module, writer
+):
+    """Issue 27, point 4: a run that stops while it writes a metric's results (here the summary
+    or the peer-format file fails, matrix.tsv and pairs.tsv.gz written before it) leaves that
+    metric's earlier results byte for byte, no temporary file; the next run is a fresh run's."""
+    fasta, out = tmp_path / "data.fa", tmp_path / "out"
+    fasta_writer(fasta, records[:40])
+    run(fasta, out, "--format=snp-dists-csv")
+    before = results(out)
+    assert {f.name for f in before} == {"matrix.tsv", "pairs.tsv.gz", "histogram.tsv", "summary.json", "snp-dists.csv"}
+    held: list[bool] = []
+
+    def stopped(*args, **kwargs):
+        # the new matrix.tsv and pairs.tsv.gz written, under their temporary names
+        held.extend(written(out / "snp" / name) != out / "snp" / name for name in ("matrix.tsv", "pairs.tsv.gz"))
+        raise GenotileError("stopped")
+
+    monkeypatch.setattr(module, writer, stopped)
+    fasta_writer(fasta, records)
+    args = ["run", str(fasta), "--outdir", str(out), "--block-size", "8", "--threshold", "snp=60"]
+    assert main([*args, *(f"--metric={m}" for m in METRICS), "--format=snp-dists-csv"]) == 1
+    assert held == [True, True]
+    assert results(out) == before
+    assert list(out.rglob("*.tmp")) == []
+    monkeypatch.undo()
+    run(fasta, out, "--format=snp-dists-csv")
+    assert outputs(out) == fresh(tmp_path, fasta_writer, records, "--format=snp-dists-csv")
+    for m in METRICS:
+        csv = (out / m / "snp-dists.csv").read_bytes()
+        assert csv == (tmp_path / "fresh0" / "out" / m / "snp-dists.csv").read_bytes()
+    assert list(out.rglob("*.tmp")) == []
 
 
 def test_an_edit_before_the_end_recomputes_every_tile_and_says_why(tmp_path, fasta_writer, records, computed, caplog):

@@ -6,17 +6,18 @@ beside the new results looking current. The merge deletes them, so every result 
 folder is one this configuration produced (and `summary.json` lists the outputs it wrote).
 """
 
-import contextlib
 import logging
 import re
 from pathlib import Path
+
+from genotile.util import atomic
 
 log = logging.getLogger("genotile")
 
 
 def _unlink(path: Path) -> None:
-    with contextlib.suppress(FileNotFoundError):
-        path.unlink()
+    # (in `genotile run`, a metric's folder's files go as its new results land: atomic.renamed_together)
+    if atomic.remove(path):
         log.info("removed %s: the current configuration no longer writes it", path)
 
 

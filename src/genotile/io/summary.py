@@ -5,6 +5,7 @@ import platform
 
 import numpy as np
 
+from genotile.util.atomic import written
 from genotile.util.checksums import file_digest
 from genotile.version import __version__
 
@@ -19,8 +20,10 @@ def input_provenance(manifest: dict) -> dict:
 
 def output_records(outputs: dict) -> dict:
     """{name: {file, digest}} of a merge's outputs: util/checksums.file_digest, pieces hashed on
-    threads (one SHA-256 stream over king_20k's 8 GB matrix.tsv took 9 s of its merge)."""
-    return {name: {"file": str(p), "digest": file_digest(p)} for name, p in outputs.items()}
+    threads (one SHA-256 stream over king_20k's 8 GB matrix.tsv took 9 s of its merge). Each
+    file's content as just written: its temporary file while its rename is held back (`genotile
+    run`: util/atomic.renamed_together)."""
+    return {name: {"file": str(p), "digest": file_digest(written(p))} for name, p in outputs.items()}
 
 
 def versions() -> dict:

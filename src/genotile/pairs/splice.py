@@ -43,7 +43,7 @@ import numpy as np
 from genotile.errors import GenotileError
 from genotile.io import pgzip
 from genotile.io.tsvgz import COMPRESSLEVEL, TEXT_FORMAT
-from genotile.util.atomic import atomic_path, write_record
+from genotile.util.atomic import atomic_path, write_record, written
 from genotile.util.cpus import usable_cpus
 from genotile.version import __version__
 
@@ -321,7 +321,7 @@ def save(store_dir, head: dict, out_path, tiles: dict[str, str], columns: dict, 
     token: str | None = secrets.token_hex(8)
     text = _kept_path(store_dir, metric, str(token), "tsv.gz")
     try:
-        _copy(Path(out_path), text)
+        _copy(written(out_path), text)  # (its temporary file while its rename is held back: `genotile run`)
         groups = np.stack([np.asarray(e, dtype=np.int64) for e in ends])
         buf = io.BytesIO()
         np.save(buf, groups, allow_pickle=False)
