@@ -404,15 +404,18 @@ def fresh(
 
 def _append(job, paths: list[str], further: list[str]):
     """The grown store of a list with `further` files added (store/append.grow), or (None, why)
-    with nothing written."""
+    with nothing written; the whole list read again where the further files alone do not give
+    it, or its blocks are outgrown (store/append.afresh: then planned afresh)."""
     t0 = time.perf_counter()
     hashed = hashed_files(job.record["input"]["files"], further)
     if ENCODINGS[job.encoding].source == "alignment":
         grown, m, why = _grown_alignment(job, paths, further, hashed)
     else:
         grown, m, why = _grown_genotypes(job, paths, further, hashed)
-    if grown is not None:
+    if grown is not None and append.afresh(job, m, grown.index) is None:
         return append.grow(job, m, grown, (t0, time.perf_counter())), ""
+    if grown is not None:  # the earlier blocks outgrown: planned afresh (store/append.regrow says so)
+        why = "the store is planned afresh"
     if ENCODINGS[job.encoding].transposed:  # every vector changes: in full
         return None, why
     return _reingest(job, paths, hashed, why), ""

@@ -245,7 +245,9 @@ def query_store(
         before anything is packed.
     say : callable, optional
         Given the one console line of a FILE's append (vectors appended, cross pairs to compute),
-        or of a query store made in full though an earlier one was there, and why.
+        or of a query store made in full though an earlier one was there, and why (with
+        `block_size` auto, a grown FILE's store whose auto blocks outgrow the earlier plan's more
+        than twice: query_append.outgrown).
 
     Returns
     -------
@@ -262,6 +264,12 @@ def query_store(
     record = query_append.read_record(store_dir)
     settings = query_append.settings_of(encoding, options, block_size, seed)
     n_before, why = query_append.grown_by(record, input_path, against, settings, options)
+    auto = {"metrics": metrics, "backend": backend}
+
+    def afresh(grown: dict) -> str | None:  # the earlier blocks outgrown (query_append.outgrown)
+        assert record is not None
+        return query_append.outgrown(grown, record, n_before, block_size, auto)
+
     if n_before:  # the earlier store grown by the FILE's new records alone, where that gives it
         assert record is not None
         paths = (input_path, against)
@@ -272,7 +280,17 @@ def query_store(
                 check_query_bound(p, metrics, bounds["thresholds"], bounds["pairs_max"], bounds.get("where", ""))
 
         grown = query_append.grow(
-            store_dir, record, n_before, paths, encoding, options, ingest_manifest_out, complete_manifest, say, bound
+            store_dir,
+            record,
+            n_before,
+            paths,
+            encoding,
+            options,
+            ingest_manifest_out,
+            complete_manifest,
+            say,
+            bound,
+            afresh=afresh,
         )
         if grown is not None:
             grown_plan, columns, state = grown
@@ -294,6 +312,9 @@ def query_store(
         # read in full after grown_by checked the files: what was read may not be what it checked,
         # and the earlier tiles are not kept (query_append.write then records nothing either)
         n_before, why = 0, "the input or the FILE was written to while the store read it"
+    if n_before and (outgrown := afresh(manifest)) is not None:  # planned afresh, saying so
+        say(outgrown)
+        n_before, why = 0, ""
     if n_before:
         assert record is not None
         p = query_append.plan(manifest, record, n_before, say)

@@ -25,6 +25,11 @@ the record names each of its files (path, size, content digest, SHA-256, as an a
 `files`: store/append.py), the earlier ones must be unchanged (store/listed.earlier_changed), and
 the further files' records are the FILE's new ones.
 
+With `block_size: auto`, a grown FILE whose query store's auto block size is more than twice the
+earlier plan's (a FILE of 2 records grown to 200: blocks of 4 for a store a fresh plan makes one
+tile of) is not appended to: the query store is planned and computed afresh, one line saying so
+(`outgrown`; store/append.planned_afresh's rule, where the reason is given).
+
 Anything else is a query made in full, saying why in one line: the input changed (a file of an
 input list too), the FILE changed before its end (an edit, records removed or reordered; a file
 of a FILE list changed, moved, reordered or removed), other settings, genotype files (records
@@ -157,6 +162,22 @@ def plan(manifest: dict, record: dict, n_against_before: int, say) -> Plan | Non
     return p
 
 
+def outgrown(manifest: dict, record: dict, n_against_before: int, block_size, auto: dict) -> str | None:
+    """The line saying a grown FILE's query store is planned afresh (store/append.planned_afresh:
+    `block_size` auto, and the grown store's auto block size, what store/query.plan_query sizes a
+    fresh plan by with `auto`'s metrics and backend, more than twice the earlier plan's); None
+    where the FILE's new records are appended (or none were added: the recorded plan kept)."""
+    if int(manifest["query"]["n_against"]) <= n_against_before:
+        return None
+    metrics, backend = auto.get("metrics", ()), auto.get("backend", "auto")
+    return append.planned_afresh(
+        block_size,
+        int(record["plan"]["block_size"]),
+        int(manifest["n_vectors"]),
+        lambda: stage.resolve_auto_block_size(manifest, metrics, backend, quiet=True),
+    )
+
+
 def earlier_parts(record: dict, p: Plan) -> list[dict]:
     """The parts of the recorded store before the last part of `p`: all of them where `p` added
     a part, else the recorded store's own earlier ones (the same plan made again)."""
@@ -267,6 +288,7 @@ def grow(
     complete: Callable,
     say,
     check: Callable[[Plan], None] | None = None,
+    afresh: Callable[[dict], str | None] | None = None,
 ) -> tuple[Plan, object, str | None] | None:
     """The grown query store from the earlier one's kept files and the FILE's new records alone
     (store/extend.py: where the grown column counts keep the earlier kept columns): the ingest
@@ -275,12 +297,14 @@ def grow(
     None, with nothing written, where it cannot (then the store is made as any query store).
 
     `paths`: (input, FILE); `complete`: store/query.complete_manifest (the query keys, sources);
-    `check`: the plan's bounds (store/query.check_query_bound), before anything is written. A
-    FILE given as a list grows by its further files (`_grow_listed`)."""
+    `check`: the plan's bounds (store/query.check_query_bound), before anything is written;
+    `afresh`: given the grown ingest manifest, why the store is planned afresh (`outgrown`), or
+    None: where it gives a line, nothing is written (the caller plans the store afresh and says
+    so). A FILE given as a list grows by its further files (`_grow_listed`)."""
     input_path, against = paths
     if len(files_of(against)) > 1 or len(record["against"].get("files") or []) > 1:
         job = (paths, encoding, options, ingest_manifest_out)
-        return _grow_listed(store_dir, record, n_before, job, (complete, say, check))
+        return _grow_listed(store_dir, record, n_before, job, (complete, say, check, afresh))
     t0 = time.perf_counter()
     old, size = int(record["against"]["size"]), content_size(against)
     if size == old:  # nothing added (the same files again): made as any query store, the plan kept
@@ -306,7 +330,7 @@ def grow(
     # the FILE's digest is its pieces' (util/checksums.file_digest): not hashed again
     digest = pieces_digest([bytes.fromhex(d) for d in _file_pieces(against)])
     made = _write_grown(store_dir, record, n_before, (q, a, new, before), paths, encoding, options,
-                        ingest_manifest_out, (complete, say, check), digest, t0)  # fmt: skip
+                        ingest_manifest_out, (complete, say, check, afresh), digest, t0)  # fmt: skip
     return None if made is None else (made, new.columns, state)
 
 
@@ -338,7 +362,8 @@ def _grow_listed(store_dir: Path, record: dict, n_before: int, job: tuple, calls
     """`grow` of a FILE given as a list, by its further files' records read alone (as a list
     input's further files: store/listed.py); None, with nothing written, where it cannot (no
     further file: the same files again; a column they make variable; a name taken). `job`:
-    `grow`'s (paths, encoding, options, ingest_manifest_out); `calls`: its (complete, say, check)."""
+    `grow`'s (paths, encoding, options, ingest_manifest_out); `calls`: its (complete, say, check,
+    afresh)."""
     paths, encoding, options, ingest_manifest_out = job
     input_path, against = paths
     files, earlier = files_of(against), record["against"]["files"]
@@ -371,17 +396,21 @@ def _write_grown(
     ingest_manifest_out, calls: tuple, against_digest, t0: float,
 ) -> Plan | None:  # fmt: skip
     """The grown query store's files written (`grow`): `grown` (the input's part, the grown
-    FILE's part, extend.Appended of the new records, the earlier store: extend.Earlier); `calls` (complete, say,
-    check) as `grow` takes them; `against_digest`: the FILE's content digest (a list's, one a
-    file). None, with nothing written, where the grown plan is not the earlier one's."""
+    FILE's part, extend.Appended of the new records, the earlier store: extend.Earlier); `calls`
+    (complete, say, check, afresh) as `grow` takes them; `against_digest`: the FILE's content
+    digest (a list's, one a file). None, with nothing written, where the grown plan is not the
+    earlier one's, or the store is planned afresh (`afresh`)."""
     q, a, new, before = grown
-    complete, say, check = calls
+    complete, say, check, afresh = calls
     n_new = len(new.ids)
     m = alignment_manifest(
         label(q, a), QueryAlignment.kind, encoding, q.ids + a.ids, before.manifest["n_fields"], new.keep.size,
         combined_sha256(q, a),
     )  # fmt: skip
     complete(m, q, a, paths, options, against_digest)
+    if afresh is not None and afresh(m) is not None:  # the caller reads both files and says so
+        log.info("query store (%s): the FILE's records are not added alone: the store is planned afresh", encoding)
+        return None
     p = plan(m, record, n_before, say)
     if p is None:
         return None

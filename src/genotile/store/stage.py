@@ -125,8 +125,10 @@ def plan_of_manifest(manifest: dict, block_size: int, seed: int) -> Plan:
     return Plan(int(manifest["n_vectors"]), block_size, seed)
 
 
-def resolve_auto_block_size(manifest: dict, metrics, backend: str, dense_max=None) -> int:
-    """`block_size: auto` for the store an ingest manifest describes (core/blocks.py)."""
+def resolve_auto_block_size(manifest: dict, metrics, backend: str, dense_max=None, *, quiet: bool = False) -> int:
+    """`block_size: auto` for the store an ingest manifest describes (core/blocks.py); logged in
+    one line unless `quiet` (an append asking what a fresh plan would take: store/append.py
+    `planned_afresh`)."""
     n = manifest.get("n_distinct", manifest["n_vectors"])
     names = [m for m in metrics if m in METRICS] or ["snp"]
     encoding = METRICS[names[0]].encoding
@@ -141,7 +143,8 @@ def resolve_auto_block_size(manifest: dict, metrics, backend: str, dense_max=Non
         # (pairs/stage.tile, duplicates.weigh_tile), so a GPU tile must hold it
         dense=(dense_max is not None and manifest["n_vectors"] <= dense_max) or "n_distinct" in manifest,
     )
-    log.info("block_size auto: %d (%s tiles)", size, "GPU" if gpu else "CPU")
+    if not quiet:
+        log.info("block_size auto: %d (%s tiles)", size, "GPU" if gpu else "CPU")
     return size
 
 
