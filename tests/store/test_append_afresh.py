@@ -155,3 +155,25 @@ def test_a_file_of_200_added_to_a_list_of_two_sequences_is_planned_afresh(tmp_pa
     _run([first, further], fresh)
     assert _plan(out).to_json() == _plan(fresh).to_json() and not _plan(out).segments
     assert outputs(out) == outputs(fresh)
+
+
+def test_new_copies_of_earlier_records_count_alike_whichever_path_reads_them(tmp_path, fasta_writer, caplog):
+    """Copies of the earlier records then one new record: the new records read alone count the
+    copies as rows of their own (the appended store's numbering), and so does the whole input read
+    again (store/append.regrow): one decision, one account (before, the first path went afresh and
+    the second appended, both said)."""
+    caplog.set_level(logging.INFO, logger="genotile")
+    fasta, out = tmp_path / "data.fa", tmp_path / "out"
+    fasta_writer(fasta, EARLIER)
+    _run([fasta], out)
+    assert _plan(out).block_size == 2
+    caplog.clear()
+    added = [("c0", EARLIER[0][1]), ("c1", EARLIER[1][1]), *records(1, 9, first=2)]
+    fasta_writer(fasta, EARLIER + added)
+    _run([fasta], out)
+    said = [r.getMessage() for r in caplog.records if "store (nucleotide): " in r.getMessage()]
+    assert len(said) == 1, said
+    assert said[0].endswith(": the store is planned afresh") and "vectors appended to" not in caplog.text, said
+    fresh = tmp_path / "fresh"
+    _run([fasta_writer(tmp_path / "fresh.fa", EARLIER + added)], fresh)
+    assert _plan(out).to_json() == _plan(fresh).to_json() and outputs(out) == outputs(fresh)

@@ -87,3 +87,29 @@ def test_an_error_in_the_block_leaves_the_folder_as_it_was(tmp_path):
     assert (tmp_path / "a.tsv").read_text() == "old a.tsv"
     write_text(tmp_path / "a.tsv", "after")  # the block is over: renamed at once
     assert (tmp_path / "a.tsv").read_text() == "after"
+
+
+def test_an_interrupt_between_the_final_renames_leaves_no_temporary(tmp_path, monkeypatch):
+    """A KeyboardInterrupt between two of the block's renames: the files renamed stay, the rest's
+    temporaries are removed and their locks let go (before, only an OSError was cleaned up)."""
+    from genotile.util import atomic
+
+    replace, calls = os.replace, []
+
+    def interrupted(src, dst):
+        calls.append(dst)
+        if len(calls) == 2:
+            raise KeyboardInterrupt
+        replace(src, dst)
+
+    monkeypatch.setattr(os, "replace", interrupted)
+    try:
+        with atomic.renamed_together(tmp_path, last="summary.json"):
+            for name in ("a.tsv", "b.tsv", "summary.json"):
+                write_text(tmp_path / name, f"new {name}")
+    except KeyboardInterrupt:
+        pass
+    monkeypatch.setattr(os, "replace", replace)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.tsv"]  # no .tmp left
+    write_text(tmp_path / "b.tsv", "after")  # its lock let go: written at once
+    assert (tmp_path / "b.tsv").read_text() == "after"

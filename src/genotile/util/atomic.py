@@ -124,9 +124,9 @@ def renamed_together(folder, last: str | None = None):
             else:
                 with contextlib.suppress(FileNotFoundError):
                     action.unlink()
-        except OSError as exc:
+        except BaseException as exc:  # an interrupt too: no temporary left, no lock held
             _discard(actions[k:])
-            if exc.errno in DISK_ERRORS:
+            if isinstance(exc, OSError) and exc.errno in DISK_ERRORS:
                 raise disk_error(exc, _path_of(action)) from None
             raise
 
