@@ -259,3 +259,21 @@ def test_a_job_killed_during_an_append_leaves_the_earlier_store_to_append_to(tmp
     _store(work, False)  # the rerun: appended to the earlier store again, from the new records alone
     assert ingests == []
     assert _files(work) == _files(reference)
+
+
+def test_a_removed_kept_planes_file_reads_the_whole_input_again(tmp_path, ingests):
+    """The kept planes of the earlier store removed (disk space freed by hand): the append reads
+    the whole grown input again, the earlier tiles still kept, the same files as ever (before:
+    a `genotile error` on every later append, until the store was removed by hand)."""
+    reference, _ = _grow(tmp_path, "reference", [EARLIER, SAME], False, whole=True)
+    work = tmp_path / "work"
+    work.mkdir()
+    write_fasta(work / "data.fa", EARLIER, _ids(36))
+    _store(work, False)
+    token = json.loads((work / "store" / append.RECORD).read_text())["kept"]["token"]
+    extend.kept_path(work / "store", token, "planes.npy").unlink()
+    write_fasta(work / "data.fa", EARLIER + SAME, _ids(41))
+    ingests.clear()
+    said = _store(work, False)
+    assert ingests == ["data.fa"] and said and "vectors appended to 36" in said[0], (ingests, said)
+    assert _files(work) == _files(reference)

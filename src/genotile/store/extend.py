@@ -118,9 +118,11 @@ def earlier_links(store_dir: Path, record: dict) -> tuple[tuple[Path, dict] | No
         return None, "nothing was kept of the earlier store (its input not read in one pass, or no hard links)"
     token = kept["token"]
     manifest = stage.read_recorded(kept_path(store_dir, token, "manifest.json"))
-    if manifest is None or part_key(manifest) != record["parts"][-1]["key"]:
+    planes = kept_path(store_dir, token, "planes.npy")
+    # its planes too: removed (a user freeing disk space), the whole input is read again
+    if manifest is None or part_key(manifest) != record["parts"][-1]["key"] or not planes.is_file():
         return None, "the kept copy of the earlier store is missing or not the recorded one"
-    return (kept_path(store_dir, token, "planes.npy"), manifest), ""
+    return (planes, manifest), ""
 
 
 def earlier(store_dir: Path, record: dict) -> tuple[Earlier | None, str]:
