@@ -322,26 +322,19 @@ def test_a_pools_workers_end_with_a_killed_job(tmp_path, make, pids):
     context: each ends within a second (a DevicePool's: early._end_with; a ForkedWorker's: its end
     of the pipe closes). Without the watch a forked worker lived on (Session 24), and kept this
     test's pipes open."""
-    import os
-    import subprocess
-    import sys
     import time
 
-    script = tmp_path / "job.py"
-    script.write_text(
+    status, out = _run_job(
+        tmp_path,
         "import os, signal\n"
         "from genotile.pairs import early\n"
         f"pool = {make}\n"
         "[f.result() for f in pool.started]\n"
         f"print(*{pids}, flush=True)\n"
-        "os.kill(os.getpid(), signal.SIGKILL)\n"
+        "os.kill(os.getpid(), signal.SIGKILL)\n",
     )
-    env = {k: v for k, v in os.environ.items() if k != "CUDA_VISIBLE_DEVICES"}
-    out = tmp_path / "out"
-    with open(out, "w") as fh:  # not a pipe, read to its end: the workers hold the job's streams
-        proc = subprocess.run([sys.executable, str(script)], stdout=fh, stderr=subprocess.STDOUT, timeout=60, env=env)
-    assert proc.returncode == -9, out.read_text()
-    workers = [int(pid) for pid in out.read_text().split()]
+    assert status == -9, out
+    workers = [int(pid) for pid in out.split()]
     assert len(workers) == 1
 
     deadline = time.monotonic() + 5  # each watches its job twice a second, or reads its end of the pipe
@@ -392,12 +385,9 @@ def test_a_job_ends_without_waiting_for_its_forked_workers_end(tmp_path):
 def test_a_forked_worker_ends_once_told_while_its_job_goes_on(tmp_path):
     """A closed ForkedWorker ends by itself while its job is still there (its stop message, not
     the job's end), and the job's thread collects its exit status: no zombie left to the job."""
-    import os
-    import subprocess
-    import sys
 
-    script = tmp_path / "job.py"
-    script.write_text(
+    status, out = _run_job(
+        tmp_path,
         "import os, time\n"
         "from genotile.pairs import early\n"
         "pool = early.ForkedWorker()\n"
@@ -406,14 +396,10 @@ def test_a_forked_worker_ends_once_told_while_its_job_goes_on(tmp_path):
         "deadline = time.monotonic() + 15\n"
         "while os.path.exists(f'/proc/{pool.pid}') and time.monotonic() < deadline:\n"
         "    time.sleep(0.05)\n"
-        "print('gone' if not os.path.exists(f'/proc/{pool.pid}') else 'left', flush=True)\n"
+        "print('gone' if not os.path.exists(f'/proc/{pool.pid}') else 'left', flush=True)\n",
     )
-    env = {k: v for k, v in os.environ.items() if k != "CUDA_VISIBLE_DEVICES"}
-    out = tmp_path / "out"
-    with open(out, "w") as fh:
-        proc = subprocess.run([sys.executable, str(script)], stdout=fh, stderr=subprocess.STDOUT, env=env, timeout=60)
-    assert proc.returncode == 0, out.read_text()
-    assert out.read_text().split()[-1] == "gone"
+    assert status == 0, out
+    assert out.split()[-1] == "gone"
 
 
 def test_a_forked_workers_warm_up_tile_is_counted_from_the_kept_earlier_store(tmp_path, source, monkeypatch):
@@ -471,12 +457,9 @@ def test_a_forked_workers_failures_reach_the_job(tmp_path):
     """What a task raises in a ForkedWorker is the future's exception in the job, its traceback in
     the worker the exception's cause; a reply that does not pickle is said in words; the worker
     serves the next task after either; once it has been closed it takes none."""
-    import os
-    import subprocess
-    import sys
 
-    script = tmp_path / "job.py"
-    script.write_text(
+    status, out = _run_job(
+        tmp_path,
         "import threading\n"
         "from genotile.pairs import early\n"
         "pool = early.ForkedWorker()\n"
@@ -488,14 +471,26 @@ def test_a_forked_workers_failures_reach_the_job(tmp_path):
         "try:\n"
         "    pool.submit(max, 1, 2)\n"
         "except RuntimeError as exc:\n"
-        "    print(exc)\n"
+        "    print(exc)\n",
     )
+    assert status == 0, out
+    assert out.splitlines()[-4:] == ["ValueError True", "RuntimeError", "4", "the GPU worker was closed"]
+
+
+def _run_job(tmp_path, text: str) -> tuple[int, str]:
+    """(exit status, output) of `text` run as a job's script in a fresh interpreter without
+    CUDA_VISIBLE_DEVICES (a forked worker takes the host's GPU 0), its output to a file, not a
+    pipe read to its end: the workers hold the job's standard streams."""
+    import os
+    import subprocess
+    import sys
+
+    script, out = tmp_path / "job.py", tmp_path / "out"
+    script.write_text(text)
     env = {k: v for k, v in os.environ.items() if k != "CUDA_VISIBLE_DEVICES"}
-    out = tmp_path / "out"
     with open(out, "w") as fh:
         proc = subprocess.run([sys.executable, str(script)], stdout=fh, stderr=subprocess.STDOUT, env=env, timeout=60)
-    assert proc.returncode == 0, out.read_text()
-    assert out.read_text().splitlines()[-4:] == ["ValueError True", "RuntimeError", "4", "the GPU worker was closed"]
+    return proc.returncode, out.read_text()
 
 
 def _alive(pid: int) -> bool:
