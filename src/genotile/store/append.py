@@ -366,20 +366,18 @@ def planned_afresh(block_size, recorded: int, n: int, auto: Callable[[], int]) -
     )
 
 
-def afresh(job: "AppendJob", m: dict, index: np.ndarray | None = None) -> str | None:
+def afresh(job: "AppendJob", m: dict, index: np.ndarray) -> str | None:
     """`planned_afresh` of an append job's grown store, whose ingest manifest is `m`, its rows
-    counted as the appended store numbers them where `index` is given (each input vector's
-    appended store row: `index_appended`, `_distinct_index`; a new copy of an earlier vector is a
-    row of its own), as every path that appends gives it: the same decision whether the new
-    records were read alone or the whole input again. None where nothing was added."""
+    counted as the appended store numbers them (`index`, each input vector's appended store row:
+    `index_appended`, `_distinct_index`; a new copy of an earlier vector is a row of its own), as
+    every path that appends gives it: the same decision whether the new records were read alone
+    or the whole input again. None where nothing was added."""
     if int(m["n_vectors"]) <= int(job.record["n_input"]):
         return None
-    grown = m
-    if index is not None:
-        rows = int(index.max(initial=-1)) + 1
-        grown = {k: v for k, v in m.items() if k not in ("n_distinct", "distinct_index")}
-        if rows < index.size:
-            grown["n_distinct"] = rows
+    rows = int(index.max(initial=-1)) + 1
+    grown = {k: v for k, v in m.items() if k not in ("n_distinct", "distinct_index")}
+    if rows < index.size:
+        grown["n_distinct"] = rows
     return planned_afresh(
         job.settings["block_size"],
         int(job.record["plan"]["block_size"]),
@@ -729,7 +727,7 @@ def regrow(job: AppendJob, made, why: str | None, t0: float, links: bool = False
         index, why = _distinct_index(m, record, n_old)
     # the rows counted as the appended store numbers them (`index`), as `_extend` and a list's
     # further files count them: one decision whichever path read the new records
-    outgrown = afresh(job, m, index) if why is None else None
+    outgrown = afresh(job, m, index) if index is not None else None  # (index: why is None)
     if why is not None or outgrown is not None:  # in full, from this ingest
         job.say(outgrown or f"recomputing in full: {why}")
         p = stage.plan(m, settings["block_size"], settings["seed"], bounds=job.bounds, **job.auto)
