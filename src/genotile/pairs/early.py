@@ -32,7 +32,6 @@ import shutil
 import sys
 import threading
 import time
-from collections.abc import Callable
 from concurrent.futures import Future, ProcessPoolExecutor, ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING
