@@ -264,11 +264,10 @@ def query_store(
     record = query_append.read_record(store_dir)
     settings = query_append.settings_of(encoding, options, block_size, seed)
     n_before, why = query_append.grown_by(record, input_path, against, settings, options)
-    auto = {"metrics": metrics, "backend": backend}
 
     def afresh(grown: dict) -> str | None:  # the earlier blocks outgrown (query_append.outgrown)
         assert record is not None
-        return query_append.outgrown(grown, record, n_before, block_size, auto)
+        return query_append.outgrown(grown, record, n_before, block_size, metrics, backend)
 
     if n_before:  # the earlier store grown by the FILE's new records alone, where that gives it
         assert record is not None

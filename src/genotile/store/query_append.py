@@ -162,14 +162,13 @@ def plan(manifest: dict, record: dict, n_against_before: int, say) -> Plan | Non
     return p
 
 
-def outgrown(manifest: dict, record: dict, n_against_before: int, block_size, auto: dict) -> str | None:
+def outgrown(manifest: dict, record: dict, n_against_before: int, block_size, metrics, backend: str) -> str | None:
     """The line saying a grown FILE's query store is planned afresh (store/append.planned_afresh:
     `block_size` auto, and the grown store's auto block size, what store/query.plan_query sizes a
-    fresh plan by with `auto`'s metrics and backend, more than twice the earlier plan's); None
+    fresh plan by with these metrics and backend, more than twice the earlier plan's); None
     where the FILE's new records are appended (or none were added: the recorded plan kept)."""
     if int(manifest["query"]["n_against"]) <= n_against_before:
         return None
-    metrics, backend = auto.get("metrics", ()), auto.get("backend", "auto")
     return append.planned_afresh(
         block_size,
         int(record["plan"]["block_size"]),
